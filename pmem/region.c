@@ -1,0 +1,244 @@
+/* region.c - NVRAM regions on libpmem2; see region.h. */
+#include "pmem/region.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libpmem2.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+struct region {
+	int fd;
+	struct pmem2_map *map;
+	void *base;
+	uint64_t size;
+	bool locked;
+	bool tmpfs;
+	enum pmem2_granularity gran;
+	pmem2_persist_fn persist;
+	pmem2_flush_fn flush;
+	pmem2_drain_fn drain;
+	pmem2_memcpy_fn memcpy_fn;
+	struct region_opts opts;
+};
+
+static atomic_uint_fast64_t persist_points;
+static uint64_t crash_point;
+
+__attribute__((constructor))
+static void region_crash_env(void)
+{
+	const char *e = getenv("NVCACHE_CRASH_AT");
+	if (e)
+		crash_point = strtoull(e, NULL, 10);
+}
+
+void region_crash_at(uint64_t n)
+{
+	crash_point = n;
+	atomic_store(&persist_points, 0);
+}
+
+uint64_t region_persist_points(void)
+{
+	return atomic_load(&persist_points);
+}
+
+static void persist_point(void)
+{
+	uint64_t n = atomic_fetch_add(&persist_points, 1) + 1;
+	if (crash_point && n == crash_point)
+		raise(SIGKILL);
+}
+
+/* libpmem2 returns -errno for system errors and its own PMEM2_E_* codes
+ * (far below -4095) for the rest. */
+static int pmem2_fail(int rc, const char *what, const char *path)
+{
+	log_err("NVRAM file %s: %s: %s", path, what, pmem2_errormsg());
+	return rc < 0 && rc > -4096 ? rc : -EIO;
+}
+
+int region_open(struct region **out, const char *path,
+		const struct region_opts *opts)
+{
+	struct pmem2_config *cfg = NULL;
+	struct pmem2_source *src = NULL;
+	struct region *r;
+	struct statfs sfs;
+	struct stat st;
+	int flags = O_RDWR | (opts->create ? O_CREAT : 0);
+	int ret;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->opts = *opts;
+	r->fd = open(path, flags | O_CLOEXEC, 0600);
+	if (r->fd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (fstat(r->fd, &st) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		goto fail;
+	}
+	r->size = opts->size ? opts->size : (uint64_t)st.st_size;
+	if (r->size == 0) {
+		ret = -EINVAL;
+		goto fail;
+	}
+	if ((uint64_t)st.st_size < r->size) {
+		if (!opts->create) {
+			ret = -EINVAL;
+			goto fail;
+		}
+		ret = posix_fallocate(r->fd, 0, (off_t)r->size);
+		if (ret) {
+			ret = -ret;
+			goto fail;
+		}
+	}
+	r->tmpfs = fstatfs(r->fd, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
+
+	if ((ret = pmem2_config_new(&cfg))) {
+		ret = pmem2_fail(ret, "config", path);
+		goto fail;
+	}
+	if ((ret = pmem2_source_from_fd(&src, r->fd))) {
+		ret = pmem2_fail(ret, "source", path);
+		goto fail;
+	}
+	/* PAGE is the weakest guarantee: accept whatever the medium gives. */
+	if ((ret = pmem2_config_set_required_store_granularity(cfg,
+					PMEM2_GRANULARITY_PAGE))) {
+		ret = pmem2_fail(ret, "granularity", path);
+		goto fail;
+	}
+	if ((ret = pmem2_config_set_length(cfg, r->size))) {
+		ret = pmem2_fail(ret, "length", path);
+		goto fail;
+	}
+	if ((ret = pmem2_map_new(&r->map, cfg, src))) {
+		ret = pmem2_fail(ret, "map", path);
+		goto fail;
+	}
+	pmem2_config_delete(&cfg);
+	pmem2_source_delete(&src);
+
+	r->base = pmem2_map_get_address(r->map);
+	r->gran = pmem2_map_get_store_granularity(r->map);
+	r->persist = pmem2_get_persist_fn(r->map);
+	r->flush = pmem2_get_flush_fn(r->map);
+	r->drain = pmem2_get_drain_fn(r->map);
+	r->memcpy_fn = pmem2_get_memcpy_fn(r->map);
+	if (opts->lock) {
+		if (mlock(r->base, r->size) < 0) {
+			ret = -errno;
+			log_err("NVRAM file %s: cannot lock %llu bytes in RAM: %s",
+				path, (unsigned long long)r->size, strerror(-ret));
+			goto fail;
+		}
+		r->locked = true;
+	}
+	log_info("NVRAM %s: %llu bytes mapped, persist granularity %s%s", path,
+		 (unsigned long long)r->size, region_granularity(r),
+		 r->tmpfs ? " (tmpfs: survives process crashes, not power loss)" : "");
+	*out = r;
+	return 0;
+fail:
+	if (cfg)
+		pmem2_config_delete(&cfg);
+	if (src)
+		pmem2_source_delete(&src);
+	if (r->map)
+		pmem2_map_delete(&r->map);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+	return ret;
+}
+
+void region_close(struct region *r)
+{
+	if (!r)
+		return;
+	if (r->locked)
+		munlock(r->base, r->size);
+	pmem2_map_delete(&r->map);
+	close(r->fd);
+	free(r);
+}
+
+void *region_base(const struct region *r) { return r->base; }
+uint64_t region_size(const struct region *r) { return r->size; }
+bool region_on_tmpfs(const struct region *r) { return r->tmpfs; }
+
+const char *region_granularity(const struct region *r)
+{
+	switch (r->gran) {
+	case PMEM2_GRANULARITY_BYTE: return "byte";
+	case PMEM2_GRANULARITY_CACHE_LINE: return "cache-line";
+	default: return "page";
+	}
+}
+
+static void charge_flush(const struct region *r, size_t len)
+{
+	if (r->opts.flush_ns)
+		clock_spin_ns((uint64_t)r->opts.flush_ns * ((len + 63) / 64));
+}
+
+static void charge_access(const struct region *r, size_t len)
+{
+	uint64_t ns = r->opts.lat_ns;
+
+	if (r->opts.bw_bps)
+		ns += (uint64_t)len * 1000000000ull / r->opts.bw_bps;
+	clock_spin_ns(ns);
+}
+
+void region_persist(struct region *r, const void *addr, size_t len)
+{
+	persist_point();
+	charge_flush(r, len);
+	r->persist(addr, len);
+}
+
+void region_flush(struct region *r, const void *addr, size_t len)
+{
+	charge_flush(r, len);
+	r->flush(addr, len);
+}
+
+void region_drain(struct region *r)
+{
+	persist_point();
+	r->drain();
+}
+
+void region_write(struct region *r, void *dst, const void *src, size_t len)
+{
+	charge_access(r, len);
+	r->memcpy_fn(dst, src, len, PMEM2_F_MEM_NOFLUSH);
+}
+
+void region_read(struct region *r, void *dst, const void *src, size_t len)
+{
+	charge_access(r, len);
+	memcpy(dst, src, len);
+}

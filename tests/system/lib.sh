@@ -1,0 +1,75 @@
+# lib.sh - sourced by every system test. Gives: a time bound, a private
+# scratch directory, cleanup that runs even when the test fails, and the
+# path of each built binary.
+#
+#   . "$(dirname "$0")/lib.sh"
+#   t_cleanup "fusermount3 -u $mnt"     # run at exit, last registered first
+#   t_fail "what went wrong"            # exit 1
+#   t_skip "why"                        # exit 77
+#   t_bin nvcachefs                     # path of build/fs/nvcachefs
+#
+# Environment: NVCACHE_BUILD (build directory, default ./build),
+# T_TIMEOUT (seconds, default 300). Scratch space: $T_DIR (on disk, never
+# tmpfs, so it may back a swap device) and $T_SHM (on /dev/shm, for NVRAM).
+set -uo pipefail
+
+T_NAME=$(basename "$0" .sh)
+T_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+NVCACHE_BUILD=${NVCACHE_BUILD:-$T_ROOT/build}
+case "$NVCACHE_BUILD" in /*) ;; *) NVCACHE_BUILD=$T_ROOT/$NVCACHE_BUILD ;; esac
+T_TIMEOUT=${T_TIMEOUT:-300}
+T_DIR=$(mktemp -d "/var/tmp/nvtest-$T_NAME.XXXXXX")
+T_SHM=$(mktemp -d "/dev/shm/nvtest-$T_NAME.XXXXXX")
+_t_cleanups=()
+
+t_log() { echo "[$T_NAME] $*" >&2; }
+
+t_cleanup() { _t_cleanups+=("$1"); }
+
+_t_run_cleanups() {
+  local rc=$? i
+  trap - EXIT INT TERM
+  for ((i=${#_t_cleanups[@]}-1; i>=0; i--)); do
+    eval "${_t_cleanups[$i]}" >/dev/null 2>&1 || true
+  done
+  rm -rf "$T_DIR" "$T_SHM"
+  exit $rc
+}
+trap _t_run_cleanups EXIT
+trap 'exit 130' INT TERM
+
+# The time bound: a watchdog that kills this test (and so runs its cleanup).
+( sleep "$T_TIMEOUT"; echo "[$T_NAME] timed out after ${T_TIMEOUT}s" >&2; kill -TERM $$ ) 2>/dev/null &
+_t_watchdog=$!
+t_cleanup "kill $_t_watchdog"
+
+t_fail() { echo "[$T_NAME] FAIL: $*" >&2; exit 1; }
+t_skip() { echo "[$T_NAME] SKIP: $*" >&2; exit 77; }
+t_require_root() { [ "$(id -u)" -eq 0 ] || t_skip "needs root"; }
+t_require_cmd() { local c; for c in "$@"; do command -v "$c" >/dev/null || t_skip "needs $c"; done; }
+
+t_bin() {
+  local p
+  for p in "$NVCACHE_BUILD/$1" "$NVCACHE_BUILD"/*/"$1" "$NVCACHE_BUILD"/tests/*/"$1"; do
+    [ -x "$p" ] && { echo "$p"; return 0; }
+  done
+  t_fail "binary $1 not built in $NVCACHE_BUILD"
+}
+
+# t_wait SECONDS CMD... : poll CMD until it succeeds, fail after SECONDS.
+t_wait() {
+  local limit=$1; shift
+  local end=$((SECONDS + limit))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -ge $end ] && return 1
+    sleep 0.1
+  done
+}
+
+t_is_mounted() { grep -q " $1 " /proc/mounts; }
+
+# Unmount a FUSE mount we made, lazily if it is stuck.
+t_umount() {
+  t_is_mounted "$1" || return 0
+  fusermount3 -u "$1" 2>/dev/null || umount "$1" 2>/dev/null || umount -l "$1" 2>/dev/null
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# install-deps.sh - install the Debian packages nvcache builds, tests and
+# benchmarks with. Idempotent; quiet when everything is there already.
+set -euo pipefail
+pkgs=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
+      libfuse3-dev fuse3 libpmem2-dev liburing-dev
+      protobuf-c-compiler libprotobuf-c-dev libcmocka-dev
+      libnbd-dev libnbd-bin nbdfuse nbdkit nbd-client fio
+      mpich libmpich-dev attr util-linux procps python3 python3-matplotlib
+      valgrind)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]} (run as root to install them)" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}" >/dev/null
