@@ -1,0 +1,183 @@
+/* nvcachectl - show the state and counters of the nvcache daemons running on
+ * this machine, and send them commands. It talks to each daemon's control
+ * socket (common/ctl.h) in the run directory. */
+#include "common/ctl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char reply[CTL_MAX_REPLY];
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: nvcachectl [--run-dir DIR] COMMAND [TARGET] [ARGS...]\n"
+"\n"
+"commands:\n"
+"  status                       every daemon on this machine, one block each\n"
+"  stats TARGET                 all counters of one daemon\n"
+"  watch TARGET [SECONDS]       stats every SECONDS (default 1) until ^C\n"
+"  send TARGET COMMAND...       send a raw command (e.g. 'shrink 512M', 'fail 3')\n"
+"\n"
+"TARGET is a mount point of nvcachefs (/mnt/nvcache), or --swap NAME (an\n"
+"nvswapd export), --node ID (an nvcached), --socket PATH.\n"
+"Run directory: $NVCACHE_RUN_DIR or /run/nvcache.\n");
+}
+
+/* Resolve argv[*i] (and maybe argv[*i+1]) to a socket path. */
+static int target_path(int argc, char **argv, int *i, char *out, size_t len)
+{
+	const char *kind = NULL, *name = NULL;
+	char esc[PATH_MAX], real[PATH_MAX];
+
+	if (*i >= argc)
+		return -EINVAL;
+	if (!strcmp(argv[*i], "--swap"))
+		kind = "swap";
+	else if (!strcmp(argv[*i], "--node"))
+		kind = "node";
+	else if (!strcmp(argv[*i], "--socket")) {
+		if (*i + 1 >= argc)
+			return -EINVAL;
+		snprintf(out, len, "%s", argv[*i + 1]);
+		*i += 2;
+		return 0;
+	}
+	if (kind) {
+		if (*i + 1 >= argc)
+			return -EINVAL;
+		name = argv[*i + 1];
+		*i += 2;
+		return ctl_socket_path(kind, name, out, len);
+	}
+	/* A mount point: name it the way nvcachefs does. */
+	if (!realpath(argv[*i], real))
+		snprintf(real, sizeof(real), "%s", argv[*i]);
+	ctl_name_from_path(real, esc, sizeof(esc));
+	*i += 1;
+	return ctl_socket_path("fs", esc, out, len);
+}
+
+static int ask(const char *path, const char *cmd, int quiet)
+{
+	ssize_t n = ctl_request(path, cmd, reply, sizeof(reply), 5000);
+
+	if (n < 0) {
+		if (!quiet)
+			fprintf(stderr, "nvcachectl: %s: %s%s\n", path, strerror((int)-n),
+				n == -ENOENT || n == -ECONNREFUSED ?
+				" (is the daemon running? see 'nvcachectl status')" : "");
+		return 1;
+	}
+	fputs(reply, stdout);
+	if (n && reply[n - 1] != '\n')
+		putchar('\n');
+	return !strncmp(reply, "error:", 6);
+}
+
+static int cmd_status(void)
+{
+	const char *dir = ctl_run_dir();
+	struct dirent *de;
+	char path[PATH_MAX];
+	int found = 0;
+	DIR *d = opendir(dir);
+
+	if (!d) {
+		printf("no nvcache daemon running (no %s)\n", dir);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (l < 6 || strcmp(de->d_name + l - 5, ".sock"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		printf("== %.*s\n", (int)(l - 5), de->d_name);
+		if (ctl_request(path, "status", reply, sizeof(reply), 2000) < 0) {
+			printf("   not answering (stale socket of a dead daemon?)\n");
+			continue;
+		}
+		/* A daemon without a 'status' command: show its stats instead. */
+		if (!strncmp(reply, "error:", 6))
+			ask(path, "stats", 1);
+		else
+			fputs(reply, stdout);
+		found++;
+	}
+	closedir(d);
+	if (!found)
+		printf("no nvcache daemon running\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "run-dir", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	char path[PATH_MAX], cmd[CTL_MAX_CMD];
+	int c, i;
+
+	/* Stop at the first non-option: the rest belongs to the command. */
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r': setenv("NVCACHE_RUN_DIR", optarg, 1); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	const char *verb = argv[optind];
+	i = optind + 1;
+	if (!strcmp(verb, "status"))
+		return cmd_status();
+	if (strcmp(verb, "stats") && strcmp(verb, "watch") && strcmp(verb, "send")) {
+		fprintf(stderr, "nvcachectl: unknown command '%s'\n", verb);
+		usage(stderr);
+		return 2;
+	}
+	if (target_path(argc, argv, &i, path, sizeof(path))) {
+		fprintf(stderr, "nvcachectl: %s needs a TARGET\n", verb);
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(verb, "stats"))
+		return ask(path, "stats", 0);
+	if (!strcmp(verb, "watch")) {
+		int secs = i < argc ? atoi(argv[i]) : 1;
+		for (;;) {
+			printf("\033[H\033[2J");
+			if (ask(path, "stats", 0))
+				return 1;
+			fflush(stdout);
+			sleep(secs > 0 ? (unsigned)secs : 1);
+		}
+	}
+	/* send: the remaining words are the command. */
+	cmd[0] = 0;
+	for (; i < argc; i++) {
+		if (strlen(cmd) + strlen(argv[i]) + 2 > sizeof(cmd)) {
+			fprintf(stderr, "nvcachectl: command too long\n");
+			return 2;
+		}
+		if (cmd[0])
+			strcat(cmd, " ");
+		strcat(cmd, argv[i]);
+	}
+	if (!cmd[0]) {
+		fprintf(stderr, "nvcachectl: send needs a COMMAND\n");
+		return 2;
+	}
+	return ask(path, cmd, 0);
+}
