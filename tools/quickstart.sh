@@ -11,7 +11,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mnt=/mnt/nvcache
 backing=/var/lib/nvcache/backing
-state=/run/nvcache/quickstart
+run=${NVCACHE_RUN_DIR:-/run/nvcache}
+state=$run/quickstart
 swap=0 stop=0
 swap_size=${NVCACHE_SWAP_SIZE:-1G}
 while [ $# -gt 0 ]; do
@@ -68,7 +69,7 @@ else
 fi
 
 if [ -x build/nbd/nvswapd ]; then
-  sock=/run/nvcache/nvswapd.sock
+  sock=$run/nvswapd.sock
   if [ -f $state/nvswapd.pid ] && kill -0 "$(cat $state/nvswapd.pid)" 2>/dev/null; then
     echo "nvswapd: already running"
   else
