@@ -1,0 +1,415 @@
+/* test_bstore.c - the NVRAM block store: commits, copy-on-write, recovery,
+ * refusal of foreign files, eviction, torn records, and a crash test that
+ * kills a child at every persist point in turn. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "common/crc32c.h"
+#include "pmem/bstore.h"
+
+#define BS 4096u
+
+static char path[96], path2[96];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(path, sizeof(path), "/dev/shm/nvtest-bstore-%d", (int)getpid());
+	snprintf(path2, sizeof(path2), "/dev/shm/nvtest-bstore-%d.ref", (int)getpid());
+	unlink(path);
+	unlink(path2);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	unlink(path2);
+	return 0;
+}
+
+static struct bstore_open_opts opts(uint64_t nblocks)
+{
+	struct bstore_open_opts o = { .create = true, .tag = "test" };
+	o.geom.block_size = BS;
+	o.geom.nblocks = nblocks;
+	o.geom.nobjs = 16;
+	return o;
+}
+
+static struct bstore *open_store(const char *p, uint64_t nblocks)
+{
+	struct bstore_open_opts o = opts(nblocks);
+	struct bstore *bs = NULL;
+
+	assert_int_equal(bstore_open(&bs, p, &o), 0);
+	return bs;
+}
+
+static uint64_t new_obj(struct bstore *bs, const char *name)
+{
+	struct bstore_obj o = { 0 };
+
+	snprintf(o.path, sizeof(o.path), "%s", name);
+	assert_int_equal(bstore_obj_create(bs, &o), 0);
+	assert_true(o.id != 0);
+	return o.id;
+}
+
+static void fill(uint8_t *b, size_t n, int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed * 31 + i * 7);
+}
+
+static void write_read_reopen(void **state)
+{
+	uint8_t in[BS], out[BS], exp[BS];
+	struct bstore_binfo bi;
+	struct bstore *bs = open_store(path, 32);
+	uint64_t id;
+	(void)state;
+
+	id = new_obj(bs, "f");
+	fill(in, BS, 1);
+	assert_int_equal(bstore_block_write(bs, id, 7, 0, in, BS, true, false, &bi), 0);
+	assert_int_equal(bi.valid, BS);
+	assert_true(bi.dirty);
+	/* partial overwrite keeps head and tail (copy-on-write merge) */
+	memcpy(exp, in, BS);
+	memset(exp + 100, 0xAB, 50);
+	memset(in, 0xAB, 50);
+	assert_int_equal(bstore_block_write(bs, id, 7, 100, in, 50, true, false, &bi), 0);
+	assert_int_equal(bstore_block_read(bs, id, 7, 0, out, BS, &bi), 0);
+	assert_memory_equal(out, exp, BS);
+	/* a gap past the valid length reads as zeros */
+	assert_int_equal(bstore_block_write(bs, id, 8, 1000, in, 10, true, false, &bi), 0);
+	assert_int_equal(bi.valid, 1010);
+	assert_int_equal(bstore_block_read(bs, id, 8, 0, out, BS, &bi), 0);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(out[i], 0);
+	assert_memory_equal(out + 1000, in, 10);
+	for (unsigned i = 1010; i < BS; i++)
+		assert_int_equal(out[i], 0);
+	assert_int_equal(bstore_block_read(bs, id, 9, 0, out, 10, NULL), -ENOENT);
+	/* if_absent never overwrites */
+	assert_int_equal(bstore_block_write(bs, id, 7, 0, in, 10, false, true, NULL), -EEXIST);
+	struct bstore_obj o;
+	assert_int_equal(bstore_obj_get(bs, id, &o), 0);
+	o.size = 12345;
+	assert_int_equal(bstore_obj_update(bs, &o), 0);
+	bstore_close(bs);
+
+	bs = open_store(path, 32);
+	assert_int_equal(bstore_obj_get(bs, id, &o), 0);
+	assert_int_equal(o.size, 12345);
+	assert_string_equal(o.path, "f");
+	assert_int_equal(bstore_block_read(bs, id, 7, 0, out, BS, &bi), 0);
+	assert_memory_equal(out, exp, BS);
+	assert_true(bi.dirty);
+	uint64_t idx[4];
+	assert_int_equal(bstore_obj_blocks(bs, id, true, idx, 4), 2);
+	assert_int_equal(idx[0], 7);
+	assert_int_equal(idx[1], 8);
+	/* clean, truncate, drop */
+	assert_int_equal(bstore_block_clean(bs, id, 7, bi.version + 1), -ESTALE);
+	assert_int_equal(bstore_block_clean(bs, id, 7, bi.version), 0);
+	assert_int_equal(bstore_obj_blocks(bs, id, true, idx, 4), 1);
+	assert_int_equal(bstore_block_truncate(bs, id, 8, 500), 0);
+	assert_int_equal(bstore_block_info(bs, id, 8, &bi), 0);
+	assert_int_equal(bi.valid, 500);
+	assert_int_equal(bstore_block_drop(bs, id, 8), 0);
+	assert_int_equal(bstore_block_info(bs, id, 8, &bi), -ENOENT);
+	bstore_close(bs);
+
+	bs = open_store(path, 32);
+	assert_int_equal(bstore_block_info(bs, id, 7, &bi), 0);
+	assert_false(bi.dirty);
+	assert_int_equal(bstore_block_info(bs, id, 8, &bi), -ENOENT);
+	assert_int_equal(bstore_obj_delete(bs, id), 0);
+	assert_int_equal(bstore_obj_list(bs, idx, 4), 0);
+	bstore_close(bs);
+	bs = open_store(path, 32);
+	assert_int_equal(bstore_obj_list(bs, idx, 4), 0);
+	struct bstore_stats st;
+	bstore_stats_get(bs, &st);
+	assert_int_equal(st.blocks_used, 0);
+	bstore_close(bs);
+}
+
+static void refuses_foreign_files(void **state)
+{
+	struct bstore_open_opts o = opts(32);
+	struct bstore *bs = open_store(path, 32);
+	uint8_t buf[64];
+	(void)state;
+
+	uint64_t id = new_obj(bs, "x");
+	fill(buf, sizeof(buf), 3);
+	assert_int_equal(bstore_block_write(bs, id, 0, 0, buf, 64, true, false, NULL), 0);
+	bstore_close(bs);
+	/* another geometry */
+	o.geom.nblocks = 64;
+	assert_int_equal(bstore_open(&bs, path, &o), -EMEDIUMTYPE);
+	o = opts(32);
+	o.geom.block_size = 8192;
+	assert_int_equal(bstore_open(&bs, path, &o), -EMEDIUMTYPE);
+	/* another tag */
+	o = opts(32);
+	o.tag = "other";
+	assert_int_equal(bstore_open(&bs, path, &o), -EMEDIUMTYPE);
+	/* the data is still there */
+	bs = open_store(path, 32);
+	uint8_t out[64];
+	assert_int_equal(bstore_block_read(bs, id, 0, 0, out, 64, NULL), 0);
+	assert_memory_equal(out, buf, 64);
+	bstore_close(bs);
+	/* not a store at all */
+	int fd = open(path2, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "hello, not a store", 18), 18);
+	close(fd);
+	o = opts(32);
+	assert_int_equal(bstore_open(&bs, path2, &o), -EMEDIUMTYPE);
+	/* a directory */
+	assert_true(bstore_open(&bs, "/dev/shm", &o) < 0);
+	/* bad geometry */
+	o.geom.block_size = 1000;
+	assert_int_equal(bstore_open(&bs, path2, &o), -EINVAL);
+}
+
+static void evicts_clean_backpressure_dirty(void **state)
+{
+	struct bstore *bs = open_store(path, 16);
+	uint8_t buf[BS];
+	struct bstore_binfo bi[16];
+	struct bstore_stats st;
+	(void)state;
+
+	uint64_t id = new_obj(bs, "e");
+	fill(buf, BS, 5);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(bstore_block_write(bs, id, (uint64_t)i, 0, buf, BS, true, false, &bi[i]), 0);
+	/* all dirty: a new block is refused, a rewrite of one also needs a
+	 * free block (copy-on-write) */
+	assert_int_equal(bstore_block_write(bs, id, 100, 0, buf, BS, true, false, NULL), -ENOSPC);
+	assert_int_equal(bstore_evict(bs, 4), 0);
+	/* clean two; the next writes evict the least recently used clean */
+	assert_int_equal(bstore_block_clean(bs, id, 3, bi[3].version), 0);
+	assert_int_equal(bstore_block_clean(bs, id, 4, bi[4].version), 0);
+	uint8_t out[16];
+	assert_int_equal(bstore_block_read(bs, id, 3, 0, out, 16, NULL), 0); /* 3 now recent */
+	assert_int_equal(bstore_block_write(bs, id, 100, 0, buf, BS, true, false, NULL), 0);
+	assert_int_equal(bstore_block_info(bs, id, 4, NULL), -ENOENT);
+	assert_int_equal(bstore_block_info(bs, id, 3, NULL), 0);
+	bstore_stats_get(bs, &st);
+	assert_int_equal(st.evictions, 1);
+	assert_int_equal(st.blocks_used, 16);
+	assert_int_equal(st.blocks_dirty, 15);
+	assert_int_equal(bstore_evict(bs, 10), 1);
+	bstore_close(bs);
+}
+
+static void torn_record_falls_back(void **state)
+{
+	struct bstore *bs = open_store(path, 16);
+	struct bstore_binfo bi;
+	uint8_t buf[128];
+	(void)state;
+
+	uint64_t id = new_obj(bs, "t");
+	fill(buf, sizeof(buf), 9);
+	assert_int_equal(bstore_block_write(bs, id, 2, 0, buf, 128, true, false, &bi), 0);
+	assert_int_equal(bstore_block_clean(bs, id, 2, bi.version), 0);
+	bstore_close(bs);
+	/* tear the newer record (the "clean" one): flip a byte in the block
+	 * table; the older, dirty record must win */
+	struct bstore_geom g = opts(16).geom;
+	uint64_t blk_off = 4096 + (uint64_t)g.nobjs * 2 * 512;
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t rec[16 * 128];
+	assert_int_equal(pread(fd, rec, sizeof(rec), (off_t)blk_off), (ssize_t)sizeof(rec));
+	int torn = 0;
+	for (int p = 0; p < 16; p++) {
+		uint8_t *a = rec + p * 128, *b = a + 64;
+		uint64_t sa, sb;
+		memcpy(&sa, a + 8, 8);
+		memcpy(&sb, b + 8, 8);
+		if (sa && sb) {
+			uint8_t *newer = sb > sa ? b : a;
+			newer[30] ^= 0x55;
+			torn++;
+		}
+	}
+	assert_int_equal(torn, 1);
+	assert_int_equal(pwrite(fd, rec, sizeof(rec), (off_t)blk_off), (ssize_t)sizeof(rec));
+	close(fd);
+	bs = open_store(path, 16);
+	assert_int_equal(bstore_block_info(bs, id, 2, &bi), 0);
+	assert_true(bi.dirty);
+	uint8_t out[128];
+	assert_int_equal(bstore_block_read(bs, id, 2, 0, out, 128, NULL), 0);
+	assert_memory_equal(out, buf, 128);
+	bstore_close(bs);
+}
+
+/* ---- crash test ---- */
+
+#define NOPS 16
+
+/* Run ops [0, nops) of the script; after each, write a byte to fd (if >= 0). */
+static void script(struct bstore *bs, int nops, int fd)
+{
+	uint8_t buf[BS];
+	uint64_t a = 0, b = 0, c = 0;
+	struct bstore_binfo bi = { 0 };
+	struct bstore_obj o;
+
+	for (int op = 0; op < nops; op++) {
+		fill(buf, BS, op + 1);
+		switch (op) {
+		case 0: a = new_obj(bs, "a"); break;
+		case 1: bstore_block_write(bs, a, 0, 0, buf, BS, true, false, NULL); break;
+		case 2: bstore_block_write(bs, a, 1, 100, buf, 200, true, false, NULL); break;
+		case 3: bstore_obj_get(bs, a, &o); o.size = BS + 300; bstore_obj_update(bs, &o); break;
+		case 4: bstore_block_write(bs, a, 0, 10, buf, 20, true, false, &bi); break;
+		case 5: b = new_obj(bs, "b"); break;
+		case 6: bstore_block_write(bs, b, 5, 0, buf, 1000, false, true, NULL); break;
+		case 7: bstore_block_clean(bs, a, 0, bi.version); break;
+		case 8: bstore_block_truncate(bs, a, 1, 50); break;
+		case 9: bstore_block_write(bs, b, 5, 500, buf, 1000, true, false, NULL); break;
+		case 10: bstore_obj_delete(bs, a); break;
+		case 11: c = new_obj(bs, "c"); break;
+		case 12: bstore_block_write(bs, c, 0, 0, buf, BS, true, false, NULL); break;
+		case 13: bstore_block_write(bs, c, 0, 0, buf, BS / 2, true, false, NULL); break;
+		case 14: bstore_block_drop(bs, b, 5); break;
+		case 15: bstore_block_write(bs, b, 6, 0, buf, 77, true, false, NULL); break;
+		}
+		if (fd >= 0 && write(fd, "x", 1) != 1)
+			_exit(3);
+	}
+}
+
+/* A canonical text of everything the store holds, ordered by name. */
+static void dump(struct bstore *bs, char *out, size_t len)
+{
+	uint64_t ids[16], idx[64];
+	size_t n = bstore_obj_list(bs, ids, 16), pos = 0;
+	const char *names[] = { "a", "b", "c" };
+
+	out[0] = 0;
+	for (int k = 0; k < 3; k++) {
+		for (size_t i = 0; i < n; i++) {
+			struct bstore_obj o;
+			assert_int_equal(bstore_obj_get(bs, ids[i], &o), 0);
+			if (strcmp(o.path, names[k]))
+				continue;
+			pos += (size_t)snprintf(out + pos, len - pos, "%s size=%llu:",
+						o.path, (unsigned long long)o.size);
+			size_t nb = bstore_obj_blocks(bs, ids[i], false, idx, 64);
+			for (size_t j = 0; j < nb; j++) {
+				uint8_t buf[BS];
+				struct bstore_binfo bi;
+				assert_int_equal(bstore_block_read(bs, ids[i], idx[j], 0, buf, BS, &bi), 0);
+				pos += (size_t)snprintf(out + pos, len - pos,
+					" [%llu v=%u d=%d c=%08x]", (unsigned long long)idx[j],
+					bi.valid, bi.dirty, crc32c(0, buf, BS));
+			}
+			pos += (size_t)snprintf(out + pos, len - pos, "\n");
+		}
+	}
+}
+
+static void reference(int nops, char *out, size_t len)
+{
+	unlink(path2);
+	struct bstore *bs = open_store(path2, 32);
+	script(bs, nops, -1);
+	dump(bs, out, len);
+	bstore_close(bs);
+	unlink(path2);
+}
+
+static void crash_at_every_persist_point(void **state)
+{
+	static char got[8192], before[8192], after[8192];
+	int crashes = 0;
+	(void)state;
+
+	for (uint64_t n = 1; n < 1000; n++) {
+		int pfd[2];
+		unlink(path);
+		assert_int_equal(pipe(pfd), 0);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(pfd[0]);
+			region_crash_at(n);
+			struct bstore_open_opts o = opts(32);
+			struct bstore *bs;
+			if (bstore_open(&bs, path, &o))
+				_exit(2);
+			script(bs, NOPS, pfd[1]);
+			bstore_close(bs);
+			_exit(0);
+		}
+		close(pfd[1]);
+		int done = 0;
+		char c;
+		while (read(pfd[0], &c, 1) == 1)
+			done++;
+		close(pfd[0]);
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		if (WIFEXITED(st)) {
+			assert_int_equal(WEXITSTATUS(st), 0);
+			assert_int_equal(done, NOPS);
+			break; /* ran to the end without reaching point n */
+		}
+		assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+		crashes++;
+		/* recover: the state is that after `done` ops, or after done+1
+		 * if the op in flight had passed its commit point */
+		struct bstore *bs = open_store(path, 32);
+		dump(bs, got, sizeof(got));
+		/* and the store still works */
+		uint64_t id = new_obj(bs, "z");
+		uint8_t buf[64] = { 1 };
+		assert_int_equal(bstore_block_write(bs, id, 0, 0, buf, 64, true, false, NULL), 0);
+		bstore_close(bs);
+		reference(done, before, sizeof(before));
+		reference(done + 1 > NOPS ? NOPS : done + 1, after, sizeof(after));
+		if (strcmp(got, before) && strcmp(got, after)) {
+			fprintf(stderr, "crash at %llu after %d ops:\n--got\n%s--before\n%s--after\n%s",
+				(unsigned long long)n, done, got, before, after);
+			fail();
+		}
+	}
+	fprintf(stderr, "crash test: %d crash points checked\n", crashes);
+	assert_true(crashes > 20);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(write_read_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(refuses_foreign_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(evicts_clean_backpressure_dirty, setup, teardown),
+		cmocka_unit_test_setup_teardown(torn_record_falls_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(crash_at_every_persist_point, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
