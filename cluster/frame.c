@@ -1,0 +1,511 @@
+/* frame.c - encode and validate cluster frames; see frame.h for the layout.
+ * The decoder trusts nothing: lengths first, CRC second, protobuf third,
+ * then every enum, body and payload size against the message type. */
+#include "cluster/frame.h"
+
+#include "common/crc32c.h"
+#include "nvcache.pb-c.h"
+
+#include <errno.h>
+#include <string.h>
+
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_ERROR == (int)FT_ERROR, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_NODE_TABLE == (int)FT_NODE_TABLE, "proto enum");
+_Static_assert((int)NVCACHE__STATUS__ST_INTERNAL == (int)FS_INTERNAL, "proto enum");
+_Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
+_Static_assert((int)NVCACHE__NODE_STATE__NS_SELF == (int)FN_SELF, "proto enum");
+
+/* The unpack arena: a legal header (64 node entries at most) needs well
+ * under half of it; a hostile one fails to unpack when it runs out. */
+#define ARENA_SIZE (48 * 1024)
+
+struct arena {
+	size_t used;
+	_Alignas(16) unsigned char mem[ARENA_SIZE];
+};
+
+static void *arena_alloc(void *data, size_t size)
+{
+	struct arena *a = data;
+	size_t need = (size + 15) & ~(size_t)15;
+
+	if (size > ARENA_SIZE || need > ARENA_SIZE - a->used)
+		return NULL;
+	void *p = a->mem + a->used;
+	a->used += need;
+	return p;
+}
+
+static void arena_free(void *data, void *ptr)
+{
+	(void)data;
+	(void)ptr; /* the whole arena goes at once */
+}
+
+static void put_be16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = (uint8_t)v; }
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24; p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+static uint16_t get_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+long frame_payload_expected(uint32_t type, bool reply, uint32_t status)
+{
+	switch (type) {
+	case FT_PAGE_STORE:
+	case FT_PARITY_UPDATE:
+	case FT_MIGRATE:
+		return reply ? 0 : FRAME_PAGE_SIZE;
+	case FT_PAGE_FETCH:
+		return reply && status == FS_OK ? FRAME_PAGE_SIZE : 0;
+	default:
+		return 0;
+	}
+}
+
+int frame_prefix_parse(const uint8_t prefix[FRAME_PREFIX], uint32_t *hdr_len,
+		       uint32_t *payload_len, const char **why)
+{
+	const char *dummy;
+
+	if (!why)
+		why = &dummy;
+	if (get_be32(prefix) != FRAME_MAGIC) {
+		*why = "bad magic (not an nvcache cluster peer?)";
+		return -EBADMSG;
+	}
+	if (prefix[4] != FRAME_VERSION) {
+		*why = "unsupported protocol version";
+		return -EBADMSG;
+	}
+	if (prefix[5] != 0) {
+		*why = "reserved prefix byte not zero";
+		return -EBADMSG;
+	}
+	*hdr_len = get_be16(prefix + 6);
+	*payload_len = get_be32(prefix + 8);
+	if (*hdr_len > FRAME_MAX_HEADER) {
+		*why = "header length over its cap";
+		return -EMSGSIZE;
+	}
+	if (*payload_len > FRAME_MAX_PAYLOAD) {
+		*why = "payload length over its cap";
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+static int copy_bytes(uint8_t *dst, size_t dstlen, ProtobufCBinaryData b,
+		      const char **why, const char *what)
+{
+	if (b.len != dstlen || !b.data) {
+		*why = what;
+		return -EPROTO;
+	}
+	memcpy(dst, b.data, dstlen);
+	return 0;
+}
+
+static void copy_capacity(struct frame_capacity *c, const Nvcache__Capacity *p)
+{
+	if (!p)
+		return;
+	c->offered = p->offered_bytes;
+	c->used = p->used_bytes;
+	c->mem_available = p->mem_available_bytes;
+}
+
+/* The body a frame of this shape must carry (0: none, except that replies
+ * with a non-OK status may carry an ERROR body with text). */
+static int body_expected(uint32_t type, bool reply, uint32_t status)
+{
+	if (type == FT_ERROR)
+		return NVCACHE__HEADER__BODY_ERROR;
+	if (reply)
+		return type == FT_NODE_TABLE && status == FS_OK ?
+		       NVCACHE__HEADER__BODY_TABLE : 0;
+	switch (type) {
+	case FT_HELLO: return NVCACHE__HEADER__BODY_HELLO;
+	case FT_CHALLENGE: return NVCACHE__HEADER__BODY_CHALLENGE;
+	case FT_AUTH: return NVCACHE__HEADER__BODY_AUTH;
+	case FT_HEARTBEAT: return NVCACHE__HEADER__BODY_HEARTBEAT;
+	case FT_MIGRATE: return NVCACHE__HEADER__BODY_MIGRATE;
+	case FT_UPDATE: return NVCACHE__HEADER__BODY_UPDATE;
+	case FT_INVALIDATE: return NVCACHE__HEADER__BODY_INVALIDATE;
+	default: return 0;
+	}
+}
+
+static int text_copy(char *dst, const char *src, const char **why)
+{
+	size_t n = src ? strlen(src) : 0;
+
+	if (n > FRAME_MAX_TEXT) {
+		*why = "error text too long";
+		return -EMSGSIZE;
+	}
+	if (n)
+		memcpy(dst, src, n);
+	dst[n] = 0;
+	return 0;
+}
+
+/* Check the unpacked header against the rules of its type and copy it out. */
+static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
+			   struct frame_hdr *h, const char **why)
+{
+	uint32_t type = (uint32_t)m->type, status = (uint32_t)m->status;
+	uint32_t kind = (uint32_t)m->kind;
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	if (type == FT_INVALID || type >= FT_COUNT) {
+		*why = "unknown message type";
+		return -EPROTO;
+	}
+	if (status >= FS_COUNT) {
+		*why = "unknown status";
+		return -EPROTO;
+	}
+	if (kind >= FK_COUNT) {
+		*why = "unknown page kind";
+		return -EPROTO;
+	}
+	if (m->node_id > FRAME_MAX_NODE_ID) {
+		*why = "node id out of range";
+		return -EPROTO;
+	}
+	if (m->payload_len != payload_len) {
+		*why = "header and prefix disagree on the payload length";
+		return -EPROTO;
+	}
+	if (type == FT_ERROR && m->reply) {
+		*why = "an ERROR frame is never a reply";
+		return -EPROTO;
+	}
+	if (!m->reply && status != FS_OK && type != FT_ERROR) {
+		*why = "status on a request";
+		return -EPROTO;
+	}
+	if ((long)payload_len != frame_payload_expected(type, m->reply, status)) {
+		*why = "payload size does not fit the message type";
+		return -EPROTO;
+	}
+	int want = body_expected(type, m->reply, status);
+	int have = m->body_case;
+	bool error_text = have == NVCACHE__HEADER__BODY_ERROR && m->reply &&
+			  status != FS_OK;
+	if (have != want && !error_text) {
+		*why = want ? "missing or wrong body for the message type" :
+			      "unexpected body for the message type";
+		return -EPROTO;
+	}
+
+	h->type = m->type;
+	h->reply = m->reply;
+	h->request_id = m->request_id;
+	h->node_id = m->node_id;
+	h->incarnation = m->incarnation;
+	h->status = m->status;
+	h->kind = m->kind;
+	h->owner = m->owner;
+	h->page_id = m->page_id;
+	h->version = m->version;
+	h->parity_group = m->parity_group;
+	h->payload_len = payload_len;
+
+	switch (have) {
+	case NVCACHE__HEADER__BODY_HELLO:
+		h->proto_version = m->hello->proto_version;
+		return copy_bytes(h->nonce, FRAME_NONCE_LEN, m->hello->nonce, why,
+				  "HELLO nonce must be 32 bytes");
+	case NVCACHE__HEADER__BODY_CHALLENGE:
+		rc = copy_bytes(h->nonce, FRAME_NONCE_LEN, m->challenge->nonce, why,
+				"CHALLENGE nonce must be 32 bytes");
+		if (rc)
+			return rc;
+		return copy_bytes(h->proof, FRAME_PROOF_LEN, m->challenge->proof,
+				  why, "CHALLENGE proof must be 32 bytes");
+	case NVCACHE__HEADER__BODY_AUTH:
+		return copy_bytes(h->proof, FRAME_PROOF_LEN, m->auth->proof, why,
+				  "AUTH proof must be 32 bytes");
+	case NVCACHE__HEADER__BODY_HEARTBEAT:
+		h->hb_seq = m->heartbeat->seq;
+		h->hb_interval_ms = m->heartbeat->interval_ms;
+		copy_capacity(&h->cap, m->heartbeat->capacity);
+		return 0;
+	case NVCACHE__HEADER__BODY_TABLE:
+		if (m->table->n_nodes > FRAME_MAX_NODES) {
+			*why = "node table longer than its cap";
+			return -EMSGSIZE;
+		}
+		h->n_nodes = (uint32_t)m->table->n_nodes;
+		for (uint32_t i = 0; i < h->n_nodes; i++) {
+			const Nvcache__NodeEntry *e = m->table->nodes[i];
+			if (e->node_id > FRAME_MAX_NODE_ID ||
+			    (uint32_t)e->state >= FN_COUNT) {
+				*why = "bad node table entry";
+				return -EPROTO;
+			}
+			h->nodes[i].node_id = e->node_id;
+			h->nodes[i].incarnation = e->incarnation;
+			h->nodes[i].state = e->state;
+			h->nodes[i].age_ms = e->age_ms;
+			copy_capacity(&h->nodes[i].cap, e->capacity);
+		}
+		return 0;
+	case NVCACHE__HEADER__BODY_MIGRATE:
+		h->peer_node = m->migrate->from_node;
+		break;
+	case NVCACHE__HEADER__BODY_UPDATE:
+		h->peer_node = m->update->new_server;
+		break;
+	case NVCACHE__HEADER__BODY_INVALIDATE:
+		h->peer_node = m->invalidate->new_server;
+		break;
+	case NVCACHE__HEADER__BODY_ERROR:
+		return text_copy(h->text, m->error->text, why);
+	default:
+		return 0;
+	}
+	if (h->peer_node > FRAME_MAX_NODE_ID) {
+		*why = "node id out of range";
+		return -EPROTO;
+	}
+	return 0;
+}
+
+ssize_t frame_decode(const uint8_t *buf, size_t len, struct frame_hdr *out,
+		     const uint8_t **payload, const char **why)
+{
+	const char *dummy;
+	uint32_t hl, pl;
+	int rc;
+
+	if (!why)
+		why = &dummy;
+	if (len < FRAME_PREFIX) {
+		*why = "truncated frame prefix";
+		return -EAGAIN;
+	}
+	rc = frame_prefix_parse(buf, &hl, &pl, why);
+	if (rc)
+		return rc;
+	size_t total = (size_t)FRAME_PREFIX + hl + pl;
+	if (len < total) {
+		*why = "truncated frame";
+		return -EAGAIN;
+	}
+	uint32_t crc = crc32c(0, buf, 12);
+	crc = crc32c(crc, buf + FRAME_PREFIX, (size_t)hl + pl);
+	if (crc != get_be32(buf + 12)) {
+		*why = "CRC mismatch";
+		return -EBADMSG;
+	}
+
+	struct arena ar;
+	ar.used = 0;
+	ProtobufCAllocator alloc = {
+		.alloc = arena_alloc, .free = arena_free, .allocator_data = &ar,
+	};
+	Nvcache__Header *m = nvcache__header__unpack(&alloc, hl, buf + FRAME_PREFIX);
+	if (!m) {
+		*why = "unparsable header";
+		return -EBADMSG;
+	}
+	rc = header_validate(m, pl, out, why);
+	/* Nothing to free: the arena dies with this frame. */
+	if (rc)
+		return rc;
+	if (payload)
+		*payload = pl ? buf + FRAME_PREFIX + hl : NULL;
+	return (ssize_t)total;
+}
+
+ssize_t frame_encode(const struct frame_hdr *h, const void *payload,
+		     uint8_t *out, size_t outlen)
+{
+	Nvcache__Header m = NVCACHE__HEADER__INIT;
+	Nvcache__Hello hello = NVCACHE__HELLO__INIT;
+	Nvcache__Challenge chal = NVCACHE__CHALLENGE__INIT;
+	Nvcache__AuthProof auth = NVCACHE__AUTH_PROOF__INIT;
+	Nvcache__Heartbeat hb = NVCACHE__HEARTBEAT__INIT;
+	Nvcache__Capacity cap = NVCACHE__CAPACITY__INIT;
+	Nvcache__NodeTable table = NVCACHE__NODE_TABLE__INIT;
+	Nvcache__NodeEntry ents[FRAME_MAX_NODES];
+	Nvcache__NodeEntry *entp[FRAME_MAX_NODES];
+	Nvcache__Capacity ecaps[FRAME_MAX_NODES];
+	Nvcache__Migrate mig = NVCACHE__MIGRATE__INIT;
+	Nvcache__Update upd = NVCACHE__UPDATE__INIT;
+	Nvcache__Invalidate inv = NVCACHE__INVALIDATE__INIT;
+	Nvcache__ErrorInfo err = NVCACHE__ERROR_INFO__INIT;
+	const char *why;
+
+	if (outlen < FRAME_MAX_HEAD || (h->payload_len && !payload))
+		return -EINVAL;
+	if (h->payload_len > FRAME_MAX_PAYLOAD || h->n_nodes > FRAME_MAX_NODES)
+		return -EMSGSIZE;
+
+	m.type = h->type;
+	m.reply = h->reply;
+	m.request_id = h->request_id;
+	m.node_id = h->node_id;
+	m.incarnation = h->incarnation;
+	m.status = h->status;
+	m.kind = h->kind;
+	m.owner = h->owner;
+	m.page_id = h->page_id;
+	m.version = h->version;
+	m.parity_group = h->parity_group;
+	m.payload_len = h->payload_len;
+
+	int body = body_expected(h->type, h->reply, h->status);
+	if (!body && h->reply && h->status != FS_OK && h->text[0])
+		body = NVCACHE__HEADER__BODY_ERROR;
+	m.body_case = body;
+	switch (body) {
+	case NVCACHE__HEADER__BODY_HELLO:
+		hello.proto_version = h->proto_version;
+		hello.nonce.data = (uint8_t *)h->nonce;
+		hello.nonce.len = FRAME_NONCE_LEN;
+		m.hello = &hello;
+		break;
+	case NVCACHE__HEADER__BODY_CHALLENGE:
+		chal.nonce.data = (uint8_t *)h->nonce;
+		chal.nonce.len = FRAME_NONCE_LEN;
+		chal.proof.data = (uint8_t *)h->proof;
+		chal.proof.len = FRAME_PROOF_LEN;
+		m.challenge = &chal;
+		break;
+	case NVCACHE__HEADER__BODY_AUTH:
+		auth.proof.data = (uint8_t *)h->proof;
+		auth.proof.len = FRAME_PROOF_LEN;
+		m.auth = &auth;
+		break;
+	case NVCACHE__HEADER__BODY_HEARTBEAT:
+		hb.seq = h->hb_seq;
+		hb.interval_ms = h->hb_interval_ms;
+		cap.offered_bytes = h->cap.offered;
+		cap.used_bytes = h->cap.used;
+		cap.mem_available_bytes = h->cap.mem_available;
+		hb.capacity = &cap;
+		m.heartbeat = &hb;
+		break;
+	case NVCACHE__HEADER__BODY_TABLE:
+		for (uint32_t i = 0; i < h->n_nodes; i++) {
+			const struct frame_node *n = &h->nodes[i];
+			nvcache__node_entry__init(&ents[i]);
+			nvcache__capacity__init(&ecaps[i]);
+			ents[i].node_id = n->node_id;
+			ents[i].incarnation = n->incarnation;
+			ents[i].state = n->state;
+			ents[i].age_ms = n->age_ms;
+			ecaps[i].offered_bytes = n->cap.offered;
+			ecaps[i].used_bytes = n->cap.used;
+			ecaps[i].mem_available_bytes = n->cap.mem_available;
+			ents[i].capacity = &ecaps[i];
+			entp[i] = &ents[i];
+		}
+		table.n_nodes = h->n_nodes;
+		table.nodes = entp;
+		m.table = &table;
+		break;
+	case NVCACHE__HEADER__BODY_MIGRATE:
+		mig.from_node = h->peer_node;
+		m.migrate = &mig;
+		break;
+	case NVCACHE__HEADER__BODY_UPDATE:
+		upd.new_server = h->peer_node;
+		m.update = &upd;
+		break;
+	case NVCACHE__HEADER__BODY_INVALIDATE:
+		inv.new_server = h->peer_node;
+		m.invalidate = &inv;
+		break;
+	case NVCACHE__HEADER__BODY_ERROR:
+		/* text is NUL-terminated within its array by contract; bound it
+		 * anyway so a caller's bug cannot make us read past it. */
+		if (!memchr(h->text, 0, sizeof(h->text)))
+			return -EMSGSIZE;
+		err.text = (char *)h->text;
+		m.error = &err;
+		break;
+	default:
+		break;
+	}
+
+	size_t hl = nvcache__header__get_packed_size(&m);
+	if (hl > FRAME_MAX_HEADER)
+		return -EMSGSIZE;
+	nvcache__header__pack(&m, out + FRAME_PREFIX);
+
+	/* Run the receiver's checks on what we built: the rules live in one
+	 * place (header_validate) and we never send a frame a peer refuses. */
+	{
+		struct arena ar;
+		ar.used = 0;
+		ProtobufCAllocator alloc = {
+			.alloc = arena_alloc, .free = arena_free,
+			.allocator_data = &ar,
+		};
+		struct frame_hdr check;
+		Nvcache__Header *back = nvcache__header__unpack(&alloc, hl,
+								 out + FRAME_PREFIX);
+		if (!back)
+			return -EPROTO;
+		int rc = header_validate(back, h->payload_len, &check, &why);
+		if (rc)
+			return rc;
+	}
+
+	put_be32(out, FRAME_MAGIC);
+	out[4] = FRAME_VERSION;
+	out[5] = 0;
+	put_be16(out + 6, (uint16_t)hl);
+	put_be32(out + 8, h->payload_len);
+	uint32_t crc = crc32c(0, out, 12);
+	crc = crc32c(crc, out + FRAME_PREFIX, hl);
+	if (h->payload_len)
+		crc = crc32c(crc, payload, h->payload_len);
+	put_be32(out + 12, crc);
+	return (ssize_t)(FRAME_PREFIX + hl);
+}
+
+const char *frame_type_name(uint32_t type)
+{
+	static const char *const names[FT_COUNT] = {
+		"INVALID", "HELLO", "CHALLENGE", "AUTH", "HEARTBEAT",
+		"PAGE_STORE", "PAGE_FETCH", "PAGE_DROP", "PARITY_UPDATE",
+		"MIGRATE", "UPDATE", "INVALIDATE", "NODE_TABLE", "ERROR",
+	};
+	return type < FT_COUNT ? names[type] : "UNKNOWN";
+}
+
+const char *frame_status_name(uint32_t status)
+{
+	static const char *const names[FS_COUNT] = {
+		"ok", "stale version", "not found", "no space", "bad frame",
+		"authentication failed", "unsupported", "not authenticated",
+		"internal error",
+	};
+	return status < FS_COUNT ? names[status] : "unknown status";
+}
+
+int frame_status_errno(uint32_t status)
+{
+	switch (status) {
+	case FS_OK: return 0;
+	case FS_STALE: return -ESTALE;
+	case FS_NOT_FOUND: return -ENOENT;
+	case FS_NO_SPACE: return -ENOSPC;
+	case FS_BAD_FRAME: return -EPROTO;
+	case FS_AUTH_FAILED: return -EACCES;
+	case FS_UNSUPPORTED: return -EOPNOTSUPP;
+	case FS_NOT_AUTHENTICATED: return -EPERM;
+	default: return -EIO;
+	}
+}

@@ -1,0 +1,138 @@
+/* frame.h - the cluster wire format: length-prefixed frames of a protobuf-c
+ * header (cluster/nvcache.proto) and a raw payload.
+ *
+ *   offset 0  u32  magic "NVCL"          (all integers big-endian)
+ *          4  u8   protocol version (FRAME_VERSION)
+ *          5  u8   reserved, 0
+ *          6  u16  header length   (<= FRAME_MAX_HEADER)
+ *          8  u32  payload length  (<= FRAME_MAX_PAYLOAD)
+ *         12  u32  CRC32C of bytes 0..11, the header and the payload
+ *         16  header (a packed nvcache.Header), then the payload
+ *
+ * The payload (a 4 KiB page) never goes through protobuf: senders writev()
+ * it after the prefix and header; receivers read it into their own buffer.
+ *
+ * Decoding is a pure function from bytes to a struct frame_hdr or an error:
+ * every length is checked against its cap before anything is read or
+ * allocated, the CRC before the header is parsed, and every enum, body and
+ * payload size against the message type after. The protobuf-c parse runs in
+ * a bounded arena on the stack: no malloc, so a hostile frame costs at most
+ * that arena. All functions are thread-safe (no shared state). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define FRAME_MAGIC 0x4E56434CU /* "NVCL" */
+#define FRAME_VERSION 1
+#define FRAME_PREFIX 16
+#define FRAME_MAX_HEADER 8192
+#define FRAME_MAX_PAYLOAD (1U << 20)
+#define FRAME_PAGE_SIZE 4096
+#define FRAME_NONCE_LEN 32
+#define FRAME_PROOF_LEN 32
+#define FRAME_MAX_NODES 64
+#define FRAME_MAX_NODE_ID 65535
+#define FRAME_MAX_TEXT 200
+/* Largest prefix + header a sender ever writes in one piece. */
+#define FRAME_MAX_HEAD (FRAME_PREFIX + FRAME_MAX_HEADER)
+
+/* Values of the enums in nvcache.proto (kept equal; checked at build time
+ * in frame.c). */
+enum frame_type {
+	FT_INVALID = 0, FT_HELLO, FT_CHALLENGE, FT_AUTH, FT_HEARTBEAT,
+	FT_PAGE_STORE, FT_PAGE_FETCH, FT_PAGE_DROP, FT_PARITY_UPDATE,
+	FT_MIGRATE, FT_UPDATE, FT_INVALIDATE, FT_NODE_TABLE, FT_ERROR,
+	FT_COUNT
+};
+enum frame_status {
+	FS_OK = 0, FS_STALE, FS_NOT_FOUND, FS_NO_SPACE, FS_BAD_FRAME,
+	FS_AUTH_FAILED, FS_UNSUPPORTED, FS_NOT_AUTHENTICATED, FS_INTERNAL,
+	FS_COUNT
+};
+enum frame_kind { FK_DATA = 0, FK_PARITY, FK_COUNT };
+enum frame_node_state { FN_UNKNOWN = 0, FN_ALIVE, FN_DEAD, FN_SELF, FN_COUNT };
+
+struct frame_capacity {
+	uint64_t offered;       /* bytes this node accepts for others */
+	uint64_t used;          /* bytes of pages it holds */
+	uint64_t mem_available; /* its MemAvailable when measured */
+};
+
+struct frame_node {
+	uint32_t node_id;
+	uint64_t incarnation;
+	uint32_t state;         /* enum frame_node_state */
+	struct frame_capacity cap;
+	uint64_t age_ms;
+};
+
+/* One decoded header. Which body fields are meaningful depends on type
+ * (see nvcache.proto); the rest are zero. */
+struct frame_hdr {
+	uint32_t type;          /* enum frame_type */
+	bool reply;
+	uint64_t request_id;
+	uint32_t node_id;
+	uint64_t incarnation;
+	uint32_t status;        /* enum frame_status */
+	uint32_t kind;          /* enum frame_kind */
+	uint64_t owner;
+	uint64_t page_id;
+	uint64_t version;
+	uint64_t parity_group;
+	uint32_t payload_len;
+	/* HELLO, CHALLENGE */
+	uint32_t proto_version;
+	uint8_t nonce[FRAME_NONCE_LEN];
+	/* CHALLENGE, AUTH */
+	uint8_t proof[FRAME_PROOF_LEN];
+	/* HEARTBEAT */
+	uint64_t hb_seq;
+	uint32_t hb_interval_ms;
+	struct frame_capacity cap;
+	/* NODE_TABLE reply */
+	uint32_t n_nodes;
+	struct frame_node nodes[FRAME_MAX_NODES];
+	/* MIGRATE (from), UPDATE and INVALIDATE (new server) */
+	uint32_t peer_node;
+	/* ERROR, and any reply with a status other than FS_OK (may be "") */
+	char text[FRAME_MAX_TEXT + 1];
+};
+
+/* The payload size a valid frame of this shape must carry, or -1 if it is
+ * not fixed (never, today). */
+long frame_payload_expected(uint32_t type, bool reply, uint32_t status);
+
+/* Check a received 16-byte prefix and return the header and payload
+ * lengths. 0, or -EBADMSG (magic, version, reserved byte) or -EMSGSIZE (a
+ * length over its cap). *why gets a static explanation for the log. */
+int frame_prefix_parse(const uint8_t prefix[FRAME_PREFIX], uint32_t *hdr_len,
+		       uint32_t *payload_len, const char **why);
+
+/* Decode one frame from buf[0..len). Returns the frame's total length (> 0)
+ * with *out filled and *payload pointing into buf, or:
+ *   -EAGAIN    buf holds only the beginning of a frame (read more);
+ *   -EBADMSG   bad magic/version, CRC mismatch, unparsable header;
+ *   -EMSGSIZE  a length over its cap;
+ *   -EPROTO    an unknown type or enum value, a body or payload that does
+ *              not fit the type, a field out of range.
+ * On error *why (if not NULL) explains, for the log and the ERROR reply. */
+ssize_t frame_decode(const uint8_t *buf, size_t len, struct frame_hdr *out,
+		     const uint8_t **payload, const char **why);
+
+/* Encode prefix + header for h and payload (h->payload_len bytes, may be
+ * NULL when 0) into out, which must hold FRAME_MAX_HEAD bytes. The payload
+ * is not copied but is covered by the CRC; send it right after. Returns the
+ * number of bytes written to out, or -EINVAL / -EMSGSIZE / -EPROTO when h
+ * would not pass frame_decode (we never send what we would refuse). */
+ssize_t frame_encode(const struct frame_hdr *h, const void *payload,
+		     uint8_t *out, size_t outlen);
+
+/* Names for logs. */
+const char *frame_type_name(uint32_t type);
+const char *frame_status_name(uint32_t status);
+/* The -errno a caller reports for a reply status (FS_STALE -> -ESTALE,
+ * FS_NOT_FOUND -> -ENOENT, FS_NO_SPACE -> -ENOSPC, ...). */
+int frame_status_errno(uint32_t status);

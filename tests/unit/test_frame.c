@@ -1,0 +1,395 @@
+/* test_frame.c - the cluster frame codec: round trips of every message
+ * type, and each kind of bad frame (truncated, corrupt CRC, oversize
+ * lengths, unknown types and enums, wrong body or payload size). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include "cluster/frame.h"
+#include "common/crc32c.h"
+#include "nvcache.pb-c.h"
+
+static uint8_t page[FRAME_PAGE_SIZE];
+
+/* Encode h (+ page if its type needs one) into one contiguous buffer. */
+static size_t encode_full(const struct frame_hdr *h, uint8_t *buf, size_t len)
+{
+	ssize_t n = frame_encode(h, h->payload_len ? page : NULL, buf, len);
+	assert_true(n > FRAME_PREFIX);
+	assert_true((size_t)n + h->payload_len <= len);
+	if (h->payload_len)
+		memcpy(buf + n, page, h->payload_len);
+	return (size_t)n + h->payload_len;
+}
+
+/* A raw frame around any protobuf header, with a correct CRC, so that the
+ * decoder's checks after the CRC can be reached with bad content. */
+static size_t raw_frame(const Nvcache__Header *m, const void *payload,
+			uint32_t plen, uint8_t *buf)
+{
+	size_t hl = nvcache__header__get_packed_size(m);
+	nvcache__header__pack(m, buf + FRAME_PREFIX);
+	if (plen)
+		memcpy(buf + FRAME_PREFIX + hl, payload, plen);
+	buf[0] = 'N'; buf[1] = 'V'; buf[2] = 'C'; buf[3] = 'L';
+	buf[4] = FRAME_VERSION; buf[5] = 0;
+	buf[6] = (uint8_t)(hl >> 8); buf[7] = (uint8_t)hl;
+	buf[8] = (uint8_t)(plen >> 24); buf[9] = (uint8_t)(plen >> 16);
+	buf[10] = (uint8_t)(plen >> 8); buf[11] = (uint8_t)plen;
+	uint32_t crc = crc32c(0, buf, 12);
+	crc = crc32c(crc, buf + FRAME_PREFIX, hl + plen);
+	buf[12] = (uint8_t)(crc >> 24); buf[13] = (uint8_t)(crc >> 16);
+	buf[14] = (uint8_t)(crc >> 8); buf[15] = (uint8_t)crc;
+	return FRAME_PREFIX + hl + plen;
+}
+
+static void fill_page(void)
+{
+	for (unsigned i = 0; i < sizeof(page); i++)
+		page[i] = (uint8_t)(i * 31 + 7);
+}
+
+static void roundtrip_page_store(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD + FRAME_PAGE_SIZE];
+	struct frame_hdr h = { 0 }, d;
+	const uint8_t *pl;
+	(void)state;
+
+	fill_page();
+	h.type = FT_PAGE_STORE;
+	h.request_id = 0xfedcba9876543210ULL;
+	h.node_id = 3;
+	h.incarnation = 1700000000123456789ULL;
+	h.owner = 77;
+	h.page_id = 123456789;
+	h.version = 42;
+	h.parity_group = 9;
+	h.payload_len = FRAME_PAGE_SIZE;
+	size_t n = encode_full(&h, buf, sizeof(buf));
+	assert_int_equal(frame_decode(buf, n, &d, &pl, NULL), (ssize_t)n);
+	assert_int_equal(d.type, FT_PAGE_STORE);
+	assert_false(d.reply);
+	assert_true(d.request_id == h.request_id);
+	assert_int_equal(d.node_id, 3);
+	assert_true(d.incarnation == h.incarnation);
+	assert_true(d.owner == 77 && d.page_id == 123456789 && d.version == 42);
+	assert_true(d.parity_group == 9);
+	assert_int_equal(d.payload_len, FRAME_PAGE_SIZE);
+	assert_ptr_equal(pl, buf + n - FRAME_PAGE_SIZE);
+	assert_memory_equal(pl, page, FRAME_PAGE_SIZE);
+}
+
+static void roundtrip_every_type(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD + FRAME_PAGE_SIZE];
+	static struct frame_hdr h, d;
+	(void)state;
+
+	fill_page();
+	for (uint32_t t = 1; t < FT_COUNT; t++) {
+		for (int reply = 0; reply <= 1; reply++) {
+			if (t == FT_ERROR && reply)
+				continue;
+			memset(&h, 0, sizeof(h));
+			h.type = t;
+			h.reply = reply;
+			h.request_id = t * 1000 + reply;
+			h.payload_len = (uint32_t)frame_payload_expected(t, reply, FS_OK);
+			for (int i = 0; i < FRAME_NONCE_LEN; i++) {
+				h.nonce[i] = (uint8_t)(i + t);
+				h.proof[i] = (uint8_t)(i * 3 + t);
+			}
+			h.proto_version = 1;
+			h.hb_seq = 55;
+			h.hb_interval_ms = 200;
+			h.cap.offered = 1 << 30;
+			h.cap.used = 4096;
+			h.cap.mem_available = 3ULL << 30;
+			h.peer_node = 4;
+			snprintf(h.text, sizeof(h.text), "bad thing %u", t);
+			if (t == FT_NODE_TABLE && reply) {
+				h.n_nodes = FRAME_MAX_NODES; /* the largest legal table */
+				for (uint32_t i = 0; i < h.n_nodes; i++) {
+					h.nodes[i].node_id = i + 1;
+					h.nodes[i].incarnation = ~0ULL - i;
+					h.nodes[i].state = i % FN_COUNT;
+					h.nodes[i].cap.offered = ~0ULL;
+					h.nodes[i].cap.used = ~0ULL - 1;
+					h.nodes[i].cap.mem_available = ~0ULL - 2;
+					h.nodes[i].age_ms = ~0ULL;
+				}
+			}
+			size_t n = encode_full(&h, buf, sizeof(buf));
+			assert_int_equal(frame_decode(buf, n, &d, NULL, NULL), (ssize_t)n);
+			assert_int_equal(d.type, t);
+			assert_int_equal(d.reply, reply);
+			assert_true(d.request_id == h.request_id);
+			switch (reply ? 0 : t) {
+			case FT_HELLO:
+				assert_memory_equal(d.nonce, h.nonce, FRAME_NONCE_LEN);
+				assert_int_equal(d.proto_version, 1);
+				break;
+			case FT_CHALLENGE:
+				assert_memory_equal(d.nonce, h.nonce, FRAME_NONCE_LEN);
+				assert_memory_equal(d.proof, h.proof, FRAME_PROOF_LEN);
+				break;
+			case FT_AUTH:
+				assert_memory_equal(d.proof, h.proof, FRAME_PROOF_LEN);
+				break;
+			case FT_HEARTBEAT:
+				assert_true(d.hb_seq == 55 && d.hb_interval_ms == 200);
+				assert_memory_equal(&d.cap, &h.cap, sizeof(d.cap));
+				break;
+			case FT_MIGRATE: case FT_UPDATE: case FT_INVALIDATE:
+				assert_int_equal(d.peer_node, 4);
+				break;
+			case FT_ERROR:
+				assert_string_equal(d.text, h.text);
+				break;
+			}
+			if (t == FT_NODE_TABLE && reply) {
+				assert_int_equal(d.n_nodes, FRAME_MAX_NODES);
+				assert_memory_equal(d.nodes, h.nodes,
+						    sizeof(d.nodes[0]) * d.n_nodes);
+			}
+		}
+	}
+}
+
+static void error_reply_carries_text(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD];
+	struct frame_hdr h = { 0 }, d;
+	(void)state;
+
+	h.type = FT_PAGE_FETCH;
+	h.reply = true;
+	h.status = FS_STALE;
+	snprintf(h.text, sizeof(h.text), "have version 9");
+	size_t n = encode_full(&h, buf, sizeof(buf));
+	assert_int_equal(frame_decode(buf, n, &d, NULL, NULL), (ssize_t)n);
+	assert_int_equal(d.status, FS_STALE);
+	assert_string_equal(d.text, "have version 9");
+	assert_int_equal(frame_status_errno(d.status), -ESTALE);
+}
+
+static void truncated_needs_more(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD + FRAME_PAGE_SIZE];
+	struct frame_hdr h = { 0 }, d;
+	(void)state;
+
+	h.type = FT_PAGE_STORE;
+	h.payload_len = FRAME_PAGE_SIZE;
+	h.page_id = 1;
+	size_t n = encode_full(&h, buf, sizeof(buf));
+	for (size_t cut = 0; cut < n; cut++)
+		assert_int_equal(frame_decode(buf, cut, &d, NULL, NULL), -EAGAIN);
+	/* Two frames back to back: the first is decoded, its length told. */
+	static uint8_t two[2 * (FRAME_MAX_HEAD + FRAME_PAGE_SIZE)];
+	memcpy(two, buf, n);
+	memcpy(two + n, buf, n);
+	assert_int_equal(frame_decode(two, 2 * n, &d, NULL, NULL), (ssize_t)n);
+}
+
+static void corrupt_crc_and_bytes(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD + FRAME_PAGE_SIZE];
+	struct frame_hdr h = { 0 }, d;
+	const char *why = NULL;
+	(void)state;
+
+	fill_page();
+	h.type = FT_PAGE_STORE;
+	h.payload_len = FRAME_PAGE_SIZE;
+	h.page_id = 5;
+	h.version = 2;
+	size_t n = encode_full(&h, buf, sizeof(buf));
+
+	buf[12] ^= 1; /* the CRC itself */
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EBADMSG);
+	assert_string_equal(why, "CRC mismatch");
+	buf[12] ^= 1;
+	assert_int_equal(frame_decode(buf, n, &d, NULL, NULL), (ssize_t)n);
+
+	/* Any single flipped bit anywhere is refused, never crashes. */
+	for (size_t i = 0; i < n; i++) {
+		for (int bit = 0; bit < 8; bit += 3) {
+			buf[i] ^= (uint8_t)(1 << bit);
+			ssize_t r = frame_decode(buf, n, &d, NULL, NULL);
+			assert_true(r < 0);
+			buf[i] ^= (uint8_t)(1 << bit);
+		}
+	}
+}
+
+static void oversize_lengths(void **state)
+{
+	uint8_t pre[FRAME_PREFIX] = { 'N', 'V', 'C', 'L', FRAME_VERSION, 0 };
+	static uint8_t big[FRAME_PREFIX + 64];
+	uint32_t hl, pl;
+	const char *why;
+	struct frame_hdr d;
+	(void)state;
+
+	/* header length 0xffff > cap */
+	pre[6] = 0xff; pre[7] = 0xff;
+	assert_int_equal(frame_prefix_parse(pre, &hl, &pl, &why), -EMSGSIZE);
+	/* payload 4 GiB - 1 > cap: refused before anything is read */
+	pre[6] = 0; pre[7] = 10;
+	pre[8] = pre[9] = pre[10] = pre[11] = 0xff;
+	assert_int_equal(frame_prefix_parse(pre, &hl, &pl, &why), -EMSGSIZE);
+	memcpy(big, pre, sizeof(pre));
+	/* A short buffer with an oversize claim is an error, not "need more". */
+	assert_int_equal(frame_decode(big, sizeof(big), &d, NULL, &why), -EMSGSIZE);
+	/* just at the caps: accepted by the prefix check */
+	pre[6] = FRAME_MAX_HEADER >> 8; pre[7] = FRAME_MAX_HEADER & 0xff;
+	pre[8] = 0; pre[9] = 0x10; pre[10] = 0; pre[11] = 0;
+	assert_int_equal(frame_prefix_parse(pre, &hl, &pl, &why), 0);
+	assert_int_equal(hl, FRAME_MAX_HEADER);
+	assert_int_equal(pl, FRAME_MAX_PAYLOAD);
+	/* bad magic, version, reserved byte */
+	pre[0] = 'X';
+	assert_int_equal(frame_prefix_parse(pre, &hl, &pl, &why), -EBADMSG);
+	pre[0] = 'N'; pre[4] = 2;
+	assert_int_equal(frame_prefix_parse(pre, &hl, &pl, &why), -EBADMSG);
+	pre[4] = FRAME_VERSION; pre[5] = 1;
+	assert_int_equal(frame_prefix_parse(pre, &hl, &pl, &why), -EBADMSG);
+}
+
+static void unknown_types_and_enums(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD + FRAME_PAGE_SIZE];
+	Nvcache__Header m = NVCACHE__HEADER__INIT;
+	struct frame_hdr d;
+	const char *why;
+	(void)state;
+
+	m.type = 99;
+	size_t n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	assert_string_equal(why, "unknown message type");
+	m.type = 0;
+	n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+
+	m.type = NVCACHE__MSG_TYPE__MSG_PAGE_DROP;
+	m.status = 42;
+	n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	m.status = 0;
+	m.kind = 7;
+	n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	m.kind = 0;
+	m.node_id = FRAME_MAX_NODE_ID + 1;
+	n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	m.node_id = 1;
+	n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), (ssize_t)n);
+
+	/* garbage where the header should be, with a valid CRC */
+	memset(buf + FRAME_PREFIX, 0xff, 40);
+	buf[6] = 0; buf[7] = 40;
+	buf[8] = buf[9] = buf[10] = buf[11] = 0;
+	uint32_t crc = crc32c(crc32c(0, buf, 12), buf + FRAME_PREFIX, 40);
+	buf[12] = (uint8_t)(crc >> 24); buf[13] = (uint8_t)(crc >> 16);
+	buf[14] = (uint8_t)(crc >> 8); buf[15] = (uint8_t)crc;
+	assert_int_equal(frame_decode(buf, FRAME_PREFIX + 40, &d, NULL, &why), -EBADMSG);
+}
+
+static void wrong_body_or_payload(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD + 2 * FRAME_PAGE_SIZE];
+	Nvcache__Header m = NVCACHE__HEADER__INIT;
+	Nvcache__Hello hello = NVCACHE__HELLO__INIT;
+	uint8_t nonce[FRAME_NONCE_LEN] = { 1 };
+	struct frame_hdr d;
+	const char *why;
+	(void)state;
+
+	fill_page();
+	/* PAGE_STORE with a half page */
+	m.type = NVCACHE__MSG_TYPE__MSG_PAGE_STORE;
+	m.payload_len = 2048;
+	size_t n = raw_frame(&m, page, 2048, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	/* header and prefix disagree */
+	m.payload_len = 100;
+	n = raw_frame(&m, page, FRAME_PAGE_SIZE, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	/* PAGE_DROP with a payload */
+	m.type = NVCACHE__MSG_TYPE__MSG_PAGE_DROP;
+	m.payload_len = FRAME_PAGE_SIZE;
+	n = raw_frame(&m, page, FRAME_PAGE_SIZE, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	/* HELLO without its body */
+	m.type = NVCACHE__MSG_TYPE__MSG_HELLO;
+	m.payload_len = 0;
+	n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	/* HELLO with a short nonce */
+	hello.nonce.data = nonce;
+	hello.nonce.len = 5;
+	m.body_case = NVCACHE__HEADER__BODY_HELLO;
+	m.hello = &hello;
+	n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	hello.nonce.len = FRAME_NONCE_LEN;
+	n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), (ssize_t)n);
+	/* a HELLO body on a PAGE_DROP */
+	m.type = NVCACHE__MSG_TYPE__MSG_PAGE_DROP;
+	n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	/* a status on a request */
+	m.body_case = NVCACHE__HEADER__BODY__NOT_SET;
+	m.status = NVCACHE__STATUS__ST_STALE;
+	n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+}
+
+static void encode_refuses_invalid(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD];
+	struct frame_hdr h = { 0 };
+	(void)state;
+
+	h.type = 77;
+	assert_true(frame_encode(&h, NULL, buf, sizeof(buf)) < 0);
+	h.type = FT_PAGE_STORE;
+	h.payload_len = 100; /* not a page */
+	assert_true(frame_encode(&h, page, buf, sizeof(buf)) < 0);
+	h.payload_len = FRAME_PAGE_SIZE;
+	assert_int_equal(frame_encode(&h, NULL, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(frame_encode(&h, page, buf, 100), -EINVAL);
+	h.type = FT_NODE_TABLE;
+	h.reply = true;
+	h.payload_len = 0;
+	h.n_nodes = FRAME_MAX_NODES + 1;
+	assert_int_equal(frame_encode(&h, NULL, buf, sizeof(buf)), -EMSGSIZE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(roundtrip_page_store),
+		cmocka_unit_test(roundtrip_every_type),
+		cmocka_unit_test(error_reply_carries_text),
+		cmocka_unit_test(truncated_needs_more),
+		cmocka_unit_test(corrupt_crc_and_bytes),
+		cmocka_unit_test(oversize_lengths),
+		cmocka_unit_test(unknown_types_and_enums),
+		cmocka_unit_test(wrong_body_or_payload),
+		cmocka_unit_test(encode_refuses_invalid),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
