@@ -1,0 +1,136 @@
+/* policy.c - the policy dispatcher: creation by name, the access path every
+ * policy shares (page lookup, counting, epochs), forget and counters. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmem/policy_core.h"
+
+static const struct policy_ops *const policy_table[] = {
+	&policy_lru_ops,
+	&policy_mram_fixed_ops,
+	&policy_lowpower_ops,
+};
+
+const char *policy_names(void)
+{
+	return "lru,mram-fixed,lowpower";
+}
+
+int policy_create(struct policy **out, const char *name,
+		  const struct policy_config *cfg)
+{
+	const struct policy_ops *ops = NULL;
+	*out = NULL;
+	for (size_t k = 0; k < sizeof(policy_table) / sizeof(policy_table[0]); k++)
+		if (name && strcmp(name, policy_table[k]->name) == 0)
+			ops = policy_table[k];
+	if (!ops)
+		return -ENOENT;
+	if (!cfg || cfg->mram_pages + cfg->dram_pages == 0 ||
+	    cfg->mram_pages >= PC_NIL || cfg->dram_pages >= PC_NIL ||
+	    cfg->alpha < 0 || cfg->alpha != cfg->alpha)
+		return -EINVAL;
+	struct policy *p = calloc(1, ops->size);
+	if (!p)
+		return -ENOMEM;
+	p->ops = ops;
+	p->cfg = *cfg;
+	if (!p->cfg.epoch)
+		p->cfg.epoch = POLICY_DEFAULT_EPOCH;
+	int rc = pc_init(&p->pc, &p->cfg, &p->ctr, ops->ranks);
+	if (rc == 0 && ops->init)
+		rc = ops->init(p);
+	if (rc < 0) {
+		pc_fini(&p->pc);
+		free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+void policy_destroy(struct policy *p)
+{
+	if (!p)
+		return;
+	pc_fini(&p->pc);
+	free(p);
+}
+
+const char *policy_name(const struct policy *p)
+{
+	return p->ops->name;
+}
+
+static inline void sat_inc(uint32_t *v)
+{
+	if (*v != UINT32_MAX)
+		(*v)++;
+}
+
+unsigned policy_access(struct policy *p, uint64_t page, bool write,
+		       struct tier_move *moves, enum tier *served)
+{
+	struct pc *pc = &p->pc;
+	pc->mv = moves;
+	pc->nmv = 0;
+	uint32_t i = pc_get(pc, page);
+	if (i == PC_NIL) {
+		/* Out of range (live) or out of memory (nvsim): the caller
+		 * sees TIER_NONE and no moves. */
+		*served = TIER_NONE;
+		return 0;
+	}
+	pc->clock++;
+	struct pc_page *g = pc_pg(pc, i);
+	sat_inc(&g->cur);
+	enum tier t = p->ops->access(p, i, write);
+	g = pc_pg(pc, i);
+	g->last = pc->clock;
+	if (write)
+		g->dirty = 1;
+	p->ctr.accesses++;
+	if (write)
+		p->ctr.writes++;
+	else
+		p->ctr.reads++;
+	if (t < TIER_FLASH)
+		p->ctr.served[t]++;
+	if (p->ops->epoch && p->ctr.accesses % p->cfg.epoch == 0)
+		p->ops->epoch(p);
+	*served = t;
+	return pc->nmv;
+}
+
+void policy_forget(struct policy *p, uint64_t page)
+{
+	struct pc *pc = &p->pc;
+	uint32_t i = pc_find(pc, page);
+	if (i == PC_NIL)
+		return;
+	struct pc_page *g = pc_pg(pc, i);
+	if (g->tier == TIER_NONE)
+		return;
+	if (g->tier == TIER_MRAM || g->tier == TIER_DRAM) {
+		p->ops->unlink(p, i);
+		pc->used[g->tier]--;
+	}
+	g->tier = TIER_NONE;
+	g->dirty = 0;
+	g->flash = 0;
+	/* New contents, new history. */
+	g->cur = g->prof = g->reads = g->writes = 0;
+	p->ctr.forgets++;
+}
+
+enum tier policy_where(const struct policy *p, uint64_t page)
+{
+	uint32_t i = pc_find(&p->pc, page);
+	return i == PC_NIL ? TIER_NONE : (enum tier)p->pc.pg[i].tier;
+}
+
+void policy_get_counters(const struct policy *p, struct policy_counters *out)
+{
+	*out = p->ctr;
+}

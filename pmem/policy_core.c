@@ -1,0 +1,305 @@
+/* policy_core.c - page table, lists, move emission and the epoch profile
+ * shared by all tiering policies (see policy_core.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmem/policy_core.h"
+
+#define PC_MIN_CAP 1024u
+
+static void pc_page_reset(struct pc_page *g, uint64_t key)
+{
+	memset(g, 0, sizeof(*g));
+	g->key = key;
+	g->prev = g->next = PC_NIL;
+	g->tier = TIER_NONE;
+}
+
+int pc_init(struct pc *pc, const struct policy_config *cfg,
+	    struct policy_counters *ctr, bool want_scratch)
+{
+	memset(pc, 0, sizeof(*pc));
+	pc->ctr = ctr;
+	pc->max_pages = cfg->max_pages;
+	pc->capy[TIER_MRAM] = cfg->mram_pages;
+	pc->capy[TIER_DRAM] = cfg->dram_pages;
+	if (cfg->max_pages) {
+		/* Indices are 32-bit; PC_NIL is reserved. */
+		if (cfg->max_pages >= PC_NIL)
+			return -EINVAL;
+		pc->cap = (uint32_t)cfg->max_pages;
+		pc->n = pc->cap;
+		pc->pg = malloc((size_t)pc->cap * sizeof(*pc->pg));
+		if (!pc->pg)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < pc->cap; i++)
+			pc_page_reset(&pc->pg[i], i);
+		if (want_scratch) {
+			pc->scratch = malloc((size_t)pc->cap * sizeof(uint32_t));
+			if (!pc->scratch) {
+				pc_fini(pc);
+				return -ENOMEM;
+			}
+		}
+		return 0;
+	}
+	pc->cap = PC_MIN_CAP;
+	pc->pg = malloc((size_t)pc->cap * sizeof(*pc->pg));
+	pc->ht_mask = 2 * PC_MIN_CAP - 1;
+	pc->ht = malloc((pc->ht_mask + 1) * sizeof(uint32_t));
+	if (!pc->pg || !pc->ht) {
+		pc_fini(pc);
+		return -ENOMEM;
+	}
+	memset(pc->ht, 0xff, (pc->ht_mask + 1) * sizeof(uint32_t));
+	/* nvsim's scratch is (re)allocated at each profile step. */
+	return 0;
+}
+
+void pc_fini(struct pc *pc)
+{
+	free(pc->pg);
+	free(pc->ht);
+	free(pc->scratch);
+	memset(pc, 0, sizeof(*pc));
+}
+
+static inline uint64_t pc_hash(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	return key;
+}
+
+uint32_t pc_find(const struct pc *pc, uint64_t page)
+{
+	if (pc->max_pages)
+		return page < pc->max_pages ? (uint32_t)page : PC_NIL;
+	for (uint64_t h = pc_hash(page) & pc->ht_mask;; h = (h + 1) & pc->ht_mask) {
+		uint32_t i = pc->ht[h];
+		if (i == PC_NIL || pc->pg[i].key == page)
+			return i;
+	}
+}
+
+static int pc_grow(struct pc *pc)
+{
+	if (pc->n == pc->cap) {
+		if (pc->cap >= PC_NIL / 2)
+			return -ENOMEM;
+		uint32_t ncap = pc->cap * 2;
+		struct pc_page *npg = realloc(pc->pg, (size_t)ncap * sizeof(*npg));
+		if (!npg)
+			return -ENOMEM;
+		pc->pg = npg;
+		pc->cap = ncap;
+	}
+	/* Keep the index at most half full. */
+	if ((uint64_t)pc->n * 2 + 2 > pc->ht_mask + 1) {
+		uint64_t nmask = pc->ht_mask * 2 + 1;
+		uint32_t *nht = malloc((nmask + 1) * sizeof(uint32_t));
+		if (!nht)
+			return -ENOMEM;
+		memset(nht, 0xff, (nmask + 1) * sizeof(uint32_t));
+		for (uint32_t i = 0; i < pc->n; i++) {
+			uint64_t h = pc_hash(pc->pg[i].key) & nmask;
+			while (nht[h] != PC_NIL)
+				h = (h + 1) & nmask;
+			nht[h] = i;
+		}
+		free(pc->ht);
+		pc->ht = nht;
+		pc->ht_mask = nmask;
+	}
+	return 0;
+}
+
+uint32_t pc_get(struct pc *pc, uint64_t page)
+{
+	uint32_t i = pc_find(pc, page);
+	if (i != PC_NIL || pc->max_pages)
+		return i;
+	if (pc_grow(pc) < 0)
+		return PC_NIL;
+	i = pc->n++;
+	pc_page_reset(&pc->pg[i], page);
+	uint64_t h = pc_hash(page) & pc->ht_mask;
+	while (pc->ht[h] != PC_NIL)
+		h = (h + 1) & pc->ht_mask;
+	pc->ht[h] = i;
+	return i;
+}
+
+void pc_list_init(struct pc_list *l)
+{
+	l->head = l->tail = PC_NIL;
+	l->len = 0;
+}
+
+void pc_list_push(struct pc *pc, struct pc_list *l, uint8_t tag, uint32_t i)
+{
+	struct pc_page *g = &pc->pg[i];
+	g->prev = PC_NIL;
+	g->next = l->head;
+	if (l->head != PC_NIL)
+		pc->pg[l->head].prev = i;
+	else
+		l->tail = i;
+	l->head = i;
+	g->list = tag;
+	l->len++;
+}
+
+void pc_list_push_tail(struct pc *pc, struct pc_list *l, uint8_t tag,
+		       uint32_t i)
+{
+	struct pc_page *g = &pc->pg[i];
+	g->next = PC_NIL;
+	g->prev = l->tail;
+	if (l->tail != PC_NIL)
+		pc->pg[l->tail].next = i;
+	else
+		l->head = i;
+	l->tail = i;
+	g->list = tag;
+	l->len++;
+}
+
+void pc_list_del(struct pc *pc, struct pc_list *l, uint32_t i)
+{
+	struct pc_page *g = &pc->pg[i];
+	if (g->prev != PC_NIL)
+		pc->pg[g->prev].next = g->next;
+	else
+		l->head = g->next;
+	if (g->next != PC_NIL)
+		pc->pg[g->next].prev = g->prev;
+	else
+		l->tail = g->prev;
+	g->prev = g->next = PC_NIL;
+	g->list = 0;
+	l->len--;
+}
+
+static void pc_emit(struct pc *pc, uint64_t page, enum tier from,
+		    enum tier to, enum move_kind kind)
+{
+	/* A policy bug must not overrun the caller's array; the unit tests
+	 * check that no access ever needs this many. */
+	if (pc->nmv >= POLICY_MAX_MOVES)
+		return;
+	struct tier_move *m = &pc->mv[pc->nmv++];
+	m->page = page;
+	m->from = (uint8_t)from;
+	m->to = (uint8_t)to;
+	m->kind = (uint8_t)kind;
+}
+
+void pc_evict(struct pc *pc, uint32_t i)
+{
+	struct pc_page *g = &pc->pg[i];
+	enum tier from = (enum tier)g->tier;
+	if (g->dirty || !g->flash) {
+		pc_emit(pc, g->key, from, TIER_FLASH, MOVE_WRITE);
+		pc->ctr->writes_back++;
+	} else {
+		pc_emit(pc, g->key, from, TIER_FLASH, MOVE_DROP);
+		pc->ctr->drops++;
+	}
+	pc->used[from]--;
+	g->tier = TIER_FLASH;
+	g->dirty = 0;
+	g->flash = 1;
+}
+
+void pc_bring(struct pc *pc, uint32_t i, enum tier to)
+{
+	struct pc_page *g = &pc->pg[i];
+	enum tier from = (enum tier)g->tier;
+	if (from == to)
+		return;
+	if (from == TIER_NONE) {
+		pc_emit(pc, g->key, from, to, MOVE_PLACE);
+		pc->ctr->places++;
+		g->dirty = 0;
+		g->flash = 0;
+	} else if (from == TIER_FLASH) {
+		pc_emit(pc, g->key, from, to, MOVE_LOAD);
+		pc->ctr->loads++;
+	} else {
+		pc_emit(pc, g->key, from, to, MOVE_MIGRATE);
+		pc->ctr->migrations++;
+		pc->used[from]--;
+	}
+	pc->used[to]++;
+	g->tier = (uint8_t)to;
+}
+
+/* k-th largest (1-based) of a[0..n), reordering a: iterative quickselect
+ * with a median-of-three pivot (deterministic). */
+static uint32_t pc_select_desc(uint32_t *a, uint64_t n, uint64_t k)
+{
+	int64_t lo = 0, hi = (int64_t)n - 1, want = (int64_t)k - 1;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		uint32_t x = a[lo], y = a[mid], z = a[hi], piv;
+		if ((x >= y) == (y >= z))
+			piv = y;
+		else if ((y >= x) == (x >= z))
+			piv = x;
+		else
+			piv = z;
+		int64_t i = lo, j = hi;
+		while (i <= j) {
+			while (a[i] > piv)
+				i++;
+			while (a[j] < piv)
+				j--;
+			if (i <= j) {
+				uint32_t t = a[i];
+				a[i] = a[j];
+				a[j] = t;
+				i++;
+				j--;
+			}
+		}
+		/* Now a[lo..j] >= piv, a[i..hi] <= piv, a[j+1..i-1] == piv. */
+		if (want <= j)
+			hi = j;
+		else if (want >= i)
+			lo = i;
+		else
+			return piv;
+	}
+	return a[want];
+}
+
+uint32_t pc_profile_step(struct pc *pc, uint64_t k)
+{
+	uint64_t nz = 0;
+	if (!pc->max_pages) {
+		/* nvsim may allocate here; on failure rank without scratch:
+		 * nobody is hot this epoch, which is safe. */
+		free(pc->scratch);
+		pc->scratch = malloc((size_t)pc->n * sizeof(uint32_t) + 1);
+	}
+	for (uint32_t i = 0; i < pc->n; i++) {
+		struct pc_page *g = &pc->pg[i];
+		uint32_t p = g->prof / 2 + g->cur;
+		if (p < g->cur)   /* overflow */
+			p = UINT32_MAX;
+		g->prof = p;
+		g->cur = 0;
+		if (p && pc->scratch)
+			pc->scratch[nz++] = p;
+	}
+	if (k == 0 || !pc->scratch)
+		return UINT32_MAX;
+	if (nz == 0)
+		return UINT32_MAX;
+	if (k >= nz)
+		return 1;
+	return pc_select_desc(pc->scratch, nz, k);
+}

@@ -1,0 +1,130 @@
+/* policy_core.h - the machinery every tiering policy shares (private to
+ * pmem/policy*.c): the page table, intrusive LRU lists, the per-page access
+ * counters and epoch profile, and the helpers that emit moves while keeping
+ * tier occupancy and the policy counters right.
+ *
+ * Page table: with max_pages != 0 (live store) it is one preallocated array
+ * indexed by page number; with max_pages == 0 (nvsim) page keys are hashed
+ * (open addressing) to indices of a growing array. Everything refers to
+ * pages by 32-bit index, never by pointer, because the nvsim array moves
+ * when it grows.
+ *
+ * Profile: every access bumps the page's epoch count (cur, and reads or
+ * writes). Policies that rank pages call pc_profile_step() at each epoch
+ * boundary: prof = prof/2 + cur (an exponentially aged profile, i.e. "the
+ * previous epochs"), and it returns the profile value of the K-th hottest
+ * page, so "hot" is prof >= that value. That step is O(pages) per epoch,
+ * amortised O(1) per access when epoch >= pages.
+ *
+ * Threads: none; the owning policy's caller serialises. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pmem/policy.h"
+
+#define PC_NIL UINT32_MAX
+
+struct pc_page {
+	uint64_t key;          /* page number */
+	uint64_t last;         /* pc clock at the last access (LRU order) */
+	uint32_t prev, next;   /* links in the list named by .list */
+	uint32_t cur;          /* accesses in this epoch */
+	uint32_t prof;         /* aged profile, updated at epoch steps */
+	uint32_t reads, writes;/* aged read/write counts (adaptive) */
+	uint32_t stamp;        /* adaptive: epoch of the last count update */
+	uint8_t tier;          /* enum tier */
+	uint8_t dirty;         /* modified since its flash copy was made */
+	uint8_t flash;         /* a flash copy exists (valid unless dirty) */
+	uint8_t list;          /* which policy list holds it, 0 = none */
+	uint8_t flags;         /* policy-private bits */
+};
+
+struct pc_list {
+	uint32_t head, tail;   /* head = most recent */
+	uint64_t len;
+};
+
+struct pc {
+	struct pc_page *pg;
+	uint32_t n, cap;               /* entries in use / allocated */
+	uint32_t *ht;                  /* nvsim: open-addressing index */
+	uint64_t ht_mask;
+	uint32_t *scratch;             /* profile ranking; NULL if unused */
+	uint64_t max_pages;
+	uint64_t clock;                /* accesses so far */
+	uint64_t used[2], capy[2];     /* MRAM, DRAM frames used / capacity */
+	struct tier_move *mv;          /* output of the current access */
+	unsigned nmv;
+	struct policy_counters *ctr;
+};
+
+/* want_scratch: the policy ranks pages (pc_profile_step). Allocates the
+ * whole table when max_pages != 0. Returns 0 or -ENOMEM / -EINVAL. */
+int pc_init(struct pc *pc, const struct policy_config *cfg,
+	    struct policy_counters *ctr, bool want_scratch);
+void pc_fini(struct pc *pc);
+/* Index of page, or PC_NIL when unknown. */
+uint32_t pc_find(const struct pc *pc, uint64_t page);
+/* Index of page, inserting a TIER_NONE entry when unknown. PC_NIL when the
+ * page is out of range (live) or memory ran out (nvsim). */
+uint32_t pc_get(struct pc *pc, uint64_t page);
+
+static inline struct pc_page *pc_pg(struct pc *pc, uint32_t i)
+{
+	return &pc->pg[i];
+}
+
+/* Lists (tag identifies the list in page.list; nonzero). */
+void pc_list_init(struct pc_list *l);
+void pc_list_push(struct pc *pc, struct pc_list *l, uint8_t tag, uint32_t i);
+void pc_list_push_tail(struct pc *pc, struct pc_list *l, uint8_t tag,
+		       uint32_t i);
+void pc_list_del(struct pc *pc, struct pc_list *l, uint32_t i);
+static inline uint32_t pc_list_tail(const struct pc_list *l)
+{
+	return l->tail;
+}
+
+/* Moves. pc_evict: memory page -> FLASH, WRITE or DROP (clean with a valid
+ * flash copy). pc_bring: page -> memory tier `to` (PLACE/LOAD/MIGRATE).
+ * Both keep used[] and the counters; list membership is the caller's. */
+void pc_evict(struct pc *pc, uint32_t i);
+void pc_bring(struct pc *pc, uint32_t i, enum tier to);
+static inline bool pc_full(const struct pc *pc, enum tier t)
+{
+	return pc->used[t] >= pc->capy[t];
+}
+
+/* Epoch step (see top): age every profile, return the profile value of the
+ * k-th hottest page (>= 1), or UINT32_MAX when k == 0. */
+uint32_t pc_profile_step(struct pc *pc, uint64_t k);
+
+/* The policy object: a policy's own struct starts with this. */
+struct policy;
+struct policy_ops {
+	const char *name;
+	size_t size;          /* of the policy's struct */
+	bool ranks;           /* calls pc_profile_step (needs scratch) */
+	int (*init)(struct policy *p);           /* after pc_init */
+	/* Serve an access to page index i: emit moves, return the tier. */
+	enum tier (*access)(struct policy *p, uint32_t i, bool write);
+	/* Forget: take page i (in a memory tier) off the policy's lists. */
+	void (*unlink)(struct policy *p, uint32_t i);
+	void (*epoch)(struct policy *p);         /* every cfg.epoch accesses */
+};
+
+struct policy {
+	const struct policy_ops *ops;
+	struct policy_config cfg;
+	struct policy_counters ctr;
+	struct pc pc;
+};
+
+/* Default cfg.epoch when 0 is given. */
+#define POLICY_DEFAULT_EPOCH (1u << 20)
+
+extern const struct policy_ops policy_lru_ops;
+extern const struct policy_ops policy_mram_fixed_ops;
+extern const struct policy_ops policy_lowpower_ops;
+extern const struct policy_ops policy_adaptive_ops;

@@ -1,0 +1,374 @@
+/* test_policy.c - every tiering policy against the rules of policy.h (a
+ * shadow copy of the tiers replays each move and checks it), plus
+ * hand-made traces whose right answer is known. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include "pmem/policy.h"
+
+/* --- allocation counting (live path must not allocate) -------------------
+ * Interposes malloc & co. in this executable; not under ASan, whose own
+ * interceptors own the heap there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define COUNT_ALLOCS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COUNT_ALLOCS 0
+#endif
+#endif
+#ifndef COUNT_ALLOCS
+#define COUNT_ALLOCS 1
+#endif
+
+#if COUNT_ALLOCS
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+static int alloc_counting;
+static unsigned long alloc_calls;
+void *malloc(size_t n)
+{
+	if (alloc_counting)
+		alloc_calls++;
+	return __libc_malloc(n);
+}
+void *calloc(size_t a, size_t b)
+{
+	if (alloc_counting)
+		alloc_calls++;
+	return __libc_calloc(a, b);
+}
+void *realloc(void *p, size_t n)
+{
+	if (alloc_counting)
+		alloc_calls++;
+	return __libc_realloc(p, n);
+}
+#endif
+
+static const char *const names[] = { "lru", "mram-fixed", "lowpower",
+				     "adaptive" };
+#define NNAMES (sizeof(names) / sizeof(names[0]))
+
+/* --- shadow tiers -------------------------------------------------------- */
+#define SH_MAX 4096
+struct shadow {
+	uint64_t keys[SH_MAX];
+	uint8_t tier[SH_MAX], dirty[SH_MAX], flash[SH_MAX];
+	unsigned n;
+	uint64_t used[2], cap[2];
+	uint64_t writes, drops, loads, migrations;
+};
+
+static unsigned sh_idx(struct shadow *s, uint64_t key)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->keys[i] == key)
+			return i;
+	assert_true(s->n < SH_MAX);
+	s->keys[s->n] = key;
+	s->tier[s->n] = TIER_NONE;
+	s->dirty[s->n] = s->flash[s->n] = 0;
+	return s->n++;
+}
+
+/* One access through policy and shadow, checking every rule. */
+static enum tier sh_access(struct policy *p, struct shadow *s, uint64_t key,
+			   bool write)
+{
+	struct tier_move mv[POLICY_MAX_MOVES];
+	enum tier served = TIER_NONE;
+	unsigned n = policy_access(p, key, write, mv, &served);
+	assert_true(n <= POLICY_MAX_MOVES);
+	for (unsigned k = 0; k < n; k++) {
+		unsigned i = sh_idx(s, mv[k].page);
+		assert_int_equal(mv[k].from, s->tier[i]);
+		assert_int_not_equal(mv[k].from, mv[k].to);
+		if (s->tier[i] < TIER_FLASH)
+			s->used[s->tier[i]]--;
+		switch (mv[k].kind) {
+		case MOVE_LOAD:
+			assert_int_equal(mv[k].from, TIER_FLASH);
+			assert_true(mv[k].to < TIER_FLASH);
+			s->loads++;
+			break;
+		case MOVE_PLACE:
+			assert_int_equal(mv[k].from, TIER_NONE);
+			assert_true(mv[k].to < TIER_FLASH);
+			s->flash[i] = 0;
+			s->dirty[i] = 0;
+			break;
+		case MOVE_MIGRATE:
+			assert_true(mv[k].from < TIER_FLASH && mv[k].to < TIER_FLASH);
+			s->migrations++;
+			break;
+		case MOVE_WRITE:
+			assert_true(mv[k].from < TIER_FLASH);
+			assert_int_equal(mv[k].to, TIER_FLASH);
+			/* Only when needed: dirty or no flash copy. */
+			assert_true(s->dirty[i] || !s->flash[i]);
+			s->flash[i] = 1;
+			s->dirty[i] = 0;
+			s->writes++;
+			break;
+		case MOVE_DROP:
+			assert_true(mv[k].from < TIER_FLASH);
+			assert_int_equal(mv[k].to, TIER_FLASH);
+			assert_true(!s->dirty[i] && s->flash[i]);
+			s->drops++;
+			break;
+		default:
+			fail_msg("bad move kind %u", mv[k].kind);
+		}
+		s->tier[i] = mv[k].to;
+		if (s->tier[i] < TIER_FLASH) {
+			s->used[s->tier[i]]++;
+			assert_true(s->used[s->tier[i]] <= s->cap[s->tier[i]]);
+		}
+	}
+	unsigned i = sh_idx(s, key);
+	assert_true(served == TIER_MRAM || served == TIER_DRAM);
+	assert_int_equal(s->tier[i], served);
+	assert_int_equal(policy_where(p, key), served);
+	if (write)
+		s->dirty[i] = 1;
+	return served;
+}
+
+static struct policy *mk(const char *name, uint64_t mram, uint64_t dram,
+			 uint64_t max_pages, uint64_t epoch, struct shadow *s)
+{
+	struct policy_config cfg = { .mram_pages = mram, .dram_pages = dram,
+				     .max_pages = max_pages, .alpha = 0.9,
+				     .epoch = epoch };
+	struct policy *p = NULL;
+	int rc = policy_create(&p, name, &cfg);
+	if (rc == -ENOENT)
+		return NULL;   /* not (yet) built: caller skips */
+	assert_int_equal(rc, 0);
+	if (s) {
+		memset(s, 0, sizeof(*s));
+		s->cap[TIER_MRAM] = mram;
+		s->cap[TIER_DRAM] = dram;
+	}
+	return p;
+}
+
+static uint64_t rnd_state = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+/* --- tests ---------------------------------------------------------------- */
+
+static void create_errors(void **state)
+{
+	struct policy *p = (struct policy *)1;
+	struct policy_config cfg = { .mram_pages = 4, .dram_pages = 4,
+				     .alpha = 0.9 };
+	(void)state;
+	assert_int_equal(policy_create(&p, "nope", &cfg), -ENOENT);
+	assert_null(p);
+	cfg.mram_pages = cfg.dram_pages = 0;
+	assert_int_equal(policy_create(&p, "lru", &cfg), -EINVAL);
+	assert_non_null(strstr(policy_names(), "lru"));
+	assert_non_null(strstr(policy_names(), "lowpower"));
+}
+
+/* Random mixes of hot and cold pages, writes and forgets: every rule holds
+ * at every step, in live (max_pages) and nvsim (64-bit keys) modes. */
+static void rules_hold_everywhere(void **state)
+{
+	(void)state;
+	static struct shadow s;
+	const uint64_t sizes[][2] = { { 4, 12 }, { 12, 4 }, { 1, 1 }, { 8, 0 },
+				      { 0, 8 }, { 30, 40 } };
+	for (unsigned k = 0; k < NNAMES; k++) {
+		for (unsigned z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+			for (int live = 0; live < 2; live++) {
+				struct policy *p = mk(names[k], sizes[z][0],
+						      sizes[z][1],
+						      live ? 200 : 0, 97, &s);
+				if (!p)
+					continue;
+				for (unsigned a = 0; a < 20000; a++) {
+					uint64_t r = rnd();
+					uint64_t pg = (r & 3) ? (r >> 8) % 10
+							      : (r >> 8) % 200;
+					if (!live)
+						pg = pg * 0x9E3779B97F4A7C15ull + 7;
+					if ((r & 0xff) == 1) {
+						policy_forget(p, pg);
+						unsigned i = sh_idx(&s, pg);
+						if (s.tier[i] < TIER_FLASH)
+							s.used[s.tier[i]]--;
+						s.tier[i] = TIER_NONE;
+						s.flash[i] = s.dirty[i] = 0;
+						assert_int_equal(policy_where(p, pg),
+								 TIER_NONE);
+						continue;
+					}
+					sh_access(p, &s, pg, (r >> 4) % 3 == 0);
+				}
+				struct policy_counters c;
+				policy_get_counters(p, &c);
+				assert_int_equal(c.accesses, c.reads + c.writes);
+				assert_int_equal(c.accesses,
+						 c.served[0] + c.served[1]);
+				assert_int_equal(c.writes_back, s.writes);
+				assert_int_equal(c.drops, s.drops);
+				assert_int_equal(c.loads, s.loads);
+				assert_int_equal(c.migrations, s.migrations);
+				policy_destroy(p);
+			}
+		}
+	}
+}
+
+/* LRU evicts the least recently used page; a clean page whose flash copy
+ * is valid is dropped, a dirty one written. */
+static void lru_order_and_clean_skip(void **state)
+{
+	static struct shadow s;
+	(void)state;
+	struct policy *p = mk("lru", 2, 2, 0, 1000, &s);
+	struct policy_counters c;
+	for (uint64_t pg = 0; pg < 4; pg++)
+		sh_access(p, &s, pg, false);
+	/* Memory full. Touch 0 so 1 is the LRU page. */
+	sh_access(p, &s, 0, false);
+	sh_access(p, &s, 4, false);
+	assert_int_equal(policy_where(p, 1), TIER_FLASH);
+	policy_get_counters(p, &c);
+	/* Page 1 had no flash copy: it had to be written. */
+	assert_int_equal(c.writes_back, 1);
+	/* Bring 1 back (a load), never write it, push it out again. */
+	sh_access(p, &s, 1, false);
+	policy_get_counters(p, &c);
+	assert_int_equal(c.loads, 1);
+	assert_int_equal(policy_where(p, 2), TIER_FLASH); /* 2 was LRU */
+	for (uint64_t pg = 5; pg < 9; pg++)
+		sh_access(p, &s, pg, false);
+	assert_int_equal(policy_where(p, 1), TIER_FLASH);
+	policy_get_counters(p, &c);
+	assert_int_equal(c.drops, 1);     /* page 1: clean, copy valid */
+	/* Now dirty it: the next eviction must write. */
+	sh_access(p, &s, 1, true);
+	uint64_t wb = c.writes_back;
+	for (uint64_t pg = 10; pg < 14; pg++)
+		sh_access(p, &s, pg, false);
+	policy_get_counters(p, &c);
+	assert_int_equal(policy_where(p, 1), TIER_FLASH);
+	assert_true(c.writes_back >= wb + 1);
+	assert_int_equal(c.drops, 1);
+	policy_destroy(p);
+}
+
+/* A hot set that fits MRAM, among many cold pages: after warm-up every
+ * access to a hot page is served from MRAM (not for lru, whose placement
+ * is an accident of timing). */
+static void hot_set_lands_in_mram(void **state)
+{
+	static struct shadow s;
+	(void)state;
+	for (unsigned k = 1; k < NNAMES; k++) {
+		struct policy *p = mk(names[k], 4, 8, 0, 500, &s);
+		if (!p)
+			continue;
+		uint64_t hot_served = 0, hot_mram = 0;
+		for (unsigned a = 0; a < 20000; a++) {
+			uint64_t r = rnd();
+			bool hot = (r % 10) < 8;
+			uint64_t pg = hot ? (r >> 8) % 4 : 100 + (r >> 8) % 60;
+			enum tier t = sh_access(p, &s, pg, (r >> 5) % 4 == 0);
+			if (a >= 5000 && hot) {
+				hot_served++;
+				hot_mram += t == TIER_MRAM;
+			}
+		}
+		print_message("%s: %lu/%lu hot accesses from MRAM\n", names[k],
+			      (unsigned long)hot_mram, (unsigned long)hot_served);
+		assert_int_equal(hot_mram, hot_served);
+		policy_destroy(p);
+	}
+}
+
+/* Low locality with phases: 20 pages used evenly, then another 20, each
+ * phase one profiling epoch long (the profile always lags). Memory
+ * holds exactly 20. Pinning the old phase's pages in MRAM costs faults
+ * that LRU does not pay; lowpower notices the low MRAM hit rate. */
+static void mram_fixed_loses_on_low_locality(void **state)
+{
+	static struct shadow s;
+	uint64_t loads[NNAMES] = { 0 };
+	(void)state;
+	for (unsigned k = 0; k < 3; k++) {
+		struct policy *p = mk(names[k], 8, 12, 0, 4000, &s);
+		struct policy_counters c;
+		for (unsigned ph = 0; ph < 6; ph++)
+			for (unsigned a = 0; a < 4000; a++)
+				sh_access(p, &s, ph * 20 + rnd() % 20, false);
+		policy_get_counters(p, &c);
+		loads[k] = c.loads + c.places;
+		print_message("%s: %lu faults\n", names[k],
+			      (unsigned long)loads[k]);
+		policy_destroy(p);
+	}
+	assert_true(loads[1] > loads[0] + loads[0] / 2);   /* mram-fixed loses */
+	assert_true(loads[2] < loads[1]);                  /* lowpower less so */
+}
+
+/* Live mode: no allocation at all after policy_create. */
+static void live_path_never_allocates(void **state)
+{
+	(void)state;
+#if COUNT_ALLOCS
+	for (unsigned k = 0; k < NNAMES; k++) {
+		struct tier_move mv[POLICY_MAX_MOVES];
+		enum tier t;
+		struct policy *p = mk(names[k], 16, 32, 1024, 256, NULL);
+		if (!p)
+			continue;
+		alloc_calls = 0;
+		alloc_counting = 1;
+		for (unsigned a = 0; a < 50000; a++) {
+			uint64_t r = rnd();
+			policy_access(p, (r & 1) ? (r >> 8) % 40 : (r >> 8) % 1024,
+				      (r >> 3) & 1, mv, &t);
+			if ((r & 0x3ff) == 5)
+				policy_forget(p, (r >> 12) % 1024);
+		}
+		alloc_counting = 0;
+		assert_int_equal(alloc_calls, 0);
+		/* Out of range pages are refused, not stored. */
+		assert_int_equal(policy_access(p, 1024, false, mv, &t), 0);
+		assert_int_equal(t, TIER_NONE);
+		policy_destroy(p);
+	}
+#else
+	skip();
+#endif
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(create_errors),
+		cmocka_unit_test(rules_hold_everywhere),
+		cmocka_unit_test(lru_order_and_clean_skip),
+		cmocka_unit_test(hot_set_lands_in_mram),
+		cmocka_unit_test(mram_fixed_loses_on_low_locality),
+		cmocka_unit_test(live_path_never_allocates),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
