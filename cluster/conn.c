@@ -1,0 +1,206 @@
+/* conn.c - framed blocking I/O on a TCP socket; see conn.h. */
+#include "cluster/conn.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static void describe_peer(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[64] = "?", port[16] = "?";
+
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0)
+		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port,
+			    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(c->peer, sizeof(c->peer), "%s:%s", host, port);
+}
+
+void conn_init(struct conn *c, int fd)
+{
+	int one = 1;
+
+	c->fd = fd;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	describe_peer(c);
+}
+
+int conn_set_timeout(struct conn *c, int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		return -errno;
+	return 0;
+}
+
+void conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+static int connect_one(const struct addrinfo *ai, int timeout_ms)
+{
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		if (errno != EINPROGRESS) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int n = poll(&p, 1, timeout_ms);
+		int soerr = 0;
+		socklen_t sl = sizeof(soerr);
+		if (n == 0) {
+			close(fd);
+			return -ETIMEDOUT;
+		}
+		if (n < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		if (soerr) {
+			close(fd);
+			return -soerr;
+		}
+	}
+	int fl = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+}
+
+int conn_connect(struct conn *c, const char *host, uint16_t port,
+		 int timeout_ms)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	char ps[8];
+	int rc = -ENOENT;
+
+	c->fd = -1;
+	snprintf(ps, sizeof(ps), "%u", port);
+	if (getaddrinfo(host, ps, &hints, &res) != 0)
+		return -ENOENT;
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		rc = connect_one(ai, timeout_ms);
+		if (rc >= 0)
+			break;
+	}
+	freeaddrinfo(res);
+	if (rc < 0)
+		return rc;
+	conn_init(c, rc);
+	if (timeout_ms > 0)
+		conn_set_timeout(c, timeout_ms);
+	return 0;
+}
+
+int conn_send(struct conn *c, const struct frame_hdr *h, const void *payload)
+{
+	ssize_t hl = frame_encode(h, payload, c->tx, sizeof(c->tx));
+	if (hl < 0)
+		return (int)hl;
+	struct iovec iov[2] = {
+		{ .iov_base = c->tx, .iov_len = (size_t)hl },
+		{ .iov_base = (void *)payload, .iov_len = h->payload_len },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = h->payload_len ? 2 : 1 };
+	size_t left = (size_t)hl + h->payload_len;
+
+	while (left) {
+		ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+		left -= (size_t)n;
+		/* advance over what went out */
+		while (n > 0 && mh.msg_iovlen) {
+			if ((size_t)n >= mh.msg_iov->iov_len) {
+				n -= (ssize_t)mh.msg_iov->iov_len;
+				mh.msg_iov++;
+				mh.msg_iovlen--;
+			} else {
+				mh.msg_iov->iov_base = (char *)mh.msg_iov->iov_base + n;
+				mh.msg_iov->iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Read exactly len bytes. -ECONNRESET on EOF. */
+static int read_full(int fd, uint8_t *buf, size_t len)
+{
+	size_t have = 0;
+
+	while (have < len) {
+		ssize_t n = recv(fd, buf + have, len - have, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		have += (size_t)n;
+	}
+	return 0;
+}
+
+int conn_recv(struct conn *c, struct frame_hdr *h, const uint8_t **payload,
+	      const char **why)
+{
+	const char *dummy;
+	uint32_t hl, pl;
+	int rc;
+
+	if (!why)
+		why = &dummy;
+	*why = "";
+	rc = read_full(c->fd, c->rx, FRAME_PREFIX);
+	if (rc)
+		return rc;
+	rc = frame_prefix_parse(c->rx, &hl, &pl, why);
+	if (rc)
+		return rc;
+	if (pl > FRAME_PAGE_SIZE) {
+		*why = "payload larger than a page";
+		return -EMSGSIZE;
+	}
+	rc = read_full(c->fd, c->rx + FRAME_PREFIX, (size_t)hl + pl);
+	if (rc)
+		return rc;
+	ssize_t n = frame_decode(c->rx, FRAME_PREFIX + (size_t)hl + pl, h, payload, why);
+	return n < 0 ? (int)n : 0;
+}
+
+void conn_send_error(struct conn *c, uint32_t node_id, uint32_t status,
+		     const char *text)
+{
+	static const struct frame_hdr zero;
+	struct frame_hdr h = zero;
+
+	h.type = FT_ERROR;
+	h.node_id = node_id;
+	h.status = status;
+	snprintf(h.text, sizeof(h.text), "%s", text);
+	(void)conn_send(c, &h, NULL);
+}

@@ -1,0 +1,47 @@
+/* conn.h - one framed, blocking cluster connection over a stream socket.
+ *
+ * conn_recv reads a 16-byte prefix, checks its lengths against the caps
+ * (and against this connection's payload cap, one page) before reading
+ * anything more, then reads the rest into the connection's own buffer and
+ * decodes it with frame_decode. conn_send writes prefix + header + payload
+ * with one sendmsg (the payload is not copied).
+ *
+ * Threads: a struct conn belongs to one thread at a time (no locking); the
+ * payload pointer conn_recv returns is valid until the next conn_recv. */
+#pragma once
+#include <stdint.h>
+
+#include "cluster/frame.h"
+
+struct conn {
+	int fd;
+	char peer[80];          /* "127.0.0.1:40123", for log lines */
+	uint8_t tx[FRAME_MAX_HEAD];
+	uint8_t rx[FRAME_MAX_HEAD + FRAME_PAGE_SIZE];
+};
+
+/* Take over a connected socket (closed by conn_close). */
+void conn_init(struct conn *c, int fd);
+/* Bound each send and each receive; 0: wait forever. 0 or -errno. */
+int conn_set_timeout(struct conn *c, int ms);
+void conn_close(struct conn *c);
+
+/* Connect to host:port (TCP, TCP_NODELAY) within timeout_ms. 0 or -errno
+ * (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -ENOENT: unknown host). */
+int conn_connect(struct conn *c, const char *host, uint16_t port,
+		 int timeout_ms);
+
+/* Send one frame. 0 or -errno (-EPIPE/-ECONNRESET: peer gone,
+ * -ETIMEDOUT, or the frame_encode error for an invalid h). */
+int conn_send(struct conn *c, const struct frame_hdr *h, const void *payload);
+/* Receive one frame into *h. 0, or:
+ *   -ECONNRESET  the peer closed (cleanly between frames or mid-frame);
+ *   -ETIMEDOUT   nothing within the timeout;
+ *   -EBADMSG, -EMSGSIZE, -EPROTO  a bad frame (*why says what): the stream
+ *                cannot be trusted any more; answer with conn_send_error
+ *                and close. */
+int conn_recv(struct conn *c, struct frame_hdr *h, const uint8_t **payload,
+	      const char **why);
+/* Send an unsolicited ERROR frame (best effort, errors ignored). */
+void conn_send_error(struct conn *c, uint32_t node_id, uint32_t status,
+		     const char *text);
