@@ -1,0 +1,105 @@
+/* conn.h - one NBD connection as a state machine over two byte streams:
+ * bytes received go into its receive buffer, nbd_conn_process() turns them
+ * into backend calls and reply bytes, and the caller sends what
+ * nbd_conn_send_next() hands it. No sockets here: server.c moves the bytes
+ * with io_uring, the unit tests move them by hand.
+ *
+ * Buffers are fixed at nbd_conn_init() (once, at server start): a WRITE's
+ * payload is applied to the backend as it streams through the receive
+ * buffer, and a READ's data is produced into the send buffers as room
+ * frees up, so requests up to the advertised 32 MiB maximum need no
+ * buffer of their size and nothing is allocated per request.
+ *
+ * Two send buffers: one is on the wire while replies accumulate in the
+ * other, so the replies of a pipelined batch (fio iodepth 16, the kernel's
+ * queue) leave in one send. Replies go out in request order.
+ *
+ * Threads: a connection belongs to one server thread. Stats are written by
+ * that thread only and read by the control thread (relaxed atomics). */
+#pragma once
+#include "nbd/backend.h"
+#include "nbd/proto.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NBD_CONN_RBUF (256 * 1024)
+#define NBD_CONN_SBUF (256 * 1024)
+
+/* Counters of one server thread; the control socket sums all threads. */
+struct nbd_stats {
+	atomic_uint_fast64_t conns_total, conns_active;
+	atomic_uint_fast64_t reads, writes, flushes, trims, zeroes;
+	atomic_uint_fast64_t bytes_read, bytes_written, bytes_trimmed;
+	atomic_uint_fast64_t req_errors;    /* requests answered with an error */
+	atomic_uint_fast64_t proto_errors;  /* connections dropped for bad input */
+};
+
+struct nbd_conn_ctx {
+	const struct nbd_export *exp;
+	struct nbd_backend *be;
+	struct nbd_stats *stats;
+};
+
+enum nbd_conn_state {
+	CONN_CFLAGS, CONN_OPT_HDR, CONN_OPT_DATA, CONN_OPT_DISCARD,
+	CONN_REQ_HDR, CONN_WRITE_DATA, CONN_WRITE_DISCARD, CONN_READ_DATA,
+	CONN_CLOSING,   /* send what is queued, then close */
+	CONN_DEAD,      /* close now */
+};
+
+struct nbd_conn {
+	const struct nbd_conn_ctx *ctx;
+	unsigned id;                /* for logs */
+	enum nbd_conn_state state;
+	bool no_zeroes;
+	bool transmitting;          /* past the handshake */
+	bool live;                  /* counted in conns_active */
+
+	uint8_t *rbuf;              /* valid bytes: [rhead, rtail) */
+	size_t rhead, rtail;
+
+	uint8_t *sbuf[2];
+	size_t slen[2];
+	unsigned sfill;             /* buffer replies go into */
+	bool sbusy;                 /* the other buffer is on the wire */
+	size_t soff;                /* bytes of it already sent */
+
+	/* The option or request being worked on. */
+	uint32_t opt, opt_len;
+	struct nbd_req req;
+	uint32_t err;               /* NBD error to reply with */
+	uint64_t cur;               /* next offset of a streaming READ/WRITE */
+	uint64_t left;              /* payload bytes still to stream/discard */
+};
+
+/* Allocate the buffers. 0 or -ENOMEM. */
+int nbd_conn_init(struct nbd_conn *c, const struct nbd_conn_ctx *ctx);
+void nbd_conn_free(struct nbd_conn *c);
+/* Start a new connection: queues the greeting. */
+void nbd_conn_start(struct nbd_conn *c, unsigned id);
+
+/* Room for the next receive (compacts the buffer first); len 0 means the
+ * buffer is full until processing or sending makes progress. */
+void nbd_conn_recv_space(struct nbd_conn *c, uint8_t **p, size_t *len);
+void nbd_conn_received(struct nbd_conn *c, size_t n);
+
+/* Consume received bytes as far as possible. Afterwards check
+ * nbd_conn_closing()/nbd_conn_dead(). */
+void nbd_conn_process(struct nbd_conn *c);
+
+/* Bytes to send next, or false when nothing is queued. Call only when no
+ * send is outstanding; report what went out with nbd_conn_sent(). */
+bool nbd_conn_send_next(struct nbd_conn *c, const uint8_t **p, size_t *len);
+void nbd_conn_sent(struct nbd_conn *c, size_t n);
+
+/* The peer vanished or broke the protocol: close without sending more. */
+bool nbd_conn_dead(const struct nbd_conn *c);
+/* Close once everything queued is sent (OPT_ABORT, DISC). */
+bool nbd_conn_closing(const struct nbd_conn *c);
+/* Nothing queued or on the wire. */
+bool nbd_conn_send_idle(const struct nbd_conn *c);
+/* The connection was dropped by the peer or the server. */
+void nbd_conn_stop(struct nbd_conn *c);

@@ -1,0 +1,388 @@
+/* nvswapd.c - the NBD server the kernel swaps to: options, swap hygiene
+ * (mlockall, PR_SET_IO_FLUSHER, oom_score_adj), the page store, the
+ * control socket, and the server threads. See docs/nvswapd.md. */
+#include "nbd/backend.h"
+#include "nbd/backend_flat.h"
+#include "nbd/backend_store.h"
+#include "nbd/server.h"
+
+#include "common/ctl.h"
+#include "common/log.h"
+#include "common/opts.h"
+#include "pmem/policy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+#define MIN_BLOCK  512U
+#define PREF_BLOCK 4096U
+#define MAX_BLOCK  (32U << 20)
+
+struct cfg {
+	uint64_t size, mram, dram;
+	bool dram_set, mram_set;
+	const char *unix_path, *listen, *name, *flash, *policy, *nvram, *store;
+	unsigned threads, max_conns;
+	bool foreground;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: nvswapd --size SIZE [--unix PATH | --listen HOST:PORT] [options]\n"
+"\n"
+"An NBD server the kernel can swap to (nbdfuse + losetup + swapon, or\n"
+"nbd-client where the nbd driver exists), keeping pages in a tiered store:\n"
+"MRAM (a libpmem2-mapped file), DRAM (locked anonymous memory) and an\n"
+"optional flash spill file. Sizes take K/M/G/T suffixes.\n"
+"\n"
+"  --size SIZE       export size (required)\n"
+"  --unix PATH       listen on a Unix socket\n"
+"  --listen H:P      listen on TCP (default 127.0.0.1:10809 when no --unix)\n"
+"  --name NAME       export name (default \"swap\"; \"\" also selects it);\n"
+"                    the control socket is $NVCACHE_RUN_DIR/swap-NAME.sock\n"
+"  --mram SIZE       MRAM tier (default 64M, at most --size)\n"
+"  --dram SIZE       DRAM tier (default: the rest of --size)\n"
+"  --flash FILE      flash spill file (needed when MRAM + DRAM < size);\n"
+"                    refused on tmpfs: swap backed by tmpfs deadlocks\n"
+"  --policy NAME     tiering policy (default lru; known: %s)\n"
+"  --nvram FILE      MRAM file (default /dev/shm/nvswapd-NAME.mram)\n"
+"  --store KIND      tiered (default) or flat (one DRAM array, no tiers:\n"
+"                    measures the protocol path alone)\n"
+"  --threads N       server threads, each with its own io_uring\n"
+"                    (default: the number of CPUs, at most 4)\n"
+"  --max-conns N     connections served at once (default 32)\n"
+"  -f, --foreground  stay in the foreground, log to stderr\n"
+"  -h, --help        this text\n"
+"\n"
+"Stats: nvcachectl stats --swap NAME.  Stop: SIGTERM.\n",
+		policy_names());
+}
+
+static int parse_args(int argc, char **argv, struct cfg *c)
+{
+	static const struct option lo[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "unix", required_argument, NULL, 'u' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "mram", required_argument, NULL, 'm' },
+		{ "dram", required_argument, NULL, 'd' },
+		{ "flash", required_argument, NULL, 'F' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "nvram", required_argument, NULL, 'N' },
+		{ "store", required_argument, NULL, 'S' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "max-conns", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int o;
+	uint64_t v;
+
+	while ((o = getopt_long(argc, argv, "fh", lo, NULL)) != -1) {
+		switch (o) {
+		case 's': case 'm': case 'd':
+			if (opts_parse_size(optarg, &v) < 0) {
+				fprintf(stderr, "nvswapd: bad size '%s'\n", optarg);
+				return -1;
+			}
+			if (o == 's') c->size = v;
+			if (o == 'm') { c->mram = v; c->mram_set = true; }
+			if (o == 'd') { c->dram = v; c->dram_set = true; }
+			break;
+		case 'u': c->unix_path = optarg; break;
+		case 'l': c->listen = optarg; break;
+		case 'n': c->name = optarg; break;
+		case 'F': c->flash = optarg; break;
+		case 'p': c->policy = optarg; break;
+		case 'N': c->nvram = optarg; break;
+		case 'S': c->store = optarg; break;
+		case 't': c->threads = (unsigned)atoi(optarg); break;
+		case 'c': c->max_conns = (unsigned)atoi(optarg); break;
+		case 'f': c->foreground = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "nvswapd: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!c->size) {
+		fprintf(stderr, "nvswapd: --size is required (e.g. --size 1G)\n");
+		return -1;
+	}
+	if (c->size % PREF_BLOCK) {
+		fprintf(stderr, "nvswapd: --size must be a multiple of 4 KiB\n");
+		return -1;
+	}
+	if (c->unix_path && c->listen) {
+		fprintf(stderr, "nvswapd: give --unix or --listen, not both\n");
+		return -1;
+	}
+	if (strcmp(c->store, "tiered") && strcmp(c->store, "flat")) {
+		fprintf(stderr, "nvswapd: --store is 'tiered' or 'flat'\n");
+		return -1;
+	}
+	if (strlen(c->name) > 255 || strchr(c->name, '/')) {
+		fprintf(stderr, "nvswapd: --name: at most 255 bytes, no '/'\n");
+		return -1;
+	}
+	if (c->threads < 1 || c->threads > 64 || c->max_conns < 1 ||
+	    c->max_conns > 4096) {
+		fprintf(stderr, "nvswapd: --threads 1..64, --max-conns 1..4096\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Swap hygiene, before any thread exists (PR_SET_IO_FLUSHER is inherited
+ * by threads created afterwards). */
+static void swap_hygiene(void)
+{
+	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) < 0)
+		log_warn("PR_SET_IO_FLUSHER: %s (needs Linux >= 5.6 and "
+			 "CAP_SYS_RESOURCE); memory reclaim may recurse into "
+			 "this daemon's own I/O", strerror(errno));
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "-1000", 5) != 5)
+		log_warn("oom_score_adj -1000: %s; the OOM killer may pick "
+			 "this daemon and lose swapped pages", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	if (UNDER_ASAN) {
+		log_warn("built with AddressSanitizer: not calling mlockall "
+			 "(it would lock terabytes of shadow memory); do not "
+			 "swap to this build");
+		return;
+	}
+	/* Everything mapped now and later is resident and locked: buffers,
+	 * stacks, the DRAM tier. Nothing on the swap path can fault. */
+	if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
+		log_warn("mlockall: %s; pages of this daemon may be swapped "
+			 "out to itself", strerror(errno));
+	else
+		log_info("memory locked (mlockall), PR_SET_IO_FLUSHER set, "
+			 "oom_score_adj -1000");
+}
+
+/* Fork; the parent waits until the child reports that it serves (or
+ * failed), so "nvswapd ... && nbdinfo ..." works. */
+static int daemonize(int *notify_fd)
+{
+	int p[2];
+	char st = 1;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &st, 1) != 1)
+			st = 1;
+		_exit(st);
+	}
+	close(p[0]);
+	setsid();
+	*notify_fd = p[1];
+	return 0;
+}
+
+static void daemon_ready(int notify_fd, char status)
+{
+	if (notify_fd < 0)
+		return;
+	if (status == 0) {
+		int fd = open("/dev/null", O_RDWR);
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			if (fd > 2)
+				close(fd);
+		}
+		log_use_syslog(true);
+	}
+	/* A failed write means the parent is gone: nothing to tell. */
+	ssize_t w = write(notify_fd, &status, 1);
+	(void)w;
+	close(notify_fd);
+}
+
+struct daemon_state {
+	struct nbd_server *srv;
+	struct nbd_backend *be;
+	const char *store;
+};
+
+static ssize_t swap_ctl(void *arg, const char *cmd, char *out,
+			   size_t outlen)
+{
+	struct daemon_state *d = arg;
+
+	if (strcmp(cmd, "stats") != 0)
+		return -ENOENT;
+	ssize_t n = nbd_server_stats(d->srv, out, outlen);
+	if (n < 0)
+		return n;
+	int m = snprintf(out + n, outlen - (size_t)n, "store: %s\n", d->store);
+	if (m > 0 && (size_t)m < outlen - (size_t)n)
+		n += m;
+	ssize_t k = d->be->ops->stats(d->be->priv, out + n, outlen - (size_t)n);
+	return k < 0 ? k : n + k;
+}
+
+int main(int argc, char **argv)
+{
+	struct cfg c = { .name = "swap", .policy = "lru", .store = "tiered",
+			 .threads = 0, .max_conns = 32 };
+	char host[256] = "127.0.0.1", port[16] = "10809", nvram[512];
+	struct nbd_backend be = { 0 };
+	struct nbd_server *srv = NULL;
+	struct ctl_server *ctl = NULL;
+	int notify_fd = -1, rc, sig;
+	sigset_t set;
+
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	c.threads = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (unsigned)ncpu;
+	if (parse_args(argc, argv, &c) < 0)
+		return 2;
+	if (c.listen) {
+		const char *colon = strrchr(c.listen, ':');
+		size_t hl = colon ? (size_t)(colon - c.listen) : strlen(c.listen);
+		if (hl >= sizeof(host) || (colon && strlen(colon + 1) >= sizeof(port))) {
+			fprintf(stderr, "nvswapd: bad --listen '%s'\n", c.listen);
+			return 2;
+		}
+		if (hl) {
+			memcpy(host, c.listen, hl);
+			host[hl] = 0;
+		}
+		if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+			memmove(host, host + 1, hl - 2);
+			host[hl - 2] = 0;
+		}
+		if (colon && colon[1])
+			strcpy(port, colon + 1);
+	}
+	if (!c.nvram) {
+		snprintf(nvram, sizeof(nvram), "/dev/shm/nvswapd-%s.mram",
+			 c.name[0] ? c.name : "default");
+		c.nvram = nvram;
+	}
+
+	log_init("nvswapd", LOG_LVL_INFO);
+	if (!c.foreground && daemonize(&notify_fd) < 0) {
+		log_err("cannot fork into the background: %s", strerror(errno));
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	swap_hygiene();
+
+	if (!strcmp(c.store, "flat")) {
+		rc = nbd_backend_flat_create(&be, c.size);
+		if (rc < 0)
+			log_err("flat store of %llu bytes: %s",
+				(unsigned long long)c.size, strerror(-rc));
+	} else {
+		struct nbd_store_opts so = {
+			.size = c.size,
+			.mram = c.mram_set ? c.mram : 64ULL << 20,
+			.dram = c.dram,
+			.dram_set = c.dram_set,
+			.flash_path = c.flash,
+			.nvram_path = c.nvram,
+			.policy = c.policy,
+		};
+		rc = nbd_backend_store_create(&be, &so);
+	}
+	if (rc < 0)
+		goto out;
+
+	struct nbd_export exp = {
+		.name = c.name,
+		.description = "nvswapd tiered swap store",
+		.size = c.size,
+		/* FLUSH/FUA: every write is in the shared store before its
+		 * reply, so their effect is visible on all connections. */
+		.tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
+			  NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_TRIM |
+			  NBD_FLAG_SEND_WRITE_ZEROES | NBD_FLAG_CAN_MULTI_CONN,
+		.min_block = MIN_BLOCK,
+		.pref_block = PREF_BLOCK,
+		.max_block = MAX_BLOCK,
+	};
+	struct nbd_server_opts sopts = {
+		.unix_path = c.unix_path, .host = host, .port = port,
+		.threads = c.threads, .max_conns = c.max_conns,
+	};
+	rc = nbd_server_create(&srv, &sopts, &exp, &be);
+	if (rc < 0)
+		goto out;
+
+	struct daemon_state ds = { srv, &be, c.store };
+	rc = ctl_server_start(&ctl, "swap", c.name[0] ? c.name : "default",
+			      swap_ctl, &ds);
+	if (rc < 0) {
+		log_err("control socket in %s: %s (another nvswapd with export "
+			"name '%s'?)", ctl_run_dir(), strerror(-rc), c.name);
+		goto out;
+	}
+	rc = nbd_server_start(srv);
+	if (rc < 0)
+		goto out;
+	log_info("serving export '%s' (%llu bytes, %s store)", c.name,
+		 (unsigned long long)c.size, c.store);
+	daemon_ready(notify_fd, 0);
+	notify_fd = -1;
+
+	do {
+		if (sigwait(&set, &sig) != 0)
+			break;
+	} while (sig == SIGHUP);
+	log_info("signal %d: stopping", sig);
+	rc = 0;
+out:
+	if (srv)
+		nbd_server_destroy(srv);
+	ctl_server_stop(ctl);
+	if (be.ops)
+		be.ops->destroy(be.priv);
+	daemon_ready(notify_fd, 1);
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,509 @@
+/* server.c - sockets and io_uring event loops for the NBD server; see
+ * server.h. Each worker keeps at most one receive and one send in flight
+ * per connection; everything between them is conn.c's business.
+ *
+ * Completion tags (user_data): a connection's address with the operation in
+ * the low bits, or a bare tag for the accept and the wake-up eventfd. */
+#include "nbd/server.h"
+#include "nbd/conn.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define RING_ENTRIES 256
+#define TAG_ACCEPT   1ULL
+#define TAG_WAKE     2ULL
+#define OP_RECV      1ULL
+#define OP_SEND      2ULL
+#define OP_MASK      3ULL
+
+struct wconn {
+	struct nbd_conn c;
+	int fd;
+	bool in_use;
+	bool recv_posted, send_posted;
+	bool shut;                      /* shutdown() issued */
+} __attribute__((aligned(8)));
+
+struct worker {
+	struct nbd_server *srv;
+	unsigned idx;
+	pthread_t thread;
+	bool started;
+	struct io_uring ring;
+	bool ring_ok;
+	int wake_fd;
+	uint64_t wake_buf;
+	struct nbd_stats stats;
+	struct nbd_conn_ctx ctx;
+	struct wconn *conns;
+	unsigned nconns;
+};
+
+struct nbd_server {
+	struct nbd_server_opts opts;
+	const struct nbd_export *exp;
+	struct nbd_backend *be;
+	int listen_fd;
+	bool tcp;
+	char where[256];
+	atomic_bool stop;
+	atomic_uint next_id;
+	struct worker *workers;
+	unsigned nworkers;
+};
+
+static int listen_unix(struct nbd_server *srv, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		log_err("socket path %s: too long (max %zu bytes)", path,
+			sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A socket file left by a dead server is replaced; a live one not. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(fd);
+		log_err("socket %s: another server is listening there", path);
+		return -EADDRINUSE;
+	}
+	close(fd);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(fd, 128) < 0) {
+		int rc = -errno;
+		log_err("socket %s: %s", path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	chmod(path, 0600);   /* only root may swap to or read our pages */
+	snprintf(srv->where, sizeof(srv->where), "unix:%s", path);
+	return fd;
+}
+
+static int listen_tcp(struct nbd_server *srv, const char *host,
+		      const char *port)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *ai, *a;
+	int fd = -1, rc = -EADDRNOTAVAIL, one = 1;
+
+	int g = getaddrinfo(host, port, &hints, &ai);
+	if (g) {
+		log_err("listen address %s:%s: %s", host, port, gai_strerror(g));
+		return -EINVAL;
+	}
+	for (a = ai; a; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
+			    a->ai_protocol);
+		if (fd < 0) {
+			rc = -errno;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+		    listen(fd, 128) == 0)
+			break;
+		rc = -errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd < 0) {
+		log_err("listen on %s:%s: %s", host, port, strerror(-rc));
+		return rc;
+	}
+	snprintf(srv->where, sizeof(srv->where), "tcp:%s:%s", host, port);
+	srv->tcp = true;
+	return fd;
+}
+
+static struct io_uring_sqe *sqe_get(struct worker *w)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
+	if (!sqe) {
+		/* Full: push what is queued to the kernel, then retry; with
+		 * at most two operations per connection this is rare. */
+		io_uring_submit(&w->ring);
+		sqe = io_uring_get_sqe(&w->ring);
+	}
+	return sqe;
+}
+
+static void post_accept(struct worker *w)
+{
+	struct io_uring_sqe *sqe = sqe_get(w);
+	if (!sqe)
+		return;
+	io_uring_prep_accept(sqe, w->srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, TAG_ACCEPT);
+}
+
+static void post_wake(struct worker *w)
+{
+	struct io_uring_sqe *sqe = sqe_get(w);
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, w->wake_fd, &w->wake_buf, sizeof(w->wake_buf),
+			   0);
+	io_uring_sqe_set_data64(sqe, TAG_WAKE);
+}
+
+static void conn_release(struct worker *w, struct wconn *wc)
+{
+	nbd_conn_stop(&wc->c);
+	close(wc->fd);
+	wc->fd = -1;
+	wc->in_use = false;
+	(void)w;
+}
+
+/* After any event on a connection: post what it needs next, or close it. */
+static void conn_kick(struct worker *w, struct wconn *wc)
+{
+	struct io_uring_sqe *sqe;
+	const uint8_t *p;
+	uint8_t *rp;
+	size_t len;
+
+	if (nbd_conn_closing(&wc->c) && !wc->send_posted &&
+	    nbd_conn_send_idle(&wc->c))
+		nbd_conn_stop(&wc->c);
+	if (nbd_conn_dead(&wc->c)) {
+		if (!wc->recv_posted && !wc->send_posted) {
+			conn_release(w, wc);
+		} else if (!wc->shut) {
+			/* Wakes the outstanding operations. */
+			shutdown(wc->fd, SHUT_RDWR);
+			wc->shut = true;
+		}
+		return;
+	}
+	if (!wc->send_posted && nbd_conn_send_next(&wc->c, &p, &len) &&
+	    (sqe = sqe_get(w))) {
+		io_uring_prep_send(sqe, wc->fd, p, len, MSG_NOSIGNAL);
+		io_uring_sqe_set_data64(sqe, (uintptr_t)wc | OP_SEND);
+		wc->send_posted = true;
+	}
+	if (!wc->recv_posted && !nbd_conn_closing(&wc->c)) {
+		nbd_conn_recv_space(&wc->c, &rp, &len);
+		if (len && (sqe = sqe_get(w))) {
+			io_uring_prep_recv(sqe, wc->fd, rp, len, 0);
+			io_uring_sqe_set_data64(sqe, (uintptr_t)wc | OP_RECV);
+			wc->recv_posted = true;
+		}
+	}
+}
+
+static void on_accept(struct worker *w, int res)
+{
+	struct nbd_server *srv = w->srv;
+	struct wconn *wc = NULL;
+
+	if (!atomic_load(&srv->stop))
+		post_accept(w);
+	if (res < 0) {
+		if (res != -ECANCELED)
+			log_warn("accept on %s: %s", srv->where, strerror(-res));
+		return;
+	}
+	if (atomic_load(&srv->stop)) {
+		close(res);
+		return;
+	}
+	for (unsigned i = 0; i < w->nconns; i++)
+		if (!w->conns[i].in_use) {
+			wc = &w->conns[i];
+			break;
+		}
+	if (!wc) {
+		log_warn("connection refused: all %u connections of thread %u "
+			 "are busy (raise --max-conns)", w->nconns, w->idx);
+		close(res);
+		return;
+	}
+	if (srv->tcp) {
+		int one = 1;
+		setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	wc->fd = res;
+	wc->in_use = true;
+	wc->recv_posted = wc->send_posted = wc->shut = false;
+	unsigned id = atomic_fetch_add(&srv->next_id, 1) + 1;
+	nbd_conn_start(&wc->c, id);
+	log_info("connection %u: accepted on %s (thread %u)", id, srv->where,
+		 w->idx);
+	conn_kick(w, wc);
+}
+
+static void on_conn(struct worker *w, struct wconn *wc, uint64_t op, int res)
+{
+	if (op == OP_RECV) {
+		wc->recv_posted = false;
+		if (res <= 0) {
+			if (!nbd_conn_dead(&wc->c) && !nbd_conn_closing(&wc->c)) {
+				if (res == 0 && wc->c.state == CONN_REQ_HDR &&
+				    wc->c.rhead == wc->c.rtail)
+					log_info("connection %u: closed by the "
+						 "client", wc->c.id);
+				else
+					log_warn("connection %u: client vanished "
+						 "mid-%s (%s)", wc->c.id,
+						 wc->c.transmitting ? "request"
+								    : "handshake",
+						 res ? strerror(-res) : "EOF");
+			}
+			nbd_conn_stop(&wc->c);
+		} else {
+			nbd_conn_received(&wc->c, (size_t)res);
+			nbd_conn_process(&wc->c);
+		}
+	} else {
+		wc->send_posted = false;
+		if (res < 0) {
+			if (!nbd_conn_dead(&wc->c))
+				log_warn("connection %u: send: %s", wc->c.id,
+					 strerror(-res));
+			nbd_conn_stop(&wc->c);
+		} else {
+			nbd_conn_sent(&wc->c, (size_t)res);
+			/* Room in the send buffers may unblock a READ. */
+			nbd_conn_process(&wc->c);
+		}
+	}
+	conn_kick(w, wc);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct io_uring_cqe *cqe;
+
+	post_accept(w);
+	post_wake(w);
+	while (!atomic_load(&w->srv->stop)) {
+		int rc = io_uring_submit_and_wait(&w->ring, 1);
+		if (rc < 0 && rc != -EINTR) {
+			log_err("thread %u: io_uring: %s", w->idx, strerror(-rc));
+			break;
+		}
+		unsigned head, n = 0;
+		io_uring_for_each_cqe(&w->ring, head, cqe) {
+			uint64_t ud = cqe->user_data;
+			n++;
+			if (ud == TAG_ACCEPT)
+				on_accept(w, cqe->res);
+			else if (ud == TAG_WAKE)
+				; /* stop is checked by the loop */
+			else
+				on_conn(w, (struct wconn *)(uintptr_t)(ud & ~OP_MASK),
+					ud & OP_MASK, cqe->res);
+		}
+		io_uring_cq_advance(&w->ring, n);
+	}
+	/* Shutdown: drop the connections; the ring's teardown cancels what is
+	 * still in flight. */
+	for (unsigned i = 0; i < w->nconns; i++)
+		if (w->conns[i].in_use) {
+			shutdown(w->conns[i].fd, SHUT_RDWR);
+			conn_release(w, &w->conns[i]);
+		}
+	return NULL;
+}
+
+int nbd_server_create(struct nbd_server **out,
+		      const struct nbd_server_opts *opts,
+		      const struct nbd_export *exp, struct nbd_backend *be)
+{
+	struct nbd_server *srv = calloc(1, sizeof(*srv));
+	int rc;
+
+	if (!srv)
+		return -ENOMEM;
+	srv->opts = *opts;
+	srv->exp = exp;
+	srv->be = be;
+	srv->nworkers = opts->threads ? opts->threads : 1;
+	unsigned per = (opts->max_conns + srv->nworkers - 1) / srv->nworkers;
+	if (per == 0)
+		per = 1;
+	srv->listen_fd = opts->unix_path
+		? listen_unix(srv, opts->unix_path)
+		: listen_tcp(srv, opts->host, opts->port);
+	if (srv->listen_fd < 0) {
+		rc = srv->listen_fd;
+		free(srv);
+		return rc;
+	}
+	srv->workers = calloc(srv->nworkers, sizeof(*srv->workers));
+	if (!srv->workers) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		struct worker *w = &srv->workers[i];
+		w->srv = srv;
+		w->idx = i;
+		w->wake_fd = -1;
+		w->ctx = (struct nbd_conn_ctx){ exp, be, &w->stats };
+		rc = io_uring_queue_init(RING_ENTRIES, &w->ring, 0);
+		if (rc < 0) {
+			log_err("io_uring setup: %s", strerror(-rc));
+			goto fail;
+		}
+		w->ring_ok = true;
+		w->wake_fd = eventfd(0, EFD_CLOEXEC);
+		if (w->wake_fd < 0) {
+			rc = -errno;
+			goto fail;
+		}
+		w->conns = calloc(per, sizeof(*w->conns));
+		if (!w->conns) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		for (unsigned j = 0; j < per; j++) {
+			w->conns[j].fd = -1;
+			rc = nbd_conn_init(&w->conns[j].c, &w->ctx);
+			if (rc < 0) {
+				log_err("connection buffers: %s", strerror(-rc));
+				goto fail;
+			}
+			w->nconns++;
+		}
+	}
+	log_info("listening on %s: %u threads, %u connections each",
+		 srv->where, srv->nworkers, per);
+	*out = srv;
+	return 0;
+fail:
+	nbd_server_destroy(srv);
+	return rc;
+}
+
+int nbd_server_start(struct nbd_server *srv)
+{
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		int rc = pthread_create(&srv->workers[i].thread, NULL,
+					worker_main, &srv->workers[i]);
+		if (rc) {
+			log_err("starting server thread: %s", strerror(rc));
+			return -rc;
+		}
+		srv->workers[i].started = true;
+	}
+	return 0;
+}
+
+void nbd_server_stop(struct nbd_server *srv)
+{
+	uint64_t one = 1;
+
+	atomic_store(&srv->stop, true);
+	for (unsigned i = 0; srv->workers && i < srv->nworkers; i++)
+		if (srv->workers[i].wake_fd >= 0) {
+			/* Nothing more a signal handler could do on failure. */
+			ssize_t w = write(srv->workers[i].wake_fd, &one,
+					  sizeof(one));
+			(void)w;
+		}
+}
+
+void nbd_server_destroy(struct nbd_server *srv)
+{
+	if (!srv)
+		return;
+	nbd_server_stop(srv);
+	for (unsigned i = 0; srv->workers && i < srv->nworkers; i++) {
+		struct worker *w = &srv->workers[i];
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		if (w->ring_ok)
+			io_uring_queue_exit(&w->ring);
+		if (w->wake_fd >= 0)
+			close(w->wake_fd);
+		for (unsigned j = 0; j < w->nconns; j++) {
+			if (w->conns[j].in_use)
+				conn_release(w, &w->conns[j]);
+			nbd_conn_free(&w->conns[j].c);
+		}
+		free(w->conns);
+	}
+	free(srv->workers);
+	if (srv->listen_fd >= 0) {
+		close(srv->listen_fd);
+		if (srv->opts.unix_path)
+			unlink(srv->opts.unix_path);
+	}
+	free(srv);
+}
+
+#define SUM(field) ({ uint64_t s_ = 0; \
+	for (unsigned i_ = 0; i_ < srv->nworkers; i_++) \
+		s_ += atomic_load_explicit(&srv->workers[i_].stats.field, \
+					   memory_order_relaxed); \
+	s_; })
+
+ssize_t nbd_server_stats(struct nbd_server *srv, char *out, size_t len)
+{
+	int n = snprintf(out, len,
+		"listen: %s\n"
+		"export: %s\n"
+		"size_bytes: %llu\n"
+		"threads: %u\n"
+		"connections: %llu\n"
+		"connections_total: %llu\n"
+		"nbd_reads: %llu\n"
+		"nbd_writes: %llu\n"
+		"nbd_flushes: %llu\n"
+		"nbd_trims: %llu\n"
+		"nbd_write_zeroes: %llu\n"
+		"nbd_bytes_read: %llu\n"
+		"nbd_bytes_written: %llu\n"
+		"nbd_bytes_trimmed: %llu\n"
+		"nbd_request_errors: %llu\n"
+		"nbd_protocol_errors: %llu\n",
+		srv->where, srv->exp->name,
+		(unsigned long long)srv->exp->size, srv->nworkers,
+		(unsigned long long)SUM(conns_active),
+		(unsigned long long)SUM(conns_total),
+		(unsigned long long)SUM(reads),
+		(unsigned long long)SUM(writes),
+		(unsigned long long)SUM(flushes),
+		(unsigned long long)SUM(trims),
+		(unsigned long long)SUM(zeroes),
+		(unsigned long long)SUM(bytes_read),
+		(unsigned long long)SUM(bytes_written),
+		(unsigned long long)SUM(bytes_trimmed),
+		(unsigned long long)SUM(req_errors),
+		(unsigned long long)SUM(proto_errors));
+	if (n < 0)
+		return -EIO;
+	return (size_t)n < len ? n : (ssize_t)len - 1;
+}

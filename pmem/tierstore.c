@@ -1,0 +1,645 @@
+/* tierstore.c - the tiered page store; see tierstore.h.
+ *
+ * Each page has a tier (TIER_NONE when it holds nothing) and, in a memory
+ * tier, a slot: the index of its 4 KiB frame in that tier's mapping. Free
+ * frames sit on a stack per tier, so a frame freed by TRIM is the next one
+ * reused. The policy is the authority on where pages go; this file keeps
+ * its own copy of each page's tier to check every move against, so a
+ * policy bug becomes a logged -EIO rather than a silently wrong page. */
+#include "pmem/tierstore.h"
+
+#include "common/log.h"
+#include "pmem/region.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/magic.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#define PG TIERSTORE_PAGE
+#define NO_SLOT UINT32_MAX
+
+struct frames {                 /* one memory tier */
+	uint8_t *base;
+	uint64_t cap;
+	uint32_t *free;             /* stack of free slots */
+	uint64_t nfree;
+};
+
+struct tierstore {
+	pthread_mutex_t lock;
+	struct policy *pol;
+	uint64_t pages;
+	uint8_t *tier;              /* per page: enum tier */
+	uint32_t *slot;             /* per page: frame in its memory tier */
+	uint32_t *nreads, *nwrites; /* per page, saturating */
+	struct frames fr[2];        /* TIER_MRAM, TIER_DRAM */
+	struct region *mram;
+	size_t dram_len;
+	int flash_fd;
+	char flash_path[256];
+	struct io_uring ring;
+	bool ring_ok;
+	uint64_t flash_pages;
+	struct tierstore_stats st;
+};
+
+static void *table(uint64_t n, size_t each)
+{
+	return calloc(n ? n : 1, each);
+}
+
+static int frames_init(struct frames *f, uint8_t *base, uint64_t cap)
+{
+	f->base = base;
+	f->cap = cap;
+	f->free = table(cap, sizeof(uint32_t));
+	if (!f->free)
+		return -ENOMEM;
+	/* Low slots on top, so a lightly used store touches few frames. */
+	for (uint64_t i = 0; i < cap; i++)
+		f->free[i] = (uint32_t)(cap - 1 - i);
+	f->nfree = cap;
+	return 0;
+}
+
+static uint8_t *frame(struct tierstore *ts, unsigned t, uint32_t s)
+{
+	return ts->fr[t].base + (uint64_t)s * PG;
+}
+
+static int flash_open(struct tierstore *ts, const char *path)
+{
+	struct statfs sfs;
+	int fd;
+
+	snprintf(ts->flash_path, sizeof(ts->flash_path), "%s", path);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_DIRECT, 0600);
+	if (fd < 0 && errno == EINVAL)   /* no O_DIRECT on this fs */
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int rc = -errno;
+		log_err("flash file %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (fstatfs(fd, &sfs) == 0 &&
+	    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
+		log_err("flash file %s is on tmpfs/ramfs: refused (swap pages "
+			"spilled to tmpfs can be swapped out to this very "
+			"device, and the kernel deadlocks); put it on a disk "
+			"file system such as /var/tmp", path);
+		close(fd);
+		return -EINVAL;
+	}
+	/* Sparse: blocks are used only by pages actually spilled. */
+	if (ftruncate(fd, (off_t)(ts->pages * PG)) < 0) {
+		int rc = -errno;
+		log_err("flash file %s: cannot size it to %llu bytes: %s", path,
+			(unsigned long long)(ts->pages * PG), strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	int rc = io_uring_queue_init(8, &ts->ring, 0);
+	if (rc < 0) {
+		log_err("flash file %s: io_uring: %s", path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	ts->ring_ok = true;
+	ts->flash_fd = fd;
+	return 0;
+}
+
+/* One synchronous page transfer through the store's ring (under the
+ * lock: the ring is not shared otherwise). */
+static int flash_io(struct tierstore *ts, bool write, uint64_t page, void *buf)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ts->ring);
+	struct io_uring_cqe *cqe;
+	int rc;
+
+	if (!sqe)
+		return -EIO;
+	if (write)
+		io_uring_prep_write(sqe, ts->flash_fd, buf, PG, page * PG);
+	else
+		io_uring_prep_read(sqe, ts->flash_fd, buf, PG, page * PG);
+	rc = io_uring_submit_and_wait(&ts->ring, 1);
+	if (rc >= 0)
+		rc = io_uring_wait_cqe(&ts->ring, &cqe);
+	if (rc < 0)
+		goto fail;
+	rc = cqe->res;
+	io_uring_cqe_seen(&ts->ring, cqe);
+	if (rc == (int)PG)
+		return 0;
+	if (rc >= 0)
+		rc = -EIO;   /* short transfer on a sized regular file */
+fail:
+	ts->st.flash_errors++;
+	log_err("flash file %s: %s of page %llu: %s", ts->flash_path,
+		write ? "write" : "read", (unsigned long long)page,
+		strerror(-rc));
+	return -EIO;
+}
+
+int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
+{
+	struct tierstore *ts;
+	int rc;
+
+	*out = NULL;
+	if (!o->pages || o->pages >= NO_SLOT || o->mram_pages >= NO_SLOT ||
+	    o->dram_pages >= NO_SLOT || o->mram_pages + o->dram_pages == 0) {
+		log_err("tiered store: bad sizes (pages %llu, MRAM %llu, DRAM "
+			"%llu pages)", (unsigned long long)o->pages,
+			(unsigned long long)o->mram_pages,
+			(unsigned long long)o->dram_pages);
+		return -EINVAL;
+	}
+	if (!o->flash_path && o->mram_pages + o->dram_pages < o->pages) {
+		log_err("tiered store: MRAM + DRAM (%llu MiB) is smaller than "
+			"the export (%llu MiB) and there is no flash file: give "
+			"--flash FILE or a larger --dram",
+			(unsigned long long)((o->mram_pages + o->dram_pages) >> 8),
+			(unsigned long long)(o->pages >> 8));
+		return -EINVAL;
+	}
+	if (o->mram_pages && !o->nvram_path) {
+		log_err("tiered store: an MRAM tier needs an NVRAM file");
+		return -EINVAL;
+	}
+	ts = calloc(1, sizeof(*ts));
+	if (!ts)
+		return -ENOMEM;
+	pthread_mutex_init(&ts->lock, NULL);
+	ts->flash_fd = -1;
+	ts->pages = o->pages;
+	ts->tier = table(o->pages, 1);
+	ts->slot = table(o->pages, sizeof(uint32_t));
+	ts->nreads = table(o->pages, sizeof(uint32_t));
+	ts->nwrites = table(o->pages, sizeof(uint32_t));
+	if (!ts->tier || !ts->slot || !ts->nreads || !ts->nwrites) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	memset(ts->tier, TIER_NONE, o->pages);
+	memset(ts->slot, 0xff, o->pages * sizeof(uint32_t));
+
+	struct policy_config pc = {
+		.mram_pages = o->mram_pages, .dram_pages = o->dram_pages,
+		.max_pages = o->pages, .alpha = o->alpha ? o->alpha : 0.9,
+	};
+	rc = policy_create(&ts->pol, o->policy, &pc);
+	if (rc < 0) {
+		log_err("tiering policy '%s': %s (known: %s)", o->policy,
+			rc == -ENOENT ? "unknown" : strerror(-rc),
+			policy_names());
+		goto fail;
+	}
+
+	uint8_t *mbase = NULL;
+	if (o->mram_pages) {
+		struct region_opts ro = { .size = o->mram_pages * PG,
+					  .create = true, .lock = true,
+					  .lat_ns = o->mram_lat_ns };
+		rc = region_open(&ts->mram, o->nvram_path, &ro);
+		if (rc < 0) {
+			log_err("MRAM tier on %s: %s", o->nvram_path,
+				strerror(-rc));
+			goto fail;
+		}
+		mbase = region_base(ts->mram);
+	}
+	if ((rc = frames_init(&ts->fr[TIER_MRAM], mbase, o->mram_pages)) < 0)
+		goto fail;
+
+	uint8_t *dbase = NULL;
+	if (o->dram_pages) {
+		ts->dram_len = o->dram_pages * PG;
+		dbase = mmap(NULL, ts->dram_len, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (dbase == MAP_FAILED) {
+			dbase = NULL;
+			rc = -ENOMEM;
+			log_err("DRAM tier of %llu MiB: cannot map it",
+				(unsigned long long)(ts->dram_len >> 20));
+			goto fail;
+		}
+		/* Locked and resident from the start: a swap store must not
+		 * fault (allocate) on the I/O path nor be swapped itself. */
+		if (mlock(dbase, ts->dram_len) < 0)
+			log_warn("DRAM tier: mlock of %llu MiB failed (%s); its "
+				 "pages may be swapped out",
+				 (unsigned long long)(ts->dram_len >> 20),
+				 strerror(errno));
+	}
+	if ((rc = frames_init(&ts->fr[TIER_DRAM], dbase, o->dram_pages)) < 0)
+		goto fail;
+
+	if (o->flash_path) {
+		if ((rc = flash_open(ts, o->flash_path)) < 0)
+			goto fail;
+		ts->flash_pages = o->pages;
+	}
+	log_info("tiered store: %llu pages; MRAM %llu pages on %s, DRAM %llu "
+		 "pages, flash %s; policy %s",
+		 (unsigned long long)o->pages, (unsigned long long)o->mram_pages,
+		 o->mram_pages ? o->nvram_path : "-",
+		 (unsigned long long)o->dram_pages,
+		 o->flash_path ? o->flash_path : "none", policy_name(ts->pol));
+	*out = ts;
+	return 0;
+fail:
+	tierstore_close(ts);
+	return rc;
+}
+
+void tierstore_close(struct tierstore *ts)
+{
+	if (!ts)
+		return;
+	if (ts->ring_ok)
+		io_uring_queue_exit(&ts->ring);
+	if (ts->flash_fd >= 0)
+		close(ts->flash_fd);
+	if (ts->fr[TIER_DRAM].base)
+		munmap(ts->fr[TIER_DRAM].base, ts->dram_len);
+	if (ts->mram)
+		region_close(ts->mram);
+	free(ts->fr[0].free);
+	free(ts->fr[1].free);
+	policy_destroy(ts->pol);
+	free(ts->tier);
+	free(ts->slot);
+	free(ts->nreads);
+	free(ts->nwrites);
+	pthread_mutex_destroy(&ts->lock);
+	free(ts);
+}
+
+static int slot_take(struct tierstore *ts, unsigned t, uint32_t *s)
+{
+	struct frames *f = &ts->fr[t];
+	if (!f->nfree)
+		return -EIO;
+	*s = f->free[--f->nfree];
+	return 0;
+}
+
+static void slot_put(struct tierstore *ts, unsigned t, uint32_t s)
+{
+	struct frames *f = &ts->fr[t];
+	f->free[f->nfree++] = s;
+}
+
+/* Copies into and out of frames: MRAM goes through the region so that
+ * emulated latency/bandwidth (when configured) is charged. */
+static void frame_put(struct tierstore *ts, unsigned t, uint8_t *dst,
+		      const void *src, size_t n)
+{
+	if (t == TIER_MRAM)
+		region_write(ts->mram, dst, src, n);
+	else
+		memcpy(dst, src, n);
+}
+
+static void frame_get(struct tierstore *ts, unsigned t, void *dst,
+		      const uint8_t *src, size_t n)
+{
+	if (t == TIER_MRAM)
+		region_read(ts->mram, dst, src, n);
+	else
+		memcpy(dst, src, n);
+}
+
+static int move_bad(struct tierstore *ts, const struct tier_move *m)
+{
+	log_err("tiering policy %s: move of page %llu from tier %u to %u "
+		"(kind %u) does not match the store (page is in tier %u); "
+		"failing the access", policy_name(ts->pol),
+		(unsigned long long)m->page, m->from, m->to, m->kind,
+		m->page < ts->pages ? ts->tier[m->page] : 255);
+	return -EIO;
+}
+
+/* Apply one policy move. full_write: the accessed page is about to be
+ * overwritten whole, so a new frame for it needs no zeroing. */
+static int move_apply(struct tierstore *ts, const struct tier_move *m,
+		      uint64_t accessed, bool full_write)
+{
+	uint64_t p = m->page;
+	uint32_t s;
+	int rc;
+
+	if (p >= ts->pages || ts->tier[p] != m->from)
+		return move_bad(ts, m);
+	switch (m->kind) {
+	case MOVE_PLACE:
+		if (m->to > TIER_DRAM || slot_take(ts, m->to, &s) < 0)
+			return move_bad(ts, m);
+		if (!(p == accessed && full_write)) {
+			static const uint8_t zero[PG];
+			frame_put(ts, m->to, frame(ts, m->to, s), zero, PG);
+		}
+		break;
+	case MOVE_LOAD:
+		if (m->to > TIER_DRAM || ts->flash_fd < 0 ||
+		    slot_take(ts, m->to, &s) < 0)
+			return move_bad(ts, m);
+		if ((rc = flash_io(ts, false, p, frame(ts, m->to, s))) < 0) {
+			slot_put(ts, m->to, s);
+			return rc;
+		}
+		ts->st.loads++;
+		break;
+	case MOVE_MIGRATE:
+		if (m->from > TIER_DRAM || m->to > TIER_DRAM ||
+		    m->from == m->to || slot_take(ts, m->to, &s) < 0)
+			return move_bad(ts, m);
+		if (m->to == TIER_MRAM)
+			frame_put(ts, TIER_MRAM, frame(ts, TIER_MRAM, s),
+				  frame(ts, m->from, ts->slot[p]), PG);
+		else
+			frame_get(ts, TIER_MRAM, frame(ts, m->to, s),
+				  frame(ts, m->from, ts->slot[p]), PG);
+		slot_put(ts, m->from, ts->slot[p]);
+		ts->st.migrations++;
+		break;
+	case MOVE_WRITE:
+	case MOVE_DROP:
+		if (m->from > TIER_DRAM || m->to != TIER_FLASH ||
+		    ts->flash_fd < 0)
+			return move_bad(ts, m);
+		if (m->kind == MOVE_WRITE) {
+			/* The frame is page-aligned, as O_DIRECT wants. */
+			rc = flash_io(ts, true, p, frame(ts, m->from, ts->slot[p]));
+			if (rc < 0)
+				return rc;
+			ts->st.writebacks++;
+		} else {
+			ts->st.drops++;
+		}
+		slot_put(ts, m->from, ts->slot[p]);
+		s = NO_SLOT;
+		break;
+	default:
+		return move_bad(ts, m);
+	}
+	if (m->from == TIER_FLASH)
+		ts->st.pages_used[TIER_FLASH]--;
+	if (m->to == TIER_FLASH)
+		ts->st.pages_used[TIER_FLASH]++;
+	ts->tier[p] = m->to;
+	ts->slot[p] = s;
+	return 0;
+}
+
+/* Present one page access to the policy and apply its moves. On success
+ * the page is in memory: *t and *s say where. Lock held. */
+static int page_access(struct tierstore *ts, uint64_t p, bool write,
+		       bool full_write, unsigned *t, uint32_t *s)
+{
+	struct tier_move mv[POLICY_MAX_MOVES];
+	enum tier served;
+	unsigned n = policy_access(ts->pol, p, write, mv, &served);
+	int rc;
+
+	for (unsigned i = 0; i < n; i++)
+		if ((rc = move_apply(ts, &mv[i], p, full_write)) < 0)
+			return rc;
+	if (served > TIER_DRAM || ts->tier[p] != served) {
+		log_err("tiering policy %s: page %llu served from tier %u but "
+			"the store has it in tier %u", policy_name(ts->pol),
+			(unsigned long long)p, served, ts->tier[p]);
+		return -EIO;
+	}
+	if (served == TIER_MRAM)
+		ts->st.served_mram++;
+	else
+		ts->st.served_dram++;
+	*t = served;
+	*s = ts->slot[p];
+	return 0;
+}
+
+static void count(uint32_t *c)
+{
+	if (*c != UINT32_MAX)
+		(*c)++;
+}
+
+static bool range_ok(const struct tierstore *ts, uint64_t off, uint64_t len)
+{
+	uint64_t end = ts->pages * PG;
+	return off <= end && len <= end - off;
+}
+
+int tierstore_pread(struct tierstore *ts, void *buf, uint64_t off, size_t len)
+{
+	uint8_t *b = buf;
+	int rc = 0;
+
+	if (!range_ok(ts, off, len))
+		return -EINVAL;
+	pthread_mutex_lock(&ts->lock);
+	while (len) {
+		uint64_t p = off / PG;
+		size_t in = off % PG, n = PG - in < len ? PG - in : len;
+		unsigned t;
+		uint32_t s;
+
+		ts->st.reads++;
+		count(&ts->nreads[p]);
+		if (ts->tier[p] == TIER_NONE) {
+			/* Never written: zeros, and no frame spent on them. */
+			memset(b, 0, n);
+			ts->st.zero_reads++;
+		} else {
+			if ((rc = page_access(ts, p, false, false, &t, &s)) < 0)
+				break;
+			frame_get(ts, t, b, frame(ts, t, s) + in, n);
+		}
+		b += n;
+		off += n;
+		len -= n;
+	}
+	pthread_mutex_unlock(&ts->lock);
+	return rc;
+}
+
+int tierstore_pwrite(struct tierstore *ts, const void *buf, uint64_t off,
+		     size_t len)
+{
+	const uint8_t *b = buf;
+	int rc = 0;
+
+	if (!range_ok(ts, off, len))
+		return -EINVAL;
+	pthread_mutex_lock(&ts->lock);
+	while (len) {
+		uint64_t p = off / PG;
+		size_t in = off % PG, n = PG - in < len ? PG - in : len;
+		unsigned t;
+		uint32_t s;
+
+		ts->st.writes++;
+		count(&ts->nwrites[p]);
+		/* A partial page is read-modify-written: the access brings
+		 * its old contents (or zeros) into memory first. */
+		if ((rc = page_access(ts, p, true, n == PG, &t, &s)) < 0)
+			break;
+		frame_put(ts, t, frame(ts, t, s) + in, b, n);
+		b += n;
+		off += n;
+		len -= n;
+	}
+	pthread_mutex_unlock(&ts->lock);
+	return rc;
+}
+
+/* Free one page: its frame goes back to its tier, the policy forgets it. */
+static void page_free(struct tierstore *ts, uint64_t p)
+{
+	uint8_t t = ts->tier[p];
+
+	if (t == TIER_NONE)
+		return;
+	if (t <= TIER_DRAM)
+		slot_put(ts, t, ts->slot[p]);
+	else
+		ts->st.pages_used[TIER_FLASH]--;
+	policy_forget(ts->pol, p);
+	ts->tier[p] = TIER_NONE;
+	ts->slot[p] = NO_SLOT;
+	ts->st.trims++;
+}
+
+int tierstore_trim(struct tierstore *ts, uint64_t off, uint64_t len)
+{
+	static const uint8_t zero[PG];
+	int rc = 0;
+
+	if (!range_ok(ts, off, len))
+		return -EINVAL;
+	uint64_t first = (off + PG - 1) / PG, last = (off + len) / PG;
+	/* Partial pages at the edges keep their other bytes: zero ours. */
+	if (first > last) {
+		/* Inside one page. */
+		if (ts->tier[off / PG] != TIER_NONE)
+			rc = tierstore_pwrite(ts, zero, off, len);
+		return rc;
+	}
+	if (off % PG && ts->tier[off / PG] != TIER_NONE &&
+	    (rc = tierstore_pwrite(ts, zero, off, first * PG - off)) < 0)
+		return rc;
+	if ((off + len) % PG && ts->tier[last] != TIER_NONE &&
+	    (rc = tierstore_pwrite(ts, zero, last * PG,
+				   off + len - last * PG)) < 0)
+		return rc;
+	pthread_mutex_lock(&ts->lock);
+	for (uint64_t p = first; p < last; p++)
+		page_free(ts, p);
+	/* Under the lock: a page of this range written and spilled by
+	 * another thread right after must not lose its new flash copy. */
+	if (ts->flash_fd >= 0 && last > first &&
+	    fallocate(ts->flash_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)(first * PG), (off_t)((last - first) * PG)) < 0 &&
+	    errno != EOPNOTSUPP)
+		log_warn("flash file %s: punching out trimmed pages: %s",
+			 ts->flash_path, strerror(errno));
+	pthread_mutex_unlock(&ts->lock);
+	return 0;
+}
+
+void tierstore_get_stats(struct tierstore *ts, struct tierstore_stats *st)
+{
+	pthread_mutex_lock(&ts->lock);
+	*st = ts->st;
+	for (unsigned t = 0; t < 2; t++) {
+		st->pages_used[t] = ts->fr[t].cap - ts->fr[t].nfree;
+		st->pages_cap[t] = ts->fr[t].cap;
+	}
+	st->pages_cap[TIER_FLASH] = ts->flash_pages;
+	pthread_mutex_unlock(&ts->lock);
+}
+
+enum tier tierstore_page_tier(struct tierstore *ts, uint64_t page)
+{
+	enum tier t;
+	if (page >= ts->pages)
+		return TIER_NONE;
+	pthread_mutex_lock(&ts->lock);
+	t = (enum tier)ts->tier[page];
+	pthread_mutex_unlock(&ts->lock);
+	return t;
+}
+
+void tierstore_page_counts(struct tierstore *ts, uint64_t page,
+			   uint32_t *reads, uint32_t *writes)
+{
+	*reads = *writes = 0;
+	if (page >= ts->pages)
+		return;
+	pthread_mutex_lock(&ts->lock);
+	*reads = ts->nreads[page];
+	*writes = ts->nwrites[page];
+	pthread_mutex_unlock(&ts->lock);
+}
+
+const char *tierstore_policy_name(const struct tierstore *ts)
+{
+	return policy_name(ts->pol);
+}
+
+ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
+{
+	struct tierstore_stats st;
+	tierstore_get_stats(ts, &st);
+	uint64_t served = st.served_mram + st.served_dram;
+	int n = snprintf(out, len,
+		"policy: %s\n"
+		"mram_pages: %llu\n" "mram_capacity_pages: %llu\n"
+		"mram_bytes: %llu\n"
+		"dram_pages: %llu\n" "dram_capacity_pages: %llu\n"
+		"dram_bytes: %llu\n"
+		"flash_pages: %llu\n" "flash_bytes: %llu\n"
+		"page_reads: %llu\n" "page_writes: %llu\n"
+		"zero_page_reads: %llu\n"
+		"pages_trimmed: %llu\n"
+		"migrations_mram_dram: %llu\n"
+		"flash_loads: %llu\n" "flash_writebacks: %llu\n"
+		"flash_clean_drops: %llu\n" "flash_errors: %llu\n"
+		"mram_hit_rate: %.4f\n",
+		policy_name(ts->pol),
+		(unsigned long long)st.pages_used[TIER_MRAM],
+		(unsigned long long)st.pages_cap[TIER_MRAM],
+		(unsigned long long)st.pages_used[TIER_MRAM] * PG,
+		(unsigned long long)st.pages_used[TIER_DRAM],
+		(unsigned long long)st.pages_cap[TIER_DRAM],
+		(unsigned long long)st.pages_used[TIER_DRAM] * PG,
+		(unsigned long long)st.pages_used[TIER_FLASH],
+		(unsigned long long)st.pages_used[TIER_FLASH] * PG,
+		(unsigned long long)st.reads, (unsigned long long)st.writes,
+		(unsigned long long)st.zero_reads,
+		(unsigned long long)st.trims,
+		(unsigned long long)st.migrations,
+		(unsigned long long)st.loads,
+		(unsigned long long)st.writebacks,
+		(unsigned long long)st.drops,
+		(unsigned long long)st.flash_errors,
+		served ? (double)st.served_mram / (double)served : 0.0);
+	/* The time/energy model's estimate (pmem/model.h, tiering issue)
+	 * goes here, appended from the policy counters. */
+	if (n < 0)
+		return -EIO;
+	return (size_t)n < len ? n : (ssize_t)len - 1;
+}

@@ -1,0 +1,80 @@
+/* tierstore.h - the tiered page store behind nvswapd (and later nvcached):
+ * a flat space of 4 KiB pages kept in MRAM (a libpmem2 region, locked),
+ * DRAM (anonymous memory, locked) or FLASH (a spill file written with
+ * io_uring). Where each page lives is the tiering policy's decision
+ * (pmem/policy.h): every access is presented to it and its moves are
+ * applied in order, with real copies, before the access is served.
+ *
+ * Semantics: a page never written, or trimmed, reads as zeros and holds no
+ * memory. Byte ranges need not be page-aligned: a partial page is
+ * read-modify-written. The contents are volatile: a new store starts empty
+ * (swap never outlives the kernel that wrote it), so MRAM writes are not
+ * persisted one by one.
+ *
+ * No allocation after tierstore_open(): slot tables, free lists, per-page
+ * counters and the policy's own tables are all sized then, so the swap I/O
+ * path never allocates. The flash file holds page N at offset N * 4096
+ * (sparse; trimmed pages are punched out).
+ *
+ * Threads: every function may be called from any thread; one mutex guards
+ * the policy, the slot tables and the page contents, so that a page moving
+ * between tiers is never read half-copied. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pmem/policy.h"
+
+#define TIERSTORE_PAGE 4096U
+
+struct tierstore;
+
+struct tierstore_opts {
+	uint64_t pages;          /* size of the page space */
+	uint64_t mram_pages;     /* MRAM tier capacity (0 allowed) */
+	uint64_t dram_pages;     /* DRAM tier capacity */
+	const char *nvram_path;  /* MRAM file; required when mram_pages > 0 */
+	const char *flash_path;  /* spill file, or NULL: then mram + dram
+				  * must hold every page */
+	const char *policy;      /* "lru", ... (policy_names()) */
+	double alpha;            /* lowpower's factor; 0 = 0.9 (the paper) */
+	uint32_t mram_lat_ns;    /* emulated MRAM latency per access, 0 = off */
+};
+
+struct tierstore_stats {
+	uint64_t pages_used[TIER_COUNT];   /* MRAM, DRAM, FLASH */
+	uint64_t pages_cap[TIER_COUNT];    /* FLASH: the page space, or 0 */
+	uint64_t reads, writes;            /* page accesses */
+	uint64_t zero_reads;               /* reads of pages never written */
+	uint64_t trims;                    /* pages freed by TRIM/zeroing */
+	uint64_t migrations;               /* MRAM <-> DRAM copies */
+	uint64_t loads, writebacks, drops; /* flash in, flash out, clean drop */
+	uint64_t served_mram, served_dram;
+	uint64_t flash_errors;
+};
+
+/* Open a store. Errors (logged with what to change): -EINVAL (bad sizes,
+ * no flash file while memory is smaller than the page space, a flash file
+ * on tmpfs), -ENOENT (unknown policy), -ENOMEM, -EIO and open/map errors. */
+int tierstore_open(struct tierstore **out, const struct tierstore_opts *o);
+void tierstore_close(struct tierstore *ts);
+
+/* Byte-range I/O inside the page space. 0 or -EINVAL (out of range),
+ * -EIO (flash I/O failed; logged). */
+int tierstore_pread(struct tierstore *ts, void *buf, uint64_t off, size_t len);
+int tierstore_pwrite(struct tierstore *ts, const void *buf, uint64_t off,
+		     size_t len);
+/* The range reads as zeros afterwards; every whole page in it is freed
+ * (policy_forget, memory slot back to its tier, flash copy punched out). */
+int tierstore_trim(struct tierstore *ts, uint64_t off, uint64_t len);
+
+void tierstore_get_stats(struct tierstore *ts, struct tierstore_stats *st);
+/* Where page is, and how often it was read / written (saturating). */
+enum tier tierstore_page_tier(struct tierstore *ts, uint64_t page);
+void tierstore_page_counts(struct tierstore *ts, uint64_t page,
+			   uint32_t *reads, uint32_t *writes);
+const char *tierstore_policy_name(const struct tierstore *ts);
+/* "key: value" lines for the control socket. Returns bytes written. */
+ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len);
