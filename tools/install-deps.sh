@@ -6,7 +6,7 @@ pkgs=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
       libfuse3-dev fuse3 libpmem2-dev liburing-dev
       protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libssl-dev
       libnbd-dev libnbd-bin nbdfuse nbdkit nbd-client fio
-      mpich libmpich-dev attr util-linux procps python3 python3-matplotlib
+      mpich libmpich-dev attr util-linux procps python3 python3-matplotlib zlib1g-dev
       valgrind)
 missing=()
 for p in "${pkgs[@]}"; do

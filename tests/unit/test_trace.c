@@ -1,0 +1,227 @@
+/* test_trace.c - trace formats (lackey parsing, nvt round trip, every bad
+ * input the readers refuse) and the L2 filter nvsim puts in front of the
+ * policies. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include "tools/nvsim_cache.h"
+#include "tools/trace.h"
+
+static ssize_t read_all(struct trace_reader *r, struct trace_rec *recs,
+			size_t n, uint64_t *instr)
+{
+	size_t got = 0;
+	for (;;) {
+		ssize_t k = trace_read(r, recs + got, n - got, instr);
+		if (k <= 0)
+			return k < 0 ? k : (ssize_t)got;
+		got += (size_t)k;
+	}
+}
+
+static void lackey_parses(void **state)
+{
+	const char *txt =
+		"==123== Lackey, an example Valgrind tool\n"
+		"I  04001234,3\n"
+		" L 1ffefff8,8\n"
+		"I  04001237,5\n"
+		" S 0x7ff000010,4\n"
+		" M 00601040,16\r\n"
+		"==123== \n"
+		" L ffffffffffffffc0,64";   /* no final newline */
+	struct trace_reader *r;
+	struct trace_rec recs[8];
+	uint64_t instr = 0;
+	(void)state;
+	assert_int_equal(trace_open_mem(&r, txt, strlen(txt), TRACE_AUTO), 0);
+	assert_int_equal(trace_format_of(r), TRACE_LACKEY);
+	assert_int_equal(read_all(r, recs, 8, &instr), 4);
+	assert_int_equal(instr, 2);
+	assert_int_equal(recs[0].op, TRACE_L);
+	assert_int_equal(recs[0].addr, 0x1ffefff8);
+	assert_int_equal(recs[0].size, 8);
+	assert_int_equal(recs[1].op, TRACE_S);
+	assert_int_equal(recs[1].addr, 0x7ff000010);
+	assert_int_equal(recs[2].op, TRACE_M);
+	assert_int_equal(recs[2].size, 16);
+	assert_int_equal(recs[3].addr, 0xffffffffffffffc0ull);
+	trace_close(r);
+}
+
+static void lackey_rejects(void **state)
+{
+	const char *bad[] = {
+		"hello world\n", " L 1234\n", " L ,8\n", " X 1234,8\n",
+		" L 12g4,8\n", " L 1234,0\n", " L 1234,99999\n",
+		" L 11112222333344445,8\n", " L 1234,8x\n", "L\n",
+	};
+	(void)state;
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct trace_reader *r;
+		struct trace_rec recs[4];
+		uint64_t instr = 0;
+		assert_int_equal(trace_open_mem(&r, bad[k], strlen(bad[k]),
+						TRACE_LACKEY), 0);
+		assert_int_equal(trace_read(r, recs, 4, &instr), -EINVAL);
+		trace_close(r);
+	}
+}
+
+static void nvt_roundtrip(void **state)
+{
+	char path[] = "/tmp/test_trace.XXXXXX";
+	struct trace_rec in[] = {
+		{ 0x1000, 8, TRACE_L }, { 0x1008, 8, TRACE_S },
+		{ 0x0ff8, 4, TRACE_M }, { 0xffffffffffffff00ull, 64, TRACE_L },
+		{ 0x10, 3, TRACE_S },            /* odd size: escape */
+		{ 0x8000000000000000ull, 4096, TRACE_L },
+		{ 0, 1, TRACE_L },
+	};
+	size_t n = sizeof(in) / sizeof(in[0]);
+	struct trace_writer *w;
+	(void)state;
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	for (int gz = 0; gz < 2; gz++) {
+		char p[64];
+		snprintf(p, sizeof(p), "%s%s", path, gz ? ".gz" : "");
+		assert_int_equal(trace_writer_open(&w, p, gz ? NVT_F_PAGES : 0), 0);
+		assert_int_equal(trace_write_instr(w, 5), 0);
+		for (size_t k = 0; k < n; k++) {
+			assert_int_equal(trace_write(w, &in[k]), 0);
+			if (k == 2)
+				trace_write_instr(w, 7);
+		}
+		assert_int_equal(trace_writer_close(w), 0);
+		struct trace_reader *r;
+		struct trace_rec out[16];
+		uint64_t instr = 0;
+		assert_int_equal(trace_open(&r, p, TRACE_AUTO), 0);
+		assert_int_equal(trace_format_of(r), TRACE_NVT);
+		assert_int_equal(trace_flags(r), gz ? NVT_F_PAGES : 0);
+		assert_int_equal(read_all(r, out, 16, &instr), (ssize_t)n);
+		assert_int_equal(instr, 12);
+		for (size_t k = 0; k < n; k++) {
+			assert_int_equal(out[k].addr, in[k].addr);
+			assert_int_equal(out[k].size, in[k].size);
+			assert_int_equal(out[k].op, in[k].op);
+		}
+		trace_close(r);
+		unlink(p);
+	}
+	struct trace_rec bad = { 0, 0, TRACE_L };
+	assert_int_equal(trace_writer_open(&w, path, 0), 0);
+	assert_int_equal(trace_write(w, &bad), -EINVAL);
+	trace_writer_close(w);
+	unlink(path);
+	struct trace_reader *r;
+	assert_int_equal(trace_open(&r, path, TRACE_AUTO), -ENOENT);
+}
+
+static void nvt_rejects(void **state)
+{
+	struct trace_reader *r;
+	struct trace_rec recs[4];
+	uint64_t instr;
+	(void)state;
+	/* Not nvt when nvt is asked for. */
+	assert_int_equal(trace_open_mem(&r, " L 10,8\n", 8, TRACE_NVT), -EINVAL);
+	/* Unknown flags. */
+	unsigned char h[32] = "NVTRACE1";
+	h[8] = 0x80;
+	assert_int_equal(trace_open_mem(&r, h, 16, TRACE_NVT), -EINVAL);
+	h[8] = 0;
+	/* Truncated varint, overlong varint, bad escape size, escape with d. */
+	const unsigned char *cases[] = {
+		(const unsigned char *)"\x80",
+		(const unsigned char *)"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f",
+		(const unsigned char *)"\x1c\x00\x10",      /* size 0 */
+		(const unsigned char *)"\x1c\xa1\x40\x10",  /* size 8225 */
+		(const unsigned char *)"\x3c\x08\x10",      /* escape, d != 0 */
+		(const unsigned char *)"\x1c\x08",          /* missing address */
+	};
+	const size_t lens[] = { 1, 10, 3, 4, 3, 2 };
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		memcpy(h + 16, cases[k], lens[k]);
+		instr = 0;
+		assert_int_equal(trace_open_mem(&r, h, 16 + lens[k], TRACE_AUTO), 0);
+		assert_int_equal(trace_read(r, recs, 4, &instr), -EINVAL);
+		trace_close(r);
+	}
+}
+
+static void l2_filters(void **state)
+{
+	struct l2 *c;
+	struct mem_event ev[300];
+	uint64_t h, m, wb;
+	(void)state;
+	assert_int_equal(l2_create(&c, 1000, 64, 1, 4096), -EINVAL);
+	assert_int_equal(l2_create(&c, 1 << 20, 64, 1, 4096), 0);
+	struct trace_rec ld = { 0x10000, 8, TRACE_L };
+	/* First touch misses (one read of page 0x10), then hits. */
+	assert_int_equal(l2_access(c, &ld, ev), 1);
+	assert_int_equal(ev[0].page, 0x10);
+	assert_int_equal(ev[0].write, 0);
+	assert_int_equal(l2_access(c, &ld, ev), 0);
+	/* A store hit dirties the line; a conflicting line (1 MiB apart,
+	 * direct mapped) evicts it: write-back then fill. */
+	struct trace_rec st = { 0x10008, 8, TRACE_S };
+	assert_int_equal(l2_access(c, &st, ev), 0);
+	struct trace_rec cf = { 0x10000 + (1 << 20), 8, TRACE_L };
+	assert_int_equal(l2_access(c, &cf, ev), 2);
+	assert_int_equal(ev[0].write, 1);
+	assert_int_equal(ev[0].page, 0x10);
+	assert_int_equal(ev[1].write, 0);
+	assert_int_equal(ev[1].page, (0x10000 + (1 << 20)) >> 12);
+	/* An access across a line boundary touches two lines. */
+	struct trace_rec x = { 0x2003c, 8, TRACE_L };
+	assert_int_equal(l2_access(c, &x, ev), 2);
+	l2_stats(c, &h, &m, &wb);
+	assert_int_equal(h, 2);
+	assert_int_equal(m, 4);
+	assert_int_equal(wb, 1);
+	/* Memory-level records bypass the cache, split by page. */
+	struct trace_rec pg = { 0x1800, 8192, TRACE_S };
+	assert_int_equal(l2_bypass(c, &pg, ev), 3);
+	assert_int_equal(ev[0].page, 1);
+	assert_int_equal(ev[0].lines, 32);
+	assert_int_equal(ev[1].lines, 64);
+	assert_int_equal(ev[2].page, 3);
+	assert_int_equal(ev[2].lines, 32);
+	assert_int_equal(ev[2].write, 1);
+	struct trace_rec top = { UINT64_MAX - 10, 64, TRACE_L };
+	assert_true(l2_bypass(c, &top, ev) >= 1);
+	assert_true(l2_access(c, &top, ev) >= 1);
+	l2_destroy(c);
+	/* 2-way: two conflicting lines both stay. */
+	assert_int_equal(l2_create(&c, 1 << 20, 64, 2, 4096), 0);
+	struct trace_rec a = { 0, 8, TRACE_L }, b = { 1 << 19, 8, TRACE_L };
+	l2_access(c, &a, ev);
+	l2_access(c, &b, ev);
+	assert_int_equal(l2_access(c, &a, ev), 0);
+	assert_int_equal(l2_access(c, &b, ev), 0);
+	l2_destroy(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(lackey_parses),
+		cmocka_unit_test(lackey_rejects),
+		cmocka_unit_test(nvt_roundtrip),
+		cmocka_unit_test(nvt_rejects),
+		cmocka_unit_test(l2_filters),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,589 @@
+/* nvsim.c - trace-driven simulator of the MRAM/DRAM/flash memory: replays a
+ * valgrind lackey trace (or an nvt trace) through the L2 filter once, feeds
+ * the memory accesses to every (policy, MRAM size, DRAM size) combination in
+ * lockstep, and prints the paper's time/energy model estimate for each as
+ * CSV. The policies are the live store's own code (pmem/policy.h).
+ *
+ *   nvsim --trace FILE --policy P[,P..] --mram SIZES --dram SIZES [...]
+ *   nvsim convert IN OUT [--format lackey|nvt] [--pages]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/opts.h"
+#include "pmem/model.h"
+#include "pmem/policy.h"
+#include "tools/nvsim_cache.h"
+#include "tools/trace.h"
+
+#define CSV_HEADER "policy,mram_bytes,dram_bytes,accesses,time_s,energy_j," \
+		   "mram_hit_rate,flash_reads,flash_writes"
+#define RECS 16384
+#define EVS (RECS * 8)   /* flushed when fewer than one record's worth left */
+#define EV_PER_REC_MAX (2 * (TRACE_MAX_SIZE / 64 + 2))
+
+struct inst {
+	struct policy *p;
+	const char *policy;
+	uint64_t mram_bytes, dram_bytes;
+	struct model_counts mc;
+	int failed;
+};
+
+struct sim {
+	struct inst *in;
+	size_t n;
+	const struct mem_event *ev;
+	size_t nev;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: nvsim --trace FILE [--format auto|lackey|nvt] --policy P[,P...]\n"
+"             --mram SIZES --dram SIZES [--alpha A] [--epoch N]\n"
+"             [--params FILE] [--csv OUT] [--plot DIR] [-j THREADS] [-q]\n"
+"       nvsim convert IN OUT [--format auto|lackey|nvt] [--pages]\n"
+"             [--l2 [--params FILE]]   (--l2: write the L2's misses only)\n"
+"       nvsim --print-params\n"
+"\n"
+"SIZES: comma-separated, e.g. 0,64M,128M. Policies: %s (or 'all').\n"
+"Traces: valgrind --tool=lackey --trace-mem=yes --log-file=F PROG output,\n"
+"or nvt (nvsim convert); either may be gzip-compressed.\n"
+"CSV columns: " CSV_HEADER "\n"
+"  accesses = memory accesses (L2 misses and write-backs) the policy saw.\n",
+		policy_names());
+}
+
+static int parse_sizes(const char *arg, uint64_t **out, size_t *n)
+{
+	char *dup = strdup(arg), *save = NULL;
+	size_t cap = 0;
+	*out = NULL;
+	*n = 0;
+	if (!dup)
+		return -ENOMEM;
+	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+		if (opts_parse_size(t, &v) < 0) {
+			log_err("bad size '%s' in '%s' (use e.g. 64M, 1G, 0)", t, arg);
+			free(dup);
+			free(*out);
+			*out = NULL;
+			return -EINVAL;
+		}
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			uint64_t *nn = realloc(*out, cap * sizeof(uint64_t));
+			if (!nn) {
+				free(dup);
+				return -ENOMEM;
+			}
+			*out = nn;
+		}
+		(*out)[(*n)++] = v;
+	}
+	free(dup);
+	if (*n == 0) {
+		log_err("no sizes in '%s'", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static enum trace_format parse_format(const char *s)
+{
+	if (!strcmp(s, "auto"))
+		return TRACE_AUTO;
+	if (!strcmp(s, "lackey"))
+		return TRACE_LACKEY;
+	if (!strcmp(s, "nvt"))
+		return TRACE_NVT;
+	return (enum trace_format)-1;
+}
+
+static int do_convert(int argc, char **argv)
+{
+	enum trace_format fmt = TRACE_AUTO;
+	bool pages = false, filter = false;
+	const char *in = NULL, *outp = NULL, *params = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--format") && i + 1 < argc) {
+			fmt = parse_format(argv[++i]);
+			if ((int)fmt < 0) {
+				log_err("unknown format '%s'", argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--pages")) {
+			pages = true;
+		} else if (!strcmp(argv[i], "--l2")) {
+			filter = true;
+		} else if (!strcmp(argv[i], "--params") && i + 1 < argc) {
+			params = argv[++i];
+		} else if (!in) {
+			in = argv[i];
+		} else if (!outp) {
+			outp = argv[i];
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!in || !outp) {
+		usage(stderr);
+		return 2;
+	}
+	struct model_params mp;
+	model_params_default(&mp);
+	if (params && model_params_load(&mp, params) < 0)
+		return 2;
+	struct trace_reader *r;
+	struct trace_writer *w;
+	struct l2 *l2 = NULL;
+	if (trace_open(&r, in, fmt) < 0)
+		return 1;
+	uint32_t flags = trace_flags(r) | (pages ? NVT_F_PAGES : 0);
+	if (filter && (flags & NVT_F_PAGES)) {
+		log_err("%s is already a memory-level trace; --l2 does not apply", in);
+		trace_close(r);
+		return 2;
+	}
+	if (filter && l2_create(&l2, mp.l2_bytes, mp.line_bytes, mp.l2_ways,
+				mp.page_bytes) < 0) {
+		log_err("bad cache geometry in the parameters");
+		trace_close(r);
+		return 2;
+	}
+	if (filter)
+		flags |= NVT_F_PAGES;
+	if (trace_writer_open(&w, outp, flags) < 0) {
+		trace_close(r);
+		return 1;
+	}
+	static struct trace_rec recs[RECS];
+	static struct mem_event ev[EV_PER_REC_MAX];
+	uint64_t total = 0, instr_total = 0;
+	ssize_t n;
+	int rc = 0;
+	for (;;) {
+		uint64_t instr = 0;
+		n = trace_read(r, recs, RECS, &instr);
+		if (n < 0) {
+			rc = 1;
+			break;
+		}
+		if (instr)
+			trace_write_instr(w, instr);
+		instr_total += instr;
+		for (ssize_t k = 0; k < n && !rc; k++) {
+			if (!l2) {
+				rc = trace_write(w, &recs[k]) < 0;
+				continue;
+			}
+			/* Memory-level records: one per event, whole lines at
+			 * the page's start (nvsim only looks at the page). */
+			unsigned ne = l2_access(l2, &recs[k], ev);
+			for (unsigned e = 0; e < ne && !rc; e++) {
+				struct trace_rec m = {
+					.addr = ev[e].page * mp.page_bytes,
+					.size = (uint32_t)(ev[e].lines * mp.line_bytes),
+					.op = ev[e].write ? TRACE_S : TRACE_L,
+				};
+				rc = trace_write(w, &m) < 0;
+			}
+		}
+		total += (uint64_t)n;
+		if (n == 0 || rc)
+			break;
+	}
+	trace_close(r);
+	l2_destroy(l2);
+	if (trace_writer_close(w) < 0) {
+		log_err("writing %s failed", outp);
+		rc = 1;
+	}
+	if (rc) {
+		unlink(outp);   /* never leave a half trace behind */
+		return 1;
+	}
+	fprintf(stderr, "nvsim: converted %llu accesses, %llu instructions to %s\n",
+		(unsigned long long)total, (unsigned long long)instr_total, outp);
+	return 0;
+}
+
+/* Run one slice of the instances over the current event batch. */
+struct slice {
+	struct sim *s;
+	size_t from, to;
+};
+
+static void *run_slice(void *arg)
+{
+	struct slice *sl = arg;
+	struct sim *s = sl->s;
+	struct tier_move mv[POLICY_MAX_MOVES];
+	for (size_t k = sl->from; k < sl->to; k++) {
+		struct inst *in = &s->in[k];
+		if (in->failed)
+			continue;
+		for (size_t e = 0; e < s->nev; e++) {
+			const struct mem_event *ev = &s->ev[e];
+			enum tier t;
+			unsigned nm = policy_access(in->p, ev->page, ev->write,
+						    mv, &t);
+			if (t == TIER_NONE) {
+				in->failed = 1;
+				break;
+			}
+			for (unsigned m = 0; m < nm; m++)
+				model_count_move(&in->mc, &mv[m]);
+			model_count_access(&in->mc, t, ev->write, ev->lines);
+		}
+	}
+	return NULL;
+}
+
+static int sim_flush(struct sim *s, int threads)
+{
+	if (!s->nev)
+		return 0;
+	if (threads > (int)s->n)
+		threads = (int)s->n;
+	if (threads < 1)
+		threads = 1;
+	struct slice sl[64];
+	pthread_t th[64];
+	for (int t = 0; t < threads; t++) {
+		sl[t].s = s;
+		sl[t].from = s->n * (size_t)t / (size_t)threads;
+		sl[t].to = s->n * (size_t)(t + 1) / (size_t)threads;
+	}
+	int started = 0;
+	for (int t = 1; t < threads; t++) {
+		if (pthread_create(&th[t], NULL, run_slice, &sl[t]) != 0)
+			break;
+		started = t;
+	}
+	/* Slices whose thread did not start run here. */
+	run_slice(&sl[0]);
+	for (int t = started + 1; t < threads; t++)
+		run_slice(&sl[t]);
+	for (int t = 1; t <= started; t++)
+		pthread_join(th[t], NULL);
+	s->nev = 0;
+	for (size_t k = 0; k < s->n; k++)
+		if (s->in[k].failed) {
+			log_err("%s mram=%llu dram=%llu: out of memory for the page table",
+				s->in[k].policy,
+				(unsigned long long)s->in[k].mram_bytes,
+				(unsigned long long)s->in[k].dram_bytes);
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+static const char *plot_script(const char *argv0)
+{
+	static char buf[4096];
+	const char *env = getenv("NVSIM_PLOT_SCRIPT");
+	if (env)
+		return env;
+#ifdef NVSIM_PLOT_SCRIPT
+	if (access(NVSIM_PLOT_SCRIPT, R_OK) == 0)
+		return NVSIM_PLOT_SCRIPT;
+#endif
+	const char *slash = strrchr(argv0, '/');
+	if (slash) {
+		snprintf(buf, sizeof(buf), "%.*s/nvsim-plot.py",
+			 (int)(slash - argv0), argv0);
+		if (access(buf, R_OK) == 0)
+			return buf;
+	}
+	return "nvsim-plot.py";
+}
+
+static int run_plot(const char *argv0, const char *csv, const char *dir)
+{
+	const char *script = plot_script(argv0);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execlp("python3", "python3", script, csv, dir, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		log_err("plotting with %s failed (python3 with matplotlib needed)",
+			script);
+		return -EIO;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	log_init("nvsim", LOG_LVL_INFO);
+	if (argc >= 2 && !strcmp(argv[1], "convert"))
+		return do_convert(argc - 1, argv + 1);
+
+	const char *trace = NULL, *policies = "lru,mram-fixed,lowpower",
+		   *mram_arg = "128M", *dram_arg = NULL, *params = NULL,
+		   *csv = NULL, *plot = NULL;
+	enum trace_format fmt = TRACE_AUTO;
+	double alpha = 0.9;
+	uint64_t epoch = 0;
+	int threads = 1, quiet = 0, print_params = 0;
+	static const struct option lo[] = {
+		{ "trace", required_argument, NULL, 't' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "mram", required_argument, NULL, 'm' },
+		{ "dram", required_argument, NULL, 'd' },
+		{ "alpha", required_argument, NULL, 'a' },
+		{ "epoch", required_argument, NULL, 'e' },
+		{ "params", required_argument, NULL, 'P' },
+		{ "csv", required_argument, NULL, 'c' },
+		{ "plot", required_argument, NULL, 'g' },
+		{ "print-params", no_argument, NULL, 'x' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	int c;
+	char *end;
+	while ((c = getopt_long(argc, argv, "t:p:m:d:j:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 't': trace = optarg; break;
+		case 'f':
+			fmt = parse_format(optarg);
+			if ((int)fmt < 0) {
+				log_err("unknown format '%s' (auto, lackey, nvt)", optarg);
+				return 2;
+			}
+			break;
+		case 'p': policies = optarg; break;
+		case 'm': mram_arg = optarg; break;
+		case 'd': dram_arg = optarg; break;
+		case 'a':
+			alpha = strtod(optarg, &end);
+			if (*end || end == optarg || !(alpha >= 0 && alpha <= 100)) {
+				log_err("bad --alpha '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'e':
+			epoch = strtoull(optarg, &end, 10);
+			if (*end || end == optarg || !epoch) {
+				log_err("bad --epoch '%s' (accesses, > 0)", optarg);
+				return 2;
+			}
+			break;
+		case 'P': params = optarg; break;
+		case 'c': csv = optarg; break;
+		case 'g': plot = optarg; break;
+		case 'j':
+			threads = atoi(optarg);
+			if (threads < 1 || threads > 64) {
+				log_err("bad -j '%s' (1..64)", optarg);
+				return 2;
+			}
+			break;
+		case 'x': print_params = 1; break;
+		case 'q': quiet = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	struct model_params mp;
+	model_params_default(&mp);
+	if (params && model_params_load(&mp, params) < 0)
+		return 2;
+	if (print_params) {
+		char buf[8192];
+		model_params_format(&mp, buf, sizeof(buf));
+		fputs(buf, stdout);
+		return 0;
+	}
+	if (!trace || !dram_arg || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(policies, "all"))
+		policies = policy_names();
+
+	uint64_t *mram, *dram;
+	size_t nm, nd;
+	if (parse_sizes(mram_arg, &mram, &nm) < 0 ||
+	    parse_sizes(dram_arg, &dram, &nd) < 0)
+		return 2;
+
+	/* Instances: policy-major, then MRAM, then DRAM (the CSV order). */
+	char *pl = strdup(policies), *save = NULL;
+	struct sim s = { 0 };
+	size_t cap = 0;
+	for (char *name = strtok_r(pl, ",", &save); name;
+	     name = strtok_r(NULL, ",", &save)) {
+		for (size_t i = 0; i < nm; i++)
+			for (size_t j = 0; j < nd; j++) {
+				struct policy_config cfg = {
+					.mram_pages = mram[i] / mp.page_bytes,
+					.dram_pages = dram[j] / mp.page_bytes,
+					.alpha = alpha, .epoch = epoch,
+				};
+				if (s.n == cap) {
+					cap = cap ? cap * 2 : 16;
+					s.in = realloc(s.in, cap * sizeof(*s.in));
+					if (!s.in)
+						return 1;
+				}
+				struct inst *in = &s.in[s.n];
+				memset(in, 0, sizeof(*in));
+				int rc = policy_create(&in->p, name, &cfg);
+				if (rc == -ENOENT) {
+					log_err("unknown policy '%s' (known: %s)",
+						name, policy_names());
+					return 2;
+				}
+				if (rc < 0) {
+					log_err("policy %s with MRAM %llu + DRAM %llu bytes: %s",
+						name, (unsigned long long)mram[i],
+						(unsigned long long)dram[j],
+						rc == -EINVAL ? "no memory pages at all"
+							      : strerror(-rc));
+					return 2;
+				}
+				in->policy = policy_name(in->p);
+				in->mram_bytes = cfg.mram_pages * mp.page_bytes;
+				in->dram_bytes = cfg.dram_pages * mp.page_bytes;
+				s.n++;
+			}
+	}
+
+	struct trace_reader *r;
+	if (trace_open(&r, trace, fmt) < 0)
+		return 1;
+	struct l2 *l2;
+	if (l2_create(&l2, mp.l2_bytes, mp.line_bytes, mp.l2_ways,
+		      mp.page_bytes) < 0) {
+		log_err("bad cache geometry in the parameters");
+		return 2;
+	}
+	bool pages = trace_flags(r) & NVT_F_PAGES;
+	struct trace_rec *recs = malloc(RECS * sizeof(*recs));
+	struct mem_event *ev = malloc((EVS + EV_PER_REC_MAX) * sizeof(*ev));
+	if (!recs || !ev)
+		return 1;
+	s.ev = ev;
+	uint64_t instr = 0, nrec = 0;
+	uint64_t t0 = clock_now_ns(), last_prog = t0;
+	bool tty = isatty(2);
+	int rc = 0;
+	for (;;) {
+		ssize_t n = trace_read(r, recs, RECS, &instr);
+		if (n < 0) {
+			rc = 1;
+			break;
+		}
+		if (n == 0)
+			break;
+		nrec += (uint64_t)n;
+		for (ssize_t k = 0; k < n; k++) {
+			s.nev += pages ? l2_bypass(l2, &recs[k], ev + s.nev)
+				       : l2_access(l2, &recs[k], ev + s.nev);
+			if (s.nev >= EVS && sim_flush(&s, threads) < 0) {
+				rc = 1;
+				break;
+			}
+		}
+		if (rc)
+			break;
+		uint64_t now = clock_now_ns();
+		if (!quiet && now - last_prog > (tty ? 500000000ull : 30000000000ull)) {
+			last_prog = now;
+			double secs = (double)(now - t0) / 1e9;
+			fprintf(stderr, "%snvsim: %5.1f%%  %llu accesses  %.1f M/s%s",
+				tty ? "\r" : "", 100 * trace_progress(r),
+				(unsigned long long)nrec, (double)nrec / secs / 1e6,
+				tty ? "" : "\n");
+		}
+	}
+	if (!rc && sim_flush(&s, threads) < 0)
+		rc = 1;
+	trace_close(r);
+	if (rc)
+		return 1;
+	double secs = (double)(clock_now_ns() - t0) / 1e9;
+	uint64_t hits, misses, wbs;
+	l2_stats(l2, &hits, &misses, &wbs);
+	struct policy_counters pc0;
+	policy_get_counters(s.in[0].p, &pc0);
+	if (!quiet) {
+		char fb[32];
+		fprintf(stderr, "%snvsim: %llu accesses, %llu instructions, "
+			"L2 %llu misses + %llu write-backs; footprint %s; "
+			"%.2f s (%.1f M accesses/s, %zu combinations)\n",
+			tty ? "\r" : "", (unsigned long long)nrec,
+			(unsigned long long)instr, (unsigned long long)misses,
+			(unsigned long long)wbs,
+			opts_format_size(pc0.places * mp.page_bytes, fb, sizeof(fb)),
+			secs, (double)nrec / (secs > 0 ? secs : 1e-9) / 1e6, s.n);
+	}
+
+	char csvpath[4096];
+	if (plot && !csv) {
+		if (mkdir(plot, 0755) < 0 && errno != EEXIST) {
+			log_err("--plot %s: %s", plot, strerror(errno));
+			return 1;
+		}
+		snprintf(csvpath, sizeof(csvpath), "%s/nvsim.csv", plot);
+		csv = csvpath;
+	}
+	FILE *out = csv ? fopen(csv, "w") : stdout;
+	if (!out) {
+		log_err("--csv %s: %s", csv, strerror(errno));
+		return 1;
+	}
+	fprintf(out, "%s\n", CSV_HEADER);
+	for (size_t k = 0; k < s.n; k++) {
+		struct inst *in = &s.in[k];
+		struct policy_counters pc;
+		struct model_result mr;
+		policy_get_counters(in->p, &pc);
+		in->mc.instructions = instr;
+		model_estimate(&mp, &in->mc, in->mram_bytes, in->dram_bytes, &mr);
+		fprintf(out, "%s,%llu,%llu,%llu,%.9g,%.9g,%.6f,%llu,%llu\n",
+			in->policy, (unsigned long long)in->mram_bytes,
+			(unsigned long long)in->dram_bytes,
+			(unsigned long long)pc.accesses, mr.time_s, mr.energy_j,
+			pc.accesses ? (double)pc.served[TIER_MRAM] / (double)pc.accesses : 0.0,
+			(unsigned long long)in->mc.flash_reads,
+			(unsigned long long)in->mc.flash_writes);
+		policy_destroy(in->p);
+	}
+	if (csv && fclose(out) != 0) {
+		log_err("--csv %s: write failed", csv);
+		return 1;
+	} else if (!csv && fflush(out) != 0) {
+		return 1;
+	}
+	l2_destroy(l2);
+	free(recs);
+	free(ev);
+	free(s.in);
+	free(mram);
+	free(dram);
+	free(pl);
+	if (plot && run_plot(argv[0], csv, plot) < 0)
+		return 1;
+	return 0;
+}

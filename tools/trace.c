@@ -1,0 +1,484 @@
+/* trace.c - lackey and nvt trace reading, nvt writing (see trace.h). The
+ * input is untrusted: every length and number is checked, and a bad byte
+ * stops the read with a message naming where it is. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "common/log.h"
+#include "tools/trace.h"
+
+#define TR_BUF (1u << 20)
+#define NVT_HDR 16
+
+struct trace_reader {
+	gzFile gz;
+	const uint8_t *mem;      /* trace_open_mem */
+	size_t memlen, mempos;
+	uint8_t *buf;
+	size_t len, pos;
+	bool eof;
+	enum trace_format fmt;
+	uint32_t flags;
+	uint64_t line;           /* lackey: lines consumed */
+	uint64_t base;           /* nvt: input offset of buf[0] */
+	uint64_t prev;           /* nvt: previous address */
+	uint64_t fsize;
+	const char *name;
+};
+
+static int tr_fill(struct trace_reader *r)
+{
+	if (r->pos > 0) {
+		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+		r->base += r->pos;
+		r->len -= r->pos;
+		r->pos = 0;
+	}
+	while (!r->eof && r->len < TR_BUF) {
+		size_t want = TR_BUF - r->len;
+		if (r->mem) {
+			size_t n = r->memlen - r->mempos;
+			if (n > want)
+				n = want;
+			memcpy(r->buf + r->len, r->mem + r->mempos, n);
+			r->mempos += n;
+			r->len += n;
+			if (r->mempos == r->memlen)
+				r->eof = true;
+			continue;
+		}
+		int n = gzread(r->gz, r->buf + r->len, (unsigned)want);
+		if (n < 0) {
+			int e;
+			const char *msg = gzerror(r->gz, &e);
+			log_err("trace %s: read failed: %s", r->name, msg);
+			return -EIO;
+		}
+		if (n == 0) {
+			r->eof = true;
+			break;
+		}
+		r->len += (size_t)n;
+	}
+	return 0;
+}
+
+static int tr_start(struct trace_reader *r, enum trace_format fmt)
+{
+	r->buf = malloc(TR_BUF);
+	if (!r->buf)
+		return -ENOMEM;
+	int rc = tr_fill(r);
+	if (rc < 0)
+		return rc;
+	bool is_nvt = r->len >= NVT_HDR && memcmp(r->buf, NVT_MAGIC, 8) == 0;
+	if (fmt == TRACE_AUTO)
+		fmt = is_nvt ? TRACE_NVT : TRACE_LACKEY;
+	r->fmt = fmt;
+	if (fmt == TRACE_NVT) {
+		if (!is_nvt) {
+			log_err("trace %s: not an nvt file (no %s header)",
+				r->name, NVT_MAGIC);
+			return -EINVAL;
+		}
+		const uint8_t *h = r->buf + 8;
+		r->flags = (uint32_t)h[0] | (uint32_t)h[1] << 8 |
+			   (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+		if (r->flags & ~NVT_F_PAGES) {
+			log_err("trace %s: unknown nvt flags 0x%x (newer writer?)",
+				r->name, r->flags);
+			return -EINVAL;
+		}
+		r->pos = NVT_HDR;
+	}
+	return 0;
+}
+
+int trace_open(struct trace_reader **out, const char *path,
+	       enum trace_format fmt)
+{
+	struct trace_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->name = path;
+	if (strcmp(path, "-") == 0) {
+		r->gz = gzdopen(0, "rb");
+	} else {
+		struct stat st;
+		if (stat(path, &st) < 0) {
+			int e = errno;
+			log_err("trace %s: %s", path, strerror(e));
+			free(r);
+			return -e;
+		}
+		r->fsize = (uint64_t)st.st_size;
+		r->gz = gzopen(path, "rb");
+	}
+	if (!r->gz) {
+		int e = errno ? errno : ENOMEM;
+		log_err("trace %s: %s", path, strerror(e));
+		free(r);
+		return -e;
+	}
+	gzbuffer(r->gz, 1 << 18);
+	int rc = tr_start(r, fmt);
+	if (rc < 0) {
+		trace_close(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int trace_open_mem(struct trace_reader **out, const void *buf, size_t len,
+		   enum trace_format fmt)
+{
+	struct trace_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->name = "(memory)";
+	r->mem = buf;
+	r->memlen = len;
+	r->eof = len == 0;
+	int rc = tr_start(r, fmt);
+	if (rc < 0) {
+		trace_close(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+void trace_close(struct trace_reader *r)
+{
+	if (!r)
+		return;
+	if (r->gz)
+		gzclose(r->gz);
+	free(r->buf);
+	free(r);
+}
+
+enum trace_format trace_format_of(const struct trace_reader *r)
+{
+	return r->fmt;
+}
+
+uint32_t trace_flags(const struct trace_reader *r)
+{
+	return r->flags;
+}
+
+double trace_progress(const struct trace_reader *r)
+{
+	if (!r->gz || !r->fsize)
+		return 0;
+	long off = gzoffset(r->gz);
+	if (off < 0)
+		return 0;
+	double f = (double)off / (double)r->fsize;
+	return f > 1 ? 1 : f;
+}
+
+/* --- lackey ---------------------------------------------------------------- */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Parse one line [s, e). 1 = record, 0 = skipped/instruction, <0 error. */
+static int lk_line(struct trace_reader *r, const char *s, const char *e,
+		   struct trace_rec *rec, uint64_t *instr)
+{
+	if (e > s && e[-1] == '\r')
+		e--;
+	if (e - s >= 2 && s[0] == '=' && s[1] == '=')
+		return 0;
+	if (s == e)
+		return 0;
+	while (s < e && *s == ' ')
+		s++;
+	if (s == e)
+		goto bad;
+	char op = *s++;
+	if (s == e || *s != ' ')
+		goto bad;
+	while (s < e && *s == ' ')
+		s++;
+	if (s + 2 <= e && s[0] == '0' && (s[1] | 0x20) == 'x')
+		s += 2;
+	uint64_t addr = 0;
+	int digits = 0, h;
+	while (s < e && (h = hexval((unsigned char)*s)) >= 0) {
+		if (++digits > 16)
+			goto bad;
+		addr = addr << 4 | (uint64_t)h;
+		s++;
+	}
+	if (!digits || s == e || *s != ',')
+		goto bad;
+	s++;
+	uint32_t size = 0;
+	digits = 0;
+	while (s < e && *s >= '0' && *s <= '9') {
+		if (++digits > 6)
+			goto bad;
+		size = size * 10 + (uint32_t)(*s - '0');
+		s++;
+	}
+	if (!digits || s != e || size == 0 || size > TRACE_MAX_SIZE)
+		goto bad;
+	switch (op) {
+	case 'I':
+		(*instr)++;
+		return 0;
+	case 'L':
+		rec->op = TRACE_L;
+		break;
+	case 'S':
+		rec->op = TRACE_S;
+		break;
+	case 'M':
+		rec->op = TRACE_M;
+		break;
+	default:
+		goto bad;
+	}
+	rec->addr = addr;
+	rec->size = size;
+	return 1;
+bad:
+	log_err("trace %s: line %llu is not a lackey record "
+		"(expected 'I|L|S|M hexaddr,size')", r->name,
+		(unsigned long long)r->line);
+	return -EINVAL;
+}
+
+static ssize_t lk_read(struct trace_reader *r, struct trace_rec *recs,
+		       size_t n, uint64_t *instr)
+{
+	size_t got = 0;
+	while (got < n) {
+		const char *s = (const char *)r->buf + r->pos;
+		const char *end = (const char *)r->buf + r->len;
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		if (!nl) {
+			if (!r->eof) {
+				if (r->pos == 0 && r->len == TR_BUF) {
+					log_err("trace %s: line %llu longer than %u bytes",
+						r->name,
+						(unsigned long long)r->line + 1,
+						TR_BUF);
+					return -EINVAL;
+				}
+				int rc = tr_fill(r);
+				if (rc < 0)
+					return rc;
+				continue;
+			}
+			if (s == end)
+				break;
+			nl = end;   /* last line without newline */
+		}
+		r->line++;
+		int rc = lk_line(r, s, nl, &recs[got], instr);
+		r->pos = (size_t)(nl - (const char *)r->buf) + (nl < end);
+		if (rc < 0)
+			return rc;
+		got += (size_t)rc;
+	}
+	return (ssize_t)got;
+}
+
+/* --- nvt ---------------------------------------------------------------- */
+
+/* Decode a varint at r->pos. 0 ok, 1 clean end of input (only when
+ * at_start), <0 error. */
+static int nvt_varint(struct trace_reader *r, uint64_t *out, bool at_start)
+{
+	if (r->len - r->pos < 10 && !r->eof) {
+		int rc = tr_fill(r);
+		if (rc < 0)
+			return rc;
+	}
+	if (r->pos == r->len && at_start)
+		return 1;
+	uint64_t v = 0;
+	for (unsigned sh = 0;; sh += 7) {
+		if (r->pos == r->len) {
+			log_err("trace %s: truncated record at byte %llu",
+				r->name, (unsigned long long)(r->base + r->pos));
+			return -EINVAL;
+		}
+		uint8_t b = r->buf[r->pos++];
+		if (sh == 63 && b > 1) {
+			log_err("trace %s: varint overflow at byte %llu",
+				r->name, (unsigned long long)(r->base + r->pos));
+			return -EINVAL;
+		}
+		v |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80))
+			break;
+		if (sh == 63) {
+			log_err("trace %s: varint too long at byte %llu",
+				r->name, (unsigned long long)(r->base + r->pos));
+			return -EINVAL;
+		}
+	}
+	*out = v;
+	return 0;
+}
+
+static ssize_t nvt_read(struct trace_reader *r, struct trace_rec *recs,
+			size_t n, uint64_t *instr)
+{
+	size_t got = 0;
+	while (got < n) {
+		uint64_t v;
+		int rc = nvt_varint(r, &v, true);
+		if (rc == 1)
+			break;
+		if (rc < 0)
+			return rc;
+		unsigned kind = v & 3;
+		if (kind == 3) {
+			*instr += v >> 2;
+			continue;
+		}
+		unsigned sc = (v >> 2) & 7;
+		uint64_t d = v >> 5;
+		struct trace_rec *rec = &recs[got];
+		rec->op = (uint8_t)kind;
+		if (sc < 7) {
+			rec->size = 1u << sc;
+			rec->addr = r->prev + ((d >> 1) ^ (0 - (d & 1)));
+		} else {
+			uint64_t size, addr;
+			if (d != 0 || (rc = nvt_varint(r, &size, false)) < 0 ||
+			    (rc = nvt_varint(r, &addr, false)) < 0 ||
+			    size == 0 || size > TRACE_MAX_SIZE) {
+				if (rc >= 0)
+					log_err("trace %s: bad record near byte %llu",
+						r->name,
+						(unsigned long long)(r->base + r->pos));
+				return -EINVAL;
+			}
+			rec->size = (uint32_t)size;
+			rec->addr = addr;
+		}
+		r->prev = rec->addr;
+		got++;
+	}
+	return (ssize_t)got;
+}
+
+ssize_t trace_read(struct trace_reader *r, struct trace_rec *recs, size_t n,
+		   uint64_t *instr)
+{
+	if (r->fmt == TRACE_NVT)
+		return nvt_read(r, recs, n, instr);
+	return lk_read(r, recs, n, instr);
+}
+
+/* --- writer --------------------------------------------------------------- */
+
+struct trace_writer {
+	gzFile gz;
+	uint8_t buf[1 << 16];
+	size_t len;
+	uint64_t prev;
+	int err;
+};
+
+static void tw_flush(struct trace_writer *w)
+{
+	if (w->len && !w->err) {
+		if (gzwrite(w->gz, w->buf, (unsigned)w->len) != (int)w->len)
+			w->err = -EIO;
+	}
+	w->len = 0;
+}
+
+static void tw_varint(struct trace_writer *w, uint64_t v)
+{
+	if (w->len + 10 > sizeof(w->buf))
+		tw_flush(w);
+	while (v >= 0x80) {
+		w->buf[w->len++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	w->buf[w->len++] = (uint8_t)v;
+}
+
+int trace_writer_open(struct trace_writer **out, const char *path,
+		      uint32_t flags)
+{
+	size_t pl = strlen(path);
+	bool gz = pl > 3 && strcmp(path + pl - 3, ".gz") == 0;
+	struct trace_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->gz = gzopen(path, gz ? "wb6" : "wbT");
+	if (!w->gz) {
+		int e = errno ? errno : ENOMEM;
+		log_err("trace %s: cannot create: %s", path, strerror(e));
+		free(w);
+		return -e;
+	}
+	memcpy(w->buf, NVT_MAGIC, 8);
+	for (int i = 0; i < 4; i++)
+		w->buf[8 + i] = (uint8_t)(flags >> (8 * i));
+	memset(w->buf + 12, 0, 4);
+	w->len = NVT_HDR;
+	*out = w;
+	return 0;
+}
+
+int trace_write(struct trace_writer *w, const struct trace_rec *rec)
+{
+	if (rec->op > TRACE_M || rec->size == 0 || rec->size > TRACE_MAX_SIZE)
+		return -EINVAL;
+	uint64_t delta = rec->addr - w->prev;
+	uint64_t zz = (delta << 1) ^ (0 - (delta >> 63));
+	unsigned sc = 7;
+	if ((rec->size & (rec->size - 1)) == 0 && rec->size <= 64)
+		sc = (unsigned)__builtin_ctz(rec->size);
+	if (sc < 7 && zz < (1ull << 59)) {
+		tw_varint(w, zz << 5 | sc << 2 | rec->op);
+	} else {
+		tw_varint(w, 7u << 2 | rec->op);
+		tw_varint(w, rec->size);
+		tw_varint(w, rec->addr);
+	}
+	w->prev = rec->addr;
+	return w->err;
+}
+
+int trace_write_instr(struct trace_writer *w, uint64_t n)
+{
+	while (n) {
+		uint64_t k = n > (UINT64_MAX >> 2) ? (UINT64_MAX >> 2) : n;
+		tw_varint(w, k << 2 | 3);
+		n -= k;
+	}
+	return w->err;
+}
+
+int trace_writer_close(struct trace_writer *w)
+{
+	tw_flush(w);
+	int rc = w->err;
+	if (gzclose(w->gz) != Z_OK && !rc)
+		rc = -EIO;
+	free(w);
+	return rc;
+}
