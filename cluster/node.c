@@ -1,0 +1,913 @@
+/* node.c - the cluster node: listener, page service, heartbeats, failure
+ * detector and adaptive capacity; see node.h.
+ *
+ * Every inbound connection must pass the shared-secret handshake
+ * (auth.h) within NODE_AUTH_TIMEOUT_MS. After it, each frame is a request
+ * answered with one reply; a bad frame (conn_recv's -EBADMSG, -EMSGSIZE,
+ * -EPROTO) is logged with the peer's address, answered with an ERROR frame
+ * and the connection closed: the stream cannot be trusted past it, and
+ * the node goes on serving everyone else. */
+#include "cluster/node.h"
+
+#include "cluster/auth.h"
+#include "cluster/conn.h"
+#include "cluster/membership.h"
+#include "cluster/memwatch.h"
+#include "cluster/pagestore.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/opts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CONN_STACK (512 * 1024)
+
+struct peer_link {
+	struct node *node;
+	const struct cluster_node *cn;
+	pthread_t thread;
+	bool started;
+	struct conn *c;         /* the outbound connection, owned by thread */
+};
+
+struct node {
+	struct cluster_config cfg;
+	const struct cluster_node *me;
+	uint32_t self;
+	uint64_t incarnation;
+	uint32_t hb_ms, timeout_ms;
+	uint64_t reserve;
+	char meminfo[256];
+	unsigned max_conns;
+	int listen_fd;
+	int stop_pipe[2];
+
+	struct membership *mb;
+	struct pagestore *ps;
+
+	pthread_mutex_t lock;   /* guards everything below */
+	pthread_cond_t cond;    /* stop, conns_active changes */
+	bool stopping;
+	unsigned conns_active;
+	int *conn_fds;          /* max_conns slots, -1 = free */
+	uint64_t mem_total, mem_available, offer, limit_override;
+	bool meminfo_warned;
+
+	pthread_t acceptor, monitor;
+	bool acceptor_started, monitor_started;
+	unsigned n_links;
+	struct peer_link links[CONFIG_MAX_NODES];
+
+	atomic_uint_fast64_t conns_total, auth_failures, bad_frames,
+		conns_refused, heartbeats_in, heartbeats_out, requests;
+};
+
+uint64_t node_incarnation(const struct node *n)
+{
+	return n->incarnation;
+}
+
+static uint64_t now_ns(void)
+{
+	return clock_now_ns();
+}
+
+/* Wait up to ms for stop; true if stopping. */
+static bool node_sleep(struct node *n, uint32_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&n->lock);
+	while (!n->stopping &&
+	       pthread_cond_timedwait(&n->cond, &n->lock, &ts) != ETIMEDOUT)
+		;
+	bool s = n->stopping;
+	pthread_mutex_unlock(&n->lock);
+	return s;
+}
+
+static bool node_stopping(struct node *n)
+{
+	pthread_mutex_lock(&n->lock);
+	bool s = n->stopping;
+	pthread_mutex_unlock(&n->lock);
+	return s;
+}
+
+static void self_capacity(struct node *n, struct frame_capacity *cap)
+{
+	struct pagestore_stats st;
+
+	pagestore_get_stats(n->ps, &st);
+	pthread_mutex_lock(&n->lock);
+	cap->offered = n->offer;
+	cap->mem_available = n->mem_available;
+	pthread_mutex_unlock(&n->lock);
+	cap->used = st.pages * PAGESTORE_PAGE;
+}
+
+/* Any proof of life from node id (a handshake, a heartbeat, a reply).
+ * Logs membership changes. Returns the membership result. */
+static int node_heard(struct node *n, uint32_t id, uint64_t inc,
+		      const struct frame_capacity *cap)
+{
+	uint64_t old = 0;
+	int ev = membership_heard(n->mb, id, inc, cap, now_ns(), &old);
+
+	switch (ev) {
+	case MB_UP:
+		log_info("node %u is alive (incarnation %" PRIu64 ")", id, inc);
+		break;
+	case MB_BACK:
+		log_info("node %u is alive again (same incarnation %" PRIu64
+			 ": it was unreachable, not restarted)", id, inc);
+		break;
+	case MB_REJOIN:
+		log_info("node %u rejoined with a new incarnation %" PRIu64
+			 " (was %" PRIu64 "): it restarted, pages it held are gone",
+			 id, inc, old);
+		break;
+	default:
+		break;
+	}
+	return ev;
+}
+
+/* --- memory and the failure detector ----------------------------------- */
+
+static void update_capacity(struct node *n)
+{
+	uint64_t total = 0, avail = 0;
+	struct pagestore_stats st;
+	int rc = memwatch_read(n->meminfo, &total, &avail);
+
+	pagestore_get_stats(n->ps, &st);
+	pthread_mutex_lock(&n->lock);
+	if (rc) {
+		if (!n->meminfo_warned)
+			log_warn("cannot read %s (%s): keeping the last capacity offer",
+				 n->meminfo, strerror(-rc));
+		n->meminfo_warned = true;
+		pthread_mutex_unlock(&n->lock);
+		return;
+	}
+	n->meminfo_warned = false;
+	n->mem_total = total;
+	n->mem_available = avail;
+	uint64_t reserve = n->reserve ? n->reserve : memwatch_default_reserve(total);
+	uint64_t cap = n->me->mem;
+	if (n->limit_override && (!cap || n->limit_override < cap))
+		cap = n->limit_override;
+	uint64_t used = st.pages * PAGESTORE_PAGE;
+	uint64_t offer = memwatch_offer(cap, avail, reserve, used);
+	if (offer < n->offer && offer < used)
+		log_info("local processes need memory: offer down to %" PRIu64
+			 " MiB, below the %" PRIu64 " MiB held (new pages refused)",
+			 offer >> 20, used >> 20);
+	n->offer = offer;
+	pthread_mutex_unlock(&n->lock);
+	pagestore_set_limit(n->ps, offer / PAGESTORE_PAGE);
+}
+
+static void *monitor_main(void *arg)
+{
+	struct node *n = arg;
+	uint32_t step = n->hb_ms / 2 ? n->hb_ms / 2 : 1;
+	uint32_t dead[CONFIG_MAX_NODES];
+	uint64_t last_mem = 0;
+
+	while (!node_sleep(n, step)) {
+		unsigned nd = membership_tick(n->mb, now_ns(), dead, CONFIG_MAX_NODES);
+		for (unsigned i = 0; i < nd; i++)
+			log_warn("node %u declared dead: no heartbeat for %u ms",
+				 dead[i], n->timeout_ms);
+		if (now_ns() - last_mem >= (uint64_t)n->hb_ms * 1000000ULL) {
+			update_capacity(n);
+			last_mem = now_ns();
+		}
+	}
+	return NULL;
+}
+
+/* --- outbound: heartbeats to one other node ----------------------------- */
+
+static void link_close(struct peer_link *l)
+{
+	struct node *n = l->node;
+
+	pthread_mutex_lock(&n->lock);
+	conn_close(l->c);
+	pthread_mutex_unlock(&n->lock);
+}
+
+static int link_open(struct peer_link *l, const char **why)
+{
+	struct node *n = l->node;
+	struct auth_identity me = { n->self, n->incarnation, n->cfg.secret,
+				    n->cfg.secret_len };
+	struct auth_peer peer;
+	int rc;
+
+	rc = conn_connect(l->c, l->cn->host, l->cn->port, (int)n->hb_ms);
+	if (rc) {
+		*why = strerror(-rc);
+		return rc;
+	}
+	rc = auth_client(l->c, &me, &peer, why);
+	if (!rc && peer.node_id != l->cn->id) {
+		*why = "a different node answers at this address (check the cluster file)";
+		rc = -EPROTO;
+	}
+	if (!rc && membership_check(n->mb, peer.node_id, peer.incarnation) == -ESTALE) {
+		*why = "it answers with an incarnation older than one already seen";
+		rc = -ESTALE;
+	}
+	if (rc) {
+		if (!*why || !**why)
+			*why = strerror(-rc);
+		link_close(l);
+		return rc;
+	}
+	node_heard(n, peer.node_id, peer.incarnation, NULL);
+	return 0;
+}
+
+static void *link_main(void *arg)
+{
+	struct peer_link *l = arg;
+	struct node *n = l->node;
+	bool up = false;
+	int last_err = 0;
+	uint64_t seq = 0;
+	struct frame_hdr *h = calloc(1, sizeof(*h)), *r = calloc(1, sizeof(*r));
+
+	if (!h || !r) {
+		log_err("node %u: out of memory for the heartbeat link", l->cn->id);
+		free(h);
+		free(r);
+		return NULL;
+	}
+	while (!node_stopping(n)) {
+		const char *why = "";
+		int rc;
+		if (!up) {
+			rc = link_open(l, &why);
+			if (rc) {
+				/* Log a failure once, not every interval. */
+				if (rc != last_err)
+					log_info("node %u (%s:%u): no heartbeat link: %s",
+						 l->cn->id, l->cn->host, l->cn->port, why);
+				last_err = rc;
+				if (node_sleep(n, n->hb_ms))
+					break;
+				continue;
+			}
+			up = true;
+			last_err = 0;
+			log_debug("heartbeat link to node %u up", l->cn->id);
+		}
+		memset(h, 0, sizeof(*h));
+		h->type = FT_HEARTBEAT;
+		h->request_id = ++seq;
+		h->node_id = n->self;
+		h->incarnation = n->incarnation;
+		h->hb_seq = seq;
+		h->hb_interval_ms = n->hb_ms;
+		self_capacity(n, &h->cap);
+		rc = conn_send(l->c, h, NULL);
+		if (!rc)
+			rc = conn_recv(l->c, r, NULL, &why);
+		if (!rc && (r->type != FT_HEARTBEAT || !r->reply ||
+			    r->request_id != seq || r->status != FS_OK)) {
+			why = r->status == FS_STALE ? "it no longer knows us under this incarnation" :
+			      "unexpected reply";
+			rc = -EPROTO;
+		}
+		if (rc) {
+			log_info("node %u: heartbeat link lost: %s", l->cn->id,
+				 why && *why ? why : strerror(-rc));
+			link_close(l);
+			up = false;
+			last_err = rc;
+			continue;
+		}
+		atomic_fetch_add(&n->heartbeats_out, 1);
+		node_heard(n, l->cn->id, r->incarnation, NULL);
+		if (node_sleep(n, n->hb_ms))
+			break;
+	}
+	if (up)
+		link_close(l);
+	free(h);
+	free(r);
+	return NULL;
+}
+
+/* --- inbound: the page service ------------------------------------------ */
+
+struct inbound {
+	struct node *node;
+	struct conn c;
+	int slot;
+	struct auth_peer peer;
+	struct frame_hdr req, rep;
+	uint8_t page[PAGESTORE_PAGE];
+};
+
+static int admit(void *arg, const struct auth_peer *p, const char **why)
+{
+	struct node *n = arg;
+
+	if (p->node_id == 0)
+		return 0; /* a client (nvswapd, tools), not a node */
+	switch (membership_check(n->mb, p->node_id, p->incarnation)) {
+	case 0:
+		return 0;
+	case -ESTALE:
+		*why = "its incarnation is older than one already seen (a stale process?)";
+		return -ESTALE;
+	default:
+		*why = p->node_id == n->self ? "it claims to be this node" :
+		       "its node id is not in the cluster file";
+		return -ENOENT;
+	}
+}
+
+static void reply_init(struct inbound *ib)
+{
+	struct frame_hdr *q = &ib->req, *r = &ib->rep;
+
+	memset(r, 0, sizeof(*r));
+	r->type = q->type;
+	r->reply = true;
+	r->request_id = q->request_id;
+	r->node_id = ib->node->self;
+	r->incarnation = ib->node->incarnation;
+	r->kind = q->kind;
+	r->owner = q->owner;
+	r->page_id = q->page_id;
+	r->parity_group = q->parity_group;
+	r->version = q->version;
+}
+
+static uint32_t status_of(int rc)
+{
+	switch (rc) {
+	case 0: return FS_OK;
+	case -ESTALE: return FS_STALE;
+	case -ENOENT: return FS_NOT_FOUND;
+	case -ENOSPC: return FS_NO_SPACE;
+	case -EOPNOTSUPP: return FS_UNSUPPORTED;
+	default: return FS_INTERNAL;
+	}
+}
+
+/* Serve one request; fills ib->rep. Returns the payload to send (or NULL),
+ * and sets *close_after when the connection must end. */
+static const void *serve(struct inbound *ib, const uint8_t *payload,
+			 bool *close_after)
+{
+	struct node *n = ib->node;
+	struct frame_hdr *q = &ib->req, *r = &ib->rep;
+	struct pagestore_key key = { q->owner, q->kind,
+				     q->kind == FK_PARITY ? q->parity_group : q->page_id };
+	const void *out = NULL;
+	int rc = 0;
+
+	reply_init(ib);
+	atomic_fetch_add(&n->requests, 1);
+	switch (q->type) {
+	case FT_HEARTBEAT:
+		if (!ib->peer.node_id) {
+			rc = -EOPNOTSUPP;
+			break;
+		}
+		atomic_fetch_add(&n->heartbeats_in, 1);
+		/* The authenticated identity counts, not the header's. */
+		rc = node_heard(n, ib->peer.node_id, ib->peer.incarnation, &q->cap);
+		if (rc == -ESTALE || rc == -ENOENT) {
+			snprintf(r->text, sizeof(r->text),
+				 "node %u has a newer incarnation than this connection's",
+				 ib->peer.node_id);
+			*close_after = true;
+		}
+		rc = rc < 0 ? rc : 0;
+		break;
+	case FT_PAGE_STORE:
+	case FT_MIGRATE:
+		rc = pagestore_store(n->ps, &key, q->version, payload);
+		break;
+	case FT_PAGE_FETCH:
+		rc = pagestore_fetch(n->ps, &key, q->version, ib->page, &r->version);
+		if (!rc) {
+			r->payload_len = PAGESTORE_PAGE;
+			out = ib->page;
+		}
+		break;
+	case FT_PAGE_DROP:
+	case FT_INVALIDATE:
+		rc = pagestore_drop(n->ps, &key, q->version);
+		break;
+	case FT_PARITY_UPDATE:
+		key.kind = FK_PARITY;
+		key.id = q->parity_group;
+		rc = pagestore_xor(n->ps, &key, q->version, payload);
+		break;
+	case FT_NODE_TABLE: {
+		struct frame_capacity cap;
+		self_capacity(n, &cap);
+		r->n_nodes = membership_snapshot(n->mb, now_ns(), n->incarnation, &cap,
+						 r->nodes, FRAME_MAX_NODES);
+		break;
+	}
+	default:
+		/* HELLO/CHALLENGE/AUTH after the handshake, UPDATE (the owner's
+		 * business, not a server's) */
+		rc = -EOPNOTSUPP;
+		snprintf(r->text, sizeof(r->text), "%s is not served by nvcached",
+			 frame_type_name(q->type));
+		break;
+	}
+	r->status = status_of(rc);
+	if (rc == -ESTALE && !r->text[0])
+		snprintf(r->text, sizeof(r->text), "stale version %" PRIu64, q->version);
+	if (r->status == FS_OK)
+		r->text[0] = 0;
+	if (r->type != FT_NODE_TABLE || r->status != FS_OK)
+		r->n_nodes = 0;
+	return out;
+}
+
+static void conn_slot_release(struct node *n, int slot)
+{
+	pthread_mutex_lock(&n->lock);
+	n->conn_fds[slot] = -1;
+	n->conns_active--;
+	pthread_cond_broadcast(&n->cond);
+	pthread_mutex_unlock(&n->lock);
+}
+
+static void *inbound_main(void *arg)
+{
+	struct inbound *ib = arg;
+	struct node *n = ib->node;
+	struct auth_identity me = { n->self, n->incarnation, n->cfg.secret,
+				    n->cfg.secret_len };
+	const char *why = "";
+	int rc;
+
+	conn_set_timeout(&ib->c, NODE_AUTH_TIMEOUT_MS);
+	memset(&ib->peer, 0, sizeof(ib->peer));
+	rc = auth_server(&ib->c, &me, admit, n, &ib->peer, &why);
+	if (rc) {
+		atomic_fetch_add(&n->auth_failures, 1);
+		if (!node_stopping(n))
+			log_warn("refused peer %s (claims %s %u): %s; connection closed",
+				 ib->c.peer, ib->peer.node_id ? "node" : "client id",
+				 ib->peer.node_id,
+				 why && *why ? why : strerror(-rc));
+		goto out;
+	}
+	if (ib->peer.node_id)
+		node_heard(n, ib->peer.node_id, ib->peer.incarnation, NULL);
+	else
+		log_info("client connected from %s", ib->c.peer);
+	/* Authenticated peers may stay idle; keepalive finds dead ones. */
+	conn_set_timeout(&ib->c, 0);
+	int one = 1;
+	setsockopt(ib->c.fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+
+	for (;;) {
+		const uint8_t *payload;
+		bool close_after = false;
+		rc = conn_recv(&ib->c, &ib->req, &payload, &why);
+		if (rc == -ECONNRESET || rc == -ETIMEDOUT || (rc && node_stopping(n)))
+			break;
+		if (rc == -EBADMSG || rc == -EMSGSIZE || rc == -EPROTO) {
+			atomic_fetch_add(&n->bad_frames, 1);
+			log_warn("bad frame from %s (%s %u): %s; connection closed",
+				 ib->c.peer, ib->peer.node_id ? "node" : "client",
+				 ib->peer.node_id, why);
+			conn_send_error(&ib->c, n->self, FS_BAD_FRAME, why);
+			break;
+		}
+		if (rc) {
+			log_info("connection from %s: %s", ib->c.peer, strerror(-rc));
+			break;
+		}
+		if (ib->req.type == FT_ERROR) {
+			log_warn("peer %s reports an error: %s (%s); connection closed",
+				 ib->c.peer, frame_status_name(ib->req.status), ib->req.text);
+			break;
+		}
+		if (ib->req.reply) {
+			atomic_fetch_add(&n->bad_frames, 1);
+			log_warn("unexpected reply frame from %s; connection closed",
+				 ib->c.peer);
+			conn_send_error(&ib->c, n->self, FS_BAD_FRAME,
+					"a reply where a request was expected");
+			break;
+		}
+		const void *out = serve(ib, payload, &close_after);
+		rc = conn_send(&ib->c, &ib->rep, out);
+		if (rc || close_after)
+			break;
+	}
+out:
+	conn_close(&ib->c);
+	conn_slot_release(n, ib->slot);
+	free(ib);
+	return NULL;
+}
+
+static void accept_one(struct node *n, int fd)
+{
+	int slot = -1;
+
+	pthread_mutex_lock(&n->lock);
+	if (!n->stopping && n->conns_active < n->max_conns) {
+		for (unsigned i = 0; i < n->max_conns; i++) {
+			if (n->conn_fds[i] < 0) {
+				slot = (int)i;
+				break;
+			}
+		}
+	}
+	if (slot >= 0) {
+		n->conn_fds[slot] = fd;
+		n->conns_active++;
+	}
+	pthread_mutex_unlock(&n->lock);
+	if (slot < 0) {
+		atomic_fetch_add(&n->conns_refused, 1);
+		log_warn("too many connections (%u): refusing one", n->max_conns);
+		close(fd);
+		return;
+	}
+	struct inbound *ib = calloc(1, sizeof(*ib));
+	pthread_attr_t attr;
+	pthread_t t;
+	if (!ib)
+		goto fail;
+	ib->node = n;
+	ib->slot = slot;
+	conn_init(&ib->c, fd);
+	atomic_fetch_add(&n->conns_total, 1);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, CONN_STACK);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &attr, inbound_main, ib);
+	pthread_attr_destroy(&attr);
+	if (rc == 0)
+		return;
+	log_err("cannot start a connection thread: %s", strerror(rc));
+fail:
+	free(ib);
+	close(fd);
+	conn_slot_release(n, slot);
+}
+
+static void *acceptor_main(void *arg)
+{
+	struct node *n = arg;
+
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = n->listen_fd, .events = POLLIN },
+			{ .fd = n->stop_pipe[0], .events = POLLIN },
+		};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_err("poll on the listening socket: %s", strerror(errno));
+			break;
+		}
+		if (p[1].revents)
+			break;
+		int fd = accept4(n->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
+				continue;
+			log_warn("accept: %s", strerror(errno));
+			if (node_sleep(n, 100))
+				break;
+			continue;
+		}
+		accept_one(n, fd);
+	}
+	return NULL;
+}
+
+/* --- start / stop -------------------------------------------------------- */
+
+static int bind_listen(struct node *n)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *res;
+	char port[8];
+	int rc = -EADDRNOTAVAIL;
+
+	snprintf(port, sizeof(port), "%u", n->me->port);
+	int g = getaddrinfo(n->me->host, port, &hints, &res);
+	if (g) {
+		log_err("node %u: cannot resolve %s: %s", n->self, n->me->host,
+			gai_strerror(g));
+		return -ENOENT;
+	}
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int one = 1;
+		if (fd < 0) {
+			rc = -errno;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+			rc = -errno;
+			close(fd);
+			continue;
+		}
+		n->listen_fd = fd;
+		rc = 0;
+		break;
+	}
+	freeaddrinfo(res);
+	if (rc)
+		log_err("node %u: cannot listen on %s:%u: %s", n->self, n->me->host,
+			n->me->port, strerror(-rc));
+	return rc;
+}
+
+int node_start(struct node **out, const struct node_opts *o)
+{
+	struct node *n = calloc(1, sizeof(*n));
+	int rc;
+
+	if (!n)
+		return -ENOMEM;
+	n->cfg = *o->cfg;
+	n->self = o->self;
+	n->me = config_node_find(&n->cfg, o->self);
+	n->hb_ms = o->heartbeat_ms ? o->heartbeat_ms : NODE_DEFAULT_HEARTBEAT_MS;
+	n->timeout_ms = o->timeout_ms ? o->timeout_ms : NODE_DEFAULT_TIMEOUT_MS;
+	n->reserve = o->reserve;
+	snprintf(n->meminfo, sizeof(n->meminfo), "%s",
+		 o->meminfo ? o->meminfo : "/proc/meminfo");
+	n->max_conns = o->max_conns ? o->max_conns : NODE_DEFAULT_MAX_CONNS;
+	n->listen_fd = -1;
+	n->stop_pipe[0] = n->stop_pipe[1] = -1;
+	pthread_mutex_init(&n->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&n->cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	if (!n->me) {
+		log_err("node %u is not in the cluster file", o->self);
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (n->timeout_ms <= 2 * n->hb_ms) {
+		log_err("heartbeat timeout %u ms must exceed two heartbeat intervals "
+			"(%u ms)", n->timeout_ms, 2 * n->hb_ms);
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (!n->cfg.secret_len) {
+		log_err("no shared secret loaded");
+		rc = -EINVAL;
+		goto fail;
+	}
+	/* The incarnation: start time, so a restarted node is a new one. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n->incarnation = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+
+	n->conn_fds = malloc(sizeof(int) * n->max_conns);
+	if (!n->conn_fds) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < n->max_conns; i++)
+		n->conn_fds[i] = -1;
+	if ((rc = membership_create(&n->mb, &n->cfg, n->self,
+				    (uint64_t)n->timeout_ms * 1000000ULL)))
+		goto fail;
+	if ((rc = pagestore_open(&n->ps, 0, 1 << 16)))
+		goto fail;
+	update_capacity(n);
+	if (o->listen_fd >= 0)
+		n->listen_fd = o->listen_fd;
+	else if ((rc = bind_listen(n)))
+		goto fail;
+	if (pipe2(n->stop_pipe, O_CLOEXEC) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if ((rc = -pthread_create(&n->acceptor, NULL, acceptor_main, n)))
+		goto fail;
+	n->acceptor_started = true;
+	if ((rc = -pthread_create(&n->monitor, NULL, monitor_main, n)))
+		goto fail;
+	n->monitor_started = true;
+	for (unsigned i = 0; i < n->cfg.n_nodes; i++) {
+		const struct cluster_node *cn = &n->cfg.nodes[i];
+		if (cn->id == n->self)
+			continue;
+		struct peer_link *l = &n->links[n->n_links++];
+		l->node = n;
+		l->cn = cn;
+		l->c = calloc(1, sizeof(*l->c));
+		if (!l->c) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		l->c->fd = -1;
+		if ((rc = -pthread_create(&l->thread, NULL, link_main, l)))
+			goto fail;
+		l->started = true;
+	}
+	char sz[32];
+	log_info("node %u listening on %s:%u (incarnation %" PRIu64 ", %u peers, "
+		 "heartbeat %u ms, timeout %u ms, offering %s)", n->self, n->me->host,
+		 n->me->port, n->incarnation, n->n_links, n->hb_ms, n->timeout_ms,
+		 opts_format_size(n->offer, sz, sizeof(sz)));
+	*out = n;
+	return 0;
+fail:
+	node_stop(n);
+	return rc;
+}
+
+void node_stop(struct node *n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&n->lock);
+	n->stopping = true;
+	pthread_cond_broadcast(&n->cond);
+	/* Wake every thread blocked in recv/send on a connection. */
+	for (unsigned i = 0; n->conn_fds && i < n->max_conns; i++)
+		if (n->conn_fds[i] >= 0)
+			shutdown(n->conn_fds[i], SHUT_RDWR);
+	for (unsigned i = 0; i < n->n_links; i++)
+		if (n->links[i].c && n->links[i].c->fd >= 0)
+			shutdown(n->links[i].c->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&n->lock);
+	if (n->stop_pipe[1] >= 0 && write(n->stop_pipe[1], "x", 1) < 0)
+		log_debug("stop pipe: %s", strerror(errno));
+	if (n->acceptor_started)
+		pthread_join(n->acceptor, NULL);
+	if (n->monitor_started)
+		pthread_join(n->monitor, NULL);
+	for (unsigned i = 0; i < n->n_links; i++) {
+		if (n->links[i].started)
+			pthread_join(n->links[i].thread, NULL);
+		free(n->links[i].c);
+	}
+	/* Connection threads are detached: wait until the last has gone. */
+	pthread_mutex_lock(&n->lock);
+	while (n->conns_active)
+		pthread_cond_wait(&n->cond, &n->lock);
+	pthread_mutex_unlock(&n->lock);
+	if (n->listen_fd >= 0)
+		close(n->listen_fd);
+	if (n->stop_pipe[0] >= 0) {
+		close(n->stop_pipe[0]);
+		close(n->stop_pipe[1]);
+	}
+	pagestore_close(n->ps);
+	membership_destroy(n->mb);
+	free(n->conn_fds);
+	pthread_cond_destroy(&n->cond);
+	pthread_mutex_destroy(&n->lock);
+	memset(n->cfg.secret, 0, sizeof(n->cfg.secret));
+	free(n);
+}
+
+/* --- control socket ------------------------------------------------------ */
+
+#define OUT(...) do { \
+	int w_ = snprintf(out + len, outlen > len ? outlen - len : 0, __VA_ARGS__); \
+	if (w_ > 0) len += (size_t)w_; \
+} while (0)
+
+static ssize_t ctl_peers(struct node *n, char *out, size_t outlen)
+{
+	static _Thread_local struct frame_node tab[FRAME_MAX_NODES];
+	struct frame_capacity cap;
+	size_t len = 0;
+
+	self_capacity(n, &cap);
+	unsigned k = membership_snapshot(n->mb, now_ns(), n->incarnation, &cap, tab,
+					 FRAME_MAX_NODES);
+	OUT("%-6s %-8s %-20s %10s %10s %10s %s\n", "node", "state", "incarnation",
+	    "offer_MiB", "used_MiB", "free_MiB", "heard_ms_ago");
+	for (unsigned i = 0; i < k; i++) {
+		const struct frame_node *e = &tab[i];
+		uint64_t fr = e->cap.offered > e->cap.used ? e->cap.offered - e->cap.used : 0;
+		OUT("%-6u %-8s %-20" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
+		    " %" PRIu64 "\n", e->node_id, membership_state_name(e->state),
+		    e->incarnation, e->cap.offered >> 20, e->cap.used >> 20, fr >> 20,
+		    e->age_ms);
+	}
+	return (ssize_t)(len < outlen ? len : outlen);
+}
+
+static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
+{
+	struct pagestore_stats st;
+	struct frame_capacity cap;
+	unsigned alive, dead, unknown;
+	size_t len = 0;
+
+	pagestore_get_stats(n->ps, &st);
+	self_capacity(n, &cap);
+	membership_counts(n->mb, &alive, &dead, &unknown);
+	pthread_mutex_lock(&n->lock);
+	uint64_t total = n->mem_total, override = n->limit_override;
+	unsigned active = n->conns_active;
+	pthread_mutex_unlock(&n->lock);
+
+	OUT("node: %u\n", n->self);
+	OUT("incarnation: %" PRIu64 "\n", n->incarnation);
+	OUT("listen: %s:%u\n", n->me->host, n->me->port);
+	OUT("heartbeat_ms: %u\ntimeout_ms: %u\n", n->hb_ms, n->timeout_ms);
+	OUT("nodes_alive: %u\nnodes_dead: %u\nnodes_unknown: %u\n", alive, dead, unknown);
+	for (unsigned i = 0; i < n->n_links; i++) {
+		struct member m;
+		if (membership_get(n->mb, n->links[i].cn->id, &m))
+			continue;
+		uint64_t age = m.last_heard_ns && now_ns() > m.last_heard_ns ?
+			       (now_ns() - m.last_heard_ns) / 1000000 : 0;
+		OUT("node.%u: %s incarnation=%" PRIu64 " heard_ms_ago=%" PRIu64
+		    " offered=%" PRIu64 " used=%" PRIu64 " deaths=%" PRIu64
+		    " rejoins=%" PRIu64 "\n", m.id, membership_state_name(m.state),
+		    m.incarnation, age, m.cap.offered, m.cap.used, m.deaths, m.rejoins);
+	}
+	OUT("mem_total_bytes: %" PRIu64 "\n", total);
+	OUT("mem_available_bytes: %" PRIu64 "\n", cap.mem_available);
+	OUT("offered_bytes: %" PRIu64 "\n", cap.offered);
+	OUT("limit_override_bytes: %" PRIu64 "\n", override);
+	OUT("used_bytes: %" PRIu64 "\n", cap.used);
+	OUT("pages: %" PRIu64 "\npages_data: %" PRIu64 "\npages_parity: %" PRIu64 "\n",
+	    st.pages, st.data_pages, st.parity_pages);
+	OUT("page_stores: %" PRIu64 "\npage_fetches: %" PRIu64 "\npage_drops: %" PRIu64
+	    "\nparity_updates: %" PRIu64 "\n", st.stores, st.fetches, st.drops, st.xors);
+	OUT("stale_refused: %" PRIu64 "\nnospace_refused: %" PRIu64
+	    "\nnot_found: %" PRIu64 "\n", st.stale_refused, st.nospace_refused,
+	    st.not_found);
+	OUT("connections_active: %u\n", active);
+	OUT("connections_total: %" PRIu64 "\n", (uint64_t)atomic_load(&n->conns_total));
+	OUT("connections_refused: %" PRIu64 "\n", (uint64_t)atomic_load(&n->conns_refused));
+	OUT("auth_failures: %" PRIu64 "\n", (uint64_t)atomic_load(&n->auth_failures));
+	OUT("bad_frames: %" PRIu64 "\n", (uint64_t)atomic_load(&n->bad_frames));
+	OUT("requests: %" PRIu64 "\n", (uint64_t)atomic_load(&n->requests));
+	OUT("heartbeats_in: %" PRIu64 "\nheartbeats_out: %" PRIu64 "\n",
+	    (uint64_t)atomic_load(&n->heartbeats_in),
+	    (uint64_t)atomic_load(&n->heartbeats_out));
+	return (ssize_t)(len < outlen ? len : outlen);
+}
+
+ssize_t node_ctl(void *arg, const char *cmd, char *out, size_t outlen)
+{
+	struct node *n = arg;
+
+	if (!strcmp(cmd, "stats") || !strcmp(cmd, "status"))
+		return ctl_stats(n, out, outlen);
+	if (!strcmp(cmd, "peers"))
+		return ctl_peers(n, out, outlen);
+	if (!strncmp(cmd, "limit ", 6)) {
+		uint64_t v;
+		if (opts_parse_size(cmd + 6, &v))
+			return -EINVAL;
+		pthread_mutex_lock(&n->lock);
+		n->limit_override = v;
+		pthread_mutex_unlock(&n->lock);
+		update_capacity(n);
+		log_info("capacity limit set to %" PRIu64 " bytes by the operator", v);
+		return snprintf(out, outlen, "limit: %" PRIu64 "\n", v);
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,50 @@
+/* node.h - one cluster node: what nvcached runs (and what tests start in
+ * process). It listens on its configured address, admits peers that prove
+ * the shared secret, heartbeats every other node, keeps the node table
+ * (alive/dead, incarnations, offered capacity), adapts its own offer to
+ * local MemAvailable, and serves pages: store, fetch, drop with version
+ * counters, parity XOR updates, and MIGRATE (taking a page from another
+ * server).
+ *
+ * Threads it runs: one acceptor, one per inbound connection (bounded by
+ * max_conns), one per other node (the outbound heartbeat connection), one
+ * monitor (failure detector and MemAvailable). node_start/node_stop are
+ * called from one thread; node_ctl may be called from any thread (the
+ * control socket's). */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cluster/config.h"
+
+#define NODE_DEFAULT_HEARTBEAT_MS 500
+#define NODE_DEFAULT_TIMEOUT_MS 3000
+#define NODE_DEFAULT_MAX_CONNS 256
+#define NODE_AUTH_TIMEOUT_MS 5000
+
+struct node_opts {
+	const struct cluster_config *cfg;  /* copied; secret loaded */
+	uint32_t self;
+	uint32_t heartbeat_ms;  /* 0: default */
+	uint32_t timeout_ms;    /* 0: default; must exceed 2 heartbeats */
+	uint64_t reserve;       /* bytes kept for local processes; 0: default */
+	const char *meminfo;    /* NULL: /proc/meminfo */
+	unsigned max_conns;     /* 0: default */
+	int listen_fd;          /* >= 0: an already listening socket to use
+				 * instead of binding the configured address */
+};
+
+struct node;
+
+/* Bind, start every thread. 0 or -errno (logged: -EADDRINUSE, -EINVAL for
+ * bad options or a self id not in the cluster file, ...). */
+int node_start(struct node **out, const struct node_opts *o);
+/* Stop every thread, close every connection, free the store. */
+void node_stop(struct node *n);
+
+uint64_t node_incarnation(const struct node *n);
+/* The control-socket handler (common/ctl.h): "stats" (key: value lines),
+ * "peers" (one line per node), "limit SIZE" (cap the offer; "limit 0"
+ * lifts the cap). */
+ssize_t node_ctl(void *arg, const char *cmd, char *out, size_t outlen);

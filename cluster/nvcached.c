@@ -1,0 +1,234 @@
+/* nvcached - the node daemon: one per node. Serves other nodes' pages from
+ * this node's idle memory (an Nswap server), heartbeats the other nodes of
+ * the cluster file, and answers `nvcachectl stats --node ID`. See
+ * docs/nvcached.md. */
+#include "cluster/config.h"
+#include "cluster/node.h"
+#include "common/ctl.h"
+#include "common/log.h"
+#include "common/opts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: nvcached --cluster FILE --node ID [options]\n"
+"\n"
+"  -c, --cluster FILE     the cluster file (node and secret lines)\n"
+"  -n, --node ID          which node of the cluster file this is\n"
+"  -f, --foreground       stay in the foreground, log to stderr\n"
+"      --heartbeat MS     heartbeat interval (default %d)\n"
+"      --timeout MS       declare a node dead after this long without a\n"
+"                         heartbeat (default %d; > 2 intervals)\n"
+"      --reserve SIZE     memory kept for local processes (default 10%% of\n"
+"                         RAM, at least 256M)\n"
+"      --meminfo PATH     where to read MemAvailable (default /proc/meminfo)\n"
+"      --max-conns N      inbound connections served at once (default %d)\n"
+"      --no-mlock         do not lock the daemon's memory\n"
+"  -v, --verbose          debug logging\n"
+"  -h, --help\n",
+		NODE_DEFAULT_HEARTBEAT_MS, NODE_DEFAULT_TIMEOUT_MS,
+		NODE_DEFAULT_MAX_CONNS);
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *end || !*s || *s == '-' || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Fork; the parent exits once the child reports it is serving (or failed),
+ * so that "nvcached ..." returning 0 means the node is up. */
+static int daemonize(int *ready_fd)
+{
+	int p[2];
+
+	if (pipe(p) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		char c = 1;
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			c = 1;
+		_exit(c ? 1 : 0);
+	}
+	close(p[0]);
+	if (setsid() < 0)
+		return -errno;
+	if (chdir("/") < 0)
+		return -errno;
+	*ready_fd = p[1];
+	return 0;
+}
+
+static void lock_memory(bool want)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	(void)want;
+	log_info("built with AddressSanitizer: not locking memory (mlockall of the "
+		 "shadow memory would fail)");
+#else
+	if (!want)
+		return;
+	/* Pages held for other nodes are their swap: they must not be
+	 * swapped out here. */
+	if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
+		log_warn("mlockall: %s: stored pages may be swapped out under memory "
+			 "pressure (run as root or raise RLIMIT_MEMLOCK)", strerror(errno));
+#endif
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "cluster", required_argument, NULL, 'c' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "heartbeat", required_argument, NULL, 'H' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "reserve", required_argument, NULL, 'R' },
+		{ "meminfo", required_argument, NULL, 'M' },
+		{ "max-conns", required_argument, NULL, 'C' },
+		{ "no-mlock", no_argument, NULL, 'L' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static struct cluster_config cfg;
+	struct node_opts o = { .cfg = &cfg, .listen_fd = -1 };
+	const char *cluster = NULL;
+	bool fg = false, mlock = true, verbose = false;
+	unsigned long v;
+	char err[512];
+	int c, ready_fd = -1;
+
+	while ((c = getopt_long(argc, argv, "c:n:fvh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'c': cluster = optarg; break;
+		case 'n':
+			if (parse_uint(optarg, 65535, &v) || !v) {
+				fprintf(stderr, "nvcached: --node %s: not a node id (1..65535)\n", optarg);
+				return 2;
+			}
+			o.self = (uint32_t)v;
+			break;
+		case 'f': fg = true; break;
+		case 'H':
+		case 'T':
+			if (parse_uint(optarg, 3600000, &v) || !v) {
+				fprintf(stderr, "nvcached: %s: not a number of milliseconds\n", optarg);
+				return 2;
+			}
+			if (c == 'H')
+				o.heartbeat_ms = (uint32_t)v;
+			else
+				o.timeout_ms = (uint32_t)v;
+			break;
+		case 'R':
+			if (opts_parse_size(optarg, &o.reserve)) {
+				fprintf(stderr, "nvcached: --reserve %s: not a size (e.g. 512M)\n", optarg);
+				return 2;
+			}
+			break;
+		case 'M': o.meminfo = optarg; break;
+		case 'C':
+			if (parse_uint(optarg, 100000, &v) || !v) {
+				fprintf(stderr, "nvcached: --max-conns %s: not a count\n", optarg);
+				return 2;
+			}
+			o.max_conns = (unsigned)v;
+			break;
+		case 'L': mlock = false; break;
+		case 'v': verbose = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!cluster || !o.self || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	log_init("nvcached", verbose ? LOG_LVL_DEBUG : LOG_LVL_INFO);
+	if (config_load(cluster, &cfg, err, sizeof(err))) {
+		fprintf(stderr, "nvcached: %s\n", err);
+		return 1;
+	}
+	if (!config_node_find(&cfg, o.self)) {
+		fprintf(stderr, "nvcached: node %u is not in %s\n", o.self, cluster);
+		return 1;
+	}
+	if (!fg) {
+		int rc = daemonize(&ready_fd);
+		if (rc) {
+			fprintf(stderr, "nvcached: cannot daemonize: %s\n", strerror(-rc));
+			return 1;
+		}
+		log_use_syslog(true);
+	}
+	lock_memory(mlock);
+
+	/* Signals are taken synchronously by main; every thread created
+	 * from here on inherits the block. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct node *n;
+	int rc = node_start(&n, &o);
+	if (rc)
+		return 1; /* logged */
+	char name[16];
+	struct ctl_server *ctl = NULL;
+	snprintf(name, sizeof(name), "%u", o.self);
+	rc = ctl_server_start(&ctl, "node", name, node_ctl, n);
+	if (rc) {
+		log_err("control socket node-%s.sock in %s: %s%s", name, ctl_run_dir(),
+			strerror(-rc), rc == -EADDRINUSE ?
+			" (another nvcached runs as this node)" : "");
+		node_stop(n);
+		return 1;
+	}
+	if (ready_fd >= 0) {
+		char ok = 0;
+		if (write(ready_fd, &ok, 1) != 1)
+			log_debug("ready pipe: %s", strerror(errno));
+		close(ready_fd);
+		int devnull = open("/dev/null", O_RDWR);
+		if (devnull >= 0) {
+			dup2(devnull, 0);
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+			if (devnull > 2)
+				close(devnull);
+		}
+	}
+	int sig = 0;
+	sigwait(&set, &sig);
+	log_info("signal %d: stopping node %u", sig, o.self);
+	ctl_server_stop(ctl);
+	node_stop(n);
+	return 0;
+}

@@ -1,0 +1,68 @@
+/* pagestore.h - a node's store for other nodes' pages (Nswap's "Nswap
+ * Cache"): 4 KiB data pages keyed by (owner, page id) and parity pages
+ * keyed by (owner, parity group), each with the owner's version counter.
+ *
+ * This is the small interface the page service uses; today it is a DRAM
+ * hash table (memory is taken per page and given back on drop, so the
+ * store grows and shrinks with what it holds). The tiered store
+ * (pmem/tierstore.h) can replace it behind the same calls.
+ *
+ * Versions resolve racing operations (Nswap's usage/migration counts):
+ *   store  refused (-ESTALE) if the stored version is newer; an equal
+ *          version overwrites (a retried store is harmless);
+ *   fetch  with version v != 0: -ESTALE unless the stored version is v;
+ *   drop   with version v: -ESTALE if the stored version is newer than v
+ *          (a newer write arrived; the drop was about the old one);
+ *   xor    parity: page ^= delta, creating a zero page when absent; the
+ *          stored version becomes max(stored, v).
+ * A limit (pages) caps what the store accepts: stores of new keys beyond it
+ * fail -ENOSPC; overwrites and drops always work. Lowering the limit below
+ * what is held frees nothing by itself (the caller migrates; over_limit
+ * in the stats says by how much).
+ *
+ * Threads: every function may be called from any thread; one mutex guards
+ * the table and the counters; page copies happen under it. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster/frame.h"
+
+#define PAGESTORE_PAGE FRAME_PAGE_SIZE
+
+struct pagestore;
+
+struct pagestore_key {
+	uint64_t owner;
+	uint32_t kind;          /* FK_DATA or FK_PARITY */
+	uint64_t id;            /* page id, or parity group */
+};
+
+struct pagestore_stats {
+	uint64_t pages, data_pages, parity_pages, limit;
+	uint64_t stores, fetches, drops, xors;
+	uint64_t stale_refused, nospace_refused, not_found;
+};
+
+/* expected_pages sizes the hash table (it still works beyond it). */
+int pagestore_open(struct pagestore **out, uint64_t limit_pages,
+		   uint64_t expected_pages);
+void pagestore_close(struct pagestore *ps);
+void pagestore_set_limit(struct pagestore *ps, uint64_t limit_pages);
+
+/* 0 or -ESTALE, -ENOSPC, -ENOMEM, -EINVAL (bad kind). */
+int pagestore_store(struct pagestore *ps, const struct pagestore_key *k,
+		    uint64_t version, const void *page);
+/* 0 or -ENOENT, -ESTALE. *version_out (may be NULL) gets the stored one. */
+int pagestore_fetch(struct pagestore *ps, const struct pagestore_key *k,
+		    uint64_t version, void *page, uint64_t *version_out);
+/* 0 or -ENOENT, -ESTALE. */
+int pagestore_drop(struct pagestore *ps, const struct pagestore_key *k,
+		   uint64_t version);
+/* Parity update. 0 or -ENOSPC (a new parity page over the limit), -ENOMEM. */
+int pagestore_xor(struct pagestore *ps, const struct pagestore_key *k,
+		  uint64_t version, const void *delta);
+/* Drop every page of owner; returns how many. */
+uint64_t pagestore_drop_owner(struct pagestore *ps, uint64_t owner);
+
+void pagestore_get_stats(struct pagestore *ps, struct pagestore_stats *st);
