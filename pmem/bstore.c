@@ -835,7 +835,8 @@ size_t bstore_obj_blocks(struct bstore *bs, uint64_t id, bool dirty_only,
 		n++;
 	}
 	pthread_mutex_unlock(&bs->lk);
-	qsort(idx, n < max ? n : max, sizeof(*idx), cmp_u64);
+	if (n && max)
+		qsort(idx, n < max ? n : max, sizeof(*idx), cmp_u64);
 	return n;
 }
 
@@ -869,13 +870,24 @@ int bstore_block_write(struct bstore *bs, uint64_t obj, uint64_t idx,
 		       uint32_t off, const void *buf, uint32_t len, bool dirty,
 		       bool if_absent, struct bstore_binfo *info)
 {
+	return bstore_block_write_over(bs, obj, idx, off, buf, len, NULL, 0,
+				       dirty, if_absent, info);
+}
+
+int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
+			    uint32_t off, const void *buf, uint32_t len,
+			    const void *base, uint32_t base_len, bool dirty,
+			    bool if_absent, struct bstore_binfo *info)
+{
 	pthread_mutex_t *kl = key_lock(bs, obj, idx);
 	uint32_t old, p, oldvalid = 0, valid;
+	const uint8_t *src = NULL;
 	struct oslot *os;
 	uint8_t *dst;
 	int ret = 0;
 
-	if ((uint64_t)off + len > bs->g.block_size || !len)
+	if ((uint64_t)off + len > bs->g.block_size || !len ||
+	    base_len > bs->g.block_size)
 		return -EINVAL;
 	pthread_mutex_lock(kl);
 	pthread_mutex_lock(&bs->lk);
@@ -898,20 +910,23 @@ int bstore_block_write(struct bstore *bs, uint64_t obj, uint64_t idx,
 	if (old != NIL) {
 		bs->pb[old].pins++;
 		oldvalid = bs->pb[old].valid;
+		src = blk_data(bs, old);
+	} else if (base) {
+		oldvalid = base_len;
+		src = base;
 	}
 	pthread_mutex_unlock(&bs->lk);
 
 	/* copy-on-write: the new block gets old head, new bytes, old tail */
 	dst = blk_data(bs, p);
 	valid = off + len > oldvalid ? off + len : oldvalid;
-	if (old != NIL && off > 0)
-		region_write(bs->r, dst, blk_data(bs, old),
-			     off < oldvalid ? off : oldvalid);
+	if (src && off > 0 && oldvalid)
+		region_write(bs->r, dst, src, off < oldvalid ? off : oldvalid);
 	if (off > oldvalid)
 		zero_fill(bs, dst + oldvalid, off - oldvalid);
 	region_write(bs->r, dst + off, buf, len);
-	if (old != NIL && off + len < oldvalid)
-		region_write(bs->r, dst + off + len, blk_data(bs, old) + off + len,
+	if (src && off + len < oldvalid)
+		region_write(bs->r, dst + off + len, src + off + len,
 			     oldvalid - off - len);
 	region_persist(bs->r, dst, valid);
 

@@ -127,6 +127,13 @@ size_t bstore_obj_blocks(struct bstore *bs, uint64_t id, bool dirty_only,
 int bstore_block_write(struct bstore *bs, uint64_t obj, uint64_t idx,
 		       uint32_t off, const void *buf, uint32_t len, bool dirty,
 		       bool if_absent, struct bstore_binfo *info);
+/* The same, but when the block is absent its new contents start from
+ * base[0, base_len) (e.g. the backing file's bytes) before buf is laid over
+ * them - atomically with respect to other writers of the block. */
+int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
+			    uint32_t off, const void *buf, uint32_t len,
+			    const void *base, uint32_t base_len, bool dirty,
+			    bool if_absent, struct bstore_binfo *info);
 /* Copy len bytes at off out of the block; bytes past the valid length read
  * as zeros. -ENOENT if the block is not in the store. */
 int bstore_block_read(struct bstore *bs, uint64_t obj, uint64_t idx,

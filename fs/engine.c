@@ -1,0 +1,505 @@
+/* engine.c - the background engines of nvcachefs: write-back (after the last
+ * close plus a delay, at once under cache pressure, everything at unmount;
+ * backing errors keep the data dirty and retry with backoff) and prefetch
+ * (a file opened for use is read into the cache in the background). Backing
+ * writes are batched through liburing. */
+#include "fs/fs.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WB_BATCH 16
+#define BACKOFF_MIN_NS 500000000ull
+#define BACKOFF_MAX_NS 30000000000ull
+
+static __thread struct io_uring ring;
+static __thread int ring_state; /* 0 untried, 1 ok, -1 unavailable */
+static __thread char *wbuf[WB_BATCH];
+
+static void abstime(struct timespec *ts, uint64_t ns_from_now)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += (time_t)(ns_from_now / 1000000000ull);
+	ts->tv_nsec += (long)(ns_from_now % 1000000000ull);
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static void cond_init_mono(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+}
+
+/* Write n buffers at their offsets; all or an error. */
+static int backing_write_batch(int fd, char **bufs, const uint32_t *lens,
+			       const uint64_t *offs, unsigned n)
+{
+	if (ring_state == 0)
+		ring_state = io_uring_queue_init(WB_BATCH * 2, &ring, 0) == 0 ? 1 : -1;
+	if (ring_state == 1) {
+		struct io_uring_cqe *cqe;
+		int err = 0;
+		for (unsigned i = 0; i < n; i++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			io_uring_prep_write(sqe, fd, bufs[i], lens[i], offs[i]);
+			io_uring_sqe_set_data64(sqe, i);
+		}
+		int r = io_uring_submit_and_wait(&ring, n);
+		if (r < 0)
+			return r;
+		for (unsigned i = 0; i < n; i++) {
+			if (io_uring_wait_cqe(&ring, &cqe) < 0)
+				return -EIO;
+			uint64_t k = io_uring_cqe_get_data64(cqe);
+			int res = cqe->res;
+			io_uring_cqe_seen(&ring, cqe);
+			if (res < 0 && !err)
+				err = res;
+			else if (res >= 0 && (uint32_t)res < lens[k] && !err) {
+				/* short write: finish it the plain way */
+				ssize_t w = pwrite(fd, bufs[k] + res, lens[k] - (uint32_t)res,
+						   (off_t)(offs[k] + (uint64_t)res));
+				if (w != (ssize_t)(lens[k] - (uint32_t)res))
+					err = w < 0 ? -errno : -ENOSPC;
+			}
+		}
+		return err;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		ssize_t w = pwrite(fd, bufs[i], lens[i], (off_t)offs[i]);
+		if (w != (ssize_t)lens[i])
+			return w < 0 ? -errno : -ENOSPC;
+	}
+	return 0;
+}
+
+static void log_wb_error(struct fs_inode *ino, int err)
+{
+	char proc[64], path[1024];
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
+	n = readlink(proc, path, sizeof(path) - 1);
+	path[n > 0 ? n : 0] = 0;
+	log_err("write-back of %s failed: %s; the data stays dirty in NVRAM "
+		"and write-back is retried", n > 0 ? path : "(unknown file)",
+		strerror(-err));
+}
+
+int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
+{
+	uint32_t B = fs->cfg.block_size;
+	struct cache_mgr *m = fs->mgr[0];
+	uint64_t obj, size, bsize, *idx = NULL, *ver = NULL, bytes = 0;
+	size_t n = 0;
+	int fd, ret = 0;
+	struct stat st;
+
+	pthread_rwlock_rdlock(&ino->io);
+	pthread_mutex_lock(&ino->lk);
+	obj = ino->doomed ? 0 : ino->obj;
+	size = ino->size;
+	bsize = ino->bsize;
+	fd = obj ? fdata_datafd(fs, ino) : 0;
+	pthread_mutex_unlock(&ino->lk);
+	if (!obj)
+		goto out;
+	if (fd < 0) {
+		ret = fd;
+		goto fail;
+	}
+	n = m->ops->blocks(m, obj, 1, NULL, 0);
+	if (n) {
+		idx = malloc(n * sizeof(*idx));
+		ver = malloc(n * sizeof(*ver));
+		if (!idx || !ver) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		size_t n2 = m->ops->blocks(m, obj, 1, idx, n);
+		if (n2 < n)
+			n = n2; /* some were cleaned meanwhile */
+	}
+	if (!n && bsize == size)
+		goto out;
+	if (bsize != size && ftruncate(fd, (off_t)size) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	for (unsigned i = 0; i < WB_BATCH; i++)
+		if (!wbuf[i] && !(wbuf[i] = malloc(B))) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	for (size_t i = 0; i < n; ) {
+		uint32_t lens[WB_BATCH];
+		uint64_t offs[WB_BATCH];
+		char *bufs[WB_BATCH];
+		unsigned k = 0;
+		for (; i < n && k < WB_BATCH; i++) {
+			struct bstore_binfo bi;
+			struct cache_mgr *o = fs_mgr_for(fs, ino, idx[i]);
+			uint64_t start = idx[i] * B;
+			ver[i] = 0;
+			if (start >= size ||
+			    o->ops->read(o, obj, idx[i], 0, wbuf[k], B, &bi) < 0)
+				continue;
+			ver[i] = bi.version;
+			lens[k] = bi.valid;
+			if (start + lens[k] > size)
+				lens[k] = (uint32_t)(size - start);
+			if (!lens[k])
+				continue;
+			offs[k] = start;
+			bufs[k] = wbuf[k];
+			bytes += lens[k];
+			k++;
+		}
+		if (k && (ret = backing_write_batch(fd, bufs, lens, offs, k)) < 0)
+			goto fail;
+	}
+	if (fdatasync(fd) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	/* only now, with the bytes durable in the backing file, may the
+	 * cache forget that they are dirty */
+	for (size_t i = 0; i < n; i++) {
+		struct cache_mgr *o = fs_mgr_for(fs, ino, idx[i]);
+		if (ver[i])
+			o->ops->flush(o, obj, idx[i], ver[i]);
+	}
+	atomic_fetch_add(&fs->st.written_back, bytes);
+	pthread_mutex_lock(&ino->lk);
+	if (fstat(fd, &st) == 0)
+		ino->bsize = (uint64_t)st.st_size;
+	pthread_mutex_unlock(&ino->lk);
+	goto out;
+fail:
+	atomic_fetch_add(&fs->st.backing_errors, 1);
+	log_wb_error(ino, ret);
+out:
+	pthread_rwlock_unlock(&ino->io);
+	free(idx);
+	free(ver);
+	return ret;
+}
+
+/* ---- the dirty list ---- */
+
+static void dirty_add(struct fs *fs, struct fs_inode *ino)
+{
+	ino->on_dirty = true;
+	ino->dprev = NULL;
+	ino->dnext = fs->dirty_head;
+	if (fs->dirty_head)
+		fs->dirty_head->dprev = ino;
+	fs->dirty_head = ino;
+	fs->ndirty_files++;
+}
+
+static void dirty_del(struct fs *fs, struct fs_inode *ino)
+{
+	if (ino->dprev)
+		ino->dprev->dnext = ino->dnext;
+	else
+		fs->dirty_head = ino->dnext;
+	if (ino->dnext)
+		ino->dnext->dprev = ino->dprev;
+	ino->dnext = ino->dprev = NULL;
+	ino->on_dirty = false;
+	fs->ndirty_files--;
+}
+
+void engine_mark_dirty(struct fs *fs, struct fs_inode *ino)
+{
+	bool added = false;
+
+	pthread_mutex_lock(&ino->lk);
+	pthread_mutex_lock(&fs->wb_lk);
+	if (!ino->on_dirty && !ino->doomed) {
+		dirty_add(fs, ino);
+		ino->wb_due_ns = ino->opens ? 0 : clock_now_ns() + fs->cfg.wb_delay_ns;
+		added = true;
+	}
+	pthread_mutex_unlock(&fs->wb_lk);
+	pthread_mutex_unlock(&ino->lk);
+	if (added)
+		fs_inode_ref(fs, ino);
+}
+
+void engine_schedule(struct fs *fs, struct fs_inode *ino)
+{
+	pthread_mutex_lock(&fs->wb_lk);
+	if (ino->on_dirty) {
+		ino->wb_due_ns = clock_now_ns() + fs->cfg.wb_delay_ns;
+		if (ino->backoff_ns)
+			ino->wb_due_ns += ino->backoff_ns;
+		pthread_cond_signal(&fs->wb_cv);
+	}
+	pthread_mutex_unlock(&fs->wb_lk);
+}
+
+void engine_hold(struct fs *fs, struct fs_inode *ino)
+{
+	pthread_mutex_lock(&fs->wb_lk);
+	if (ino->on_dirty && !ino->backoff_ns)
+		ino->wb_due_ns = 0;
+	pthread_mutex_unlock(&fs->wb_lk);
+}
+
+void engine_forget_dirty(struct fs *fs, struct fs_inode *ino)
+{
+	bool removed = false;
+
+	pthread_mutex_lock(&fs->wb_lk);
+	if (ino->on_dirty && !ino->wb_busy) {
+		dirty_del(fs, ino);
+		removed = true;
+	}
+	pthread_mutex_unlock(&fs->wb_lk);
+	if (removed)
+		fs_inode_unref(fs, ino);
+}
+
+uint32_t engine_queue_len(struct fs *fs)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&fs->wb_lk);
+	n = fs->ndirty_files;
+	pthread_mutex_unlock(&fs->wb_lk);
+	return n;
+}
+
+void engine_wait_space(struct fs *fs)
+{
+	struct timespec ts;
+
+	atomic_fetch_add(&fs->st.bp_waits, 1);
+	pthread_mutex_lock(&fs->wb_lk);
+	fs->wb_urgent = true;
+	pthread_cond_signal(&fs->wb_cv);
+	abstime(&ts, 50000000ull);
+	pthread_cond_timedwait(&fs->space_cv, &fs->wb_lk, &ts);
+	pthread_mutex_unlock(&fs->wb_lk);
+}
+
+/* Pick the next inode to write back (wb_lk held). */
+static struct fs_inode *wb_pick(struct fs *fs, uint64_t now, uint64_t *next)
+{
+	bool forced = fs->wb_urgent || fs->wb_all;
+
+	for (struct fs_inode *i = fs->dirty_head; i; i = i->dnext) {
+		if (i->wb_busy)
+			continue;
+		bool errored_wait = i->backoff_ns && i->wb_due_ns > now;
+		if (i->wb_due_ns && i->wb_due_ns <= now)
+			return i;
+		if (forced && !errored_wait)
+			return i;
+		if (i->wb_due_ns && i->wb_due_ns < *next)
+			*next = i->wb_due_ns;
+	}
+	return NULL;
+}
+
+static void *wb_main(void *arg)
+{
+	struct fs *fs = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&fs->wb_lk);
+	for (;;) {
+		uint64_t now = clock_now_ns(), next = now + 1000000000ull;
+		struct fs_inode *pick = wb_pick(fs, now, &next);
+
+		if (!pick) {
+			if (fs->wb_urgent) {
+				fs->wb_urgent = false;
+				pthread_cond_broadcast(&fs->space_cv);
+			}
+			if (fs->stop)
+				break;
+			abstime(&ts, next - now);
+			pthread_cond_timedwait(&fs->wb_cv, &fs->wb_lk, &ts);
+			continue;
+		}
+		pick->wb_busy = true;
+		pthread_mutex_unlock(&fs->wb_lk);
+		int r = engine_writeback_inode(fs, pick);
+		struct cache_mgr *m = fs->mgr[0];
+		pthread_mutex_lock(&pick->lk);
+		size_t left = pick->obj && !pick->doomed ?
+			      m->ops->blocks(m, pick->obj, 1, NULL, 0) : 0;
+		bool open = pick->opens > 0;
+		uint64_t size = pick->size, bsize = pick->bsize;
+		pthread_mutex_unlock(&pick->lk);
+		pthread_mutex_lock(&fs->wb_lk);
+		pick->wb_busy = false;
+		now = clock_now_ns();
+		bool drop = false;
+		if (r < 0) {
+			pick->backoff_ns = pick->backoff_ns ?
+				pick->backoff_ns * 2 : BACKOFF_MIN_NS;
+			if (pick->backoff_ns > BACKOFF_MAX_NS)
+				pick->backoff_ns = BACKOFF_MAX_NS;
+			pick->wb_due_ns = now + pick->backoff_ns;
+		} else {
+			pick->backoff_ns = 0;
+			if (!left && size == bsize) {
+				dirty_del(fs, pick);
+				drop = true;
+			} else {
+				pick->wb_due_ns = open ? 0 : now + fs->cfg.wb_delay_ns;
+			}
+		}
+		pthread_cond_broadcast(&fs->space_cv);
+		if (drop) {
+			pthread_mutex_unlock(&fs->wb_lk);
+			fs_inode_unref(fs, pick);
+			pthread_mutex_lock(&fs->wb_lk);
+		}
+	}
+	pthread_mutex_unlock(&fs->wb_lk);
+	return NULL;
+}
+
+/* ---- prefetch ---- */
+
+void engine_prefetch(struct fs *fs, struct fs_inode *ino)
+{
+	bool added = false;
+
+	pthread_mutex_lock(&fs->wb_lk);
+	if (!ino->on_pf && !fs->stop) {
+		ino->on_pf = true;
+		ino->pfnext = NULL;
+		if (fs->pf_tail)
+			fs->pf_tail->pfnext = ino;
+		else
+			fs->pf_head = ino;
+		fs->pf_tail = ino;
+		added = true;
+		pthread_cond_signal(&fs->pf_cv);
+	}
+	pthread_mutex_unlock(&fs->wb_lk);
+	if (added)
+		fs_inode_ref(fs, ino);
+}
+
+static void prefetch_file(struct fs *fs, struct fs_inode *ino)
+{
+	uint32_t B = fs->cfg.block_size;
+	struct bstore_stats st;
+
+	for (uint64_t blk = 0; !fs->stop; blk++) {
+		pthread_mutex_lock(&ino->lk);
+		bool go = blk * B < ino->bsize && !ino->doomed && ino->opens > 0;
+		pthread_mutex_unlock(&ino->lk);
+		if (!go)
+			break;
+		/* never evict for a prefetch: stop when the cache is 3/4 full */
+		fs->mgr[0]->ops->stats(fs->mgr[0], &st);
+		if (st.blocks_used * 4 >= st.blocks_total * 3)
+			break;
+		ssize_t r = fdata_prefetch_block(fs, ino, blk);
+		if (r < 0)
+			break;
+		atomic_fetch_add(&fs->st.prefetched, (uint64_t)r);
+	}
+}
+
+static void *pf_main(void *arg)
+{
+	struct fs *fs = arg;
+
+	pthread_mutex_lock(&fs->wb_lk);
+	while (!fs->stop) {
+		struct fs_inode *ino = fs->pf_head;
+		if (!ino) {
+			pthread_cond_wait(&fs->pf_cv, &fs->wb_lk);
+			continue;
+		}
+		fs->pf_head = ino->pfnext;
+		if (!fs->pf_head)
+			fs->pf_tail = NULL;
+		pthread_mutex_unlock(&fs->wb_lk);
+		prefetch_file(fs, ino);
+		pthread_mutex_lock(&fs->wb_lk);
+		ino->on_pf = false;
+		pthread_mutex_unlock(&fs->wb_lk);
+		fs_inode_unref(fs, ino);
+		pthread_mutex_lock(&fs->wb_lk);
+	}
+	/* drop what is still queued */
+	while (fs->pf_head) {
+		struct fs_inode *ino = fs->pf_head;
+		fs->pf_head = ino->pfnext;
+		ino->on_pf = false;
+		pthread_mutex_unlock(&fs->wb_lk);
+		fs_inode_unref(fs, ino);
+		pthread_mutex_lock(&fs->wb_lk);
+	}
+	fs->pf_tail = NULL;
+	pthread_mutex_unlock(&fs->wb_lk);
+	return NULL;
+}
+
+int engine_start(struct fs *fs)
+{
+	int r;
+
+	cond_init_mono(&fs->wb_cv);
+	cond_init_mono(&fs->space_cv);
+	pthread_cond_init(&fs->pf_cv, NULL);
+	r = pthread_create(&fs->wb_thread, NULL, wb_main, fs);
+	if (r)
+		return -r;
+	r = pthread_create(&fs->pf_thread, NULL, pf_main, fs);
+	if (r) {
+		pthread_mutex_lock(&fs->wb_lk);
+		fs->stop = true;
+		pthread_cond_broadcast(&fs->wb_cv);
+		pthread_mutex_unlock(&fs->wb_lk);
+		pthread_join(fs->wb_thread, NULL);
+		return -r;
+	}
+	fs->threads_started = true;
+	return 0;
+}
+
+int engine_stop(struct fs *fs)
+{
+	uint32_t left;
+
+	if (!fs->threads_started)
+		return 0;
+	pthread_mutex_lock(&fs->wb_lk);
+	fs->stop = true;
+	fs->wb_all = true;
+	pthread_cond_broadcast(&fs->wb_cv);
+	pthread_cond_broadcast(&fs->pf_cv);
+	pthread_mutex_unlock(&fs->wb_lk);
+	pthread_join(fs->pf_thread, NULL);
+	pthread_join(fs->wb_thread, NULL);
+	fs->threads_started = false;
+	left = engine_queue_len(fs);
+	return (int)left;
+}

@@ -1,0 +1,453 @@
+/* fdata.c - file data through the cache: reads served from NVRAM (fetching
+ * missing blocks from the backing file first), writes acknowledged once
+ * persisted in NVRAM, truncation applied to both. See fs.h for locking. */
+#include "fs/fs.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct cache_mgr *fs_mgr_for(struct fs *fs, struct fs_inode *ino, uint64_t blk)
+{
+	if (fs->nmgr == 1)
+		return fs->mgr[0];
+	return fs->mgr[stripe_owner(&ino->smap, blk * fs->cfg.block_size)];
+}
+
+int fdata_datafd(struct fs *fs, struct fs_inode *ino)
+{
+	char proc[64];
+	(void)fs;
+
+	if (ino->datafd >= 0)
+		return ino->datafd;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
+	/* the cache reads (prefetch) and writes (write-back) whatever mode
+	 * the user opened with; an immutable file only allows reading */
+	ino->datafd = open(proc, O_RDWR | O_CLOEXEC);
+	if (ino->datafd < 0)
+		ino->datafd = open(proc, O_RDONLY | O_CLOEXEC);
+	return ino->datafd < 0 ? -errno : ino->datafd;
+}
+
+void fdata_identity(struct fs *fs, struct fs_inode *ino, struct bstore_obj *o)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char buf[BSTORE_HANDLE_MAX];
+	} h;
+	char proc[64], path[4096];
+	size_t blen = strlen(fs->cfg.backing);
+	ssize_t n;
+	int mnt;
+
+	h.fh.handle_bytes = BSTORE_HANDLE_MAX;
+	if (name_to_handle_at(ino->fd, "", &h.fh, &mnt, AT_EMPTY_PATH) == 0 &&
+	    h.fh.handle_bytes <= BSTORE_HANDLE_MAX) {
+		o->handle_type = (uint32_t)h.fh.handle_type;
+		o->handle_len = h.fh.handle_bytes;
+		memcpy(o->handle, h.fh.f_handle, h.fh.handle_bytes);
+	} else {
+		o->handle_len = 0;
+	}
+	o->path[0] = 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
+	n = readlink(proc, path, sizeof(path) - 1);
+	if (n > 0) {
+		path[n] = 0;
+		if (!strncmp(path, fs->cfg.backing, blen) && path[blen] == '/' &&
+		    strlen(path + blen + 1) < BSTORE_PATH_MAX)
+			snprintf(o->path, BSTORE_PATH_MAX, "%s", path + blen + 1);
+	}
+}
+
+/* Create the cache object of the inode (ino->lk held). */
+static int ensure_obj(struct fs *fs, struct fs_inode *ino)
+{
+	struct bstore_obj o = { 0 };
+	int ret;
+
+	if (ino->obj)
+		return 0;
+	fdata_identity(fs, ino, &o);
+	o.size = ino->size;
+	ret = fs->mgr[0]->ops->obj_create(fs->mgr[0], &o);
+	if (ret < 0) {
+		log_warn("cache object table full (%s); file not cached",
+			 strerror(-ret));
+		return ret;
+	}
+	ino->obj = o.id;
+	return 0;
+}
+
+/* Persist the size into the object record (ino->lk held). */
+static void save_size(struct fs *fs, struct fs_inode *ino)
+{
+	struct bstore_obj o;
+	struct cache_mgr *m = fs->mgr[0];
+
+	if (!ino->obj || m->ops->obj_get(m, ino->obj, &o) < 0)
+		return;
+	o.size = ino->size;
+	if (ino->doomed)
+		o.uflags |= OBJ_DOOMED;
+	m->ops->obj_update(m, &o);
+}
+
+int fdata_inode_init(struct fs *fs, struct fs_inode *ino)
+{
+	struct stat st;
+	int ret = 0;
+
+	pthread_mutex_lock(&ino->lk);
+	if (!ino->sized) {
+		if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0) {
+			ret = -errno;
+		} else {
+			ino->size = ino->bsize = (uint64_t)st.st_size;
+			ino->sized = true;
+			stripe_map_init(&ino->smap, fs->cfg.stripe_unit, fs->nmgr,
+					(uint32_t)ino->ino, ino->size,
+					fs->cfg.block_size);
+		}
+	}
+	if (ret == 0)
+		ret = fdata_datafd(fs, ino) < 0 ? -errno : 0;
+	pthread_mutex_unlock(&ino->lk);
+	return ret;
+}
+
+/* Read block blk's bytes from the backing file (up to the backing size). */
+static ssize_t fetch(struct fs *fs, struct fs_inode *ino, uint64_t blk,
+		     char *buf, uint64_t bsize)
+{
+	uint64_t start = blk * fs->cfg.block_size, want;
+	ssize_t n, got = 0;
+
+	if (start >= bsize)
+		return 0;
+	want = bsize - start < fs->cfg.block_size ? bsize - start : fs->cfg.block_size;
+	while ((uint64_t)got < want) {
+		n = pread(ino->datafd, buf + got, want - (uint64_t)got,
+			  (off_t)(start + (uint64_t)got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			atomic_fetch_add(&fs->st.backing_errors, 1);
+			log_err("backing read at %llu failed: %s",
+				(unsigned long long)start, strerror(errno));
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += n;
+	}
+	return got;
+}
+
+static __thread char *tbuf;
+
+static char *block_buf(struct fs *fs)
+{
+	if (!tbuf)
+		tbuf = malloc(fs->cfg.block_size);
+	return tbuf;
+}
+
+ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		   size_t len, char *buf)
+{
+	uint32_t B = fs->cfg.block_size;
+	uint64_t size, bsize, obj;
+	size_t done = 0;
+	ssize_t ret = 0;
+	char *tmp = block_buf(fs);
+
+	if (!tmp)
+		return -ENOMEM;
+	pthread_rwlock_rdlock(&ino->io);
+	pthread_mutex_lock(&ino->lk);
+	size = ino->size;
+	bsize = ino->bsize;
+	obj = ino->obj;
+	pthread_mutex_unlock(&ino->lk);
+	if (off >= size)
+		goto out;
+	if (len > size - off)
+		len = size - off;
+	while (done < len) {
+		uint64_t pos = off + done, blk = pos / B;
+		uint32_t boff = (uint32_t)(pos % B);
+		uint32_t n = B - boff < len - done ? B - boff : (uint32_t)(len - done);
+		struct cache_mgr *m = fs_mgr_for(fs, ino, blk);
+		int r = -ENOENT;
+
+		if (obj)
+			r = m->ops->read(m, obj, blk, boff, buf + done, n, NULL);
+		if (r == 0) {
+			atomic_fetch_add(&fs->st.hits, 1);
+			done += n;
+			continue;
+		}
+		if (r != -ENOENT) {
+			ret = r;
+			goto out;
+		}
+		atomic_fetch_add(&fs->st.misses, 1);
+		ssize_t got = fetch(fs, ino, blk, tmp, bsize);
+		if (got < 0) {
+			ret = got;
+			goto out;
+		}
+		if (got > 0) {
+			pthread_mutex_lock(&ino->lk);
+			if (ensure_obj(fs, ino) == 0)
+				obj = ino->obj;
+			pthread_mutex_unlock(&ino->lk);
+			if (obj) {
+				r = m->ops->write(m, obj, blk, 0, tmp, (uint32_t)got,
+						  NULL, 0, CM_IF_ABSENT, NULL);
+				if (r == -EEXIST)
+					continue; /* someone cached it first: read that */
+			}
+		}
+		if ((ssize_t)boff < got) {
+			uint32_t c = (uint32_t)got - boff < n ? (uint32_t)got - boff : n;
+			memcpy(buf + done, tmp + boff, c);
+			memset(buf + done + c, 0, n - c);
+		} else {
+			memset(buf + done, 0, n);
+		}
+		done += n;
+	}
+	ret = (ssize_t)done;
+out:
+	pthread_rwlock_unlock(&ino->io);
+	return ret;
+}
+
+ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		    size_t len, const char *buf)
+{
+	uint32_t B = fs->cfg.block_size;
+	uint64_t bsize, obj;
+	size_t done = 0;
+	ssize_t ret = 0;
+	char *tmp = block_buf(fs);
+
+	if (!tmp)
+		return -ENOMEM;
+	pthread_rwlock_rdlock(&ino->io);
+	pthread_mutex_lock(&ino->lk);
+	ret = ensure_obj(fs, ino);
+	bsize = ino->bsize;
+	obj = ino->obj;
+	pthread_mutex_unlock(&ino->lk);
+	if (ret < 0)
+		goto out;
+	while (done < len) {
+		uint64_t pos = off + done, blk = pos / B, start = blk * B;
+		uint32_t boff = (uint32_t)(pos % B);
+		uint32_t n = B - boff < len - done ? B - boff : (uint32_t)(len - done);
+		struct cache_mgr *m = fs_mgr_for(fs, ino, blk);
+		uint64_t inback = bsize > start ? bsize - start : 0;
+		ssize_t base_len = 0;
+		int r;
+
+		if (inback > B)
+			inback = B;
+		/* a partial write of an uncached block needs the block's
+		 * backing bytes around it */
+		if (inback && !(boff == 0 && n >= inback) &&
+		    m->ops->info(m, obj, blk, NULL) == -ENOENT) {
+			atomic_fetch_add(&fs->st.misses, 1);
+			base_len = fetch(fs, ino, blk, tmp, bsize);
+			if (base_len < 0) {
+				ret = base_len;
+				goto out;
+			}
+		}
+		for (;;) {
+			r = m->ops->write(m, obj, blk, boff, buf + done, n, tmp,
+					  (uint32_t)base_len, CM_DIRTY, NULL);
+			if (r != -ENOSPC)
+				break;
+			engine_wait_space(fs); /* back-pressure, never ENOSPC */
+		}
+		if (r < 0) {
+			ret = r;
+			goto out;
+		}
+		done += n;
+	}
+	pthread_mutex_lock(&ino->lk);
+	if (off + len > ino->size) {
+		ino->size = off + len;
+		save_size(fs, ino);
+	}
+	pthread_mutex_unlock(&ino->lk);
+	engine_mark_dirty(fs, ino);
+	ret = (ssize_t)done;
+out:
+	pthread_rwlock_unlock(&ino->io);
+	return ret;
+}
+
+/* Drop cached bytes at and past size (ino->io held for writing). */
+static void trim(struct fs *fs, struct fs_inode *ino, uint64_t size)
+{
+	uint32_t B = fs->cfg.block_size;
+	struct cache_mgr *m = fs->mgr[0];
+	uint64_t *idx;
+	size_t n, cap = 64;
+
+	if (!ino->obj)
+		return;
+	for (;;) {
+		idx = malloc(cap * sizeof(*idx));
+		if (!idx)
+			return;
+		n = m->ops->blocks(m, ino->obj, 0, idx, cap);
+		if (n <= cap)
+			break;
+		free(idx);
+		cap = n + 64;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t start = idx[i] * B;
+		struct cache_mgr *o = fs_mgr_for(fs, ino, idx[i]);
+		if (start >= size)
+			o->ops->drop(o, ino->obj, idx[i], 0);
+		else if (start + B > size)
+			o->ops->drop(o, ino->obj, idx[i], (uint32_t)(size - start));
+	}
+	free(idx);
+}
+
+int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
+{
+	int ret = 0, fd;
+
+	pthread_rwlock_wrlock(&ino->io);
+	pthread_mutex_lock(&ino->lk);
+	fd = fdata_datafd(fs, ino);
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0) {
+		ret = -errno;
+		pthread_mutex_unlock(&ino->lk);
+		goto out;
+	}
+	trim(fs, ino, size);
+	if (!ino->sized)
+		stripe_map_init(&ino->smap, fs->cfg.stripe_unit, fs->nmgr,
+				(uint32_t)ino->ino, size, fs->cfg.block_size);
+	ino->size = ino->bsize = size;
+	ino->sized = true;
+	if (size == 0)
+		ino->prefetched = true; /* nothing to fetch after O_TRUNC */
+	save_size(fs, ino);
+	pthread_mutex_unlock(&ino->lk);
+out:
+	pthread_rwlock_unlock(&ino->io);
+	return ret;
+}
+
+int fdata_zero(struct fs *fs, struct fs_inode *ino, uint64_t off, uint64_t len)
+{
+	uint64_t size;
+	char *z;
+	int ret = 0;
+
+	pthread_mutex_lock(&ino->lk);
+	size = ino->size;
+	pthread_mutex_unlock(&ino->lk);
+	if (off >= size)
+		return 0;
+	if (len > size - off)
+		len = size - off;
+	z = calloc(1, fs->cfg.block_size);
+	if (!z)
+		return -ENOMEM;
+	while (len && ret >= 0) {
+		size_t n = len < fs->cfg.block_size ? len : fs->cfg.block_size;
+		ssize_t w = fdata_write(fs, ino, off, n, z);
+		if (w < 0)
+			ret = (int)w;
+		off += n;
+		len -= n;
+	}
+	free(z);
+	return ret < 0 ? ret : 0;
+}
+
+ssize_t fdata_prefetch_block(struct fs *fs, struct fs_inode *ino, uint64_t blk)
+{
+	struct cache_mgr *m = fs_mgr_for(fs, ino, blk);
+	char *tmp = block_buf(fs);
+	ssize_t got = 0;
+	int r;
+
+	if (!tmp)
+		return -ENOMEM;
+	pthread_rwlock_rdlock(&ino->io);
+	pthread_mutex_lock(&ino->lk);
+	uint64_t bsize = ino->bsize;
+	r = ensure_obj(fs, ino);
+	uint64_t obj = ino->obj;
+	pthread_mutex_unlock(&ino->lk);
+	if (r == 0 && m->ops->info(m, obj, blk, NULL) == -ENOENT) {
+		got = fetch(fs, ino, blk, tmp, bsize);
+		if (got > 0) {
+			r = m->ops->write(m, obj, blk, 0, tmp, (uint32_t)got, NULL,
+					  0, CM_IF_ABSENT, NULL);
+			if (r < 0)
+				got = r == -EEXIST ? 0 : r;
+		}
+	}
+	pthread_rwlock_unlock(&ino->io);
+	return r < 0 ? r : got;
+}
+
+void fdata_doom(struct fs *fs, struct fs_inode *ino)
+{
+	uint64_t ndirty = 0;
+	struct cache_mgr *m = fs->mgr[0];
+
+	engine_forget_dirty(fs, ino);
+	pthread_mutex_lock(&ino->lk);
+	if (!ino->doomed) {
+		ino->doomed = true;
+		if (ino->obj) {
+			ndirty = m->ops->blocks(m, ino->obj, 1, NULL, 0);
+			if (ndirty)
+				atomic_fetch_add(&fs->st.dropped_unlinked, 1);
+			if (ino->opens == 0) {
+				m->ops->obj_delete(m, ino->obj);
+				ino->obj = 0;
+			} else {
+				save_size(fs, ino); /* persists OBJ_DOOMED */
+			}
+		}
+	}
+	pthread_mutex_unlock(&ino->lk);
+}
+
+void fdata_release_obj(struct fs *fs, struct fs_inode *ino)
+{
+	struct cache_mgr *m = fs->mgr[0];
+
+	pthread_mutex_lock(&ino->lk);
+	if (ino->obj) {
+		if (ino->doomed ||
+		    (m->ops->blocks(m, ino->obj, 1, NULL, 0) == 0)) {
+			m->ops->obj_delete(m, ino->obj);
+			ino->obj = 0;
+		}
+	}
+	pthread_mutex_unlock(&ino->lk);
+}

@@ -1,0 +1,158 @@
+/* fs.h - nvcachefs's shared state: configuration, the inode table (backing
+ * inodes held by O_PATH fds, as in libfuse's passthrough_ll), per-inode cache
+ * state, and the entry points of the data path (fdata.c), the write-back and
+ * prefetch engines (engine.c) and recovery (recovery.c). ops.c is the FUSE
+ * glue, main.c parses options and mounts.
+ *
+ * Locks, outermost first:
+ *   fs_inode.io (rwlock): truncate takes it for writing; read, write,
+ *       prefetch and write-back of the inode take it for reading, so a
+ *       truncate never interleaves with data moving in or out of the cache.
+ *   fs_inode.lk (mutex): the inode's cache fields (size, obj, opens, flags).
+ *   fs.wb_lk: the dirty list, wb_due, the prefetch queue.
+ *   fs.itab_lk: the inode table, nlookup, refs.
+ * The cache managers do their own locking (cache_mgr.h). */
+#pragma once
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "fs/cache_mgr.h"
+#include "fs/stripe.h"
+
+struct fs_config {
+	char *backing;         /* realpath of the backing directory */
+	char *mountpoint;      /* realpath of the mount point */
+	char *nvram;           /* NVRAM file */
+	uint64_t cache_size;   /* bytes of file data the cache holds */
+	uint64_t stripe_unit;  /* 0 = auto (one equal part per manager) */
+	uint32_t block_size;   /* cache block (NVRAM allocation unit) */
+	uint64_t wb_delay_ns;  /* write-back delay after the last close */
+	bool fsync_backing;    /* fsync waits for the backing file too */
+	bool writeback_cache;  /* FUSE kernel write-back cache (weaker) */
+	bool foreground;
+	uint32_t lat_ns, flush_ns;
+	uint64_t bw_bps;
+};
+
+struct fs_inode {
+	/* identity, fixed after creation */
+	int fd;                /* O_PATH fd of the backing inode */
+	dev_t dev;
+	ino_t ino;
+	struct fs_inode *hnext;  /* itab chain (itab_lk) */
+	uint64_t nlookup;        /* kernel's lookups (itab_lk) */
+	uint32_t refs;           /* handles, queues (itab_lk) */
+
+	pthread_rwlock_t io;
+	pthread_mutex_t lk;
+	int datafd;            /* O_RDWR (or O_RDONLY) fd for cache I/O, -1 */
+	uint64_t obj;          /* cache object id, 0 = none yet */
+	bool sized;            /* size is authoritative (cache state exists) */
+	uint64_t size;         /* logical file size */
+	uint64_t bsize;        /* the backing file's size as we left it */
+	uint32_t opens, writers;
+	bool doomed;           /* unlinked: its dirty data is never written */
+	bool created;          /* created through this mount */
+	bool prefetched;       /* prefetch queued or done since last truncate */
+	struct stripe_map smap;
+
+	/* write-back (wb_lk) */
+	bool on_dirty, wb_busy;
+	uint64_t wb_due_ns;    /* 0: not scheduled (open, or urgent only) */
+	uint64_t backoff_ns;
+	struct fs_inode *dnext, *dprev;
+	bool on_pf;
+	struct fs_inode *pfnext;
+};
+
+struct fs_stats {
+	atomic_uint_fast64_t hits, misses, prefetched, written_back;
+	atomic_uint_fast64_t backing_errors, bp_waits, dropped_unlinked;
+	atomic_uint_fast64_t recovered_files, recovered_bytes;
+};
+
+struct fs {
+	struct fs_config cfg;
+	struct cache_mgr *mgr[1];
+	uint32_t nmgr;
+	int backing_fd;        /* O_RDONLY|O_DIRECTORY of the backing root */
+	struct fs_inode root;
+
+	pthread_mutex_t itab_lk;
+	struct fs_inode **itab;
+	size_t itab_size;
+
+	pthread_mutex_t wb_lk;
+	pthread_cond_t wb_cv;     /* wakes the write-back thread */
+	pthread_cond_t space_cv;  /* a write-back finished: space may be free */
+	pthread_cond_t pf_cv;
+	struct fs_inode *dirty_head;
+	uint32_t ndirty_files;
+	bool wb_urgent, wb_all, stop;
+	struct fs_inode *pf_head, *pf_tail;
+	pthread_t wb_thread, pf_thread;
+	bool threads_started;
+
+	struct fs_stats st;
+};
+
+/* inode table (ops.c) */
+void fs_inode_ref(struct fs *fs, struct fs_inode *ino);
+void fs_inode_unref(struct fs *fs, struct fs_inode *ino);
+
+/* the manager owning block blk of the file */
+struct cache_mgr *fs_mgr_for(struct fs *fs, struct fs_inode *ino, uint64_t blk);
+
+/* fdata.c: the data path. All take ino->io themselves. */
+/* Set up the cache state of an inode from its backing file (first open). */
+int fdata_inode_init(struct fs *fs, struct fs_inode *ino);
+int fdata_datafd(struct fs *fs, struct fs_inode *ino); /* ino->lk held */
+ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		   size_t len, char *buf);
+ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		    size_t len, const char *buf);
+int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size);
+/* Zero [off, off+len) in the cache (punch hole / zero range). */
+int fdata_zero(struct fs *fs, struct fs_inode *ino, uint64_t off,
+	       uint64_t len);
+/* Fetch one block from the backing file into the cache if absent (prefetch).
+ * Returns bytes fetched, 0 if present or past the backing end, or -errno. */
+ssize_t fdata_prefetch_block(struct fs *fs, struct fs_inode *ino,
+			     uint64_t blk);
+/* The inode was unlinked for good: forget its dirty data. */
+void fdata_doom(struct fs *fs, struct fs_inode *ino);
+/* Drop the inode's cache object if it holds nothing dirty (forget, unmount). */
+void fdata_release_obj(struct fs *fs, struct fs_inode *ino);
+
+/* engine.c: write-back and prefetch threads */
+int engine_start(struct fs *fs);
+/* Write back everything, stop the threads (unmount). Returns the number of
+ * files left dirty (backing errors). */
+int engine_stop(struct fs *fs);
+/* Writes made the inode dirty (ino->lk not held). */
+void engine_mark_dirty(struct fs *fs, struct fs_inode *ino);
+/* The last handle was closed: schedule write-back after the delay. */
+void engine_schedule(struct fs *fs, struct fs_inode *ino);
+/* The file is open again: hold write-back until the next last close. */
+void engine_hold(struct fs *fs, struct fs_inode *ino);
+void engine_forget_dirty(struct fs *fs, struct fs_inode *ino);
+/* Write the inode's dirty blocks to the backing file and fsync it, now. */
+int engine_writeback_inode(struct fs *fs, struct fs_inode *ino);
+void engine_prefetch(struct fs *fs, struct fs_inode *ino);
+/* Wait for free cache space (back-pressure): wake write-back, sleep a bit. */
+void engine_wait_space(struct fs *fs);
+uint32_t engine_queue_len(struct fs *fs);
+
+/* recovery.c: write back what a previous run left dirty in NVRAM. Returns
+ * the number of files that could not be written back (left in NVRAM). */
+int recovery_run(struct fs *fs);
+
+/* identity of a file for recovery: a file handle and a path (fdata.c) */
+void fdata_identity(struct fs *fs, struct fs_inode *ino, struct bstore_obj *o);
+
+/* uflags of cache objects */
+#define OBJ_DOOMED 1u

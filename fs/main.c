@@ -1,0 +1,449 @@
+/* main.c - nvcachefs: options (also as mount.fuse3 passes them), checks that
+ * refuse a bad backing dir or NVRAM file before daemonising, recovery, the
+ * mount, the control socket, and the write-back at unmount. */
+#include "fs/ops.h"
+
+#include "common/ctl.h"
+#include "common/log.h"
+#include "common/opts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_opt.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#define DEFAULT_CACHE (1ull << 30)
+#define DEFAULT_BLOCK (64u << 10)
+#define DEFAULT_STRIPE (1ull << 20)
+
+struct cli {
+	char *backing, *nvram, *cache_size, *stripe_unit, *wb_delay, *fsync;
+	char *lat, *flush, *bw, *block;
+	int writeback_cache, foreground, help, version;
+	char *arg[2];
+	int nargs;
+};
+
+#define OPT(t, f) { t, offsetof(struct cli, f), 1 }
+static const struct fuse_opt cli_spec[] = {
+	OPT("backing=%s", backing),
+	OPT("nvram=%s", nvram),
+	OPT("cache_size=%s", cache_size),
+	OPT("stripe_unit=%s", stripe_unit),
+	OPT("block_size=%s", block),
+	OPT("writeback_delay=%s", wb_delay),
+	OPT("fsync=%s", fsync),
+	OPT("nvram_lat_ns=%s", lat),
+	OPT("nvram_flush_ns=%s", flush),
+	OPT("nvram_bw=%s", bw),
+	OPT("writeback_cache", writeback_cache),
+	OPT("-f", foreground),
+	OPT("-h", help),
+	OPT("--help", help),
+	OPT("-V", version),
+	OPT("--version", version),
+	/* fstab words mount.fuse3 may hand through: not FUSE options */
+	FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_END
+};
+
+static int cli_proc(void *data, const char *arg, int key,
+		    struct fuse_args *out)
+{
+	struct cli *c = data;
+	(void)out;
+
+	if (key == FUSE_OPT_KEY_NONOPT) {
+		if (c->nargs >= 2) {
+			fprintf(stderr, "nvcachefs: too many arguments: %s\n", arg);
+			return -1;
+		}
+		c->arg[c->nargs++] = strdup(arg);
+		return 0;
+	}
+	if (key == FUSE_OPT_KEY_OPT && !strcmp(arg, "-d")) {
+		c->foreground = 1;
+		return 1;
+	}
+	return 1; /* keep: a FUSE option (allow_other, ro, ...) */
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [BACKING] MOUNTPOINT -o backing=DIR[,options] [-f]\n"
+"\n"
+"nvcachefs: a persistent NVRAM cache over a slow backing directory.\n"
+"Writes are acknowledged once persisted in NVRAM; files are written back to\n"
+"the backing dir after their last close (plus a delay) and at unmount.\n"
+"\n"
+"options:\n"
+"  backing=DIR            the backing directory (or the first argument, as\n"
+"                         mount -t fuse.nvcachefs DIR MNT passes it)\n"
+"  nvram=FILE             the NVRAM file (default /dev/shm/nvcache-<mountpoint\n"
+"                         with / as ->.nvram); survives process crashes\n"
+"  cache_size=SIZE        file data held in NVRAM (default 1G, or a quarter of\n"
+"                         RAM if less); must match an existing NVRAM file\n"
+"  stripe_unit=SIZE|auto  stripe unit over the cache managers (default 1M;\n"
+"                         auto = one equal part of a file per manager)\n"
+"  block_size=SIZE        NVRAM cache block (default 64K, 4K..1M)\n"
+"  writeback_delay=SECS   delay between a file's last close and its\n"
+"                         write-back (default 1, may be fractional)\n"
+"  fsync=nvram|backing    fsync returns once data is in NVRAM (default), or\n"
+"                         also written and fsync'ed in the backing file\n"
+"  writeback_cache        let the kernel cache writes (faster small writes,\n"
+"                         but a write is acknowledged before it is in NVRAM)\n"
+"  nvram_lat_ns=N         emulated NVRAM latency per access (default 0)\n"
+"  nvram_flush_ns=N       emulated cost per persisted cache line (default 0)\n"
+"  nvram_bw=SIZE          emulated NVRAM bandwidth per second (default off)\n"
+"  allow_other, ro, ...   usual FUSE mount options\n"
+"  -f                     stay in the foreground, log to stderr\n"
+"\n"
+"Stats: nvcachectl stats MOUNTPOINT (control socket in $NVCACHE_RUN_DIR,\n"
+"default /run/nvcache). Unmount: fusermount3 -u MOUNTPOINT; the daemon writes\n"
+"everything back before it exits.\n", prog);
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int config_from_cli(struct fs_config *cfg, struct cli *c)
+{
+	const char *backing = c->backing, *mnt;
+	char path[PATH_MAX];
+	struct sysinfo si;
+
+	if (c->nargs == 2) {
+		mnt = c->arg[1];
+		if (!backing)
+			backing = c->arg[0];
+	} else if (c->nargs == 1) {
+		mnt = c->arg[0];
+	} else {
+		fprintf(stderr, "nvcachefs: no mount point given (see --help)\n");
+		return -1;
+	}
+	if (!backing) {
+		fprintf(stderr, "nvcachefs: no backing directory: -o backing=DIR\n");
+		return -1;
+	}
+	if (!realpath(backing, path)) {
+		fprintf(stderr, "nvcachefs: backing dir %s: %s\n", backing, strerror(errno));
+		return -1;
+	}
+	cfg->backing = strdup(path);
+	if (!realpath(mnt, path)) {
+		fprintf(stderr, "nvcachefs: mount point %s: %s\n", mnt, strerror(errno));
+		return -1;
+	}
+	cfg->mountpoint = strdup(path);
+	cfg->cache_size = DEFAULT_CACHE;
+	if (sysinfo(&si) == 0 && (uint64_t)si.totalram * si.mem_unit / 4 < DEFAULT_CACHE)
+		cfg->cache_size = (uint64_t)si.totalram * si.mem_unit / 4;
+	if (c->cache_size && (opts_parse_size(c->cache_size, &cfg->cache_size) < 0 ||
+			      cfg->cache_size < (1u << 20))) {
+		fprintf(stderr, "nvcachefs: cache_size=%s: give a size of at least 1M, e.g. 4G\n",
+			c->cache_size);
+		return -1;
+	}
+	uint64_t bs = DEFAULT_BLOCK;
+	if (c->block && (opts_parse_size(c->block, &bs) < 0 || bs < 4096 ||
+			 bs > (1u << 20) || (bs & (bs - 1)))) {
+		fprintf(stderr, "nvcachefs: block_size=%s: a power of two from 4K to 1M\n", c->block);
+		return -1;
+	}
+	cfg->block_size = (uint32_t)bs;
+	cfg->stripe_unit = DEFAULT_STRIPE;
+	if (c->stripe_unit) {
+		if (!strcmp(c->stripe_unit, "auto"))
+			cfg->stripe_unit = 0;
+		else if (opts_parse_size(c->stripe_unit, &cfg->stripe_unit) < 0 ||
+			 !cfg->stripe_unit || cfg->stripe_unit % bs) {
+			fprintf(stderr, "nvcachefs: stripe_unit=%s: a multiple of the "
+				"block size (%llu) or 'auto'\n", c->stripe_unit,
+				(unsigned long long)bs);
+			return -1;
+		}
+	}
+	cfg->wb_delay_ns = 1000000000ull;
+	if (c->wb_delay) {
+		char *end;
+		double d = strtod(c->wb_delay, &end);
+		if (*end || d < 0 || d > 86400) {
+			fprintf(stderr, "nvcachefs: writeback_delay=%s: seconds, 0..86400\n", c->wb_delay);
+			return -1;
+		}
+		cfg->wb_delay_ns = (uint64_t)(d * 1e9);
+	}
+	if (c->fsync) {
+		if (!strcmp(c->fsync, "backing"))
+			cfg->fsync_backing = true;
+		else if (strcmp(c->fsync, "nvram")) {
+			fprintf(stderr, "nvcachefs: fsync=%s: nvram or backing\n", c->fsync);
+			return -1;
+		}
+	}
+	if ((c->lat && parse_u32(c->lat, &cfg->lat_ns) < 0) ||
+	    (c->flush && parse_u32(c->flush, &cfg->flush_ns) < 0) ||
+	    (c->bw && opts_parse_size(c->bw, &cfg->bw_bps) < 0)) {
+		fprintf(stderr, "nvcachefs: nvram_lat_ns/nvram_flush_ns take "
+			"nanoseconds, nvram_bw a size per second (e.g. 9G)\n");
+		return -1;
+	}
+	cfg->writeback_cache = c->writeback_cache;
+	cfg->foreground = c->foreground;
+	if (c->nvram) {
+		cfg->nvram = strdup(c->nvram);
+	} else {
+		char name[PATH_MAX];
+		ctl_name_from_path(cfg->mountpoint, name, sizeof(name));
+		if (asprintf(&cfg->nvram, "/dev/shm/nvcache-%s.nvram", name) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Refuse a backing dir we could not write back into. */
+static int check_backing(struct fs *fs)
+{
+	struct statvfs sv;
+	char probe[PATH_MAX];
+	int fd;
+
+	fs->backing_fd = open(fs->cfg.backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fs->backing_fd < 0) {
+		log_err("backing dir %s: %s", fs->cfg.backing, strerror(errno));
+		return -1;
+	}
+	if (fstatvfs(fs->backing_fd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+		log_err("backing dir %s: read-only file system; write-back "
+			"would fail", fs->cfg.backing);
+		return -1;
+	}
+	snprintf(probe, sizeof(probe), ".nvcachefs-probe-%d", (int)getpid());
+	fd = openat(fs->backing_fd, probe, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		log_err("backing dir %s: cannot create files in it: %s",
+			fs->cfg.backing, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	unlinkat(fs->backing_fd, probe, 0);
+	return 0;
+}
+
+static int open_cache(struct fs *fs)
+{
+	struct bstore_open_opts o = { .create = true, .drop_clean = true };
+	int r;
+
+	bstore_geom_for_size(fs->cfg.cache_size, fs->cfg.block_size, &o.geom);
+	o.tag = fs->cfg.backing;
+	o.region.lat_ns = fs->cfg.lat_ns;
+	o.region.flush_ns = fs->cfg.flush_ns;
+	o.region.bw_bps = fs->cfg.bw_bps;
+	r = cache_local_open(&fs->mgr[0], fs->cfg.nvram, &o);
+	if (r < 0) {
+		log_err("NVRAM file %s unusable (%s); not mounting", fs->cfg.nvram,
+			r == -EMEDIUMTYPE ? "see above" : strerror(-r));
+		return -1;
+	}
+	fs->nmgr = 1;
+	return 0;
+}
+
+static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
+{
+	struct fs *fs = arg;
+	struct bstore_stats bst;
+	struct fs_stats *s = &fs->st;
+	char a[32], b[32];
+
+	if (strcmp(cmd, "stats") != 0)
+		return -ENOENT;
+	fs->mgr[0]->ops->stats(fs->mgr[0], &bst);
+	int n = snprintf(out, len,
+		"mountpoint: %s\n"
+		"backing: %s\n"
+		"nvram_file: %s\n"
+		"nvram_used: %s\n"
+		"nvram_total: %s\n"
+		"nvram_used_bytes: %llu\n"
+		"nvram_total_bytes: %llu\n"
+		"block_size: %llu\n"
+		"hits: %llu\n"
+		"misses: %llu\n"
+		"prefetched_bytes: %llu\n"
+		"dirty_bytes: %llu\n"
+		"written_back_bytes: %llu\n"
+		"evictions: %llu\n"
+		"writeback_queue: %u\n"
+		"backing_errors: %llu\n"
+		"backpressure_waits: %llu\n"
+		"dropped_unlinked_files: %llu\n"
+		"recovered_files: %llu\n"
+		"recovered_bytes: %llu\n"
+		"cached_files: %llu\n",
+		fs->cfg.mountpoint, fs->cfg.backing, fs->cfg.nvram,
+		opts_format_size(bst.blocks_used * bst.block_size, a, sizeof(a)),
+		opts_format_size(bst.blocks_total * bst.block_size, b, sizeof(b)),
+		(unsigned long long)(bst.blocks_used * bst.block_size),
+		(unsigned long long)(bst.blocks_total * bst.block_size),
+		(unsigned long long)bst.block_size,
+		(unsigned long long)atomic_load(&s->hits),
+		(unsigned long long)atomic_load(&s->misses),
+		(unsigned long long)atomic_load(&s->prefetched),
+		(unsigned long long)(bst.blocks_dirty * bst.block_size),
+		(unsigned long long)atomic_load(&s->written_back),
+		(unsigned long long)bst.evictions,
+		engine_queue_len(fs),
+		(unsigned long long)atomic_load(&s->backing_errors),
+		(unsigned long long)atomic_load(&s->bp_waits),
+		(unsigned long long)atomic_load(&s->dropped_unlinked),
+		(unsigned long long)atomic_load(&s->recovered_files),
+		(unsigned long long)atomic_load(&s->recovered_bytes),
+		(unsigned long long)bst.objs_used);
+	return n < 0 ? -EIO : (size_t)n >= len ? (ssize_t)len : n;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct cli cli = { 0 };
+	struct fs *fs = calloc(1, sizeof(*fs));
+	struct fuse_session *se = NULL;
+	struct ctl_server *ctl = NULL;
+	struct stat st;
+	int ret = 1;
+
+	log_init("nvcachefs", LOG_LVL_INFO);
+	if (!fs || fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0)
+		return 1;
+	if (cli.help) {
+		usage(argv[0]);
+		return 0;
+	}
+	if (cli.version) {
+		printf("nvcachefs 0.1.0, libfuse %s\n", fuse_pkgversion());
+		return 0;
+	}
+	if (config_from_cli(&fs->cfg, &cli) < 0)
+		return 1;
+	if (check_backing(fs) < 0 || open_cache(fs) < 0)
+		return 1;
+
+	pthread_mutex_init(&fs->itab_lk, NULL);
+	pthread_mutex_init(&fs->wb_lk, NULL);
+	fs->itab_size = 65521;
+	fs->itab = calloc(fs->itab_size, sizeof(*fs->itab));
+	fs_inode_init(&fs->root);
+	fs->root.fd = open(fs->cfg.backing, O_PATH | O_CLOEXEC);
+	if (!fs->itab || fs->root.fd < 0 || fstat(fs->root.fd, &st) < 0) {
+		log_err("backing dir %s: %s", fs->cfg.backing, strerror(errno));
+		return 1;
+	}
+	fs->root.dev = st.st_dev;
+	fs->root.ino = st.st_ino;
+	fs->root.nlookup = 2;
+
+	/* write back what a previous run left in NVRAM, before serving */
+	if (recovery_run(fs) > 0)
+		log_warn("some recovered files could not be written back; they "
+			 "stay dirty in NVRAM and are retried at the next mount");
+
+	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
+	if (!se)
+		goto out;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out;
+	if (fuse_session_mount(se, fs->cfg.mountpoint) != 0)
+		goto out;
+	log_info("mounted %s: backing %s, NVRAM %s (%llu MiB cache, %u KiB "
+		 "blocks, stripe unit %s), write-back delay %.1fs, fsync=%s%s",
+		 fs->cfg.mountpoint, fs->cfg.backing, fs->cfg.nvram,
+		 (unsigned long long)(fs->cfg.cache_size >> 20),
+		 fs->cfg.block_size >> 10,
+		 fs->cfg.stripe_unit ? "fixed" : "auto",
+		 (double)fs->cfg.wb_delay_ns / 1e9,
+		 fs->cfg.fsync_backing ? "backing" : "nvram",
+		 fs->cfg.writeback_cache ? ", kernel writeback_cache ON" : "");
+	if (fuse_daemonize(fs->cfg.foreground) != 0)
+		goto out_unmount;
+	if (!fs->cfg.foreground)
+		log_use_syslog(true);
+	if (engine_start(fs) < 0) {
+		log_err("cannot start the write-back threads");
+		goto out_unmount;
+	}
+	{
+		char name[PATH_MAX];
+		ctl_name_from_path(fs->cfg.mountpoint, name, sizeof(name));
+		int r = ctl_server_start(&ctl, "fs", name, fs_ctl, fs);
+		if (r < 0)
+			log_warn("control socket for %s: %s; stats unavailable",
+				 name, strerror(-r));
+	}
+
+	struct fuse_loop_config *lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_max_threads(lc, 32);
+	fuse_loop_cfg_set_idle_threads(lc, 8);
+	ret = fuse_session_loop_mt(se, lc) ? 1 : 0;
+	fuse_loop_cfg_destroy(lc);
+
+out_unmount:
+	fuse_session_unmount(se);
+	{
+		int left = engine_stop(fs);
+		if (left)
+			log_err("unmount: %d files could not be written back; "
+				"their data stays in %s and is written back at "
+				"the next mount", left, fs->cfg.nvram);
+		else
+			log_info("unmount: everything written back");
+	}
+	ctl_server_stop(ctl);
+out:
+	if (se) {
+		fuse_remove_signal_handlers(se);
+		fuse_session_destroy(se);
+	}
+	/* forget clean cached data; dirty data stays for the next mount */
+	if (fs->mgr[0]) {
+		struct cache_mgr *m = fs->mgr[0];
+		size_t n = m->ops->obj_list(m, NULL, 0);
+		uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+		if (ids) {
+			n = m->ops->obj_list(m, ids, n);
+			for (size_t i = 0; i < n; i++)
+				if (m->ops->blocks(m, ids[i], 1, NULL, 0) == 0)
+					m->ops->obj_delete(m, ids[i]);
+			free(ids);
+		}
+		m->ops->close(m);
+	}
+	fuse_opt_free_args(&args);
+	return ret;
+}

@@ -1,0 +1,867 @@
+/* ops.c - the FUSE low-level operations of nvcachefs. Namespace and
+ * metadata pass through to the backing directory (inodes held by O_PATH
+ * fds, lookup counts and forget as in libfuse's passthrough_ll.c); file data
+ * goes through the cache (fdata.c). */
+#define FUSE_USE_VERSION 34
+#include "fs/ops.h"
+
+#include "common/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define TIMEOUT 1.0
+
+struct handle {
+	int fd;
+	int flags;
+};
+
+static struct fs *FS(fuse_req_t req) { return fuse_req_userdata(req); }
+
+/* ---- inode table ---- */
+
+static size_t ihash(const struct fs *fs, dev_t dev, ino_t ino)
+{
+	return (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev) % fs->itab_size;
+}
+
+static struct fs_inode *I(fuse_req_t req, fuse_ino_t n)
+{
+	return n == FUSE_ROOT_ID ? &FS(req)->root : (struct fs_inode *)(uintptr_t)n;
+}
+
+void fs_inode_init(struct fs_inode *ino)
+{
+	pthread_rwlock_init(&ino->io, NULL);
+	pthread_mutex_init(&ino->lk, NULL);
+	ino->datafd = -1;
+}
+
+static void inode_free(struct fs *fs, struct fs_inode *ino)
+{
+	fdata_release_obj(fs, ino);
+	if (ino->datafd >= 0)
+		close(ino->datafd);
+	close(ino->fd);
+	pthread_rwlock_destroy(&ino->io);
+	pthread_mutex_destroy(&ino->lk);
+	free(ino);
+}
+
+/* Unlink from the table if unused (itab_lk held); true if the caller must free. */
+static bool inode_unused(struct fs *fs, struct fs_inode *ino)
+{
+	if (ino == &fs->root || ino->nlookup || ino->refs)
+		return false;
+	struct fs_inode **pp = &fs->itab[ihash(fs, ino->dev, ino->ino)];
+	while (*pp && *pp != ino)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = ino->hnext;
+	return true;
+}
+
+void fs_inode_ref(struct fs *fs, struct fs_inode *ino)
+{
+	pthread_mutex_lock(&fs->itab_lk);
+	ino->refs++;
+	pthread_mutex_unlock(&fs->itab_lk);
+}
+
+void fs_inode_unref(struct fs *fs, struct fs_inode *ino)
+{
+	bool fr;
+
+	pthread_mutex_lock(&fs->itab_lk);
+	ino->refs--;
+	fr = inode_unused(fs, ino);
+	pthread_mutex_unlock(&fs->itab_lk);
+	if (fr)
+		inode_free(fs, ino);
+}
+
+static void forget_one(struct fs *fs, struct fs_inode *ino, uint64_t n)
+{
+	bool fr;
+
+	pthread_mutex_lock(&fs->itab_lk);
+	ino->nlookup = n > ino->nlookup ? 0 : ino->nlookup - n;
+	fr = inode_unused(fs, ino);
+	pthread_mutex_unlock(&fs->itab_lk);
+	if (fr)
+		inode_free(fs, ino);
+}
+
+/* The inode of (dev, ino) if known, with a ref taken. */
+static struct fs_inode *inode_find(struct fs *fs, dev_t dev, ino_t ino)
+{
+	struct fs_inode *i;
+
+	if (fs->root.dev == dev && fs->root.ino == ino)
+		return &fs->root;
+	pthread_mutex_lock(&fs->itab_lk);
+	for (i = fs->itab[ihash(fs, dev, ino)]; i; i = i->hnext)
+		if (i->dev == dev && i->ino == ino) {
+			i->refs++;
+			break;
+		}
+	pthread_mutex_unlock(&fs->itab_lk);
+	return i;
+}
+
+static void fix_attr(struct fs_inode *ino, struct stat *st)
+{
+	pthread_mutex_lock(&ino->lk);
+	if (ino->sized && S_ISREG(st->st_mode)) {
+		st->st_size = (off_t)ino->size;
+		if ((uint64_t)st->st_blocks * 512 < ino->size)
+			st->st_blocks = (blkcnt_t)((ino->size + 511) / 512);
+	}
+	pthread_mutex_unlock(&ino->lk);
+}
+
+static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
+		     struct fuse_entry_param *e)
+{
+	struct fs_inode *ino;
+	int fd, r;
+
+	memset(e, 0, sizeof(*e));
+	e->attr_timeout = TIMEOUT;
+	e->entry_timeout = TIMEOUT;
+	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	if (r < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	if (e->attr.st_dev == fs->root.dev && e->attr.st_ino == fs->root.ino) {
+		close(fd);
+		pthread_mutex_lock(&fs->itab_lk);
+		fs->root.nlookup++;
+		pthread_mutex_unlock(&fs->itab_lk);
+		e->ino = FUSE_ROOT_ID;
+		return 0;
+	}
+	pthread_mutex_lock(&fs->itab_lk);
+	size_t h = ihash(fs, e->attr.st_dev, e->attr.st_ino);
+	for (ino = fs->itab[h]; ino; ino = ino->hnext)
+		if (ino->dev == e->attr.st_dev && ino->ino == e->attr.st_ino)
+			break;
+	if (ino) {
+		close(fd);
+	} else {
+		ino = calloc(1, sizeof(*ino));
+		if (!ino) {
+			pthread_mutex_unlock(&fs->itab_lk);
+			close(fd);
+			return -ENOMEM;
+		}
+		fs_inode_init(ino);
+		ino->fd = fd;
+		ino->dev = e->attr.st_dev;
+		ino->ino = e->attr.st_ino;
+		ino->hnext = fs->itab[h];
+		fs->itab[h] = ino;
+	}
+	ino->nlookup++;
+	pthread_mutex_unlock(&fs->itab_lk);
+	fix_attr(ino, &e->attr);
+	e->ino = (fuse_ino_t)(uintptr_t)ino;
+	return 0;
+}
+
+/* Created by the request's caller, not by the daemon (root). */
+static void chown_to_caller(fuse_req_t req, int dirfd, const char *name)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+
+	if (geteuid() == 0 && (c->uid || c->gid)) {
+		if (fchownat(dirfd, name, c->uid, c->gid, AT_SYMLINK_NOFOLLOW) < 0)
+			log_debug("chown of new %s: %s", name, strerror(errno));
+	}
+}
+
+/* The inode behind parent/name, if cached, with a ref (before unlink/rename). */
+static struct fs_inode *peek(struct fs *fs, struct fs_inode *parent,
+			     const char *name)
+{
+	struct stat st;
+
+	if (fstatat(parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return NULL;
+	return inode_find(fs, st.st_dev, st.st_ino);
+}
+
+/* After an unlink or rename-over: a regular file with no link left drops its
+ * dirty data instead of writing it back (DESIGN: deleted before write-back). */
+static void maybe_doom(struct fs *fs, struct fs_inode *ino)
+{
+	struct stat st;
+
+	if (!ino || ino == &fs->root)
+		return;
+	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) == 0 && st.st_nlink == 0)
+		fdata_doom(fs, ino);
+	fs_inode_unref(fs, ino);
+}
+
+/* ---- operations ---- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fs *fs = userdata;
+
+	conn->max_write = 1u << 20;
+	conn->max_readahead = 1u << 20;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (fs->cfg.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* O_TRUNC reaches open(), so a truncating open never prefetches */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	int r = do_lookup(FS(req), I(req, parent), name, &e);
+
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t n, uint64_t nlookup)
+{
+	forget_one(FS(req), I(req, n), nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *f)
+{
+	for (size_t i = 0; i < count; i++)
+		forget_one(FS(req), I(req, f[i].ino), f[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct fs_inode *ino = I(req, n);
+	struct stat st;
+	(void)fi;
+
+	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return (void)fuse_reply_err(req, errno);
+	fix_attr(ino, &st);
+	fuse_reply_attr(req, &st, TIMEOUT);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr,
+		       int valid, struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct fs_inode *ino = I(req, n);
+	char proc[64];
+	int r = 0;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
+	if (valid & FUSE_SET_ATTR_MODE) {
+		r = fi ? fchmod(((struct handle *)(uintptr_t)fi->fh)->fd, attr->st_mode)
+		       : chmod(proc, attr->st_mode);
+		if (r < 0)
+			goto err;
+	}
+	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t u = valid & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
+		gid_t g = valid & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
+		if (fchownat(ino->fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			goto err;
+	}
+	if (valid & FUSE_SET_ATTR_SIZE) {
+		r = fdata_truncate(fs, ino, (uint64_t)attr->st_size);
+		if (r < 0) {
+			errno = -r;
+			goto err;
+		}
+	}
+	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		struct timespec tv[2];
+		tv[0].tv_sec = tv[1].tv_sec = 0;
+		tv[0].tv_nsec = tv[1].tv_nsec = UTIME_OMIT;
+		if (valid & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_ATIME)
+			tv[0] = attr->st_atim;
+		if (valid & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_MTIME)
+			tv[1] = attr->st_mtim;
+		struct stat st;
+		if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			r = utimensat(ino->fd, "", tv, AT_EMPTY_PATH);
+		else if (fi)
+			r = futimens(((struct handle *)(uintptr_t)fi->fh)->fd, tv);
+		else
+			r = utimensat(AT_FDCWD, proc, tv, 0);
+		if (r < 0)
+			goto err;
+	}
+	return op_getattr(req, n, fi);
+err:
+	fuse_reply_err(req, errno);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t n)
+{
+	char buf[PATH_MAX + 1];
+	ssize_t r = readlinkat(I(req, n)->fd, "", buf, sizeof(buf));
+
+	if (r < 0)
+		return (void)fuse_reply_err(req, errno);
+	if (r == (ssize_t)sizeof(buf))
+		return (void)fuse_reply_err(req, ENAMETOOLONG);
+	buf[r] = 0;
+	fuse_reply_readlink(req, buf);
+}
+
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, dev_t rdev, const char *link)
+{
+	struct fs_inode *dir = I(req, parent);
+	struct fuse_entry_param e;
+	int r;
+
+	if (link)
+		r = symlinkat(link, dir->fd, name);
+	else if (S_ISDIR(mode))
+		r = mkdirat(dir->fd, name, mode);
+	else
+		r = mknodat(dir->fd, name, mode, rdev);
+	if (r < 0)
+		return (void)fuse_reply_err(req, errno);
+	chown_to_caller(req, dir->fd, name);
+	r = do_lookup(FS(req), dir, name, &e);
+	if (r < 0)
+		return (void)fuse_reply_err(req, -r);
+	fuse_reply_entry(req, &e);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	make_node(req, parent, name, mode, rdev, NULL);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	make_node(req, parent, name, S_IFDIR | mode, 0, NULL);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	make_node(req, parent, name, S_IFLNK, 0, link);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t n, fuse_ino_t parent,
+		    const char *name)
+{
+	struct fs_inode *ino = I(req, n);
+	struct fuse_entry_param e;
+	int r;
+
+	if (linkat(ino->fd, "", I(req, parent)->fd, name, AT_EMPTY_PATH) < 0)
+		return (void)fuse_reply_err(req, errno);
+	r = do_lookup(FS(req), I(req, parent), name, &e);
+	if (r < 0)
+		return (void)fuse_reply_err(req, -r);
+	fuse_reply_entry(req, &e);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = FS(req);
+	struct fs_inode *victim = peek(fs, I(req, parent), name);
+
+	if (unlinkat(I(req, parent)->fd, name, 0) < 0) {
+		int e = errno;
+		if (victim)
+			fs_inode_unref(fs, victim);
+		return (void)fuse_reply_err(req, e);
+	}
+	maybe_doom(fs, victim);
+	fuse_reply_err(req, 0);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, unlinkat(I(req, parent)->fd, name, AT_REMOVEDIR) < 0 ? errno : 0);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	struct fs *fs = FS(req);
+	struct fs_inode *victim = NULL;
+
+	if (!(flags & RENAME_EXCHANGE))
+		victim = peek(fs, I(req, newparent), newname);
+	if (renameat2(I(req, parent)->fd, name, I(req, newparent)->fd, newname,
+		      flags) < 0) {
+		int e = errno;
+		if (victim)
+			fs_inode_unref(fs, victim);
+		return (void)fuse_reply_err(req, e);
+	}
+	maybe_doom(fs, victim);
+	fuse_reply_err(req, 0);
+}
+
+/* ---- directories ---- */
+
+struct dirp {
+	DIR *dp;
+	struct dirent *entry;
+	off_t offset;
+};
+
+static void op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct dirp *d = calloc(1, sizeof(*d));
+	int fd;
+
+	if (!d)
+		return (void)fuse_reply_err(req, ENOMEM);
+	fd = openat(I(req, n)->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || !(d->dp = fdopendir(fd))) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		free(d);
+		return (void)fuse_reply_err(req, e);
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->cache_readdir = 0;
+	fuse_reply_open(req, fi);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct dirp *d = (struct dirp *)(uintptr_t)fi->fh;
+	char *buf = calloc(1, size), *p = buf;
+	size_t rem = size;
+	(void)n;
+
+	if (!buf)
+		return (void)fuse_reply_err(req, ENOMEM);
+	if (off != d->offset) {
+		seekdir(d->dp, off);
+		d->entry = NULL;
+		d->offset = off;
+	}
+	for (;;) {
+		if (!d->entry) {
+			errno = 0;
+			d->entry = readdir(d->dp);
+			if (!d->entry) {
+				if (errno && rem == size) {
+					int e = errno;
+					free(buf);
+					return (void)fuse_reply_err(req, e);
+				}
+				break;
+			}
+		}
+		struct stat st = { .st_ino = d->entry->d_ino,
+				   .st_mode = (mode_t)d->entry->d_type << 12 };
+		off_t next = d->entry->d_off;
+		size_t es = fuse_add_direntry(req, p, rem, d->entry->d_name, &st, next);
+		if (es > rem)
+			break;
+		p += es;
+		rem -= es;
+		d->entry = NULL;
+		d->offset = next;
+	}
+	fuse_reply_buf(req, buf, size - rem);
+	free(buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct dirp *d = (struct dirp *)(uintptr_t)fi->fh;
+	(void)n;
+
+	closedir(d->dp);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t n, int datasync,
+			struct fuse_file_info *fi)
+{
+	int fd = dirfd(((struct dirp *)(uintptr_t)fi->fh)->dp);
+	int r = datasync ? fdatasync(fd) : fsync(fd);
+	(void)n;
+
+	fuse_reply_err(req, r < 0 ? errno : 0);
+}
+
+/* ---- files ---- */
+
+/* Bookkeeping of a new handle on ino: open counts, prefetch, write-back hold. */
+static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
+		       bool created, struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct handle *h = calloc(1, sizeof(*h));
+	bool trunc = flags & O_TRUNC, prefetch;
+	int r;
+
+	if (!h)
+		return -ENOMEM;
+	r = fdata_inode_init(fs, ino);
+	if (r == 0 && trunc)
+		r = fdata_truncate(fs, ino, 0);
+	if (r < 0) {
+		free(h);
+		return r;
+	}
+	h->fd = fd;
+	h->flags = flags;
+	fs_inode_ref(fs, ino);
+	pthread_mutex_lock(&ino->lk);
+	ino->opens++;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		ino->writers++;
+	if (created) {
+		ino->created = true;
+		ino->prefetched = true; /* a new file: nothing to prefetch */
+	}
+	/* open modes: a new or truncated file is not prefetched; anything
+	 * else is, in the background (a read of a missing block fetches it) */
+	prefetch = !ino->prefetched && ino->bsize > 0 && !ino->doomed;
+	if (prefetch)
+		ino->prefetched = true;
+	pthread_mutex_unlock(&ino->lk);
+	engine_hold(fs, ino);
+	if (prefetch)
+		engine_prefetch(fs, ino);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->keep_cache = 1; /* every change goes through this mount */
+	return 0;
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct fs_inode *dir = I(req, parent);
+	struct fuse_entry_param e;
+	struct stat st;
+	int fd, r, flags = (fi->flags | O_CREAT) & ~(O_NOFOLLOW | O_TRUNC);
+	bool existed = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+
+	fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
+	if (fd < 0)
+		return (void)fuse_reply_err(req, errno);
+	if (!existed)
+		chown_to_caller(req, dir->fd, name);
+	r = do_lookup(fs, dir, name, &e);
+	if (r < 0) {
+		close(fd);
+		return (void)fuse_reply_err(req, -r);
+	}
+	struct fs_inode *ino = (struct fs_inode *)(uintptr_t)e.ino;
+	r = open_common(req, ino, fd, fi->flags, !existed, fi);
+	if (r < 0) {
+		close(fd);
+		forget_one(fs, ino, 1);
+		return (void)fuse_reply_err(req, -r);
+	}
+	fix_attr(ino, &e.attr);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		/* the caller went away */
+	}
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct fs_inode *ino = I(req, n);
+	char proc[64];
+	int fd, r;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
+	/* the kernel does O_APPEND positioning itself; truncation is ours */
+	fd = open(proc, (fi->flags & ~(O_NOFOLLOW | O_TRUNC | O_CREAT | O_EXCL)) | O_CLOEXEC);
+	if (fd < 0)
+		return (void)fuse_reply_err(req, errno);
+	r = open_common(req, ino, fd, fi->flags, false, fi);
+	if (r < 0) {
+		close(fd);
+		return (void)fuse_reply_err(req, -r);
+	}
+	fuse_reply_open(req, fi);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct fs_inode *ino = I(req, n);
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	bool last, doomed;
+
+	close(h->fd);
+	pthread_mutex_lock(&ino->lk);
+	ino->opens--;
+	if ((h->flags & O_ACCMODE) != O_RDONLY)
+		ino->writers--;
+	last = ino->opens == 0;
+	doomed = ino->doomed;
+	pthread_mutex_unlock(&ino->lk);
+	free(h);
+	if (last && doomed)
+		fdata_release_obj(fs, ino);
+	else if (last)
+		engine_schedule(fs, ino); /* write-back after the last close */
+	fs_inode_unref(fs, ino);
+	fuse_reply_err(req, 0);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	(void)n;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t n, int datasync,
+		     struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct fs_inode *ino = I(req, n);
+	int r = 0;
+	(void)datasync;
+	(void)fi;
+
+	/* every acknowledged write is already persistent in NVRAM */
+	if (fs->cfg.fsync_backing)
+		r = engine_writeback_inode(fs, ino);
+	fuse_reply_err(req, r < 0 ? -r : 0);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	char *buf = malloc(size ? size : 1);
+	ssize_t r;
+	(void)fi;
+
+	if (!buf)
+		return (void)fuse_reply_err(req, ENOMEM);
+	r = fdata_read(FS(req), I(req, n), (uint64_t)off, size, buf);
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_buf(req, buf, (size_t)r);
+	free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	ssize_t r;
+	(void)fi;
+
+	r = fdata_write(FS(req), I(req, n), (uint64_t)off, size, buf);
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_write(req, (size_t)r);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t n)
+{
+	struct statvfs sv;
+	(void)n;
+
+	if (fstatvfs(FS(req)->backing_fd, &sv) < 0)
+		return (void)fuse_reply_err(req, errno);
+	fuse_reply_statfs(req, &sv);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t n, int mode, off_t off,
+			 off_t len, struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct fs_inode *ino = I(req, n);
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	int r = 0;
+
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
+		return (void)fuse_reply_err(req, EOPNOTSUPP);
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+		/* the cached bytes become zeros; the backing gets the same
+		 * call so its allocation matches */
+		r = fdata_zero(fs, ino, (uint64_t)off, (uint64_t)len);
+		if (r == 0 && fallocate(h->fd, mode, off, len) < 0 && errno != EOPNOTSUPP)
+			r = -errno;
+		if (r == 0 && (mode & FALLOC_FL_ZERO_RANGE) && !(mode & FALLOC_FL_KEEP_SIZE)) {
+			pthread_mutex_lock(&ino->lk);
+			uint64_t end = (uint64_t)(off + len), sz = ino->size;
+			pthread_mutex_unlock(&ino->lk);
+			if (end > sz)
+				r = fdata_truncate(fs, ino, end);
+		}
+		return (void)fuse_reply_err(req, -r);
+	}
+	if (fallocate(h->fd, mode, off, len) < 0)
+		return (void)fuse_reply_err(req, errno);
+	if (!(mode & FALLOC_FL_KEEP_SIZE)) {
+		pthread_mutex_lock(&ino->lk);
+		if ((uint64_t)(off + len) > ino->size) {
+			ino->size = (uint64_t)(off + len);
+		}
+		if ((uint64_t)(off + len) > ino->bsize)
+			ino->bsize = (uint64_t)(off + len);
+		pthread_mutex_unlock(&ino->lk);
+	}
+	fuse_reply_err(req, 0);
+}
+
+/* ---- xattrs: through /proc/self/fd of the O_PATH fd ---- */
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
+			const char *value, size_t size, int flags)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
+	fuse_reply_err(req, setxattr(proc, name, value, size, flags) < 0 ? errno : 0);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
+			size_t size)
+{
+	char proc[64], *v = NULL;
+	ssize_t r;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
+	if (size) {
+		v = malloc(size);
+		if (!v)
+			return (void)fuse_reply_err(req, ENOMEM);
+		r = getxattr(proc, name, v, size);
+		if (r < 0)
+			fuse_reply_err(req, errno);
+		else
+			fuse_reply_buf(req, v, (size_t)r);
+		free(v);
+		return;
+	}
+	r = getxattr(proc, name, NULL, 0);
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_xattr(req, (size_t)r);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
+{
+	char proc[64], *v = NULL;
+	ssize_t r;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
+	if (size) {
+		v = malloc(size);
+		if (!v)
+			return (void)fuse_reply_err(req, ENOMEM);
+		r = listxattr(proc, v, size);
+		if (r < 0)
+			fuse_reply_err(req, errno);
+		else
+			fuse_reply_buf(req, v, (size_t)r);
+		free(v);
+		return;
+	}
+	r = listxattr(proc, NULL, 0);
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_xattr(req, (size_t)r);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
+	fuse_reply_err(req, removexattr(proc, name) < 0 ? errno : 0);
+}
+
+/* POSIX byte-range locks and flock(): not implemented here on purpose. With
+ * no getlk/setlk/flock operation the kernel keeps both kinds of lock for the
+ * mount itself, which is exactly POSIX on one node (ROMIO's F_SETLKW
+ * around data sieving works across processes). A multi-node mount would
+ * have to forward them to a lock manager. */
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.link = op_link,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.create = op_create,
+	.open = op_open,
+	.release = op_release,
+	.flush = op_flush,
+	.fsync = op_fsync,
+	.read = op_read,
+	.write = op_write,
+	.statfs = op_statfs,
+	.fallocate = op_fallocate,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+};

@@ -1,0 +1,14 @@
+/* ops.h - the FUSE low-level operation table of nvcachefs (ops.c). The
+ * session's userdata is the struct fs. Operations run on libfuse's worker
+ * threads, any number at once; see fs.h for the locks they take. */
+#pragma once
+#ifndef FUSE_USE_VERSION
+#define FUSE_USE_VERSION 34
+#endif
+#include <fuse_lowlevel.h>
+
+#include "fs/fs.h"
+
+extern const struct fuse_lowlevel_ops fs_ops;
+/* Initialise the locks of a zeroed inode. */
+void fs_inode_init(struct fs_inode *ino);

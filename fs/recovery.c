@@ -1,0 +1,137 @@
+/* recovery.c - at mount, before the file system is served: every object the
+ * NVRAM store holds from a previous run is matched to its backing file (by
+ * file handle, which survives renames; by path only when the backing file
+ * system gave no handle) and its dirty blocks are written back. A file that
+ * no longer exists (stale handle) or was unlinked before the crash has its
+ * data dropped, as an unlink before write-back would have. A file whose
+ * write-back fails stays in NVRAM, untouched, for the next mount. */
+#include "fs/fs.h"
+
+#include "common/log.h"
+#include "fs/ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int open_backing(struct fs *fs, const struct bstore_obj *o)
+{
+	if (o->handle_len) {
+		struct {
+			struct file_handle fh;
+			unsigned char buf[BSTORE_HANDLE_MAX];
+		} h;
+		h.fh.handle_bytes = o->handle_len;
+		h.fh.handle_type = (int)o->handle_type;
+		memcpy(h.fh.f_handle, o->handle, o->handle_len);
+		int fd = open_by_handle_at(fs->backing_fd, &h.fh, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 || errno == ESTALE)
+			return fd < 0 ? -ESTALE : fd;
+		if (errno != EOPNOTSUPP && errno != EPERM && errno != EINVAL)
+			return -errno;
+	}
+	if (!o->path[0])
+		return -ESTALE;
+	int fd = openat(fs->backing_fd, o->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int recovery_run(struct fs *fs)
+{
+	struct cache_mgr *m = fs->mgr[0];
+	uint32_t B = fs->cfg.block_size;
+	size_t n = m->ops->obj_list(m, NULL, 0), failed = 0;
+	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+
+	if (!ids)
+		return -ENOMEM;
+	n = m->ops->obj_list(m, ids, n);
+	for (size_t i = 0; i < n; i++) {
+		struct bstore_obj o;
+		if (m->ops->obj_get(m, ids[i], &o) < 0)
+			continue;
+		size_t nd = m->ops->blocks(m, o.id, 1, NULL, 0);
+		if ((o.uflags & OBJ_DOOMED) || !nd) {
+			if (nd)
+				log_info("recovery: dropping %zu dirty blocks of "
+					 "unlinked file %s", nd, o.path);
+			m->ops->obj_delete(m, o.id);
+			continue;
+		}
+		int fd = open_backing(fs, &o);
+		if (fd == -ESTALE) {
+			log_warn("recovery: file %s no longer exists in the "
+				 "backing dir; dropping its %zu dirty blocks",
+				 o.path[0] ? o.path : "(no path)", nd);
+			m->ops->obj_delete(m, o.id);
+			continue;
+		}
+		if (fd < 0) {
+			log_err("recovery: cannot open %s in the backing dir: %s; "
+				"its dirty data stays in NVRAM", o.path,
+				strerror(-fd));
+			failed++;
+			continue;
+		}
+		/* size: the record's, or further if a crash came between a
+		 * block commit and the size update */
+		uint64_t size = o.size, last = 0;
+		size_t nb = m->ops->blocks(m, o.id, 0, NULL, 0);
+		uint64_t *idx = calloc(nb ? nb : 1, sizeof(*idx));
+		if (idx) {
+			nb = m->ops->blocks(m, o.id, 0, idx, nb);
+			if (nb) {
+				struct bstore_binfo bi;
+				last = idx[nb - 1];
+				if (m->ops->info(m, o.id, last, &bi) == 0 &&
+				    last * B + bi.valid > size)
+					size = last * B + bi.valid;
+			}
+			free(idx);
+		}
+		struct stat st;
+		struct fs_inode *ino = calloc(1, sizeof(*ino));
+		if (!ino || fstat(fd, &st) < 0) {
+			free(ino);
+			close(fd);
+			failed++;
+			continue;
+		}
+		fs_inode_init(ino);
+		ino->fd = fd;
+		ino->datafd = dup(fd);
+		ino->obj = o.id;
+		ino->size = size;
+		ino->bsize = (uint64_t)st.st_size;
+		ino->sized = true;
+		stripe_map_init(&ino->smap, fs->cfg.stripe_unit, fs->nmgr,
+				(uint32_t)st.st_ino, size, B);
+		uint64_t before = atomic_load(&fs->st.written_back);
+		int r = engine_writeback_inode(fs, ino);
+		if (r == 0) {
+			uint64_t bytes = atomic_load(&fs->st.written_back) - before;
+			atomic_fetch_add(&fs->st.recovered_files, 1);
+			atomic_fetch_add(&fs->st.recovered_bytes, bytes);
+			log_info("recovery: wrote back %llu bytes of %s",
+				 (unsigned long long)bytes, o.path);
+			m->ops->obj_delete(m, o.id);
+		} else {
+			failed++;
+		}
+		if (ino->datafd >= 0)
+			close(ino->datafd);
+		close(fd);
+		pthread_rwlock_destroy(&ino->io);
+		pthread_mutex_destroy(&ino->lk);
+		free(ino);
+	}
+	free(ids);
+	if (n)
+		log_info("recovery: %zu cached files found, %llu written back, "
+			 "%zu left dirty in NVRAM", n,
+			 (unsigned long long)atomic_load(&fs->st.recovered_files),
+			 failed);
+	return (int)failed;
+}
