@@ -18,6 +18,9 @@ FSX_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 FSX_PID=
 FSX_LOG=
 _fsx_n=0
+# Private control sockets (nvcachectl finds them here), never /run/nvcache.
+export NVCACHE_RUN_DIR=$T_DIR/run
+mkdir -p "$NVCACHE_RUN_DIR"
 
 fsx_bin() {
   case $FSX_FS in
@@ -81,4 +84,24 @@ fsx_kill9() {
   kill -9 "$FSX_PID"
   wait "$FSX_PID" 2>/dev/null
   umount -l "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
+}
+
+# fsx_write_bytes: bytes the daemon has caused to be written to block devices
+# (dirtied page cache or direct I/O, all its threads). NVRAM on /dev/shm does
+# not count, so this is what reached the backing dir's disk. Empty if the
+# kernel has no task I/O accounting.
+fsx_write_bytes() {
+  awk '/^write_bytes:/ {print $2}' "/proc/$FSX_PID/io" 2>/dev/null
+}
+
+# fsx_stats MNT: nvcachectl stats of the mount (nvcachefs only).
+fsx_stats() {
+  "$(t_bin nvcachectl)" stats "$1"
+}
+
+# fsx_stat_wb MNT: the written-back byte counter from the stats, if the
+# daemon reports one (a key naming write-back and bytes); empty otherwise.
+fsx_stat_wb() {
+  fsx_stats "$1" 2>/dev/null |
+    awk -F': *' 'tolower($1) ~ /(writ.*back|wb).*bytes|bytes.*writ.*back/ {print $2+0; exit}'
 }
