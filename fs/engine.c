@@ -21,9 +21,6 @@
 #define BACKOFF_MIN_NS 500000000ull
 #define BACKOFF_MAX_NS 30000000000ull
 
-static __thread struct io_uring ring;
-static __thread int ring_state; /* 0 untried, 1 ok, -1 unavailable */
-static __thread char *wbuf[WB_BATCH];
 
 static void abstime(struct timespec *ts, uint64_t ns_from_now)
 {
@@ -47,28 +44,27 @@ static void cond_init_mono(pthread_cond_t *c)
 }
 
 /* Write n buffers at their offsets; all or an error. */
-static int backing_write_batch(int fd, char **bufs, const uint32_t *lens,
-			       const uint64_t *offs, unsigned n)
+static int backing_write_batch(struct io_uring *ring, int fd, char **bufs,
+			       const uint32_t *lens, const uint64_t *offs,
+			       unsigned n)
 {
-	if (ring_state == 0)
-		ring_state = io_uring_queue_init(WB_BATCH * 2, &ring, 0) == 0 ? 1 : -1;
-	if (ring_state == 1) {
+	if (ring) {
 		struct io_uring_cqe *cqe;
 		int err = 0;
 		for (unsigned i = 0; i < n; i++) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 			io_uring_prep_write(sqe, fd, bufs[i], lens[i], offs[i]);
 			io_uring_sqe_set_data64(sqe, i);
 		}
-		int r = io_uring_submit_and_wait(&ring, n);
+		int r = io_uring_submit_and_wait(ring, n);
 		if (r < 0)
 			return r;
 		for (unsigned i = 0; i < n; i++) {
-			if (io_uring_wait_cqe(&ring, &cqe) < 0)
+			if (io_uring_wait_cqe(ring, &cqe) < 0)
 				return -EIO;
 			uint64_t k = io_uring_cqe_get_data64(cqe);
 			int res = cqe->res;
-			io_uring_cqe_seen(&ring, cqe);
+			io_uring_cqe_seen(ring, cqe);
 			if (res < 0 && !err)
 				err = res;
 			else if (res >= 0 && (uint32_t)res < lens[k] && !err) {
@@ -107,6 +103,8 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 	uint32_t B = fs->cfg.block_size;
 	struct cache_mgr *m = fs->mgr[0];
 	uint64_t obj, size, bsize, *idx = NULL, *ver = NULL, bytes = 0;
+	char *wbuf[WB_BATCH] = { 0 };
+	struct io_uring ring, *rp = NULL;
 	size_t n = 0;
 	int fd, ret = 0;
 	struct stat st;
@@ -142,11 +140,15 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 		ret = -errno;
 		goto fail;
 	}
-	for (unsigned i = 0; i < WB_BATCH; i++)
-		if (!wbuf[i] && !(wbuf[i] = malloc(B))) {
+	for (unsigned i = 0; i < WB_BATCH && i < n; i++)
+		if (!(wbuf[i] = malloc(B))) {
 			ret = -ENOMEM;
 			goto out;
 		}
+	/* one ring per write-back: batches of block writes in flight at once
+	 * (falls back to pwrite where io_uring is unavailable) */
+	if (n && io_uring_queue_init(WB_BATCH * 2, &ring, 0) == 0)
+		rp = &ring;
 	for (size_t i = 0; i < n; ) {
 		uint32_t lens[WB_BATCH];
 		uint64_t offs[WB_BATCH];
@@ -171,7 +173,7 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 			bytes += lens[k];
 			k++;
 		}
-		if (k && (ret = backing_write_batch(fd, bufs, lens, offs, k)) < 0)
+		if (k && (ret = backing_write_batch(rp, fd, bufs, lens, offs, k)) < 0)
 			goto fail;
 	}
 	if (fdatasync(fd) < 0) {
@@ -196,6 +198,10 @@ fail:
 	log_wb_error(ino, ret);
 out:
 	pthread_rwlock_unlock(&ino->io);
+	if (rp)
+		io_uring_queue_exit(rp);
+	for (unsigned i = 0; i < WB_BATCH; i++)
+		free(wbuf[i]);
 	free(idx);
 	free(ver);
 	return ret;

@@ -151,13 +151,11 @@ static ssize_t fetch(struct fs *fs, struct fs_inode *ino, uint64_t blk,
 	return got;
 }
 
-static __thread char *tbuf;
-
+/* A block-sized bounce buffer for backing reads, per call: worker threads
+ * come and go with libfuse's thread pool. */
 static char *block_buf(struct fs *fs)
 {
-	if (!tbuf)
-		tbuf = malloc(fs->cfg.block_size);
-	return tbuf;
+	return malloc(fs->cfg.block_size);
 }
 
 ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
@@ -229,6 +227,7 @@ ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	ret = (ssize_t)done;
 out:
 	pthread_rwlock_unlock(&ino->io);
+	free(tmp);
 	return ret;
 }
 
@@ -296,6 +295,7 @@ ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	ret = (ssize_t)done;
 out:
 	pthread_rwlock_unlock(&ino->io);
+	free(tmp);
 	return ret;
 }
 
@@ -410,6 +410,7 @@ ssize_t fdata_prefetch_block(struct fs *fs, struct fs_inode *ino, uint64_t blk)
 		}
 	}
 	pthread_rwlock_unlock(&ino->io);
+	free(tmp);
 	return r < 0 ? r : got;
 }
 

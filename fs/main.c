@@ -430,6 +430,8 @@ out:
 		fuse_remove_signal_handlers(se);
 		fuse_session_destroy(se);
 	}
+	if (fs->itab)
+		fs_inodes_free(fs);
 	/* forget clean cached data; dirty data stays for the next mount */
 	if (fs->mgr[0]) {
 		struct cache_mgr *m = fs->mgr[0];
@@ -445,5 +447,15 @@ out:
 		m->ops->close(m);
 	}
 	fuse_opt_free_args(&args);
+	if (fs->backing_fd > 0)
+		close(fs->backing_fd);
+	free(fs->cfg.backing);
+	free(fs->cfg.mountpoint);
+	free(fs->cfg.nvram);
+	free(cli.backing); free(cli.nvram); free(cli.cache_size);
+	free(cli.stripe_unit); free(cli.wb_delay); free(cli.fsync);
+	free(cli.lat); free(cli.flush); free(cli.bw); free(cli.block);
+	free(cli.arg[0]); free(cli.arg[1]);
+	free(fs);
 	return ret;
 }

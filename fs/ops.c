@@ -72,6 +72,22 @@ static bool inode_unused(struct fs *fs, struct fs_inode *ino)
 	return true;
 }
 
+void fs_inodes_free(struct fs *fs)
+{
+	for (size_t h = 0; h < fs->itab_size; h++) {
+		while (fs->itab[h]) {
+			struct fs_inode *ino = fs->itab[h];
+			fs->itab[h] = ino->hnext;
+			inode_free(fs, ino);
+		}
+	}
+	free(fs->itab);
+	fs->itab = NULL;
+	if (fs->root.datafd >= 0)
+		close(fs->root.datafd);
+	close(fs->root.fd);
+}
+
 void fs_inode_ref(struct fs *fs, struct fs_inode *ino)
 {
 	pthread_mutex_lock(&fs->itab_lk);

@@ -12,3 +12,5 @@
 extern const struct fuse_lowlevel_ops fs_ops;
 /* Initialise the locks of a zeroed inode. */
 void fs_inode_init(struct fs_inode *ino);
+/* At exit, after the session and the engines stopped: free every inode. */
+void fs_inodes_free(struct fs *fs);

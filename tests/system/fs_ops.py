@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""fs_ops.py DIR - run a fixed sequence of file system operations in DIR and
+print one line per observable result (return values, errno names, sizes,
+modes, link counts, data checksums). Run on a plain directory and on an
+nvcachefs mount, the two outputs must be identical (fs_basic.sh)."""
+import ctypes, errno, fcntl, hashlib, mmap, os, stat, sys, time
+
+d = sys.argv[1]
+os.chdir(d)
+libc = ctypes.CDLL(None, use_errno=True)
+out = []
+
+
+def log(*a):
+    out.append(" ".join(str(x) for x in a))
+
+
+def h(b):
+    return hashlib.sha1(b).hexdigest()[:12]
+
+
+def tryop(name, f, *a):
+    try:
+        r = f(*a)
+        log(name, "ok", r if r is None or isinstance(r, (int, str)) else type(r).__name__)
+        return r
+    except OSError as e:
+        log(name, "err", errno.errorcode.get(e.errno, e.errno))
+        return None
+
+
+def st(name, p, follow=False):
+    try:
+        s = os.stat(p) if follow else os.lstat(p)
+        log(name, "mode=%o" % s.st_mode, "size=%d" % s.st_size, "nlink=%d" % s.st_nlink,
+            "uid=%d gid=%d" % (s.st_uid, s.st_gid))
+    except OSError as e:
+        log(name, "err", errno.errorcode.get(e.errno, e.errno))
+
+
+def content(name, p):
+    try:
+        with open(p, "rb") as f:
+            b = f.read()
+        log(name, len(b), h(b))
+    except OSError as e:
+        log(name, "err", errno.errorcode.get(e.errno, e.errno))
+
+
+def fallocate(fd, mode, off, ln):
+    r = libc.fallocate(ctypes.c_int(fd), ctypes.c_int(mode), ctypes.c_long(off), ctypes.c_long(ln))
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "fallocate")
+    return r
+
+
+data = bytes(range(256)) * 4096  # 1 MiB, not all zeros
+
+# create, write, read, sizes
+fd = os.open("f1", os.O_CREAT | os.O_RDWR | os.O_EXCL, 0o640)
+tryop("excl-again", os.open, "f1", os.O_CREAT | os.O_EXCL | os.O_RDWR)
+os.write(fd, data[:100000])
+os.pwrite(fd, b"X" * 5000, 70000)           # overwrite inside, across a block edge
+os.pwrite(fd, b"tail", 3 * 1024 * 1024 + 7)  # sparse extension
+log("fstat-size", os.fstat(fd).st_size)
+log("pread-mid", h(os.pread(fd, 20000, 60000)))
+log("pread-hole", h(os.pread(fd, 9000, 2 * 1024 * 1024)))
+log("pread-eof", len(os.pread(fd, 100, 3 * 1024 * 1024 + 5)))
+os.ftruncate(fd, 80000)
+log("after-ftruncate-shrink", os.fstat(fd).st_size, h(os.pread(fd, 100000, 0)))
+os.ftruncate(fd, 200000)
+log("after-ftruncate-grow", os.fstat(fd).st_size, h(os.pread(fd, 300000, 0)))
+os.fsync(fd)
+os.fdatasync(fd)
+os.close(fd)
+content("f1", "f1")
+st("f1-stat", "f1")
+os.truncate("f1", 12345)
+content("f1-truncated", "f1")
+
+# O_APPEND, O_TRUNC
+with open("app", "wb") as f:
+    f.write(b"a" * 1000)
+fd = os.open("app", os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"b" * 300)
+os.close(fd)
+content("append", "app")
+fd = os.open("app", os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"c" * 10)
+os.close(fd)
+content("otrunc", "app")
+
+# fallocate: extend, keep size, punch hole, zero range
+fd = os.open("fa", os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, data[:300000])
+tryop("fallocate-extend", fallocate, fd, 0, 0, 500000)
+log("fa-size", os.fstat(fd).st_size)
+tryop("fallocate-keep", fallocate, fd, 1, 0, 900000)
+log("fa-size2", os.fstat(fd).st_size)
+tryop("punch", fallocate, fd, 3, 1000, 70000)  # PUNCH_HOLE|KEEP_SIZE
+log("fa-after-punch", h(os.pread(fd, 600000, 0)))
+tryop("zero-range", fallocate, fd, 0x10, 200000, 1000)
+log("fa-after-zero", h(os.pread(fd, 600000, 0)))
+os.close(fd)
+
+# rename, also over an open file; unlink of an open file
+with open("r1", "wb") as f:
+    f.write(b"one" * 1000)
+with open("r2", "wb") as f:
+    f.write(b"two" * 2000)
+fd2 = os.open("r2", os.O_RDWR)
+os.rename("r1", "r2")
+log("old-r2-via-fd", h(os.pread(fd2, 10000, 0)))
+os.pwrite(fd2, b"ghost", 0)
+log("old-r2-written", h(os.pread(fd2, 10000, 0)))
+os.close(fd2)
+content("r2-now", "r2")
+st("r1-gone", "r1")
+fd = os.open("u1", os.O_CREAT | os.O_RDWR, 0o600)
+os.write(fd, b"unlinked data" * 100)
+os.unlink("u1")
+log("unlinked-read", h(os.pread(fd, 5000, 0)), os.fstat(fd).st_nlink)
+os.write(fd, b"more")
+os.close(fd)
+st("u1-gone", "u1")
+tryop("rename-noent", os.rename, "nope", "nope2")
+
+# links, symlinks, directories
+os.link("r2", "r2link")
+st("r2-linked", "r2")
+os.unlink("r2")
+content("r2link-after-unlink", "r2link")
+os.symlink("r2link", "sl")
+log("readlink", os.readlink("sl"))
+st("sl-lstat", "sl")
+content("sl-follow", "sl")
+os.symlink("dangling-target", "sl2")
+content("dangling", "sl2")
+os.mkdir("dir", 0o750)
+os.mkdir("dir/sub")
+with open("dir/sub/x", "wb") as f:
+    f.write(b"x")
+tryop("rmdir-notempty", os.rmdir, "dir")
+tryop("mkdir-exists", os.mkdir, "dir")
+os.rename("dir/sub/x", "dir/x")
+tryop("rmdir-sub", os.rmdir, "dir/sub")
+st("dir-stat", "dir")
+log("listdir", sorted(os.listdir(".")))
+log("listdir-dir", sorted(os.listdir("dir")))
+many = ["m%04d" % i for i in range(300)]
+os.mkdir("many")
+for n in many:
+    open("many/" + n, "w").close()
+log("listdir-many", len(os.listdir("many")), sorted(os.listdir("many")) == many)
+
+# metadata
+os.chmod("r2link", 0o600)
+os.chown("r2link", 1234, 5678)
+os.utime("r2link", ns=(1000000000123456789, 1200000000987654321))
+s = os.stat("r2link")
+log("meta", "%o" % s.st_mode, s.st_uid, s.st_gid, s.st_atime_ns, s.st_mtime_ns)
+os.statvfs(".")
+log("statvfs", "ok")
+tryop("open-noent", os.open, "nope", os.O_RDONLY)
+tryop("open-dir-write", os.open, "dir", os.O_WRONLY)
+
+# xattrs
+try:
+    os.setxattr("r2link", "user.color", b"blue")
+    log("getxattr", os.getxattr("r2link", "user.color"))
+    log("listxattr", sorted(x for x in os.listxattr("r2link") if x.startswith("user.")))
+    os.removexattr("r2link", "user.color")
+    tryop("getxattr-gone", os.getxattr, "r2link", "user.color")
+except OSError as e:
+    log("xattr", "err", errno.errorcode.get(e.errno, e.errno))
+
+# shared mmap coherent with read/write
+fd = os.open("mm", os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, data[:3 * 65536])
+m = mmap.mmap(fd, 3 * 65536, mmap.MAP_SHARED)
+m[100:110] = b"0123456789"
+m.flush()
+log("mmap-then-pread", os.pread(fd, 10, 100))
+os.pwrite(fd, b"abcdefghij", 65530)
+log("pwrite-then-mmap", m[65530:65540])
+m.close()
+os.close(fd)
+content("mm", "mm")
+
+# POSIX byte-range locks and flock between processes
+fd = os.open("lk", os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b"l" * 4096)
+fcntl.lockf(fd, fcntl.LOCK_EX, 100, 0)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    res = []
+    fd3 = os.open("lk", os.O_RDWR)
+    for start in (0, 50, 200):
+        try:
+            fcntl.lockf(fd3, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, start)
+            res.append("got%d" % start)
+            fcntl.lockf(fd3, fcntl.LOCK_UN, 10, start)
+        except OSError as e:
+            res.append("busy%d" % start)
+    try:
+        fcntl.flock(fd3, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        res.append("flock-got")
+    except OSError:
+        res.append("flock-busy")
+    os.write(w, " ".join(res).encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+log("locks-child", os.read(r, 200).decode())
+fcntl.flock(fd, fcntl.LOCK_EX)
+pid = os.fork()
+if pid == 0:
+    fd3 = os.open("lk", os.O_RDWR)
+    try:
+        fcntl.flock(fd3, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os._exit(1)
+    except OSError:
+        os._exit(2)
+_, status = os.waitpid(pid, 0)
+log("flock-held-child", os.WEXITSTATUS(status))
+os.close(fd)
+
+# a bigger file written in pieces and read back
+with open("big", "wb") as f:
+    for i in range(24):
+        f.write(data[i * 1000:] + data[:i * 1000])
+content("big", "big")
+
+print("\n".join(out))
