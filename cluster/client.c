@@ -1,0 +1,271 @@
+/* client.c - synchronous requests to one nvcached; see client.h. */
+#include "cluster/client.h"
+
+#include "cluster/auth.h"
+#include "cluster/conn.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct cluster_client {
+	struct conn c;
+	bool broken;
+	uint64_t owner;
+	uint32_t self_node;
+	uint64_t incarnation;   /* ours: the open time */
+	struct auth_peer peer;
+	uint64_t next_id;
+	struct frame_hdr req, rep;
+	char last_error[FRAME_MAX_TEXT + 64];
+};
+
+
+
+int cluster_client_open(struct cluster_client **out,
+			const struct cluster_client_opts *o, char *err,
+			size_t errlen)
+{
+	struct cluster_client *c = calloc(1, sizeof(*c));
+	const char *why = "";
+	struct timespec ts;
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	c->owner = o->owner;
+	c->self_node = o->self_node;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	c->incarnation = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	int tmo = o->timeout_ms > 0 ? o->timeout_ms : 5000;
+	rc = conn_connect(&c->c, o->host, o->port, tmo);
+	if (rc) {
+		snprintf(err, errlen, "%s:%u: %s", o->host, o->port, strerror(-rc));
+		free(c);
+		return rc;
+	}
+	struct auth_identity me = { o->self_node, c->incarnation, o->secret,
+				    o->secret_len };
+	rc = auth_client(&c->c, &me, &c->peer, &why);
+	if (rc) {
+		snprintf(err, errlen, "%s:%u: %s", o->host, o->port,
+			 why && *why ? why : strerror(-rc));
+		conn_close(&c->c);
+		free(c);
+		return rc;
+	}
+	c->next_id = 16;
+	*out = c;
+	return 0;
+}
+
+int cluster_client_open_node(struct cluster_client **out,
+			     const struct cluster_config *cfg, uint32_t node_id,
+			     uint32_t self_node, uint64_t owner, int timeout_ms,
+			     char *err, size_t errlen)
+{
+	const struct cluster_node *cn = config_node_find(cfg, node_id);
+
+	if (!cn) {
+		snprintf(err, errlen, "node %u is not in the cluster file", node_id);
+		return -ENOENT;
+	}
+	struct cluster_client_opts o = {
+		.host = cn->host, .port = cn->port, .secret = cfg->secret,
+		.secret_len = cfg->secret_len, .self_node = self_node,
+		.owner = owner, .timeout_ms = timeout_ms,
+	};
+	int rc = cluster_client_open(out, &o, err, errlen);
+	if (!rc && cluster_client_node(*out) != node_id) {
+		snprintf(err, errlen, "%s:%u answers as node %u, not %u", cn->host,
+			 cn->port, cluster_client_node(*out), node_id);
+		cluster_client_close(*out);
+		return -EPROTO;
+	}
+	return rc;
+}
+
+void cluster_client_close(struct cluster_client *c)
+{
+	if (!c)
+		return;
+	conn_close(&c->c);
+	free(c);
+}
+
+uint32_t cluster_client_node(const struct cluster_client *c)
+{
+	return c->peer.node_id;
+}
+
+uint64_t cluster_client_incarnation(const struct cluster_client *c)
+{
+	return c->peer.incarnation;
+}
+
+const char *cluster_client_last_error(const struct cluster_client *c)
+{
+	return c->last_error;
+}
+
+/* Start a request in c->req. */
+static struct frame_hdr *req_init(struct cluster_client *c, uint32_t type)
+{
+	struct frame_hdr *q = &c->req;
+
+	memset(q, 0, sizeof(*q));
+	q->type = type;
+	q->request_id = c->next_id++;
+	q->node_id = c->self_node;
+	q->incarnation = c->incarnation;
+	q->owner = c->owner;
+	return q;
+}
+
+/* Send c->req (+ payload), wait for the matching reply in c->rep. Returns
+ * the reply's status as -errno, with *payload_out set when it carries one. */
+static int roundtrip(struct cluster_client *c, const void *payload,
+		     const uint8_t **payload_out)
+{
+	const char *why = "";
+	int rc;
+
+	c->last_error[0] = 0;
+	if (c->broken)
+		return -ENOTCONN;
+	rc = conn_send(&c->c, &c->req, payload);
+	if (!rc)
+		rc = conn_recv(&c->c, &c->rep, payload_out, &why);
+	if (!rc && c->rep.type == FT_ERROR) {
+		snprintf(c->last_error, sizeof(c->last_error), "%s: %s",
+			 frame_status_name(c->rep.status), c->rep.text);
+		rc = -EPROTO;
+	} else if (!rc && (!c->rep.reply || c->rep.type != c->req.type ||
+			   c->rep.request_id != c->req.request_id)) {
+		snprintf(c->last_error, sizeof(c->last_error),
+			 "reply does not match the request");
+		rc = -EPROTO;
+	} else if (rc && why && *why) {
+		snprintf(c->last_error, sizeof(c->last_error), "%s", why);
+	}
+	if (rc) {
+		c->broken = true;
+		conn_close(&c->c);
+		return rc;
+	}
+	if (c->rep.status != FS_OK)
+		snprintf(c->last_error, sizeof(c->last_error), "%s%s%s",
+			 frame_status_name(c->rep.status), c->rep.text[0] ? ": " : "",
+			 c->rep.text);
+	return frame_status_errno(c->rep.status);
+}
+
+int cluster_client_page_store(struct cluster_client *c, uint64_t page_id,
+			      uint64_t version, const void *page)
+{
+	struct frame_hdr *q = req_init(c, FT_PAGE_STORE);
+
+	q->page_id = page_id;
+	q->version = version;
+	q->payload_len = FRAME_PAGE_SIZE;
+	return roundtrip(c, page, NULL);
+}
+
+int cluster_client_page_migrate(struct cluster_client *c, uint64_t page_id,
+				uint64_t version, uint32_t from_node,
+				const void *page)
+{
+	struct frame_hdr *q = req_init(c, FT_MIGRATE);
+
+	q->page_id = page_id;
+	q->version = version;
+	q->peer_node = from_node;
+	q->payload_len = FRAME_PAGE_SIZE;
+	return roundtrip(c, page, NULL);
+}
+
+static int fetch(struct cluster_client *c, uint32_t kind, uint64_t id,
+		 uint64_t version, void *page, uint64_t *version_out)
+{
+	struct frame_hdr *q = req_init(c, FT_PAGE_FETCH);
+	const uint8_t *pl = NULL;
+
+	q->kind = kind;
+	if (kind == FK_PARITY)
+		q->parity_group = id;
+	else
+		q->page_id = id;
+	q->version = version;
+	int rc = roundtrip(c, NULL, &pl);
+	if (version_out && (rc == 0 || rc == -ESTALE))
+		*version_out = c->rep.version;
+	if (rc == 0)
+		memcpy(page, pl, FRAME_PAGE_SIZE); /* decoder checked the size */
+	return rc;
+}
+
+int cluster_client_page_fetch(struct cluster_client *c, uint64_t page_id,
+			      uint64_t version, void *page, uint64_t *version_out)
+{
+	return fetch(c, FK_DATA, page_id, version, page, version_out);
+}
+
+static int drop(struct cluster_client *c, uint32_t kind, uint64_t id,
+		uint64_t version)
+{
+	struct frame_hdr *q = req_init(c, FT_PAGE_DROP);
+
+	q->kind = kind;
+	if (kind == FK_PARITY)
+		q->parity_group = id;
+	else
+		q->page_id = id;
+	q->version = version;
+	return roundtrip(c, NULL, NULL);
+}
+
+int cluster_client_page_drop(struct cluster_client *c, uint64_t page_id,
+			     uint64_t version)
+{
+	return drop(c, FK_DATA, page_id, version);
+}
+
+int cluster_client_parity_update(struct cluster_client *c, uint64_t group,
+				 uint64_t version, const void *delta)
+{
+	struct frame_hdr *q = req_init(c, FT_PARITY_UPDATE);
+
+	q->kind = FK_PARITY;
+	q->parity_group = group;
+	q->version = version;
+	q->payload_len = FRAME_PAGE_SIZE;
+	return roundtrip(c, delta, NULL);
+}
+
+int cluster_client_parity_fetch(struct cluster_client *c, uint64_t group,
+				void *page, uint64_t *version_out)
+{
+	return fetch(c, FK_PARITY, group, 0, page, version_out);
+}
+
+int cluster_client_parity_drop(struct cluster_client *c, uint64_t group,
+			       uint64_t version)
+{
+	return drop(c, FK_PARITY, group, version);
+}
+
+int cluster_client_node_table(struct cluster_client *c, struct frame_node *out,
+			      unsigned max, unsigned *n)
+{
+	req_init(c, FT_NODE_TABLE);
+	int rc = roundtrip(c, NULL, NULL);
+	if (rc)
+		return rc;
+	unsigned k = c->rep.n_nodes < max ? c->rep.n_nodes : max;
+	memcpy(out, c->rep.nodes, k * sizeof(*out));
+	*n = k;
+	return 0;
+}

@@ -1,0 +1,83 @@
+/* client.h - talk to one nvcached: connect and authenticate, then store,
+ * fetch and drop pages, apply parity XOR deltas, read the node table. This
+ * is what nvswapd's remote backend calls (synchronous: one request, one
+ * reply).
+ *
+ * Pages are keyed by (owner, page id) and parity pages by (owner, parity
+ * group); owner is fixed per handle at open (nvswapd uses its node id).
+ * Versions follow pagestore.h: a store older than the stored version fails
+ * -ESTALE, a fetch of a version the node does not hold fails -ESTALE.
+ *
+ * Errors: 0 or -errno. Replies: -ESTALE, -ENOENT (no such page), -ENOSPC
+ * (the node offers no more room), -EOPNOTSUPP, -EIO (node-side failure).
+ * Transport: -ECONNRESET/-EPIPE (node gone), -ETIMEDOUT (no reply within
+ * the handle's timeout), -EPROTO (a reply that does not match): after any
+ * of these the handle is broken and every later call returns -ENOTCONN;
+ * close it and open a new one. Parity updates are not idempotent: after a
+ * transport error the caller cannot know whether the delta was applied and
+ * must rebuild that parity page.
+ *
+ * Threads: a handle serves one request at a time; give each I/O thread its
+ * own handle, or serialise calls on one. Handles share nothing. No
+ * allocation after open. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster/config.h"
+#include "cluster/frame.h"
+
+struct cluster_client;
+
+struct cluster_client_opts {
+	const char *host;
+	uint16_t port;
+	const uint8_t *secret;
+	size_t secret_len;
+	uint32_t self_node;     /* our node id, 0 when we are not a node */
+	uint64_t owner;         /* whose pages this handle stores */
+	int timeout_ms;         /* per request; 0: 5000 */
+};
+
+/* Connect and authenticate. 0, or -errno with the reason in err:
+ * -ECONNREFUSED, -ETIMEDOUT, -EACCES (secret mismatch or refused). */
+int cluster_client_open(struct cluster_client **out,
+			const struct cluster_client_opts *o, char *err,
+			size_t errlen);
+/* Same, to node id of cfg (its address and the cluster's secret). */
+int cluster_client_open_node(struct cluster_client **out,
+			     const struct cluster_config *cfg, uint32_t node_id,
+			     uint32_t self_node, uint64_t owner, int timeout_ms,
+			     char *err, size_t errlen);
+void cluster_client_close(struct cluster_client *c);
+
+/* The node we talk to, and its incarnation (from the handshake). */
+uint32_t cluster_client_node(const struct cluster_client *c);
+uint64_t cluster_client_incarnation(const struct cluster_client *c);
+
+int cluster_client_page_store(struct cluster_client *c, uint64_t page_id,
+			      uint64_t version, const void *page);
+/* version 0: whatever is stored; *version_out (may be NULL) gets it. */
+int cluster_client_page_fetch(struct cluster_client *c, uint64_t page_id,
+			      uint64_t version, void *page, uint64_t *version_out);
+int cluster_client_page_drop(struct cluster_client *c, uint64_t page_id,
+			     uint64_t version);
+/* Give the node a page another server held (Nswap's MIGRATE). */
+int cluster_client_page_migrate(struct cluster_client *c, uint64_t page_id,
+				uint64_t version, uint32_t from_node,
+				const void *page);
+
+/* parity[group] ^= delta (a zero page if absent); version: max kept. */
+int cluster_client_parity_update(struct cluster_client *c, uint64_t group,
+				 uint64_t version, const void *delta);
+int cluster_client_parity_fetch(struct cluster_client *c, uint64_t group,
+				void *page, uint64_t *version_out);
+int cluster_client_parity_drop(struct cluster_client *c, uint64_t group,
+			       uint64_t version);
+
+/* The node's table of the cluster (its view: states and capacities).
+ * Fills up to max entries, *n gets the count. */
+int cluster_client_node_table(struct cluster_client *c, struct frame_node *out,
+			      unsigned max, unsigned *n);
+/* The text of the last error reply ("" if none), for logs. */
+const char *cluster_client_last_error(const struct cluster_client *c);

@@ -1,0 +1,402 @@
+/* test_cluster_client.c - the client library against real nodes started in
+ * this process on 127.0.0.1 (node.h, the code nvcached runs): pages round
+ * trip bit-exact, version rules, parity XOR, the node table, capacity
+ * limits, a wrong secret, a forged proof, and bad frames after the
+ * handshake (error reply, connection closed, the node keeps serving). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "cluster/auth.h"
+#include "cluster/client.h"
+#include "cluster/node.h"
+#include "common/log.h"
+
+#define NNODES 2
+
+static struct cluster_config cfg;
+static struct node *nodes[NNODES];
+static char ctlbuf[65536];
+
+static int listen_any(uint16_t *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 64), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+static int setup(void **state)
+{
+	char text[512];
+	int fds[NNODES];
+	uint16_t ports[NNODES];
+	char err[256];
+	(void)state;
+
+	log_init("test_cluster_client", LOG_LVL_WARN);
+	for (int i = 0; i < NNODES; i++)
+		fds[i] = listen_any(&ports[i]);
+	snprintf(text, sizeof(text),
+		 "secret s\nnode 1 127.0.0.1:%u mem=64M\nnode 2 127.0.0.1:%u\n",
+		 ports[0], ports[1]);
+	assert_int_equal(config_parse_text(text, "test", &cfg, err, sizeof(err)), 0);
+	memcpy(cfg.secret, "unit-test-secret-0123456789", 27);
+	cfg.secret_len = 27;
+	for (int i = 0; i < NNODES; i++) {
+		struct node_opts o = {
+			.cfg = &cfg, .self = (uint32_t)i + 1, .heartbeat_ms = 50,
+			.timeout_ms = 400, .listen_fd = fds[i],
+		};
+		assert_int_equal(node_start(&nodes[i], &o), 0);
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < NNODES; i++)
+		node_stop(nodes[i]);
+	return 0;
+}
+
+static struct cluster_client *open_client(uint32_t node, uint64_t owner)
+{
+	struct cluster_client *c = NULL;
+	char err[256];
+	int rc = cluster_client_open_node(&c, &cfg, node, 0, owner, 3000, err,
+					  sizeof(err));
+	if (rc)
+		fail_msg("open node %u: %s", node, err);
+	return c;
+}
+
+static void fill(uint8_t *p, uint64_t seed)
+{
+	for (int i = 0; i < FRAME_PAGE_SIZE; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		p[i] = (uint8_t)(seed >> 56);
+	}
+}
+
+static void pages_roundtrip_and_versions(void **state)
+{
+	static uint8_t a[FRAME_PAGE_SIZE], b[FRAME_PAGE_SIZE], got[FRAME_PAGE_SIZE];
+	uint64_t v = 0;
+	(void)state;
+
+	struct cluster_client *c = open_client(1, 7);
+	assert_int_equal(cluster_client_node(c), 1);
+	fill(a, 1);
+	fill(b, 2);
+	for (uint64_t p = 0; p < 64; p++) {
+		fill(a, p + 100);
+		assert_int_equal(cluster_client_page_store(c, p, 1, a), 0);
+	}
+	for (uint64_t p = 0; p < 64; p++) {
+		fill(a, p + 100);
+		assert_int_equal(cluster_client_page_fetch(c, p, 1, got, &v), 0);
+		assert_memory_equal(got, a, FRAME_PAGE_SIZE);
+		assert_true(v == 1);
+	}
+	/* newer version overwrites; older is refused and changes nothing */
+	assert_int_equal(cluster_client_page_store(c, 5, 3, b), 0);
+	assert_int_equal(cluster_client_page_store(c, 5, 2, a), -ESTALE);
+	assert_non_null(strstr(cluster_client_last_error(c), "stale"));
+	assert_int_equal(cluster_client_page_fetch(c, 5, 3, got, &v), 0);
+	assert_memory_equal(got, b, FRAME_PAGE_SIZE);
+	/* fetch of a version the node does not hold */
+	assert_int_equal(cluster_client_page_fetch(c, 5, 4, got, &v), -ESTALE);
+	assert_true(v == 3);
+	/* version 0: whatever is there */
+	assert_int_equal(cluster_client_page_fetch(c, 5, 0, got, &v), 0);
+	assert_int_equal(cluster_client_page_fetch(c, 999, 0, got, NULL), -ENOENT);
+	/* a drop about an older version leaves the newer page */
+	assert_int_equal(cluster_client_page_drop(c, 5, 2), -ESTALE);
+	assert_int_equal(cluster_client_page_drop(c, 5, 3), 0);
+	assert_int_equal(cluster_client_page_fetch(c, 5, 0, got, NULL), -ENOENT);
+	assert_int_equal(cluster_client_page_drop(c, 5, 3), -ENOENT);
+
+	/* owners are separate name spaces */
+	struct cluster_client *c2 = open_client(1, 8);
+	assert_int_equal(cluster_client_page_fetch(c2, 6, 0, got, NULL), -ENOENT);
+	assert_int_equal(cluster_client_page_store(c2, 6, 1, b), 0);
+	fill(a, 6 + 100);
+	assert_int_equal(cluster_client_page_fetch(c, 6, 1, got, NULL), 0);
+	assert_memory_equal(got, a, FRAME_PAGE_SIZE);
+
+	/* MIGRATE puts a page on another node under the same owner */
+	struct cluster_client *m = open_client(2, 7);
+	assert_int_equal(cluster_client_page_migrate(m, 6, 1, 1, a), 0);
+	assert_int_equal(cluster_client_page_fetch(m, 6, 1, got, NULL), 0);
+	assert_memory_equal(got, a, FRAME_PAGE_SIZE);
+	assert_int_equal(cluster_client_page_drop(m, 6, 1), 0);
+	cluster_client_close(m);
+
+	for (uint64_t p = 0; p < 64; p++)
+		cluster_client_page_drop(c, p, 1);
+	cluster_client_page_drop(c2, 6, 1);
+	cluster_client_close(c);
+	cluster_client_close(c2);
+}
+
+static void parity_xor(void **state)
+{
+	static uint8_t d1[FRAME_PAGE_SIZE], d2[FRAME_PAGE_SIZE], x[FRAME_PAGE_SIZE],
+		got[FRAME_PAGE_SIZE];
+	uint64_t v;
+	(void)state;
+
+	struct cluster_client *c = open_client(2, 9);
+	fill(d1, 11);
+	fill(d2, 12);
+	for (int i = 0; i < FRAME_PAGE_SIZE; i++)
+		x[i] = d1[i] ^ d2[i];
+	assert_int_equal(cluster_client_parity_fetch(c, 42, got, NULL), -ENOENT);
+	assert_int_equal(cluster_client_parity_update(c, 42, 1, d1), 0);
+	assert_int_equal(cluster_client_parity_fetch(c, 42, got, &v), 0);
+	assert_memory_equal(got, d1, FRAME_PAGE_SIZE);
+	assert_int_equal(cluster_client_parity_update(c, 42, 2, d2), 0);
+	assert_int_equal(cluster_client_parity_fetch(c, 42, got, &v), 0);
+	assert_memory_equal(got, x, FRAME_PAGE_SIZE);
+	assert_true(v == 2);
+	/* parity group 42 and data page 42 are different keys */
+	assert_int_equal(cluster_client_page_fetch(c, 42, 0, got, NULL), -ENOENT);
+	/* XOR d2 again takes it out */
+	assert_int_equal(cluster_client_parity_update(c, 42, 3, d2), 0);
+	assert_int_equal(cluster_client_parity_fetch(c, 42, got, &v), 0);
+	assert_memory_equal(got, d1, FRAME_PAGE_SIZE);
+	assert_int_equal(cluster_client_parity_drop(c, 42, 3), 0);
+	assert_int_equal(cluster_client_parity_fetch(c, 42, got, NULL), -ENOENT);
+	cluster_client_close(c);
+}
+
+static bool both_alive(struct cluster_client *c)
+{
+	struct frame_node tab[FRAME_MAX_NODES];
+	unsigned n = 0;
+	int alive = 0;
+
+	assert_int_equal(cluster_client_node_table(c, tab, FRAME_MAX_NODES, &n), 0);
+	assert_int_equal(n, NNODES);
+	for (unsigned i = 0; i < n; i++)
+		if (tab[i].state == FN_ALIVE || tab[i].state == FN_SELF)
+			alive++;
+	return alive == NNODES;
+}
+
+static void node_table_shows_peers(void **state)
+{
+	(void)state;
+	struct cluster_client *c = open_client(1, 1);
+	int tries = 0;
+	while (!both_alive(c) && tries++ < 100)
+		usleep(50000);
+	assert_true(both_alive(c));
+	struct frame_node tab[FRAME_MAX_NODES];
+	unsigned n;
+	assert_int_equal(cluster_client_node_table(c, tab, FRAME_MAX_NODES, &n), 0);
+	/* node 1 offers at most its mem=64M */
+	for (unsigned i = 0; i < n; i++)
+		if (tab[i].node_id == 1)
+			assert_true(tab[i].cap.offered <= 64ULL << 20);
+	cluster_client_close(c);
+}
+
+static void capacity_limit(void **state)
+{
+	static uint8_t a[FRAME_PAGE_SIZE];
+	(void)state;
+
+	assert_true(node_ctl(nodes[1], "limit 8K", ctlbuf, sizeof(ctlbuf)) > 0);
+	struct cluster_client *c = open_client(2, 33);
+	fill(a, 3);
+	assert_int_equal(cluster_client_page_store(c, 1, 1, a), 0);
+	assert_int_equal(cluster_client_page_store(c, 2, 1, a), 0);
+	assert_int_equal(cluster_client_page_store(c, 3, 1, a), -ENOSPC);
+	assert_int_equal(cluster_client_page_store(c, 2, 2, a), 0); /* overwrite */
+	assert_true(node_ctl(nodes[1], "limit 0", ctlbuf, sizeof(ctlbuf)) > 0);
+	assert_int_equal(cluster_client_page_store(c, 3, 1, a), 0);
+	ssize_t n = node_ctl(nodes[1], "stats", ctlbuf, sizeof(ctlbuf) - 1);
+	assert_true(n > 0);
+	ctlbuf[n] = 0;
+	assert_non_null(strstr(ctlbuf, "nospace_refused: 1\n"));
+	assert_non_null(strstr(ctlbuf, "pages: 3\n"));
+	assert_int_equal(node_ctl(nodes[1], "limit lots", ctlbuf, sizeof(ctlbuf)), -EINVAL);
+	assert_int_equal(node_ctl(nodes[1], "frobnicate", ctlbuf, sizeof(ctlbuf)), -ENOENT);
+	for (uint64_t p = 1; p <= 3; p++)
+		cluster_client_page_drop(c, p, 2);
+	cluster_client_close(c);
+}
+
+static uint64_t stat_of(struct node *n, const char *key)
+{
+	ssize_t len = node_ctl(n, "stats", ctlbuf, sizeof(ctlbuf) - 1);
+	assert_true(len > 0);
+	ctlbuf[len] = 0;
+	char *p = strstr(ctlbuf, key);
+	assert_non_null(p);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+static void wrong_secret_refused(void **state)
+{
+	static struct cluster_config bad;
+	struct cluster_client *c = NULL;
+	char err[256];
+	(void)state;
+
+	uint64_t before = stat_of(nodes[0], "auth_failures: ");
+	bad = cfg;
+	memcpy(bad.secret, "a-different-secret-0123456789", 29);
+	bad.secret_len = 29;
+	assert_int_equal(cluster_client_open_node(&c, &bad, 1, 0, 1, 3000, err,
+						  sizeof(err)), -EACCES);
+	assert_null(c);
+	assert_non_null(strstr(err, "failed to prove"));
+	/* The node counts it once it has read our hang-up: poll briefly. */
+	for (int i = 0; i < 100 && stat_of(nodes[0], "auth_failures: ") == before; i++)
+		usleep(20000);
+	assert_true(stat_of(nodes[0], "auth_failures: ") == before + 1);
+}
+
+/* A client that skips checking the server and sends a forged proof. */
+static void forged_proof_refused(void **state)
+{
+	static struct conn c;
+	static struct frame_hdr h, r;
+	(void)state;
+
+	const struct cluster_node *cn = config_node_find(&cfg, 2);
+	assert_int_equal(conn_connect(&c, cn->host, cn->port, 3000), 0);
+	h.type = FT_HELLO;
+	h.proto_version = AUTH_PROTO_VERSION;
+	assert_int_equal(conn_send(&c, &h, NULL), 0);
+	assert_int_equal(conn_recv(&c, &r, NULL, NULL), 0);
+	assert_int_equal(r.type, FT_CHALLENGE);
+	memset(&h, 0, sizeof(h));
+	h.type = FT_AUTH;
+	memset(h.proof, 0xab, sizeof(h.proof));
+	assert_int_equal(conn_send(&c, &h, NULL), 0);
+	assert_int_equal(conn_recv(&c, &r, NULL, NULL), 0);
+	assert_int_equal(r.type, FT_AUTH);
+	assert_int_equal(r.status, FS_AUTH_FAILED);
+	/* and then the node hangs up */
+	assert_int_equal(conn_recv(&c, &r, NULL, NULL), -ECONNRESET);
+	conn_close(&c);
+}
+
+static void bad_frames_after_auth(void **state)
+{
+	static struct conn c;
+	static struct frame_hdr r;
+	static uint8_t page[FRAME_PAGE_SIZE];
+	struct auth_peer peer;
+	struct auth_identity me = { 0, 1, cfg.secret, cfg.secret_len };
+	const struct cluster_node *cn = config_node_find(&cfg, 1);
+	(void)state;
+
+	static const uint8_t junk[][20] = {
+		/* valid prefix shape, CRC wrong */
+		{ 'N', 'V', 'C', 'L', 1, 0, 0, 4, 0, 0, 0, 0, 1, 2, 3, 4, 8, 1, 16, 1 },
+		/* bad magic */
+		{ 'G', 'E', 'T', ' ', '/', ' ', 'H', 'T', 'T', 'P', '/', '1', '.', '1',
+		  '\r', '\n', '\r', '\n', 0, 0 },
+		/* payload length 4 GiB - 1 */
+		{ 'N', 'V', 'C', 'L', 1, 0, 0, 4, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 8, 1,
+		  16, 1 },
+	};
+	uint64_t before = stat_of(nodes[0], "bad_frames: ");
+	for (unsigned j = 0; j < sizeof(junk) / sizeof(junk[0]); j++) {
+		assert_int_equal(conn_connect(&c, cn->host, cn->port, 3000), 0);
+		assert_int_equal(auth_client(&c, &me, &peer, NULL), 0);
+		assert_int_equal(send(c.fd, junk[j], sizeof(junk[j]), MSG_NOSIGNAL),
+				 (ssize_t)sizeof(junk[j]));
+		assert_int_equal(conn_recv(&c, &r, NULL, NULL), 0);
+		assert_int_equal(r.type, FT_ERROR);
+		assert_int_equal(r.status, FS_BAD_FRAME);
+		assert_true(strlen(r.text) > 0);
+		assert_int_equal(conn_recv(&c, &r, NULL, NULL), -ECONNRESET);
+		conn_close(&c);
+	}
+	/* A truncated frame then a hang-up: nothing to answer, no harm. */
+	assert_int_equal(conn_connect(&c, cn->host, cn->port, 3000), 0);
+	assert_int_equal(auth_client(&c, &me, &peer, NULL), 0);
+	assert_int_equal(send(c.fd, junk[0], 10, MSG_NOSIGNAL), 10);
+	conn_close(&c);
+
+	assert_true(stat_of(nodes[0], "bad_frames: ") == before + 3);
+	/* The node still serves. */
+	struct cluster_client *ok = open_client(1, 77);
+	fill(page, 5);
+	assert_int_equal(cluster_client_page_store(ok, 1, 1, page), 0);
+	assert_int_equal(cluster_client_page_drop(ok, 1, 1), 0);
+	cluster_client_close(ok);
+}
+
+static void unauthenticated_request_refused(void **state)
+{
+	static struct conn c;
+	static struct frame_hdr h, r;
+	static uint8_t page[FRAME_PAGE_SIZE];
+	(void)state;
+
+	const struct cluster_node *cn = config_node_find(&cfg, 1);
+	assert_int_equal(conn_connect(&c, cn->host, cn->port, 3000), 0);
+	h.type = FT_PAGE_STORE;
+	h.payload_len = FRAME_PAGE_SIZE;
+	assert_int_equal(conn_send(&c, &h, page), 0);
+	assert_int_equal(conn_recv(&c, &r, NULL, NULL), 0);
+	assert_int_equal(r.type, FT_ERROR);
+	assert_int_equal(r.status, FS_NOT_AUTHENTICATED);
+	assert_int_equal(conn_recv(&c, &r, NULL, NULL), -ECONNRESET);
+	conn_close(&c);
+}
+
+static void client_breaks_on_dead_node(void **state)
+{
+	static uint8_t page[FRAME_PAGE_SIZE];
+	(void)state;
+
+	struct cluster_client *c = open_client(1, 5);
+	node_stop(nodes[0]);
+	nodes[0] = NULL;
+	int rc = cluster_client_page_store(c, 1, 1, page);
+	assert_true(rc == -ECONNRESET || rc == -EPIPE);
+	assert_int_equal(cluster_client_page_store(c, 1, 1, page), -ENOTCONN);
+	cluster_client_close(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(pages_roundtrip_and_versions),
+		cmocka_unit_test(parity_xor),
+		cmocka_unit_test(node_table_shows_peers),
+		cmocka_unit_test(capacity_limit),
+		cmocka_unit_test(wrong_secret_refused),
+		cmocka_unit_test(forged_proof_refused),
+		cmocka_unit_test(bad_frames_after_auth),
+		cmocka_unit_test(unauthenticated_request_refused),
+		cmocka_unit_test(client_breaks_on_dead_node),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
