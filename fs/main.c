@@ -408,8 +408,9 @@ int main(int argc, char **argv)
 	}
 
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_max_threads(lc, 32);
-	fuse_loop_cfg_set_idle_threads(lc, 8);
+	/* keep idle workers: libfuse would otherwise create a thread per
+	 * request under a synchronous load */
+	fuse_loop_cfg_set_idle_threads(lc, 16);
 	ret = fuse_session_loop_mt(se, lc) ? 1 : 0;
 	fuse_loop_cfg_destroy(lc);
 

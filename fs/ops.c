@@ -2,7 +2,7 @@
  * metadata pass through to the backing directory (inodes held by O_PATH
  * fds, lookup counts and forget as in libfuse's passthrough_ll.c); file data
  * goes through the cache (fdata.c). */
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 314
 #include "fs/ops.h"
 
 #include "common/log.h"

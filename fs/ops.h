@@ -3,7 +3,7 @@
  * threads, any number at once; see fs.h for the locks they take. */
 #pragma once
 #ifndef FUSE_USE_VERSION
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 314
 #endif
 #include <fuse_lowlevel.h>
 
