@@ -46,6 +46,7 @@ struct fs_inode {
 	struct fs_inode *hnext;  /* itab chain (itab_lk) */
 	uint64_t nlookup;        /* kernel's lookups (itab_lk) */
 	uint32_t refs;           /* handles, queues (itab_lk) */
+	atomic_bool no_caps;     /* known to have no security.capability */
 
 	pthread_rwlock_t io;
 	pthread_mutex_t lk;

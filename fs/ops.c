@@ -780,14 +780,22 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	char proc[64];
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
+	atomic_store(&I(req, n)->no_caps, false);
 	fuse_reply_err(req, setxattr(proc, name, value, size, flags) < 0 ? errno : 0);
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 			size_t size)
 {
+	struct fs_inode *ino = I(req, n);
 	char proc[64], *v = NULL;
 	ssize_t r;
+
+	/* the kernel asks for security.capability before every write; the
+	 * answer is remembered until an xattr of the inode changes */
+	bool caps = !strcmp(name, "security.capability");
+	if (caps && atomic_load(&ino->no_caps))
+		return (void)fuse_reply_err(req, ENODATA);
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	if (size) {
@@ -803,6 +811,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 		return;
 	}
 	r = getxattr(proc, name, NULL, 0);
+	if (r < 0 && errno == ENODATA && caps)
+		atomic_store(&ino->no_caps, true);
 	if (r < 0)
 		fuse_reply_err(req, errno);
 	else
@@ -839,6 +849,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
 	char proc[64];
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
+	atomic_store(&I(req, n)->no_caps, false);
 	fuse_reply_err(req, removexattr(proc, name) < 0 ? errno : 0);
 }
 
