@@ -10,11 +10,12 @@ static const struct policy_ops *const policy_table[] = {
 	&policy_lru_ops,
 	&policy_mram_fixed_ops,
 	&policy_lowpower_ops,
+	&policy_adaptive_ops,
 };
 
 const char *policy_names(void)
 {
-	return "lru,mram-fixed,lowpower";
+	return "lru,mram-fixed,lowpower,adaptive";
 }
 
 int policy_create(struct policy **out, const char *name,
@@ -27,6 +28,13 @@ int policy_create(struct policy **out, const char *name,
 			ops = policy_table[k];
 	if (!ops)
 		return -ENOENT;
+	return policy_create_ops(out, ops, cfg, 0);
+}
+
+int policy_create_ops(struct policy **out, const struct policy_ops *ops,
+		      const struct policy_config *cfg, uint32_t reserve)
+{
+	*out = NULL;
 	if (!cfg || cfg->mram_pages + cfg->dram_pages == 0 ||
 	    cfg->mram_pages >= PC_NIL || cfg->dram_pages >= PC_NIL ||
 	    cfg->alpha < 0 || cfg->alpha != cfg->alpha)
@@ -38,10 +46,14 @@ int policy_create(struct policy **out, const char *name,
 	p->cfg = *cfg;
 	if (!p->cfg.epoch)
 		p->cfg.epoch = POLICY_DEFAULT_EPOCH;
-	int rc = pc_init(&p->pc, &p->cfg, &p->ctr, ops->ranks);
+	int rc = reserve && !cfg->max_pages
+		 ? pc_init_fixed_hash(&p->pc, &p->cfg, &p->ctr, reserve, ops->ranks)
+		 : pc_init(&p->pc, &p->cfg, &p->ctr, ops->ranks);
 	if (rc == 0 && ops->init)
 		rc = ops->init(p);
 	if (rc < 0) {
+		if (ops->fini)
+			ops->fini(p);
 		pc_fini(&p->pc);
 		free(p);
 		return rc;
@@ -54,6 +66,8 @@ void policy_destroy(struct policy *p)
 {
 	if (!p)
 		return;
+	if (p->ops->fini)
+		p->ops->fini(p);
 	pc_fini(&p->pc);
 	free(p);
 }
@@ -61,6 +75,22 @@ void policy_destroy(struct policy *p)
 const char *policy_name(const struct policy *p)
 {
 	return p->ops->name;
+}
+
+int policy_set_profile(struct policy *p, uint64_t page, uint64_t count)
+{
+	if (p->ctr.accesses)
+		return -EBUSY;
+	if (!p->ops->ranks)
+		return 0;
+	if (p->pc.max_pages && page >= p->pc.max_pages)
+		return -ERANGE;
+	uint32_t i = pc_get(&p->pc, page);
+	if (i == PC_NIL)
+		return -ENOMEM;
+	pc_pg(&p->pc, i)->prof = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+	p->fixed_profile = true;
+	return 0;
 }
 
 static inline void sat_inc(uint32_t *v)
@@ -112,6 +142,8 @@ void policy_forget(struct policy *p, uint64_t page)
 	struct pc_page *g = pc_pg(pc, i);
 	if (g->tier == TIER_NONE)
 		return;
+	if (p->ops->reset)
+		p->ops->reset(p, i);
 	if (g->tier == TIER_MRAM || g->tier == TIER_DRAM) {
 		p->ops->unlink(p, i);
 		pc->used[g->tier]--;

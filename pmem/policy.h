@@ -72,6 +72,14 @@ const char *policy_name(const struct policy *p);
 /* The comma-separated list of known policy names, for --help text. */
 const char *policy_names(void);
 
+/* Optional, before the first access: the page's access count from a
+ * profiling run (the paper's profile). Policies that rank pages
+ * (mram-fixed, lowpower) then rank by these counts for the whole run
+ * instead of learning them epoch by epoch; lru and adaptive ignore them.
+ * Returns 0, -EBUSY (accesses already made), -ERANGE (page >= max_pages),
+ * -ENOMEM. */
+int policy_set_profile(struct policy *p, uint64_t page, uint64_t count);
+
 /* Present one access to page. Fills moves[0..n) (n returned, at most
  * POLICY_MAX_MOVES) and *served with the memory tier the access is served
  * from once the moves are applied. */

@@ -57,6 +57,48 @@ int pc_init(struct pc *pc, const struct policy_config *cfg,
 	return 0;
 }
 
+int pc_init_fixed_hash(struct pc *pc, const struct policy_config *cfg,
+		       struct policy_counters *ctr, uint32_t reserve,
+		       bool want_scratch)
+{
+	struct policy_config c = *cfg;
+	c.max_pages = 0;
+	int rc = pc_init(pc, &c, ctr, false);
+	if (rc < 0)
+		return rc;
+	if (reserve < PC_MIN_CAP)
+		reserve = PC_MIN_CAP;
+	uint64_t mask = 1;
+	while (mask + 1 < (uint64_t)reserve * 2)
+		mask = mask * 2 + 1;
+	struct pc_page *pg = realloc(pc->pg, (size_t)reserve * sizeof(*pg));
+	uint32_t *ht = malloc((mask + 1) * sizeof(uint32_t));
+	if (!pg || !ht) {
+		free(ht);
+		if (pg)
+			pc->pg = pg;
+		pc_fini(pc);
+		return -ENOMEM;
+	}
+	memset(ht, 0xff, (mask + 1) * sizeof(uint32_t));
+	free(pc->ht);
+	if (want_scratch) {
+		pc->scratch = malloc((size_t)reserve * sizeof(uint32_t));
+		if (!pc->scratch) {
+			pc->pg = pg;
+			pc->ht = ht;
+			pc_fini(pc);
+			return -ENOMEM;
+		}
+	}
+	pc->pg = pg;
+	pc->cap = reserve;
+	pc->ht = ht;
+	pc->ht_mask = mask;
+	pc->no_grow = true;
+	return 0;
+}
+
 void pc_fini(struct pc *pc)
 {
 	free(pc->pg);
@@ -121,7 +163,7 @@ uint32_t pc_get(struct pc *pc, uint64_t page)
 	uint32_t i = pc_find(pc, page);
 	if (i != PC_NIL || pc->max_pages)
 		return i;
-	if (pc_grow(pc) < 0)
+	if (pc->no_grow ? pc->n == pc->cap : pc_grow(pc) < 0)
 		return PC_NIL;
 	i = pc->n++;
 	pc_page_reset(&pc->pg[i], page);
@@ -276,10 +318,10 @@ static uint32_t pc_select_desc(uint32_t *a, uint64_t n, uint64_t k)
 	return a[want];
 }
 
-uint32_t pc_profile_step(struct pc *pc, uint64_t k)
+uint32_t pc_profile_step(struct pc *pc, uint64_t k, bool age)
 {
 	uint64_t nz = 0;
-	if (!pc->max_pages) {
+	if (!pc->max_pages && !pc->no_grow) {
 		/* nvsim may allocate here; on failure rank without scratch:
 		 * nobody is hot this epoch, which is safe. */
 		free(pc->scratch);
@@ -287,11 +329,14 @@ uint32_t pc_profile_step(struct pc *pc, uint64_t k)
 	}
 	for (uint32_t i = 0; i < pc->n; i++) {
 		struct pc_page *g = &pc->pg[i];
-		uint32_t p = g->prof / 2 + g->cur;
-		if (p < g->cur)   /* overflow */
-			p = UINT32_MAX;
-		g->prof = p;
-		g->cur = 0;
+		uint32_t p = g->prof;
+		if (age) {
+			p = g->prof / 2 + g->cur;
+			if (p < g->cur)   /* overflow */
+				p = UINT32_MAX;
+			g->prof = p;
+			g->cur = 0;
+		}
 		if (p && pc->scratch)
 			pc->scratch[nz++] = p;
 	}

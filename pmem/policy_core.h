@@ -38,6 +38,8 @@ struct pc_page {
 	uint8_t flash;         /* a flash copy exists (valid unless dirty) */
 	uint8_t list;          /* which policy list holds it, 0 = none */
 	uint8_t flags;         /* policy-private bits */
+	uint8_t hb;            /* adaptive: heat bucket recorded at stamp */
+	uint32_t aux;          /* policy-private */
 };
 
 struct pc_list {
@@ -50,6 +52,7 @@ struct pc {
 	uint32_t n, cap;               /* entries in use / allocated */
 	uint32_t *ht;                  /* nvsim: open-addressing index */
 	uint64_t ht_mask;
+	bool no_grow;                  /* pc_init_fixed_hash */
 	uint32_t *scratch;             /* profile ranking; NULL if unused */
 	uint64_t max_pages;
 	uint64_t clock;                /* accesses so far */
@@ -63,6 +66,12 @@ struct pc {
  * whole table when max_pages != 0. Returns 0 or -ENOMEM / -EINVAL. */
 int pc_init(struct pc *pc, const struct policy_config *cfg,
 	    struct policy_counters *ctr, bool want_scratch);
+/* A hashed table (64-bit keys) preallocated for `reserve` pages that never
+ * grows: pc_get returns PC_NIL once it is full. For sampled shadows on the
+ * live path. */
+int pc_init_fixed_hash(struct pc *pc, const struct policy_config *cfg,
+		       struct policy_counters *ctr, uint32_t reserve,
+		       bool want_scratch);
 void pc_fini(struct pc *pc);
 /* Index of page, or PC_NIL when unknown. */
 uint32_t pc_find(const struct pc *pc, uint64_t page);
@@ -96,9 +105,10 @@ static inline bool pc_full(const struct pc *pc, enum tier t)
 	return pc->used[t] >= pc->capy[t];
 }
 
-/* Epoch step (see top): age every profile, return the profile value of the
- * k-th hottest page (>= 1), or UINT32_MAX when k == 0. */
-uint32_t pc_profile_step(struct pc *pc, uint64_t k);
+/* Epoch step (see top): age every profile (unless !age: a fixed profile
+ * from policy_set_profile), return the profile value of the k-th hottest
+ * page (>= 1), or UINT32_MAX when k == 0 or nothing was accessed. */
+uint32_t pc_profile_step(struct pc *pc, uint64_t k, bool age);
 
 /* The policy object: a policy's own struct starts with this. */
 struct policy;
@@ -107,11 +117,14 @@ struct policy_ops {
 	size_t size;          /* of the policy's struct */
 	bool ranks;           /* calls pc_profile_step (needs scratch) */
 	int (*init)(struct policy *p);           /* after pc_init */
+	void (*fini)(struct policy *p);          /* optional */
 	/* Serve an access to page index i: emit moves, return the tier. */
 	enum tier (*access)(struct policy *p, uint32_t i, bool write);
 	/* Forget: take page i (in a memory tier) off the policy's lists. */
 	void (*unlink)(struct policy *p, uint32_t i);
 	void (*epoch)(struct policy *p);         /* every cfg.epoch accesses */
+	/* Optional: page i is forgotten (any tier), before its counts reset. */
+	void (*reset)(struct policy *p, uint32_t i);
 };
 
 struct policy {
@@ -119,7 +132,13 @@ struct policy {
 	struct policy_config cfg;
 	struct policy_counters ctr;
 	struct pc pc;
+	bool fixed_profile;   /* policy_set_profile was used */
 };
+
+/* Create a policy from its ops; reserve != 0 (with cfg->max_pages == 0)
+ * makes a non-growing hashed table for that many pages (sampled shadows). */
+int policy_create_ops(struct policy **out, const struct policy_ops *ops,
+		      const struct policy_config *cfg, uint32_t reserve);
 
 /* Default cfg.epoch when 0 is given. */
 #define POLICY_DEFAULT_EPOCH (1u << 20)

@@ -125,6 +125,8 @@ static enum tier lp_access(struct policy *p, uint32_t i, bool write)
 	struct pc *pc = &p->pc;
 	struct pc_page *g = pc_pg(pc, i);
 	(void)write;
+	if (p->fixed_profile && p->ctr.accesses == 0)
+		l->hot_min = pc_profile_step(pc, p->cfg.mram_pages, false);
 	if (l->dynamic)
 		l->unified = (double)p->ctr.served[TIER_MRAM] <
 			     l->thr * (double)p->ctr.accesses;
@@ -198,7 +200,9 @@ static void lp_refile(struct lp_policy *l)
 static void lp_epoch(struct policy *p)
 {
 	struct lp_policy *l = (struct lp_policy *)p;
-	l->hot_min = pc_profile_step(&p->pc, p->cfg.mram_pages);
+	if (p->fixed_profile)
+		return;   /* ranked once, at the first access */
+	l->hot_min = pc_profile_step(&p->pc, p->cfg.mram_pages, true);
 	lp_refile(l);
 }
 

@@ -51,7 +51,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: nvsim --trace FILE [--format auto|lackey|nvt] --policy P[,P...]\n"
 "             --mram SIZES --dram SIZES [--alpha A] [--epoch N]\n"
-"             [--params FILE] [--csv OUT] [--plot DIR] [-j THREADS] [-q]\n"
+"             [--profile online|oracle] [--params FILE] [--csv OUT]\n"
+"             [--plot DIR] [-j THREADS] [-q]\n"
 "       nvsim convert IN OUT [--format auto|lackey|nvt] [--pages]\n"
 "             [--l2 [--params FILE]]   (--l2: write the L2's misses only)\n"
 "       nvsim --print-params\n"
@@ -60,7 +61,10 @@ static void usage(FILE *f)
 "Traces: valgrind --tool=lackey --trace-mem=yes --log-file=F PROG output,\n"
 "or nvt (nvsim convert); either may be gzip-compressed.\n"
 "CSV columns: " CSV_HEADER "\n"
-"  accesses = memory accesses (L2 misses and write-backs) the policy saw.\n",
+"  accesses = memory accesses (L2 misses and write-backs) the policy saw.\n"
+"--profile oracle: mram-fixed and lowpower rank pages by whole-run counts\n"
+"  from a first pass (the paper's profiling run); online (default): by\n"
+"  counts aged every --epoch accesses, as the live store does.\n",
 		policy_names());
 }
 
@@ -220,6 +224,104 @@ static int do_convert(int argc, char **argv)
 	return 0;
 }
 
+/* Page -> access count, for the oracle profile (open addressing). */
+struct pmap {
+	uint64_t *key, *cnt;
+	uint64_t mask, n;
+};
+
+static int pmap_add(struct pmap *m, uint64_t page, uint64_t c)
+{
+	if ((m->n + 1) * 2 > m->mask + 1 || !m->key) {
+		uint64_t nmask = m->key ? m->mask * 2 + 1 : 4095;
+		uint64_t *nk = malloc((nmask + 1) * sizeof(uint64_t));
+		uint64_t *nc = calloc(nmask + 1, sizeof(uint64_t));
+		if (!nk || !nc) {
+			free(nk);
+			free(nc);
+			return -ENOMEM;
+		}
+		memset(nk, 0xff, (nmask + 1) * sizeof(uint64_t));
+		for (uint64_t i = 0; m->key && i <= m->mask; i++) {
+			if (m->key[i] == UINT64_MAX)
+				continue;
+			uint64_t h = (m->key[i] * 0x9E3779B97F4A7C15ull) & nmask;
+			while (nk[h] != UINT64_MAX)
+				h = (h + 1) & nmask;
+			nk[h] = m->key[i];
+			nc[h] = m->cnt[i];
+		}
+		free(m->key);
+		free(m->cnt);
+		m->key = nk;
+		m->cnt = nc;
+		m->mask = nmask;
+	}
+	/* UINT64_MAX marks an empty slot; that page number cannot occur
+	 * (page = address >> page_shift). */
+	uint64_t h = (page * 0x9E3779B97F4A7C15ull) & m->mask;
+	while (m->key[h] != UINT64_MAX && m->key[h] != page)
+		h = (h + 1) & m->mask;
+	if (m->key[h] == UINT64_MAX) {
+		m->key[h] = page;
+		m->n++;
+	}
+	m->cnt[h] += c;
+	return 0;
+}
+
+/* The paper's profile: a whole first pass counting each page's memory
+ * accesses (after the L2), handed to the ranking policies. */
+static int oracle_profile(struct sim *s, const char *trace,
+			  enum trace_format fmt, const struct model_params *mp)
+{
+	if (!strcmp(trace, "-")) {
+		log_err("--profile oracle reads the trace twice: not from stdin");
+		return -EINVAL;
+	}
+	struct trace_reader *r;
+	struct l2 *l2;
+	struct pmap m = { 0 };
+	int rc = trace_open(&r, trace, fmt);
+	if (rc < 0)
+		return rc;
+	rc = l2_create(&l2, mp->l2_bytes, mp->line_bytes, mp->l2_ways,
+		       mp->page_bytes);
+	if (rc < 0) {
+		trace_close(r);
+		return rc;
+	}
+	bool pages = trace_flags(r) & NVT_F_PAGES;
+	struct trace_rec *recs = malloc(RECS * sizeof(*recs));
+	static struct mem_event ev[EV_PER_REC_MAX];
+	uint64_t instr = 0;
+	ssize_t n = 0;
+	while (recs && (n = trace_read(r, recs, RECS, &instr)) > 0) {
+		for (ssize_t k = 0; k < n && rc == 0; k++) {
+			unsigned ne = pages ? l2_bypass(l2, &recs[k], ev)
+					    : l2_access(l2, &recs[k], ev);
+			for (unsigned e = 0; e < ne && rc == 0; e++)
+				rc = pmap_add(&m, ev[e].page, 1);
+		}
+		if (rc)
+			break;
+	}
+	if (!recs || n < 0)
+		rc = rc ? rc : -EIO;
+	trace_close(r);
+	l2_destroy(l2);
+	free(recs);
+	for (size_t k = 0; k < s->n && rc == 0; k++)
+		for (uint64_t i = 0; i <= m.mask && rc == 0; i++)
+			if (m.key[i] != UINT64_MAX)
+				rc = policy_set_profile(s->in[k].p, m.key[i], m.cnt[i]);
+	free(m.key);
+	free(m.cnt);
+	if (rc < 0)
+		log_err("oracle profile: %s", strerror(-rc));
+	return rc;
+}
+
 /* Run one slice of the instances over the current event batch. */
 struct slice {
 	struct sim *s;
@@ -342,7 +444,7 @@ int main(int argc, char **argv)
 	enum trace_format fmt = TRACE_AUTO;
 	double alpha = 0.9;
 	uint64_t epoch = 0;
-	int threads = 1, quiet = 0, print_params = 0;
+	int threads = 1, quiet = 0, print_params = 0, oracle = 0;
 	static const struct option lo[] = {
 		{ "trace", required_argument, NULL, 't' },
 		{ "format", required_argument, NULL, 'f' },
@@ -354,6 +456,7 @@ int main(int argc, char **argv)
 		{ "params", required_argument, NULL, 'P' },
 		{ "csv", required_argument, NULL, 'c' },
 		{ "plot", required_argument, NULL, 'g' },
+		{ "profile", required_argument, NULL, 'r' },
 		{ "print-params", no_argument, NULL, 'x' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -389,6 +492,16 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'P': params = optarg; break;
+		case 'r':
+			if (!strcmp(optarg, "oracle"))
+				oracle = 1;
+			else if (!strcmp(optarg, "online"))
+				oracle = 0;
+			else {
+				log_err("bad --profile '%s' (online, oracle)", optarg);
+				return 2;
+			}
+			break;
 		case 'c': csv = optarg; break;
 		case 'g': plot = optarg; break;
 		case 'j':
@@ -469,6 +582,8 @@ int main(int argc, char **argv)
 			}
 	}
 
+	if (oracle && oracle_profile(&s, trace, fmt, &mp) < 0)
+		return 1;
 	struct trace_reader *r;
 	if (trace_open(&r, trace, fmt) < 0)
 		return 1;

@@ -312,7 +312,7 @@ static void mram_fixed_loses_on_low_locality(void **state)
 	static struct shadow s;
 	uint64_t loads[NNAMES] = { 0 };
 	(void)state;
-	for (unsigned k = 0; k < 3; k++) {
+	for (unsigned k = 0; k < NNAMES; k++) {
 		struct policy *p = mk(names[k], 8, 12, 0, 4000, &s);
 		struct policy_counters c;
 		for (unsigned ph = 0; ph < 6; ph++)
@@ -326,6 +326,59 @@ static void mram_fixed_loses_on_low_locality(void **state)
 	}
 	assert_true(loads[1] > loads[0] + loads[0] / 2);   /* mram-fixed loses */
 	assert_true(loads[2] < loads[1]);                  /* lowpower less so */
+	assert_true(loads[3] < loads[2]);                  /* adaptive: less */
+}
+
+/* An oracle profile (policy_set_profile) pins the hottest pages in MRAM
+ * from their first touch: no migrations at all. Too late once accesses
+ * have been made; ignored by lru. */
+static void oracle_profile_pins_from_start(void **state)
+{
+	static struct shadow s;
+	(void)state;
+	for (unsigned k = 0; k < NNAMES; k++) {
+		struct policy *p = mk(names[k], 4, 8, 0, 500, &s);
+		for (uint64_t pg = 0; pg < 64; pg++)
+			assert_int_equal(policy_set_profile(p, pg, pg < 4 ? 1000 : 10), 0);
+		uint64_t hot_mram = 0, hot = 0;
+		for (unsigned a = 0; a < 5000; a++) {
+			uint64_t r = rnd();
+			uint64_t pg = (r % 10) < 8 ? (r >> 8) % 4 : 4 + (r >> 8) % 60;
+			enum tier t = sh_access(p, &s, pg, false);
+			if (pg < 4) {
+				hot++;
+				hot_mram += t == TIER_MRAM;
+			}
+		}
+		struct policy_counters c;
+		policy_get_counters(p, &c);
+		if (k == 1 || k == 2) {   /* mram-fixed, lowpower */
+			assert_int_equal(hot_mram, hot);
+			assert_int_equal(c.migrations, 0);
+		}
+		assert_int_equal(policy_set_profile(p, 1, 5), -EBUSY);
+		policy_destroy(p);
+	}
+	struct policy *p = mk("lowpower", 4, 8, 100, 500, NULL);
+	assert_int_equal(policy_set_profile(p, 100, 5), -ERANGE);
+	policy_destroy(p);
+}
+
+/* Everything fits and every page is about as hot as any other: adaptive
+ * must not pay for copies that cannot pay back. */
+static void adaptive_migrates_only_when_it_pays(void **state)
+{
+	static struct shadow s;
+	(void)state;
+	struct policy *p = mk("adaptive", 16, 48, 0, 2000, &s);
+	for (unsigned a = 0; a < 40000; a++)
+		sh_access(p, &s, rnd() % 64, false);
+	struct policy_counters c;
+	policy_get_counters(p, &c);
+	print_message("adaptive: %lu migrations\n", (unsigned long)c.migrations);
+	assert_true(c.migrations <= 4);
+	assert_int_equal(c.loads, 0);
+	policy_destroy(p);
 }
 
 /* Live mode: no allocation at all after policy_create. */
@@ -368,6 +421,8 @@ int main(void)
 		cmocka_unit_test(lru_order_and_clean_skip),
 		cmocka_unit_test(hot_set_lands_in_mram),
 		cmocka_unit_test(mram_fixed_loses_on_low_locality),
+		cmocka_unit_test(oracle_profile_pins_from_start),
+		cmocka_unit_test(adaptive_migrates_only_when_it_pays),
 		cmocka_unit_test(live_path_never_allocates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

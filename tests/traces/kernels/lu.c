@@ -1,7 +1,9 @@
 /* lu.c - LU/HPL-like kernel: right-looking blocked LU factorisation with
  * partial pivoting of a dense N x N matrix. The trailing matrix shrinks, so
  * its last rows and columns are touched far more than its first ones.
- * usage: lu N BLOCK */
+ * usage: lu N BLOCK [STEPS]  (STEPS: block steps to run, default all; a
+ * partial factorisation keeps traces short while touching the whole
+ * matrix) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 512;
 	int nb = argc > 2 ? atoi(argv[2]) : 32;
+	int steps = argc > 3 ? atoi(argv[3]) : 1 << 30;
 	double *a = malloc((size_t)n * n * sizeof(double));
 	if (!a)
 		return 1;
@@ -19,7 +22,7 @@ int main(int argc, char **argv)
 		a[i] = (double)(s >> 40) / (1 << 24) - 0.5;
 	}
 #define A(i, j) a[(size_t)(i) * n + (j)]
-	for (int k0 = 0; k0 < n; k0 += nb) {
+	for (int k0 = 0; k0 < n && k0 / nb < steps; k0 += nb) {
 		int k1 = k0 + nb < n ? k0 + nb : n;
 		for (int k = k0; k < k1; k++) {   /* panel */
 			int piv = k;

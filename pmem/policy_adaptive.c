@@ -1,0 +1,454 @@
+/* policy_adaptive.c - "adaptive", nvcache's own policy. It keeps the paper's
+ * idea (hot pages in MRAM, everything else LRU-swapped) and replaces each of
+ * its fixed choices with a measured one:
+ *
+ *  - Heat (HeMem): separate read and write counts, weighted by what MRAM
+ *    saves over DRAM per access in the paper's Table 2 (reads 4.88 nJ,
+ *    writes 3.64 nJ, both 7.5 ns: weights 4 and 3), halved every epoch
+ *    (MEMTIS cooling), lazily: a page's counts are aged when next touched.
+ *  - Hot threshold (MEMTIS): a log2 histogram of heats, kept exact under the
+ *    lazy cooling (halving every count moves every page down one bucket, so
+ *    the whole histogram shifts); the threshold is the lowest bucket whose
+ *    pages, with all hotter ones, still fit in MRAM.
+ *  - Migrate only when it pays: a DRAM page moves up only if its heat beats
+ *    the MRAM page it displaces by the price of the copies (in accesses at
+ *    the 7.5 ns MRAM saves, over a few epochs) - a hysteresis band that also
+ *    stops ping-pong (TPP's concern); a page must be hot, i.e. touched
+ *    repeatedly, before it is even considered (two-touch filter).
+ *    One DRAM frame is kept free so a swap between tiers needs no flash I/O.
+ *  - Protect or not (the paper's MRAM-hit-rate switch, measured instead of
+ *    guessed): two sampled shadows (1 page in 2^s, capacities scaled) run
+ *    the plain LRU and the MRAM-fixed choices on the same stream; each epoch
+ *    the cheaper one's flash cost decides whether hot pages are protected
+ *    from eviction (set dueling, as in cache DIP).
+ *  - Clean-first eviction: among the least recently used unprotected pages,
+ *    a clean page with a valid flash copy goes first (a drop costs nothing,
+ *    a write-back 64 us).
+ * O(1) per access; the shadows use preallocated tables in live mode. */
+#include <string.h>
+
+#include "pmem/policy_core.h"
+
+enum { AD_MRAM = 1, AD_DRAM = 2 };
+#define AD_KNOWN 1u           /* flags: page counted in the histogram */
+#define AD_BUCKETS 48
+#define AD_NONE AD_BUCKETS     /* threshold: nothing is hot */
+#define AD_SCAN 8              /* victim candidates looked at */
+#define AD_CLEAN_WINDOW 4      /* how far past LRU a clean page may be */
+/* Heat surplus (weighted, aged counts) a promotion must show: one copy is
+ * 64 lines x 37.5 ns = 320 accesses x 7.5 ns; aged counts are ~2x the
+ * per-epoch rate, weights ~3.5; amortised over ~8 epochs. */
+#define AD_PAY_MOVE 280
+#define AD_PAY_SWAP 560
+#define AD_T_EVERY 4096        /* accesses between threshold refreshes */
+#define AD_SHADOW_MIN 256      /* pages a shadow should have at least */
+
+struct ad_policy {
+	struct policy base;
+	struct pc_list mram, dram;
+	uint64_t hist[AD_BUCKETS];
+	uint32_t e;                /* epochs so far */
+	unsigned thr;              /* hot bucket threshold */
+	uint32_t pending;          /* hot DRAM page that found no free frame */
+	bool protect;
+	struct policy *sh[2];      /* shadows: lru, mram-fixed */
+	uint64_t sh_cost[2];       /* their flash cost at the last epoch */
+	double sh_avg[2];          /* decayed sums of their epoch costs */
+	unsigned s;                /* sample 1 page in 2^s */
+	uint64_t since_thr;
+};
+
+static struct pc_list *ad_list(struct ad_policy *a, uint8_t tag)
+{
+	return tag == AD_MRAM ? &a->mram : &a->dram;
+}
+
+static unsigned ad_bucket(uint64_t h)
+{
+	return h ? (unsigned)(64 - __builtin_clzll(h)) : 0;
+}
+
+static uint32_t ad_age(const struct ad_policy *a, const struct pc_page *g)
+{
+	return a->e - g->stamp;
+}
+
+/* Histogram position of a page now (the shifted view). */
+static unsigned ad_pos(const struct ad_policy *a, const struct pc_page *g)
+{
+	uint32_t k = ad_age(a, g);
+	return g->hb > k ? g->hb - k : 0;
+}
+
+static uint64_t ad_heat(const struct ad_policy *a, const struct pc_page *g)
+{
+	uint32_t k = ad_age(a, g);
+	if (k > 31)
+		return 0;
+	return 4 * (uint64_t)(g->reads >> k) + 3 * (uint64_t)(g->writes >> k);
+}
+
+static bool ad_hot(const struct ad_policy *a, const struct pc_page *g)
+{
+	return a->thr < AD_NONE && ad_pos(a, g) >= a->thr;
+}
+
+/* Protected from eviction (when protecting): hot pages, and every MRAM
+ * page still warm (touched within its heat's lifetime) - the paper's
+ * pinned MRAM, minus the pages that have gone cold. */
+static bool ad_kept(const struct ad_policy *a, const struct pc_page *g)
+{
+	if (a->thr >= AD_NONE)
+		return false;
+	unsigned pos = ad_pos(a, g);
+	return pos >= a->thr || (g->tier == TIER_MRAM && pos > 0);
+}
+
+static void ad_touch(struct ad_policy *a, struct pc_page *g, bool write)
+{
+	if (!(g->flags & AD_KNOWN)) {
+		g->flags |= AD_KNOWN;
+		g->stamp = a->e;
+		g->hb = 0;
+		g->reads = g->writes = 0;
+		a->hist[0]++;
+	}
+	unsigned pos = ad_pos(a, g);
+	uint32_t k = ad_age(a, g);
+	g->reads = k > 31 ? 0 : g->reads >> k;
+	g->writes = k > 31 ? 0 : g->writes >> k;
+	g->stamp = a->e;
+	if (write) {
+		if (g->writes != UINT32_MAX)
+			g->writes++;
+	} else if (g->reads != UINT32_MAX) {
+		g->reads++;
+	}
+	unsigned nb = ad_bucket(4 * (uint64_t)g->reads + 3 * (uint64_t)g->writes);
+	if (nb >= AD_BUCKETS)
+		nb = AD_BUCKETS - 1;
+	a->hist[pos]--;
+	a->hist[nb]++;
+	g->hb = (uint8_t)nb;
+}
+
+static void ad_threshold(struct ad_policy *a)
+{
+	uint64_t sum = 0, cap = a->base.cfg.mram_pages;
+	unsigned t = AD_NONE;
+	for (unsigned b = AD_BUCKETS - 1; b >= 1; b--) {
+		sum += a->hist[b];
+		if (sum > cap)
+			break;
+		t = b;
+	}
+	a->thr = t;
+	a->since_thr = 0;
+}
+
+static void ad_push(struct ad_policy *a, uint32_t i, enum tier t)
+{
+	if (t == TIER_MRAM)
+		pc_list_push(&a->base.pc, &a->mram, AD_MRAM, i);
+	else
+		pc_list_push(&a->base.pc, &a->dram, AD_DRAM, i);
+}
+
+/* A page moved down keeps (about) its place in recency: it was MRAM's
+ * least recently used, so it goes to DRAM's cold end. */
+static void ad_push_cold(struct ad_policy *a, uint32_t i)
+{
+	pc_list_push_tail(&a->base.pc, &a->dram, AD_DRAM, i);
+}
+
+static void ad_unlink(struct policy *p, uint32_t i)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	struct pc_page *g = pc_pg(&p->pc, i);
+	if (g->list)
+		pc_list_del(&p->pc, ad_list(a, g->list), i);
+}
+
+static void ad_reset(struct policy *p, uint32_t i)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	struct pc_page *g = pc_pg(&p->pc, i);
+	if (!(g->flags & AD_KNOWN))
+		return;
+	a->hist[ad_pos(a, g)]--;
+	a->hist[0]++;
+	g->hb = 0;
+	g->stamp = a->e;
+	if (a->sh[0]) {
+		policy_forget(a->sh[0], g->key);
+		policy_forget(a->sh[1], g->key);
+	}
+}
+
+static uint32_t ad_older(struct pc *pc, uint32_t x, uint32_t y)
+{
+	if (x == PC_NIL)
+		return y;
+	if (y == PC_NIL)
+		return x;
+	return pc_pg(pc, x)->last <= pc_pg(pc, y)->last ? x : y;
+}
+
+/* The page to evict from memory: LRU order over both tiers, protected hot
+ * pages passed over (when protecting), a clean page preferred if it is
+ * among the first few candidates. Never `keep`. */
+static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
+{
+	struct pc *pc = &a->base.pc;
+	uint32_t cm = a->mram.tail, cd = a->dram.tail;
+	uint32_t first = PC_NIL, any = PC_NIL;
+	unsigned seen = 0;
+	for (unsigned step = 0; step < AD_SCAN; step++) {
+		uint32_t c = ad_older(pc, cm, cd);
+		if (c == PC_NIL)
+			break;
+		struct pc_page *g = pc_pg(pc, c);
+		if (c == cm)
+			cm = g->prev;
+		else
+			cd = g->prev;
+		if (c == keep)
+			continue;
+		if (any == PC_NIL)
+			any = c;
+		if (a->protect && ad_kept(a, g)) {
+			/* Second chance while hot: to the head of its list,
+			 * so hot pages never clog the tail (pinning, but
+			 * only as long as they stay hot). */
+			struct pc_list *l = ad_list(a, g->list);
+			pc_list_del(pc, l, c);
+			pc_list_push(pc, l, l == &a->mram ? AD_MRAM : AD_DRAM, c);
+			if (any == c)
+				any = PC_NIL;
+			continue;
+		}
+		if (g->flash && !g->dirty)
+			return c;
+		if (first == PC_NIL)
+			first = c;
+		if (++seen >= AD_CLEAN_WINDOW)
+			break;
+	}
+	if (first != PC_NIL)
+		return first;
+	if (any != PC_NIL)
+		return any;
+	/* Everything looked at was hot: the least recently used goes. */
+	uint32_t v = ad_older(pc, a->mram.tail, a->dram.tail);
+	if (v == keep)
+		v = ad_older(pc, pc_pg(pc, a->mram.tail == keep ? keep : a->dram.tail)->prev,
+			     a->mram.tail == keep ? a->dram.tail : a->mram.tail);
+	return v;
+}
+
+/* Page i (DRAM, hot) moves to MRAM when that pays. */
+static void ad_maybe_promote(struct ad_policy *a, uint32_t i)
+{
+	struct pc *pc = &a->base.pc;
+	uint64_t h = ad_heat(a, pc_pg(pc, i));
+	if (!pc_full(pc, TIER_MRAM)) {
+		if (h >= AD_PAY_MOVE) {
+			pc_list_del(pc, &a->dram, i);
+			pc_bring(pc, i, TIER_MRAM);
+			ad_push(a, i, TIER_MRAM);
+		}
+		return;
+	}
+	/* Swap with the coldest of the least recently used MRAM pages. */
+	uint32_t v = PC_NIL, c = a->mram.tail;
+	uint64_t hv = UINT64_MAX;
+	for (unsigned k = 0; k < 4 && c != PC_NIL; k++, c = pc_pg(pc, c)->prev) {
+		uint64_t hc = ad_heat(a, pc_pg(pc, c));
+		if (hc < hv) {
+			hv = hc;
+			v = c;
+		}
+	}
+	if (v == PC_NIL || ad_hot(a, pc_pg(pc, v)) || h < hv + AD_PAY_SWAP)
+		return;
+	if (pc_full(pc, TIER_DRAM)) {
+		/* No frame to swap through: done at the next fault that
+		 * frees a DRAM frame anyway (no extra flash I/O). */
+		a->pending = i;
+		return;
+	}
+	pc_list_del(pc, &a->mram, v);
+	pc_bring(pc, v, TIER_DRAM);
+	ad_push_cold(a, v);
+	pc_list_del(pc, &a->dram, i);
+	pc_bring(pc, i, TIER_MRAM);
+	ad_push(a, i, TIER_MRAM);
+}
+
+static void ad_shadow(struct ad_policy *a, uint64_t key, bool write)
+{
+	if (!a->sh[0])
+		return;
+	uint64_t h = key * 0x9E3779B97F4A7C15ull;
+	if (a->s && (h >> (64 - a->s)) != 0)
+		return;
+	struct tier_move mv[POLICY_MAX_MOVES];
+	enum tier t;
+	policy_access(a->sh[0], key, write, mv, &t);
+	policy_access(a->sh[1], key, write, mv, &t);
+}
+
+static enum tier ad_access(struct policy *p, uint32_t i, bool write)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	struct pc *pc = &p->pc;
+	struct pc_page *g = pc_pg(pc, i);
+	ad_touch(a, g, write);
+	ad_shadow(a, g->key, write);
+	if (++a->since_thr >= AD_T_EVERY)
+		ad_threshold(a);
+
+	if (g->tier == TIER_MRAM || g->tier == TIER_DRAM) {
+		enum tier t = (enum tier)g->tier;
+		struct pc_list *l = ad_list(a, g->list);
+		pc_list_del(pc, l, i);
+		ad_push(a, i, t);
+		if (t == TIER_DRAM && pc->capy[TIER_MRAM] && ad_hot(a, g))
+			ad_maybe_promote(a, i);
+		return (enum tier)pc_pg(pc, i)->tier;
+	}
+	/* A fault. Free frames first, the fast tier first. */
+	enum tier to;
+	if (!pc_full(pc, TIER_MRAM)) {
+		to = TIER_MRAM;
+	} else if (!pc_full(pc, TIER_DRAM)) {
+		to = TIER_DRAM;
+	} else {
+		uint32_t v = ad_victim(a, i);
+		to = (enum tier)pc_pg(pc, v)->tier;
+		ad_unlink(p, v);
+		pc_evict(pc, v);
+		uint32_t m = a->mram.tail, q = a->pending;
+		a->pending = PC_NIL;
+		if (to == TIER_DRAM && m != PC_NIL && q != PC_NIL && q != i &&
+		    pc_pg(pc, q)->tier == TIER_DRAM && ad_hot(a, pc_pg(pc, q)) &&
+		    !ad_hot(a, pc_pg(pc, m)) &&
+		    ad_heat(a, pc_pg(pc, q)) >=
+			    ad_heat(a, pc_pg(pc, m)) + AD_PAY_SWAP) {
+			/* The freed DRAM frame lets a waiting promotion
+			 * through: MRAM's LRU page down, the hot page up,
+			 * the new page into the hot page's old frame. */
+			pc_list_del(pc, &a->mram, m);
+			pc_bring(pc, m, TIER_DRAM);
+			ad_push_cold(a, m);
+			pc_list_del(pc, &a->dram, q);
+			pc_bring(pc, q, TIER_MRAM);
+			ad_push(a, q, TIER_MRAM);
+		} else if (to == TIER_DRAM && m != PC_NIL &&
+			   ad_hot(a, pc_pg(pc, i)) && !ad_hot(a, pc_pg(pc, m)) &&
+			   ad_heat(a, pc_pg(pc, i)) >=
+				   ad_heat(a, pc_pg(pc, m)) + AD_PAY_MOVE) {
+			/* A hot page arriving in a DRAM frame takes MRAM
+			 * when MRAM's LRU page is cold enough to move down. */
+			pc_list_del(pc, &a->mram, m);
+			pc_bring(pc, m, TIER_DRAM);
+			ad_push_cold(a, m);
+			to = TIER_MRAM;
+		}
+	}
+	pc_bring(pc, i, to);
+	ad_push(a, i, to);
+	return to;
+}
+
+static uint64_t ad_shadow_cost(struct policy *s)
+{
+	struct policy_counters c;
+	policy_get_counters(s, &c);
+	/* Flash time in us (Table 2): what the residency choice costs. */
+	return c.loads * 35 + c.writes_back * 64;
+}
+
+static void ad_epoch(struct policy *p)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	a->e++;
+	a->hist[0] += a->hist[1];
+	memmove(&a->hist[1], &a->hist[2], (AD_BUCKETS - 2) * sizeof(uint64_t));
+	a->hist[AD_BUCKETS - 1] = 0;
+	ad_threshold(a);
+	if (!a->sh[0])
+		return;
+	uint64_t c[2];
+	for (int k = 0; k < 2; k++) {
+		uint64_t now = ad_shadow_cost(a->sh[k]);
+		c[k] = now - a->sh_cost[k];
+		a->sh_cost[k] = now;
+		/* Decayed over ~8 epochs: the verdict follows real changes,
+		 * not the phase-to-phase noise of an iterative code. */
+		a->sh_avg[k] = a->sh_avg[k] * 0.875 + (double)c[k];
+	}
+	/* Switch only on a clear (3%) difference. */
+	if (a->protect && a->sh_avg[1] > a->sh_avg[0] * 1.03)
+		a->protect = false;
+	else if (!a->protect && a->sh_avg[1] * 1.03 < a->sh_avg[0])
+		a->protect = true;
+}
+
+static int ad_init(struct policy *p)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	const struct policy_config *cfg = &p->cfg;
+	pc_list_init(&a->mram);
+	pc_list_init(&a->dram);
+	a->thr = AD_NONE;
+	a->pending = PC_NIL;
+	uint64_t tot = cfg->mram_pages + cfg->dram_pages;
+	a->s = 0;
+	while (a->s < 6 && (tot >> (a->s + 1)) >= AD_SHADOW_MIN)
+		a->s++;
+	struct policy_config sc = *cfg;
+	sc.mram_pages = cfg->mram_pages >> a->s;
+	sc.dram_pages = cfg->dram_pages >> a->s;
+	sc.max_pages = 0;
+	sc.epoch = cfg->epoch >> a->s ? cfg->epoch >> a->s : 1;
+	if (!cfg->mram_pages || sc.mram_pages + sc.dram_pages == 0)
+		return 0;   /* nothing to protect with: plain LRU + tiering */
+	/* Live: preallocated tables, twice the expected sample, never grown
+	 * (a full shadow just stops learning new pages). */
+	uint32_t reserve = 0;
+	if (cfg->max_pages) {
+		uint64_t r = (cfg->max_pages >> a->s) * 2 + 1024;
+		reserve = r > (1u << 30) ? (1u << 30) : (uint32_t)r;
+	}
+	int rc = policy_create_ops(&a->sh[0], &policy_lru_ops, &sc, reserve);
+	if (rc == 0)
+		rc = policy_create_ops(&a->sh[1], &policy_mram_fixed_ops, &sc,
+				       reserve);
+	if (rc < 0) {
+		policy_destroy(a->sh[0]);
+		a->sh[0] = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+static void ad_fini(struct policy *p)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	policy_destroy(a->sh[0]);
+	policy_destroy(a->sh[1]);
+	a->sh[0] = a->sh[1] = NULL;
+}
+
+const struct policy_ops policy_adaptive_ops = {
+	.name = "adaptive",
+	.size = sizeof(struct ad_policy),
+	.ranks = false,
+	.init = ad_init,
+	.fini = ad_fini,
+	.access = ad_access,
+	.unlink = ad_unlink,
+	.epoch = ad_epoch,
+	.reset = ad_reset,
+};

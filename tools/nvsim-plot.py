@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""nvsim-plot.py - draw nvsim CSV results like the paper's figures.
+
+usage: nvsim-plot.py CSV OUTDIR [--policy P] [--title T]
+
+  fig3_time_vs_dram.png    time vs DRAM size, one line per policy, for the
+                           MRAM size with the most DRAM points (paper Fig. 3)
+  fig5_time_vs_total.png   time vs total memory (MRAM+DRAM), one line per
+                           MRAM size, policy P (default lowpower) (Fig. 5)
+  fig6_energy_vs_total.png energy vs total memory, same lines (Fig. 6)
+"""
+import argparse
+import csv
+import os
+import sys
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+MIB = 1 << 20
+
+
+def load(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k in ("mram_bytes", "dram_bytes", "accesses", "flash_reads",
+                  "flash_writes"):
+            r[k] = int(r[k])
+        for k in ("time_s", "energy_j", "mram_hit_rate"):
+            r[k] = float(r[k])
+    return rows
+
+
+def mib(b):
+    return b / MIB
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("csv")
+    ap.add_argument("outdir")
+    ap.add_argument("--policy", default=None)
+    ap.add_argument("--title", default="")
+    a = ap.parse_args()
+    rows = load(a.csv)
+    if not rows:
+        sys.exit("nvsim-plot: no rows in " + a.csv)
+    os.makedirs(a.outdir, exist_ok=True)
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    mrams = sorted({r["mram_bytes"] for r in rows})
+    pol = a.policy or ("lowpower" if "lowpower" in policies else policies[0])
+    t = (a.title + ": ") if a.title else ""
+
+    # Figure 3: time vs DRAM size, per policy, at one MRAM size.
+    m3 = max(mrams, key=lambda m: (len({r["dram_bytes"] for r in rows
+                                        if r["mram_bytes"] == m}), m))
+    fig, ax = plt.subplots(figsize=(5, 3.6), dpi=90)
+    for p in policies:
+        pts = sorted((r["dram_bytes"], r["time_s"]) for r in rows
+                     if r["policy"] == p and r["mram_bytes"] == m3)
+        ax.plot([mib(x) for x, _ in pts], [y for _, y in pts], marker="o",
+                ms=3, label=p)
+    ax.set_xlabel("DRAM (MiB)")
+    ax.set_ylabel("estimated time (s)")
+    ax.set_title(f"{t}time vs DRAM, MRAM {mib(m3):g} MiB", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.outdir, "fig3_time_vs_dram.png"))
+    plt.close(fig)
+
+    # Figures 5 and 6: time / energy vs total memory, per MRAM size.
+    for key, name, ylabel in (("time_s", "fig5_time_vs_total.png",
+                               "estimated time (s)"),
+                              ("energy_j", "fig6_energy_vs_total.png",
+                               "memory energy (J)")):
+        fig, ax = plt.subplots(figsize=(5, 3.6), dpi=90)
+        for m in mrams:
+            pts = sorted((r["mram_bytes"] + r["dram_bytes"], r[key])
+                         for r in rows if r["policy"] == pol and
+                         r["mram_bytes"] == m)
+            if not pts:
+                continue
+            label = "DRAM only" if m == 0 else f"MRAM {mib(m):g} MiB"
+            ax.plot([mib(x) for x, _ in pts], [y for _, y in pts],
+                    marker="o", ms=3, label=label)
+        ax.set_xlabel("total memory MRAM+DRAM (MiB)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{t}{pol}", fontsize=9)
+        if key == "energy_j":
+            ax.set_yscale("log")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(os.path.join(a.outdir, name))
+        plt.close(fig)
+    print(f"nvsim-plot: wrote 3 figures to {a.outdir}")
+
+
+if __name__ == "__main__":
+    main()
