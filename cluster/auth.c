@@ -146,6 +146,8 @@ int auth_server(struct conn *c, const struct auth_identity *me,
 		why = &dummy;
 	*why = "";
 	rc = conn_recv(c, &r, NULL, why);
+	if (rc == -EBADMSG || rc == -EMSGSIZE || rc == -EPROTO)
+		conn_send_error(c, me->node_id, FS_BAD_FRAME, *why);
 	if (rc)
 		return rc;
 	if (r.type != FT_HELLO || r.reply) {

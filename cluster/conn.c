@@ -52,6 +52,32 @@ void conn_close(struct conn *c)
 	c->fd = -1;
 }
 
+void conn_close_after_error(struct conn *c)
+{
+	static _Thread_local uint8_t sink[16384];
+	size_t total = 0;
+	int waited = 0;
+
+	if (c->fd < 0)
+		return;
+	shutdown(c->fd, SHUT_WR);
+	while (total < (1U << 20) && waited < 500) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		int n = poll(&p, 1, 100);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			waited += 100;
+			continue;
+		}
+		ssize_t r = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+		if (r <= 0)
+			break;
+		total += (size_t)r;
+	}
+	conn_close(c);
+}
+
 static int connect_one(const struct addrinfo *ai, int timeout_ms)
 {
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

@@ -25,6 +25,10 @@ void conn_init(struct conn *c, int fd);
 /* Bound each send and each receive; 0: wait forever. 0 or -errno. */
 int conn_set_timeout(struct conn *c, int ms);
 void conn_close(struct conn *c);
+/* Close after an error reply: stop sending, discard what the peer still
+ * sends (at most 1 MiB or 500 ms) so that the kernel does not answer it
+ * with a reset that would destroy our reply, then close. */
+void conn_close_after_error(struct conn *c);
 
 /* Connect to host:port (TCP, TCP_NODELAY) within timeout_ms. 0 or -errno
  * (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -ENOENT: unknown host). */

@@ -33,7 +33,21 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Small stacks: under mlockall(MCL_FUTURE) every thread's whole stack is
+ * locked. A connection thread's deepest path is frame_encode (~70 KiB). */
 #define CONN_STACK (512 * 1024)
+#define SMALL_STACK (256 * 1024)
+
+static int start_thread(pthread_t *t, size_t stack, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, stack);
+	int rc = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return -rc;
+}
 
 struct peer_link {
 	struct node *node;
@@ -486,6 +500,7 @@ static void *inbound_main(void *arg)
 				 ib->c.peer, ib->peer.node_id ? "node" : "client id",
 				 ib->peer.node_id,
 				 why && *why ? why : strerror(-rc));
+		conn_close_after_error(&ib->c);
 		goto out;
 	}
 	if (ib->peer.node_id)
@@ -509,6 +524,7 @@ static void *inbound_main(void *arg)
 				 ib->c.peer, ib->peer.node_id ? "node" : "client",
 				 ib->peer.node_id, why);
 			conn_send_error(&ib->c, n->self, FS_BAD_FRAME, why);
+			conn_close_after_error(&ib->c);
 			break;
 		}
 		if (rc) {
@@ -725,10 +741,10 @@ int node_start(struct node **out, const struct node_opts *o)
 		rc = -errno;
 		goto fail;
 	}
-	if ((rc = -pthread_create(&n->acceptor, NULL, acceptor_main, n)))
+	if ((rc = start_thread(&n->acceptor, SMALL_STACK, acceptor_main, n)))
 		goto fail;
 	n->acceptor_started = true;
-	if ((rc = -pthread_create(&n->monitor, NULL, monitor_main, n)))
+	if ((rc = start_thread(&n->monitor, SMALL_STACK, monitor_main, n)))
 		goto fail;
 	n->monitor_started = true;
 	for (unsigned i = 0; i < n->cfg.n_nodes; i++) {
@@ -744,7 +760,7 @@ int node_start(struct node **out, const struct node_opts *o)
 			goto fail;
 		}
 		l->c->fd = -1;
-		if ((rc = -pthread_create(&l->thread, NULL, link_main, l)))
+		if ((rc = start_thread(&l->thread, CONN_STACK, link_main, l)))
 			goto fail;
 		l->started = true;
 	}

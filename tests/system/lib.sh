@@ -39,7 +39,7 @@ trap _t_run_cleanups EXIT
 trap 'exit 130' INT TERM
 
 # The time bound: a watchdog that kills this test (and so runs its cleanup).
-( sleep "$T_TIMEOUT"; echo "[$T_NAME] timed out after ${T_TIMEOUT}s" >&2; kill -TERM $$ ) 2>/dev/null &
+( sleep "$T_TIMEOUT" >/dev/null 2>&1 </dev/null; echo "[$T_NAME] timed out after ${T_TIMEOUT}s" >&2; kill -TERM $$ ) 2>/dev/null &
 _t_watchdog=$!
 t_cleanup "kill $_t_watchdog"
 
