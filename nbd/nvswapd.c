@@ -167,30 +167,37 @@ static int parse_args(int argc, char **argv, struct cfg *c)
  * by threads created afterwards). */
 static void swap_hygiene(void)
 {
-	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) < 0)
+	bool flusher = true, oom = true;
+
+	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) < 0) {
+		flusher = false;
 		log_warn("PR_SET_IO_FLUSHER: %s (needs Linux >= 5.6 and "
 			 "CAP_SYS_RESOURCE); memory reclaim may recurse into "
 			 "this daemon's own I/O", strerror(errno));
+	}
 	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, "-1000", 5) != 5)
-		log_warn("oom_score_adj -1000: %s; the OOM killer may pick "
-			 "this daemon and lose swapped pages", strerror(errno));
+	if (fd < 0 || write(fd, "-1000", 5) != 5) {
+		oom = false;
+		log_warn("oom_score_adj -1000: %s (needs CAP_SYS_RESOURCE); "
+			 "the OOM killer may pick this daemon and lose swapped "
+			 "pages", strerror(errno));
+	}
 	if (fd >= 0)
 		close(fd);
 	if (UNDER_ASAN) {
 		log_warn("built with AddressSanitizer: not calling mlockall "
 			 "(it would lock terabytes of shadow memory); do not "
 			 "swap to this build");
-		return;
-	}
-	/* Everything mapped now and later is resident and locked: buffers,
-	 * stacks, the DRAM tier. Nothing on the swap path can fault. */
-	if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
+	} else if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
+		/* Everything mapped now and later would be resident and
+		 * locked: buffers, stacks, the DRAM tier. */
 		log_warn("mlockall: %s; pages of this daemon may be swapped "
 			 "out to itself", strerror(errno));
-	else
-		log_info("memory locked (mlockall), PR_SET_IO_FLUSHER set, "
-			 "oom_score_adj -1000");
+	} else {
+		log_info("memory locked (mlockall); PR_SET_IO_FLUSHER %s; "
+			 "oom_score_adj %s", flusher ? "set" : "NOT set",
+			 oom ? "-1000" : "NOT set");
+	}
 }
 
 /* Fork; the parent waits until the child reports that it serves (or

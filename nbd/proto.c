@@ -263,9 +263,11 @@ uint32_t nbd_req_check(const struct nbd_req *r, const struct nbd_export *exp)
 	uint16_t allowed;
 	bool payload = false;
 
+	/* FUA is valid on every command once SEND_FUA is advertised (the
+	 * spec: the server accepts it even where it means nothing). */
 	switch (r->type) {
 	case NBD_CMD_READ:
-		allowed = 0;
+		allowed = NBD_CMD_FLAG_FUA;
 		payload = true;
 		break;
 	case NBD_CMD_WRITE:
@@ -280,7 +282,7 @@ uint32_t nbd_req_check(const struct nbd_req *r, const struct nbd_export *exp)
 		break;
 	case NBD_CMD_FLUSH:
 	case NBD_CMD_DISC:
-		return r->flags ? NBD_EINVAL : 0;
+		return r->flags & ~(uint16_t)NBD_CMD_FLAG_FUA ? NBD_EINVAL : 0;
 	default:
 		return NBD_EINVAL;
 	}
