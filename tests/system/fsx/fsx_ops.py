@@ -291,6 +291,7 @@ class Runner:
         self.full_every = args.full_every
         self.verbose = args.verbose
         self.no_append = args.no_append
+        self.skip_mtime = args.no_mtime_check
         self.handles = []
         self.next_hid = 0
         self.counts = collections.Counter()
@@ -753,7 +754,8 @@ class Runner:
                 diffs.append('%r: fstat mount %s ref %s' % (h, fmt_res(sm), fmt_res(sr)))
                 continue
             compare_stat(repr(h), sm[1], sr[1], h in self.check_times, diffs)
-            if self.check_mtime_after.get(h) and sm[1].st_mtime_ns < t_before:
+            if self.check_mtime_after.get(h) and sm[1].st_mtime_ns < t_before \
+                    and not self.skip_mtime:
                 diffs.append('%r: mtime not updated by the write (%d < op start %d; ref %d)' %
                              (h, sm[1].st_mtime_ns, t_before, sr[1].st_mtime_ns))
             if h.readable() and sr[1].st_size <= FULL_READ_LIMIT:
@@ -770,7 +772,7 @@ class Runner:
         for rel in sorted(self.touched):
             compare_path(rel, self.m, self.r, diffs, times=rel in self.check_times,
                          full=False, windows=self.windows.get(rel, ()))
-            if self.check_mtime_after.get(rel):
+            if self.check_mtime_after.get(rel) and not self.skip_mtime:
                 st = call(os.lstat, os.path.join(self.m, rel))
                 if st[0] == 'ok' and st[1].st_mtime_ns < t_before:
                     diffs.append('%s: mtime not updated by the write (%d < op start %d)' %
@@ -851,6 +853,9 @@ def main():
                    help='never open O_APPEND (libfuse passthrough_ll opens its backing file '
                    'O_APPEND too, so the kernel\'s write-back of an mmap-dirtied page through '
                    'that handle lands at EOF: a known passthrough_ll bug)')
+    r.add_argument('--no-mtime-check', action='store_true',
+                   help='diagnosis only (to look past a known mtime bug); the system test '
+                   'never passes it')
     c = sub.add_parser('compare')
     c.add_argument('a')
     c.add_argument('b')
