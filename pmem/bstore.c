@@ -900,15 +900,19 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 		ret = -EEXIST;
 		goto out_unlock;
 	}
+	/* pin the old copy first: the allocation below may evict a clean
+	 * block, and it must not be the one we are about to copy */
+	if (old != NIL)
+		bs->pb[old].pins++;
 	p = blk_alloc(bs);
 	if (p == NIL) {
+		if (old != NIL)
+			blk_unpin(bs, old);
 		ret = -ENOSPC;
 		goto out_unlock;
 	}
-	bs->pb[p].pins = 1; /* not visible yet; guards against nothing but
-			     * keeps blk_alloc off it */
+	bs->pb[p].pins = 1; /* invisible until committed; keeps eviction off */
 	if (old != NIL) {
-		bs->pb[old].pins++;
 		oldvalid = bs->pb[old].valid;
 		src = blk_data(bs, old);
 	} else if (base) {

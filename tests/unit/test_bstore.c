@@ -222,6 +222,49 @@ static void evicts_clean_backpressure_dirty(void **state)
 	bstore_close(bs);
 }
 
+/* A partial rewrite of the least recently used clean block when the store is
+ * full: the allocation must evict some other block, never the one being
+ * copied (that once put a block on the free list twice). */
+static void rewrite_lru_block_when_full(void **state)
+{
+	struct bstore *bs = open_store(path, 16);
+	uint8_t buf[BS], out[BS], exp[BS];
+	struct bstore_stats st;
+	(void)state;
+
+	uint64_t id = new_obj(bs, "l");
+	for (int i = 0; i < 16; i++) {
+		fill(buf, BS, i);
+		assert_int_equal(bstore_block_write(bs, id, (uint64_t)i, 0, buf, BS, false, false, NULL), 0);
+	}
+	for (int round = 0; round < 40; round++) {
+		uint64_t victim = (uint64_t)(round % 16);
+		struct bstore_binfo bi;
+		int have = bstore_block_read(bs, id, victim, 0, exp, BS, &bi);
+		if (have == -ENOENT)
+			memset(exp, 0, BS);
+		/* touch every other block so that victim is the LRU one */
+		for (uint64_t j = 0; j < 16; j++)
+			if (j != victim)
+				(void)bstore_block_read(bs, id, j, 0, out, 16, NULL);
+		memset(buf, 0x5A + round, 100);
+		memcpy(exp + 1000, buf, 100);
+		assert_int_equal(bstore_block_write(bs, id, victim, 1000, buf, 100, false, false, &bi), 0);
+		assert_int_equal(bstore_block_read(bs, id, victim, 0, out, BS, NULL), 0);
+		if (have == 0)
+			assert_memory_equal(out, exp, BS);
+		bstore_stats_get(bs, &st);
+		assert_true(st.blocks_used <= 16);
+		uint64_t idx[32];
+		assert_true(bstore_obj_blocks(bs, id, false, idx, 32) <= 16);
+	}
+	bstore_close(bs);
+	bs = open_store(path, 16);
+	bstore_stats_get(bs, &st);
+	assert_true(st.blocks_used <= 16);
+	bstore_close(bs);
+}
+
 static void torn_record_falls_back(void **state)
 {
 	struct bstore *bs = open_store(path, 16);
@@ -408,6 +451,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(write_read_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuses_foreign_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(evicts_clean_backpressure_dirty, setup, teardown),
+		cmocka_unit_test_setup_teardown(rewrite_lru_block_when_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(torn_record_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(crash_at_every_persist_point, setup, teardown),
 	};
