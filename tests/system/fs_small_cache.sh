@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# fs_small_cache.sh - a cache much smaller than the data: files 4x the cache
+# size are written (sequentially and at random offsets) and read back
+# correctly; clean blocks are evicted, dirty ones written back while the
+# writer waits (back-pressure, never ENOSPC); after unmount the backing holds
+# exactly the data.
+T_TIMEOUT=${T_TIMEOUT:-150}
+. "$(dirname "$0")/lib.sh"
+t_require_root
+t_require_cmd fusermount3 python3 cmp
+bin=$(t_bin nvcachefs)
+ctl=$(t_bin nvcachectl)
+export NVCACHE_RUN_DIR=$T_DIR/run
+B=$T_DIR/b M=$T_DIR/m
+mkdir -p "$B" "$M"
+stat_of() { "$ctl" stats "$M" | awk -v k="$1:" '$1 == k { print $2 }'; }
+
+"$bin" "$M" -o "backing=$B,nvram=$T_SHM/nv,cache_size=8M,writeback_delay=0.5" -f >"$T_DIR/log" 2>&1 &
+pid=$!
+t_cleanup "kill -9 $pid"
+t_cleanup "t_umount $M"
+t_wait 20 t_is_mounted "$M" || { cat "$T_DIR/log"; t_fail "no mount"; }
+total=$(stat_of nvram_total_bytes)
+[ "$total" -le $((8 << 20)) ] || t_fail "cache is $total bytes, not 8M"
+
+# sequential: 32 MiB through an 8 MiB cache
+head -c $((32 << 20)) /dev/urandom >"$T_DIR/seq"
+dd if="$T_DIR/seq" of="$M/seq" bs=1M status=none || t_fail "sequential write failed"
+cmp "$M/seq" "$T_DIR/seq" || t_fail "sequential file reads back wrong"
+t_log "after 32 MiB: evictions $(stat_of evictions), back-pressure waits $(stat_of backpressure_waits), written back $(stat_of written_back_bytes)"
+[ "$(stat_of evictions)" -gt 0 ] || t_fail "nothing was evicted"
+[ "$(stat_of written_back_bytes)" -gt 0 ] || t_fail "nothing written back under pressure"
+
+# random 4 KiB..200 KiB writes all over a 32 MiB file, checked against a copy
+python3 - "$M/rand" "$T_DIR/rand" <<'PY'
+import os, random, sys
+random.seed(7)
+size = 32 << 20
+a = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644)
+b = os.open(sys.argv[2], os.O_CREAT | os.O_RDWR, 0o644)
+for f in (a, b):
+    os.ftruncate(f, size)
+for i in range(600):
+    off = random.randrange(0, size - 200000)
+    n = random.randrange(4096, 200000)
+    buf = os.urandom(n)
+    assert os.pwrite(a, buf, off) == n
+    os.pwrite(b, buf, off)
+    if i % 50 == 0:
+        off = random.randrange(0, size - 100000)
+        assert os.pread(a, 100000, off) == os.pread(b, 100000, off), "mismatch at %d" % off
+os.close(a); os.close(b)
+PY
+[ $? -eq 0 ] || t_fail "random writes through the small cache failed"
+cmp "$M/rand" "$T_DIR/rand" || t_fail "random-write file reads back wrong"
+used=$(stat_of nvram_used_bytes)
+[ "$used" -le "$total" ] || t_fail "cache over its size"
+
+fusermount3 -u "$M" || t_fail "fusermount3 -u"
+for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+wait $pid || t_fail "nvcachefs exited non-zero"
+cmp "$B/seq" "$T_DIR/seq" || t_fail "backing seq wrong"
+cmp "$B/rand" "$T_DIR/rand" || t_fail "backing rand wrong"
+t_log "PASS"
