@@ -246,3 +246,24 @@ void model_estimate(const struct model_params *mp,
 	out->standby_j = standby_w * out->time_s;
 	out->energy_j = out->dynamic_j + out->standby_j;
 }
+
+int model_stats_format(const struct model_params *mp,
+		       const struct model_counts *c, uint64_t mram_bytes,
+		       uint64_t dram_bytes, char *out, size_t len)
+{
+	struct model_result r;
+	model_estimate(mp, c, mram_bytes, dram_bytes, &r);
+	int n = snprintf(out, len,
+		"model_time_s: %.6f\n"
+		"model_memory_s: %.6f\n"
+		"model_flash_s: %.6f\n"
+		"model_migrate_s: %.6f\n"
+		"model_energy_j: %.6f\n"
+		"model_dynamic_j: %.6f\n"
+		"model_standby_j: %.6f\n",
+		r.time_s, r.mem_s, r.flash_s, r.migrate_s, r.energy_j,
+		r.dynamic_j, r.standby_j);
+	if (n < 0)
+		return 0;
+	return (size_t)n < len ? n : (len ? (int)len - 1 : 0);
+}

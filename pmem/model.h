@@ -84,3 +84,13 @@ struct model_result {
 void model_estimate(const struct model_params *mp,
 		    const struct model_counts *c, uint64_t mram_bytes,
 		    uint64_t dram_bytes, struct model_result *out);
+
+/* "key: value" lines for a daemon's stats reply (nvcachectl stats):
+ * model_time_s, model_energy_j and their parts. Returns bytes written
+ * (at most len - 1, NUL-terminated), like snprintf. For the live store:
+ * keep a struct model_counts under the store's lock, call
+ * model_count_access(served, write, bytes / line_bytes) per page access
+ * and model_count_move() per move applied, and append this. */
+int model_stats_format(const struct model_params *mp,
+		       const struct model_counts *c, uint64_t mram_bytes,
+		       uint64_t dram_bytes, char *out, size_t len);

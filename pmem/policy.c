@@ -44,8 +44,12 @@ int policy_create_ops(struct policy **out, const struct policy_ops *ops,
 		return -ENOMEM;
 	p->ops = ops;
 	p->cfg = *cfg;
+	/* Default epoch: short enough to follow an application's phases,
+	 * and at least the page count on the live path, where ranking walks
+	 * every page once per epoch (amortised O(1) per access). */
 	if (!p->cfg.epoch)
-		p->cfg.epoch = POLICY_DEFAULT_EPOCH;
+		p->cfg.epoch = cfg->max_pages > POLICY_DEFAULT_EPOCH
+			       ? cfg->max_pages : POLICY_DEFAULT_EPOCH;
 	int rc = reserve && !cfg->max_pages
 		 ? pc_init_fixed_hash(&p->pc, &p->cfg, &p->ctr, reserve, ops->ranks)
 		 : pc_init(&p->pc, &p->cfg, &p->ctr, ops->ranks);

@@ -18,9 +18,10 @@
  *    One DRAM frame is kept free so a swap between tiers needs no flash I/O.
  *  - Protect or not (the paper's MRAM-hit-rate switch, measured instead of
  *    guessed): two sampled shadows (1 page in 2^s, capacities scaled) run
- *    the plain LRU and the MRAM-fixed choices on the same stream; each epoch
- *    the cheaper one's flash cost decides whether hot pages are protected
- *    from eviction (set dueling, as in cache DIP).
+ *    this very policy with protection held off and held on over the same
+ *    stream; each epoch, their decayed flash costs decide whether hot and
+ *    warm MRAM pages are protected from eviction (set dueling, as in the
+ *    DIP cache policy), with a 3% hysteresis band.
  *  - Clean-first eviction: among the least recently used unprotected pages,
  *    a clean page with a valid flash copy goes first (a drop costs nothing,
  *    a write-back 64 us).
@@ -38,10 +39,10 @@ enum { AD_MRAM = 1, AD_DRAM = 2 };
 /* Heat surplus (weighted, aged counts) a promotion must show: one copy is
  * 64 lines x 37.5 ns = 320 accesses x 7.5 ns; aged counts are ~2x the
  * per-epoch rate, weights ~3.5; amortised over ~8 epochs. */
-#define AD_PAY_MOVE 280
-#define AD_PAY_SWAP 560
+#define AD_PAY_MOVE 560
+#define AD_PAY_SWAP 1120
 #define AD_T_EVERY 4096        /* accesses between threshold refreshes */
-#define AD_SHADOW_MIN 256      /* pages a shadow should have at least */
+#define AD_SHADOW_MIN 1024     /* pages a shadow should have at least */
 
 struct ad_policy {
 	struct policy base;
@@ -51,7 +52,8 @@ struct ad_policy {
 	unsigned thr;              /* hot bucket threshold */
 	uint32_t pending;          /* hot DRAM page that found no free frame */
 	bool protect;
-	struct policy *sh[2];      /* shadows: lru, mram-fixed */
+	struct policy *sh[2];      /* shadows: protection off, on */
+	int force;                 /* shadows: -1 = decide, 0/1 = fixed */
 	uint64_t sh_cost[2];       /* their flash cost at the last epoch */
 	double sh_avg[2];          /* decayed sums of their epoch costs */
 	unsigned s;                /* sample 1 page in 2^s */
@@ -247,12 +249,21 @@ static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
 }
 
 /* Page i (DRAM, hot) moves to MRAM when that pays. */
+/* A copy pays back over the accesses still to come; with no better
+ * guess, expect the run to last about as long again as it has so far
+ * (up to 8 epochs): early on, only very hot pages move. */
+static uint64_t ad_pay(const struct ad_policy *a, uint64_t base)
+{
+	uint32_t h = a->e < 1 ? 1 : a->e > 8 ? 8 : a->e;
+	return base * 8 / h;
+}
+
 static void ad_maybe_promote(struct ad_policy *a, uint32_t i)
 {
 	struct pc *pc = &a->base.pc;
 	uint64_t h = ad_heat(a, pc_pg(pc, i));
 	if (!pc_full(pc, TIER_MRAM)) {
-		if (h >= AD_PAY_MOVE) {
+		if (h >= ad_pay(a, AD_PAY_MOVE)) {
 			pc_list_del(pc, &a->dram, i);
 			pc_bring(pc, i, TIER_MRAM);
 			ad_push(a, i, TIER_MRAM);
@@ -269,7 +280,8 @@ static void ad_maybe_promote(struct ad_policy *a, uint32_t i)
 			v = c;
 		}
 	}
-	if (v == PC_NIL || ad_hot(a, pc_pg(pc, v)) || h < hv + AD_PAY_SWAP)
+	if (v == PC_NIL || ad_hot(a, pc_pg(pc, v)) ||
+	    h < hv + ad_pay(a, AD_PAY_SWAP))
 		return;
 	if (pc_full(pc, TIER_DRAM)) {
 		/* No frame to swap through: done at the next fault that
@@ -334,7 +346,7 @@ static enum tier ad_access(struct policy *p, uint32_t i, bool write)
 		    pc_pg(pc, q)->tier == TIER_DRAM && ad_hot(a, pc_pg(pc, q)) &&
 		    !ad_hot(a, pc_pg(pc, m)) &&
 		    ad_heat(a, pc_pg(pc, q)) >=
-			    ad_heat(a, pc_pg(pc, m)) + AD_PAY_SWAP) {
+			    ad_heat(a, pc_pg(pc, m)) + ad_pay(a, AD_PAY_SWAP)) {
 			/* The freed DRAM frame lets a waiting promotion
 			 * through: MRAM's LRU page down, the hot page up,
 			 * the new page into the hot page's old frame. */
@@ -347,7 +359,7 @@ static enum tier ad_access(struct policy *p, uint32_t i, bool write)
 		} else if (to == TIER_DRAM && m != PC_NIL &&
 			   ad_hot(a, pc_pg(pc, i)) && !ad_hot(a, pc_pg(pc, m)) &&
 			   ad_heat(a, pc_pg(pc, i)) >=
-				   ad_heat(a, pc_pg(pc, m)) + AD_PAY_MOVE) {
+				   ad_heat(a, pc_pg(pc, m)) + ad_pay(a, AD_PAY_MOVE)) {
 			/* A hot page arriving in a DRAM frame takes MRAM
 			 * when MRAM's LRU page is cold enough to move down. */
 			pc_list_del(pc, &a->mram, m);
@@ -377,7 +389,7 @@ static void ad_epoch(struct policy *p)
 	memmove(&a->hist[1], &a->hist[2], (AD_BUCKETS - 2) * sizeof(uint64_t));
 	a->hist[AD_BUCKETS - 1] = 0;
 	ad_threshold(a);
-	if (!a->sh[0])
+	if (!a->sh[0] || a->force >= 0)
 		return;
 	uint64_t c[2];
 	for (int k = 0; k < 2; k++) {
@@ -389,20 +401,41 @@ static void ad_epoch(struct policy *p)
 		a->sh_avg[k] = a->sh_avg[k] * 0.875 + (double)c[k];
 	}
 	/* Switch only on a clear (3%) difference. */
-	if (a->protect && a->sh_avg[1] > a->sh_avg[0] * 1.03)
+	if (a->protect && a->sh_avg[1] > a->sh_avg[0] * 0.97)
 		a->protect = false;
 	else if (!a->protect && a->sh_avg[1] * 1.03 < a->sh_avg[0])
 		a->protect = true;
+}
+
+static const struct policy_ops ad_shadow_ops[2];
+
+static int ad_init_common(struct policy *p, int force)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	pc_list_init(&a->mram);
+	pc_list_init(&a->dram);
+	a->thr = AD_NONE;
+	a->pending = PC_NIL;
+	a->force = force;
+	a->protect = force == 1;
+	return 0;
+}
+
+static int ad_init_shadow_off(struct policy *p)
+{
+	return ad_init_common(p, 0);
+}
+
+static int ad_init_shadow_on(struct policy *p)
+{
+	return ad_init_common(p, 1);
 }
 
 static int ad_init(struct policy *p)
 {
 	struct ad_policy *a = (struct ad_policy *)p;
 	const struct policy_config *cfg = &p->cfg;
-	pc_list_init(&a->mram);
-	pc_list_init(&a->dram);
-	a->thr = AD_NONE;
-	a->pending = PC_NIL;
+	ad_init_common(p, -1);
 	uint64_t tot = cfg->mram_pages + cfg->dram_pages;
 	a->s = 0;
 	while (a->s < 6 && (tot >> (a->s + 1)) >= AD_SHADOW_MIN)
@@ -421,13 +454,13 @@ static int ad_init(struct policy *p)
 		uint64_t r = (cfg->max_pages >> a->s) * 2 + 1024;
 		reserve = r > (1u << 30) ? (1u << 30) : (uint32_t)r;
 	}
-	int rc = policy_create_ops(&a->sh[0], &policy_lru_ops, &sc, reserve);
-	if (rc == 0)
-		rc = policy_create_ops(&a->sh[1], &policy_mram_fixed_ops, &sc,
-				       reserve);
+	int rc = 0;
+	for (int k = 0; k < 2 && rc == 0; k++)
+		rc = policy_create_ops(&a->sh[k], &ad_shadow_ops[k], &sc, reserve);
 	if (rc < 0) {
 		policy_destroy(a->sh[0]);
-		a->sh[0] = NULL;
+		policy_destroy(a->sh[1]);
+		a->sh[0] = a->sh[1] = NULL;
 		return rc;
 	}
 	return 0;
@@ -451,4 +484,14 @@ const struct policy_ops policy_adaptive_ops = {
 	.unlink = ad_unlink,
 	.epoch = ad_epoch,
 	.reset = ad_reset,
+};
+
+/* The shadows: adaptive itself with protection held off / on. */
+static const struct policy_ops ad_shadow_ops[2] = {
+	{ .name = "adaptive-unprotected", .size = sizeof(struct ad_policy),
+	  .init = ad_init_shadow_off, .fini = ad_fini, .access = ad_access,
+	  .unlink = ad_unlink, .epoch = ad_epoch, .reset = ad_reset },
+	{ .name = "adaptive-protected", .size = sizeof(struct ad_policy),
+	  .init = ad_init_shadow_on, .fini = ad_fini, .access = ad_access,
+	  .unlink = ad_unlink, .epoch = ad_epoch, .reset = ad_reset },
 };

@@ -140,8 +140,8 @@ struct policy {
 int policy_create_ops(struct policy **out, const struct policy_ops *ops,
 		      const struct policy_config *cfg, uint32_t reserve);
 
-/* Default cfg.epoch when 0 is given. */
-#define POLICY_DEFAULT_EPOCH (1u << 20)
+/* Default cfg.epoch when 0 is given (at least max_pages, see policy.c). */
+#define POLICY_DEFAULT_EPOCH (1u << 16)
 
 extern const struct policy_ops policy_lru_ops;
 extern const struct policy_ops policy_mram_fixed_ops;

@@ -9,10 +9,10 @@
  * is older than DRAM's least recently used page).
  *
  * "lowpower": the same while the MRAM hit rate (accesses served by MRAM /
- * all accesses, since the start) stays >= Thr = alpha * MRAM / (MRAM+DRAM);
- * below it, locality is too poor for pinning to pay and MRAM+DRAM become one
- * LRU-swapped memory (no promotions, pinned pages evictable). The hit rate
- * is checked at every access, as the paper's flow does at every fault.
+ * all accesses, over the last epoch) stays >= Thr = alpha * MRAM /
+ * (MRAM+DRAM); below it, locality is too poor for pinning to pay and
+ * MRAM+DRAM become one LRU-swapped memory (no promotions, pinned pages
+ * evictable). Decided at every epoch boundary.
  *
  * Both: clean pages with a valid flash copy are dropped, not written (the
  * core's pc_evict). O(1) per access; O(pages) per epoch for the ranking. */
@@ -29,6 +29,7 @@ struct lp_policy {
 	bool dynamic;           /* lowpower (switches) vs mram-fixed */
 	bool unified;           /* current mode: one LRU memory */
 	double thr;
+	uint64_t win_mram, win_all;  /* counters at the last decision */
 };
 
 static struct pc_list *lp_list(struct lp_policy *l, uint8_t tag)
@@ -127,9 +128,6 @@ static enum tier lp_access(struct policy *p, uint32_t i, bool write)
 	(void)write;
 	if (p->fixed_profile && p->ctr.accesses == 0)
 		l->hot_min = pc_profile_step(pc, p->cfg.mram_pages, false);
-	if (l->dynamic)
-		l->unified = (double)p->ctr.served[TIER_MRAM] <
-			     l->thr * (double)p->ctr.accesses;
 	if (g->tier == TIER_MRAM || g->tier == TIER_DRAM) {
 		enum tier t = (enum tier)g->tier;
 		uint8_t tag = g->list;
@@ -200,6 +198,16 @@ static void lp_refile(struct lp_policy *l)
 static void lp_epoch(struct policy *p)
 {
 	struct lp_policy *l = (struct lp_policy *)p;
+	if (l->dynamic) {
+		/* The MRAM hit rate "at this point of the execution": over the
+		 * epoch just ended (a rate since the start would hide a phase
+		 * that thrashes behind a long good history). */
+		uint64_t hm = p->ctr.served[TIER_MRAM] - l->win_mram;
+		uint64_t ha = p->ctr.accesses - l->win_all;
+		l->win_mram = p->ctr.served[TIER_MRAM];
+		l->win_all = p->ctr.accesses;
+		l->unified = (double)hm < l->thr * (double)ha;
+	}
 	if (p->fixed_profile)
 		return;   /* ranked once, at the first access */
 	l->hot_min = pc_profile_step(&p->pc, p->cfg.mram_pages, true);

@@ -136,6 +136,24 @@ static void estimates_by_hand(void **state)
 	NEAR(r.standby_j, r.energy_j);
 }
 
+static void stats_lines(void **state)
+{
+	struct model_params mp;
+	struct model_counts c;
+	char buf[512], small[20];
+	(void)state;
+	model_params_default(&mp);
+	memset(&c, 0, sizeof(c));
+	model_count_access(&c, TIER_DRAM, 0, 1000000);
+	int n = model_stats_format(&mp, &c, 0, 0, buf, sizeof(buf));
+	assert_true(n > 0 && (size_t)n < sizeof(buf));
+	assert_non_null(strstr(buf, "model_time_s: 0.022500\n"));
+	assert_non_null(strstr(buf, "model_energy_j: 0.006240\n"));
+	n = model_stats_format(&mp, &c, 0, 0, small, sizeof(small));
+	assert_int_equal(n, sizeof(small) - 1);
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -143,6 +161,7 @@ int main(void)
 		cmocka_unit_test(set_and_errors),
 		cmocka_unit_test(file_roundtrip_and_bad_lines),
 		cmocka_unit_test(estimates_by_hand),
+		cmocka_unit_test(stats_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -282,16 +282,16 @@ static void hot_set_lands_in_mram(void **state)
 	static struct shadow s;
 	(void)state;
 	for (unsigned k = 1; k < NNAMES; k++) {
-		struct policy *p = mk(names[k], 4, 8, 0, 500, &s);
+		struct policy *p = mk(names[k], 4, 8, 0, 2000, &s);
 		if (!p)
 			continue;
 		uint64_t hot_served = 0, hot_mram = 0;
-		for (unsigned a = 0; a < 20000; a++) {
+		for (unsigned a = 0; a < 40000; a++) {
 			uint64_t r = rnd();
 			bool hot = (r % 10) < 8;
 			uint64_t pg = hot ? (r >> 8) % 4 : 100 + (r >> 8) % 60;
 			enum tier t = sh_access(p, &s, pg, (r >> 5) % 4 == 0);
-			if (a >= 5000 && hot) {
+			if (a >= 20000 && hot) {
 				hot_served++;
 				hot_mram += t == TIER_MRAM;
 			}
