@@ -1,0 +1,748 @@
+/* remote_backend.c - swap pages in other nodes' memory: the shadow slot map,
+ * placement by the capacity table with the power of two choices, and
+ * mirroring with failover and re-mirroring on read; see remote_backend.h. */
+#include "cluster/remote_backend.h"
+
+#include "cluster/client.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PAGE FRAME_PAGE_SIZE
+#define STRIPES 1024
+#define NO_NODE 0xff
+#define DOWN_NS (1000ULL * 1000000ULL) /* avoid a failed node this long */
+
+struct rconn {
+	pthread_mutex_t lock;
+	struct cluster_client *cl;      /* NULL: not connected */
+};
+
+struct rnode {
+	uint32_t id;
+	const struct cluster_node *cn;
+	bool target;                    /* not ourselves */
+	atomic_int alive;               /* per the last node table */
+	atomic_int_fast64_t free_pages; /* estimate: offer - use */
+	atomic_uint_fast64_t down_until_ns;
+	atomic_uint rr;                 /* rotating start for conn_get */
+	unsigned nconn;
+	struct rconn *conns;
+	atomic_uint_fast64_t placed, stores, fetches, errors;
+};
+
+/* One shadow slot map entry: where the slot's copies are and its version. */
+struct slot {
+	uint64_t version;
+	uint8_t n[2];                   /* node index, NO_NODE: none */
+};
+
+struct remote_backend {
+	struct cluster_config cfg;
+	uint32_t self;
+	uint64_t owner;
+	uint64_t nslots;
+	unsigned copies;
+	enum remote_redundancy red;
+	int timeout_ms;
+	unsigned refresh_ms;
+	unsigned nn;
+	struct rnode nodes[CONFIG_MAX_NODES];
+	struct slot *slots;
+	pthread_mutex_t stripes[STRIPES];
+
+	pthread_t refresher;
+	bool refresher_started;
+	pthread_mutex_t lock;           /* stop */
+	pthread_cond_t cond;
+	bool stopping;
+
+	atomic_int rebuild_needed;      /* a node died: re-mirror its copies */
+	atomic_uint_fast64_t mapped, reads, writes, trims, failovers, remirrors,
+		read_errors, write_errors, zero_reads, rebuild_passes;
+};
+
+int remote_redundancy_parse(const char *s)
+{
+	if (!strcmp(s, "none"))
+		return REMOTE_NONE;
+	if (!strcmp(s, "mirror"))
+		return REMOTE_MIRROR;
+	return -EINVAL;
+}
+
+static uint64_t rng_next(void)
+{
+	static _Thread_local uint64_t x;
+
+	if (!x)
+		x = clock_now_ns() ^ (uint64_t)(uintptr_t)&x ^ 0x9E3779B97F4A7C15ULL;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return x;
+}
+
+/* Errors after which a client handle is broken (client.h); reply
+ * statuses (-ESTALE, -ENOENT, -ENOSPC, ...) leave it usable. */
+static bool is_transport_error(int rc)
+{
+	return rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
+	       rc == -ENOTCONN || rc == -EPROTO;
+}
+
+static bool usable(struct remote_backend *rb, unsigned i)
+{
+	struct rnode *nd = &rb->nodes[i];
+	return nd->target && atomic_load(&nd->alive) &&
+	       clock_now_ns() >= atomic_load(&nd->down_until_ns);
+}
+
+static void mark_down(struct remote_backend *rb, unsigned i, int rc)
+{
+	struct rnode *nd = &rb->nodes[i];
+	uint64_t was = atomic_exchange(&nd->down_until_ns, clock_now_ns() + DOWN_NS);
+
+	atomic_fetch_add(&nd->errors, 1);
+	if (was < clock_now_ns())
+		log_warn("remote swap: node %u unreachable (%s); using the others",
+			 nd->id, strerror(-rc));
+	(void)rb;
+}
+
+/* A locked connection to node i, connected; NULL with *rc on failure. */
+static struct rconn *conn_get(struct remote_backend *rb, unsigned i, int *rc)
+{
+	struct rnode *nd = &rb->nodes[i];
+	unsigned start = atomic_fetch_add(&nd->rr, 1);
+	struct rconn *c = NULL;
+
+	for (unsigned k = 0; k < nd->nconn && !c; k++) {
+		struct rconn *t = &nd->conns[(start + k) % nd->nconn];
+		if (pthread_mutex_trylock(&t->lock) == 0)
+			c = t;
+	}
+	if (!c) {
+		c = &nd->conns[start % nd->nconn];
+		pthread_mutex_lock(&c->lock);
+	}
+	if (!c->cl) {
+		char err[256];
+		/* The only allocation on the I/O path: reconnecting. */
+		*rc = cluster_client_open_node(&c->cl, &rb->cfg, nd->id, rb->self,
+					       rb->owner, rb->timeout_ms, err,
+					       sizeof(err));
+		if (*rc) {
+			c->cl = NULL;
+			pthread_mutex_unlock(&c->lock);
+			mark_down(rb, i, *rc);
+			return NULL;
+		}
+	}
+	return c;
+}
+
+/* After an operation on c: drop a broken connection. */
+static void conn_put(struct remote_backend *rb, unsigned i, struct rconn *c, int rc)
+{
+	if (is_transport_error(rc)) {
+		cluster_client_close(c->cl);
+		c->cl = NULL;
+		mark_down(rb, i, rc);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+enum op { OP_STORE, OP_FETCH, OP_DROP };
+
+static int node_op(struct remote_backend *rb, unsigned i, enum op op,
+		   uint64_t slot, uint64_t version, void *page)
+{
+	struct rnode *nd = &rb->nodes[i];
+	int rc;
+	struct rconn *c = conn_get(rb, i, &rc);
+
+	if (!c)
+		return rc;
+	switch (op) {
+	case OP_STORE:
+		rc = cluster_client_page_store(c->cl, slot, version, page);
+		if (rc == -ENOSPC)
+			atomic_store(&nd->free_pages, 0);
+		else if (!rc)
+			atomic_fetch_add(&nd->stores, 1);
+		break;
+	case OP_FETCH:
+		rc = cluster_client_page_fetch(c->cl, slot, version, page, NULL);
+		if (!rc)
+			atomic_fetch_add(&nd->fetches, 1);
+		break;
+	case OP_DROP:
+		rc = cluster_client_page_drop(c->cl, slot, version);
+		break;
+	}
+	conn_put(rb, i, c, rc);
+	return rc;
+}
+
+/* Power of two choices among usable nodes with room, not in exclude[]. */
+static int pick(struct remote_backend *rb, const bool *exclude)
+{
+	unsigned cand[CONFIG_MAX_NODES], nc = 0;
+
+	for (unsigned i = 0; i < rb->nn; i++)
+		if (!exclude[i] && usable(rb, i) && atomic_load(&rb->nodes[i].free_pages) > 0)
+			cand[nc++] = i;
+	if (!nc)
+		return -1;
+	if (nc == 1)
+		return (int)cand[0];
+	unsigned a = cand[rng_next() % nc];
+	unsigned b = cand[rng_next() % (nc - 1)];
+	if (b == a)
+		b = cand[nc - 1];
+	return atomic_load(&rb->nodes[a].free_pages) >= atomic_load(&rb->nodes[b].free_pages) ?
+	       (int)a : (int)b;
+}
+
+/* Store a new copy r of slot i somewhere other than the other copy.
+ * Caller holds the slot's stripe. */
+static int place(struct remote_backend *rb, uint64_t i, unsigned r,
+		 uint64_t version, void *page)
+{
+	struct slot *s = &rb->slots[i];
+	bool exclude[CONFIG_MAX_NODES] = { false };
+	int rc = -ENOSPC;
+
+	for (unsigned k = 0; k < rb->copies; k++)
+		if (k != r && s->n[k] != NO_NODE)
+			exclude[s->n[k]] = true;
+	for (unsigned tries = 0; tries < rb->nn; tries++) {
+		int idx = pick(rb, exclude);
+		if (idx < 0)
+			break;
+		rc = node_op(rb, (unsigned)idx, OP_STORE, i, version, page);
+		if (!rc) {
+			atomic_fetch_add(&rb->nodes[idx].placed, 1);
+			atomic_fetch_sub(&rb->nodes[idx].free_pages, 1);
+			s->n[r] = (uint8_t)idx;
+			return 0;
+		}
+		exclude[idx] = true;
+	}
+	return rc == -ENOSPC || rc == 0 ? -ENOSPC : -EIO;
+}
+
+static bool slot_mapped(const struct slot *s)
+{
+	return s->n[0] != NO_NODE || s->n[1] != NO_NODE;
+}
+
+/* Write one whole slot. Caller holds the stripe. */
+static int slot_write(struct remote_backend *rb, uint64_t i, const void *page)
+{
+	struct slot *s = &rb->slots[i];
+	uint64_t v = s->version + 1;
+	bool was_mapped = slot_mapped(s);
+	int rc = 0;
+
+	for (unsigned r = 0; r < rb->copies; r++) {
+		int old = s->n[r] == NO_NODE ? -1 : s->n[r];
+		/* An in-use slot is overwritten where it lives (Nswap). */
+		if (old >= 0 && usable(rb, (unsigned)old) &&
+		    node_op(rb, (unsigned)old, OP_STORE, i, v, (void *)page) == 0)
+			continue;
+		s->n[r] = NO_NODE;
+		int prc = place(rb, i, r, v, (void *)page);
+		if (prc) {
+			rc = prc;
+			continue;
+		}
+		/* The old copy is garbage now; drop it if its node answers. */
+		if (old >= 0 && old != s->n[r] && usable(rb, (unsigned)old))
+			(void)node_op(rb, (unsigned)old, OP_DROP, i, v, NULL);
+	}
+	s->version = v;
+	if (!was_mapped && slot_mapped(s))
+		atomic_fetch_add(&rb->mapped, 1);
+	if (was_mapped && !slot_mapped(s))
+		atomic_fetch_sub(&rb->mapped, 1);
+	if (rc)
+		atomic_fetch_add(&rb->write_errors, 1);
+	return rc;
+}
+
+/* Read one whole slot (zeros if never written). Caller holds the stripe. */
+static int slot_read(struct remote_backend *rb, uint64_t i, void *page)
+{
+	struct slot *s = &rb->slots[i];
+	int got = -1;
+	bool lost[2] = { false, false };
+
+	if (!slot_mapped(s)) {
+		memset(page, 0, PAGE);
+		atomic_fetch_add(&rb->zero_reads, 1);
+		return 0;
+	}
+	for (unsigned r = 0; r < rb->copies; r++) {
+		if (s->n[r] == NO_NODE) {
+			lost[r] = true;
+			continue;
+		}
+		if (got >= 0) {
+			/* a copy on a node now down or dead is lost too */
+			if (!usable(rb, s->n[r]))
+				lost[r] = true;
+			continue;
+		}
+		int rc = usable(rb, s->n[r]) ?
+			 node_op(rb, s->n[r], OP_FETCH, i, s->version, page) : -EHOSTDOWN;
+		if (!rc) {
+			got = (int)r;
+		} else {
+			lost[r] = true;
+			if (r + 1 < rb->copies)
+				atomic_fetch_add(&rb->failovers, 1);
+			log_debug("remote swap: slot %" PRIu64 " copy on node %u: %s",
+				  i, rb->nodes[s->n[r]].id, strerror(-rc));
+		}
+	}
+	if (got < 0) {
+		atomic_fetch_add(&rb->read_errors, 1);
+		log_err("remote swap: slot %" PRIu64 " (version %" PRIu64
+			"): no copy could be read", i, s->version);
+		return -EIO;
+	}
+	/* Restore redundancy now, while we hold the page. */
+	for (unsigned r = 0; r < rb->copies; r++) {
+		if (!lost[r] || (int)r == got)
+			continue;
+		/* On failure the slot stays degraded (one copy) and the next
+		 * read tries again. */
+		s->n[r] = NO_NODE;
+		if (place(rb, i, r, s->version, page) == 0)
+			atomic_fetch_add(&rb->remirrors, 1);
+	}
+	return 0;
+}
+
+static int check_range(struct remote_backend *rb, uint64_t off, uint64_t len)
+{
+	uint64_t size = rb->nslots * PAGE;
+	return off > size || len > size - off ? -EINVAL : 0;
+}
+
+static pthread_mutex_t *stripe(struct remote_backend *rb, uint64_t i)
+{
+	return &rb->stripes[i % STRIPES];
+}
+
+int remote_read(void *priv, void *buf, uint64_t off, uint32_t len)
+{
+	struct remote_backend *rb = priv;
+	uint8_t page[PAGE];
+	int rc = check_range(rb, off, len);
+
+	if (rc)
+		return rc;
+	atomic_fetch_add(&rb->reads, 1);
+	while (len) {
+		uint64_t i = off / PAGE;
+		uint32_t in = (uint32_t)(off % PAGE);
+		uint32_t n = PAGE - in < len ? PAGE - in : len;
+		pthread_mutex_lock(stripe(rb, i));
+		if (in == 0 && n == PAGE)
+			rc = slot_read(rb, i, buf);
+		else if (!(rc = slot_read(rb, i, page)))
+			memcpy(buf, page + in, n);
+		pthread_mutex_unlock(stripe(rb, i));
+		if (rc)
+			return rc;
+		buf = (uint8_t *)buf + n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Write or zero (buf NULL) a byte range. */
+static int write_range(struct remote_backend *rb, const void *buf, uint64_t off,
+		       uint64_t len)
+{
+	static const uint8_t zeros[PAGE];
+	uint8_t page[PAGE];
+	int rc = 0;
+
+	while (len) {
+		uint64_t i = off / PAGE;
+		uint32_t in = (uint32_t)(off % PAGE);
+		uint32_t n = PAGE - in < len ? PAGE - in : (uint32_t)len;
+		pthread_mutex_lock(stripe(rb, i));
+		if (in == 0 && n == PAGE) {
+			rc = slot_write(rb, i, buf ? buf : zeros);
+		} else if (!(rc = slot_read(rb, i, page))) {
+			/* a partial slot: read-modify-write */
+			if (buf)
+				memcpy(page + in, buf, n);
+			else
+				memset(page + in, 0, n);
+			rc = slot_write(rb, i, page);
+		}
+		pthread_mutex_unlock(stripe(rb, i));
+		if (rc)
+			return rc;
+		if (buf)
+			buf = (const uint8_t *)buf + n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int remote_write(void *priv, const void *buf, uint64_t off, uint32_t len)
+{
+	struct remote_backend *rb = priv;
+	int rc = check_range(rb, off, len);
+
+	if (rc)
+		return rc;
+	atomic_fetch_add(&rb->writes, 1);
+	return write_range(rb, buf, off, len);
+}
+
+int remote_trim(void *priv, uint64_t off, uint64_t len)
+{
+	struct remote_backend *rb = priv;
+	int rc = check_range(rb, off, len);
+
+	if (rc)
+		return rc;
+	atomic_fetch_add(&rb->trims, 1);
+	/* Partial slots at the edges keep their other bytes. */
+	uint64_t first = (off + PAGE - 1) / PAGE, end = (off + len) / PAGE;
+	if (first >= end)
+		return write_range(rb, NULL, off, len);
+	if (off % PAGE && (rc = write_range(rb, NULL, off, first * PAGE - off)))
+		return rc;
+	if ((off + len) % PAGE &&
+	    (rc = write_range(rb, NULL, end * PAGE, off + len - end * PAGE)))
+		return rc;
+	for (uint64_t i = first; i < end; i++) {
+		pthread_mutex_lock(stripe(rb, i));
+		struct slot *s = &rb->slots[i];
+		if (slot_mapped(s)) {
+			for (unsigned r = 0; r < rb->copies; r++) {
+				if (s->n[r] != NO_NODE && usable(rb, s->n[r]) &&
+				    node_op(rb, s->n[r], OP_DROP, i, s->version, NULL) == 0)
+					atomic_fetch_add(&rb->nodes[s->n[r]].free_pages, 1);
+				s->n[r] = NO_NODE;
+			}
+			atomic_fetch_sub(&rb->mapped, 1);
+		}
+		/* the version stays: a late copy can never pass for current */
+		pthread_mutex_unlock(stripe(rb, i));
+	}
+	return 0;
+}
+
+int remote_flush(void *priv)
+{
+	/* Every write is stored on its node(s) before it is acknowledged. */
+	(void)priv;
+	return 0;
+}
+
+/* --- the capacity table ---------------------------------------------------- */
+
+static int refresh_from(struct remote_backend *rb, unsigned i)
+{
+	static _Thread_local struct frame_node tab[FRAME_MAX_NODES];
+	unsigned n = 0;
+	int rc;
+	struct rconn *c = conn_get(rb, i, &rc);
+
+	if (!c)
+		return rc;
+	rc = cluster_client_node_table(c->cl, tab, FRAME_MAX_NODES, &n);
+	conn_put(rb, i, c, rc);
+	if (rc)
+		return rc;
+	for (unsigned k = 0; k < n; k++) {
+		for (unsigned j = 0; j < rb->nn; j++) {
+			struct rnode *nd = &rb->nodes[j];
+			if (nd->id != tab[k].node_id)
+				continue;
+			/* "unknown": the node we asked has not heard from it
+			 * yet, which says nothing either way. */
+			if (tab[k].state == FN_UNKNOWN)
+				break;
+			bool alive = tab[k].state == FN_ALIVE || tab[k].state == FN_SELF;
+			int was = atomic_exchange(&nd->alive, alive);
+			if (was && !alive) {
+				log_warn("remote swap: node %u is dead (per node %u)%s",
+					 nd->id, rb->nodes[i].id, rb->copies > 1 ?
+					 ": re-mirroring its pages" : "");
+				atomic_store(&rb->rebuild_needed, 1);
+			}
+			uint64_t fr = tab[k].cap.offered > tab[k].cap.used ?
+				      (tab[k].cap.offered - tab[k].cap.used) / PAGE : 0;
+			atomic_store(&nd->free_pages, (int_fast64_t)fr);
+		}
+	}
+	return 0;
+}
+
+/* Ask the first node that answers, starting from a rotating one. */
+static int refresh(struct remote_backend *rb)
+{
+	static atomic_uint start;
+	unsigned s = atomic_fetch_add(&start, 1);
+	int rc = -EHOSTUNREACH;
+
+	for (unsigned k = 0; k < rb->nn; k++) {
+		unsigned i = (s + k) % rb->nn;
+		if (!rb->nodes[i].target ||
+		    clock_now_ns() < atomic_load(&rb->nodes[i].down_until_ns))
+			continue;
+		if ((rc = refresh_from(rb, i)) == 0)
+			return 0;
+	}
+	return rc;
+}
+
+static bool stopping(struct remote_backend *rb)
+{
+	pthread_mutex_lock(&rb->lock);
+	bool s = rb->stopping;
+	pthread_mutex_unlock(&rb->lock);
+	return s;
+}
+
+/* Recovery after a node death (mirror): every slot with a copy on a node
+ * that is no longer alive is read through slot_read, which serves it from
+ * the surviving copy and places a new one. Runs while I/O goes on; each
+ * slot is handled under its stripe like any request. */
+static void rebuild(struct remote_backend *rb)
+{
+	uint8_t page[PAGE];
+	uint64_t fixed = 0, failed = 0;
+
+	for (uint64_t i = 0; i < rb->nslots; i++) {
+		if (i % 4096 == 0 && stopping(rb))
+			return;
+		pthread_mutex_lock(stripe(rb, i));
+		struct slot *s = &rb->slots[i];
+		bool hit = false;
+		for (unsigned r = 0; r < rb->copies; r++)
+			if (s->n[r] != NO_NODE && !atomic_load(&rb->nodes[s->n[r]].alive))
+				hit = true;
+		if (hit) {
+			if (slot_read(rb, i, page) == 0)
+				fixed++;
+			else
+				failed++;
+		}
+		pthread_mutex_unlock(stripe(rb, i));
+	}
+	atomic_fetch_add(&rb->rebuild_passes, 1);
+	if (fixed || failed)
+		log_info("remote swap: rebuild pass: %" PRIu64 " slots re-mirrored, %"
+			 PRIu64 " could not be", fixed, failed);
+}
+
+static void *refresher_main(void *arg)
+{
+	struct remote_backend *rb = arg;
+
+	for (;;) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += rb->refresh_ms / 1000;
+		ts.tv_nsec += (long)(rb->refresh_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&rb->lock);
+		while (!rb->stopping &&
+		       pthread_cond_timedwait(&rb->cond, &rb->lock, &ts) != ETIMEDOUT)
+			;
+		bool stop = rb->stopping;
+		pthread_mutex_unlock(&rb->lock);
+		if (stop)
+			break;
+		if (refresh(rb))
+			log_debug("remote swap: no node answered the table refresh");
+		if (rb->copies > 1 && atomic_exchange(&rb->rebuild_needed, 0))
+			rebuild(rb);
+	}
+	return NULL;
+}
+
+/* --- open / close / stats -------------------------------------------------- */
+
+int remote_open(struct remote_backend **out, const struct remote_opts *o)
+{
+	struct remote_backend *rb;
+	int rc;
+
+	if (!o->size || o->size % PAGE) {
+		log_err("remote swap: size must be a non-zero multiple of 4 KiB");
+		return -EINVAL;
+	}
+	if (o->redundancy != REMOTE_NONE && o->redundancy != REMOTE_MIRROR) {
+		log_err("remote swap: unknown redundancy mode");
+		return -EINVAL;
+	}
+	if (o->cfg->n_nodes > NO_NODE) {
+		log_err("remote swap: too many nodes");
+		return -EINVAL;
+	}
+	rb = calloc(1, sizeof(*rb));
+	if (!rb)
+		return -ENOMEM;
+	rb->cfg = *o->cfg;
+	rb->self = o->self_node;
+	rb->owner = o->owner ? o->owner : o->self_node;
+	rb->nslots = o->size / PAGE;
+	rb->red = o->redundancy;
+	rb->copies = o->redundancy == REMOTE_MIRROR ? 2 : 1;
+	rb->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 3000;
+	rb->refresh_ms = o->refresh_ms ? o->refresh_ms : 500;
+	pthread_mutex_init(&rb->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rb->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	for (unsigned i = 0; i < STRIPES; i++)
+		pthread_mutex_init(&rb->stripes[i], NULL);
+	rb->slots = malloc(rb->nslots * sizeof(*rb->slots));
+	if (!rb->slots) {
+		remote_close(rb);
+		return -ENOMEM;
+	}
+	for (uint64_t i = 0; i < rb->nslots; i++) {
+		rb->slots[i].version = 0;
+		rb->slots[i].n[0] = rb->slots[i].n[1] = NO_NODE;
+	}
+	unsigned targets = 0;
+	rb->nn = rb->cfg.n_nodes;
+	for (unsigned i = 0; i < rb->nn; i++) {
+		struct rnode *nd = &rb->nodes[i];
+		nd->cn = &rb->cfg.nodes[i];
+		nd->id = nd->cn->id;
+		nd->target = nd->id != rb->self;
+		nd->nconn = o->conns_per_node ? o->conns_per_node : 4;
+		nd->conns = calloc(nd->nconn, sizeof(*nd->conns));
+		if (!nd->conns) {
+			remote_close(rb);
+			return -ENOMEM;
+		}
+		for (unsigned k = 0; k < nd->nconn; k++)
+			pthread_mutex_init(&nd->conns[k].lock, NULL);
+		atomic_store(&nd->alive, nd->target);
+		targets += nd->target;
+	}
+	if (rb->copies > targets) {
+		log_err("remote swap: mirror needs at least two other nodes in the "
+			"cluster file");
+		remote_close(rb);
+		return -EINVAL;
+	}
+	/* Each node's own report of its capacity, to start with. */
+	rc = -EHOSTUNREACH;
+	for (unsigned i = 0; i < rb->nn; i++)
+		if (rb->nodes[i].target && refresh_from(rb, i) == 0)
+			rc = 0;
+	if (rc) {
+		log_err("remote swap: no node of the cluster answers (%s)", strerror(-rc));
+		remote_close(rb);
+		return -EHOSTUNREACH;
+	}
+	if ((rc = pthread_create(&rb->refresher, NULL, refresher_main, rb))) {
+		remote_close(rb);
+		return -rc;
+	}
+	rb->refresher_started = true;
+	log_info("remote swap: %" PRIu64 " slots over %u nodes, redundancy %s",
+		 rb->nslots, targets, rb->red == REMOTE_MIRROR ? "mirror" : "none");
+	*out = rb;
+	return 0;
+}
+
+void remote_close(struct remote_backend *rb)
+{
+	if (!rb)
+		return;
+	pthread_mutex_lock(&rb->lock);
+	rb->stopping = true;
+	pthread_cond_broadcast(&rb->cond);
+	pthread_mutex_unlock(&rb->lock);
+	if (rb->refresher_started)
+		pthread_join(rb->refresher, NULL);
+	for (unsigned i = 0; i < rb->nn; i++) {
+		struct rnode *nd = &rb->nodes[i];
+		for (unsigned k = 0; nd->conns && k < nd->nconn; k++) {
+			cluster_client_close(nd->conns[k].cl);
+			pthread_mutex_destroy(&nd->conns[k].lock);
+		}
+		free(nd->conns);
+	}
+	for (unsigned i = 0; i < STRIPES; i++)
+		pthread_mutex_destroy(&rb->stripes[i]);
+	pthread_cond_destroy(&rb->cond);
+	pthread_mutex_destroy(&rb->lock);
+	free(rb->slots);
+	memset(rb->cfg.secret, 0, sizeof(rb->cfg.secret));
+	free(rb);
+}
+
+void remote_destroy(void *priv)
+{
+	remote_close(priv);
+}
+
+ssize_t remote_stats(void *priv, char *out, size_t outlen)
+{
+	struct remote_backend *rb = priv;
+	size_t len = 0;
+#define OUT(...) do { \
+	int w_ = snprintf(out + len, outlen > len ? outlen - len : 0, __VA_ARGS__); \
+	if (w_ > 0) len += (size_t)w_; \
+} while (0)
+	OUT("remote_redundancy: %s\n", rb->red == REMOTE_MIRROR ? "mirror" : "none");
+	OUT("remote_slots: %" PRIu64 "\n", rb->nslots);
+	OUT("remote_slots_mapped: %" PRIu64 "\n", (uint64_t)atomic_load(&rb->mapped));
+	OUT("remote_reads: %" PRIu64 "\nremote_writes: %" PRIu64 "\nremote_trims: %" PRIu64 "\n",
+	    (uint64_t)atomic_load(&rb->reads), (uint64_t)atomic_load(&rb->writes),
+	    (uint64_t)atomic_load(&rb->trims));
+	OUT("remote_zero_reads: %" PRIu64 "\n", (uint64_t)atomic_load(&rb->zero_reads));
+	OUT("remote_failovers: %" PRIu64 "\nremote_remirrors: %" PRIu64 "\n",
+	    (uint64_t)atomic_load(&rb->failovers), (uint64_t)atomic_load(&rb->remirrors));
+	OUT("remote_rebuild_passes: %" PRIu64 "\n", (uint64_t)atomic_load(&rb->rebuild_passes));
+	OUT("remote_read_errors: %" PRIu64 "\nremote_write_errors: %" PRIu64 "\n",
+	    (uint64_t)atomic_load(&rb->read_errors), (uint64_t)atomic_load(&rb->write_errors));
+	for (unsigned i = 0; i < rb->nn; i++) {
+		struct rnode *nd = &rb->nodes[i];
+		if (!nd->target)
+			continue;
+		OUT("remote_node.%u: %s free_pages=%" PRId64 " placed=%" PRIu64
+		    " stores=%" PRIu64 " fetches=%" PRIu64 " errors=%" PRIu64 "\n",
+		    nd->id, usable(rb, i) ? "up" : "down",
+		    (int64_t)atomic_load(&nd->free_pages), (uint64_t)atomic_load(&nd->placed),
+		    (uint64_t)atomic_load(&nd->stores), (uint64_t)atomic_load(&nd->fetches),
+		    (uint64_t)atomic_load(&nd->errors));
+	}
+#undef OUT
+	return (ssize_t)(len < outlen ? len : outlen);
+}

@@ -1,0 +1,236 @@
+/* test_cluster_remote.c - the remote swap backend against three real nodes
+ * in this process: byte-exact reads after aligned and unaligned writes,
+ * pages spread over the nodes, trim, mirror failover and re-mirroring when
+ * a node stops, and (without mirror) the read errors that mirroring
+ * prevents. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "cluster/node.h"
+#include "cluster/remote_backend.h"
+#include "common/log.h"
+
+#define NNODES 3
+#define DEV (4u << 20)
+
+static struct cluster_config cfg;
+static struct node *nodes[NNODES];
+static uint8_t shadow[DEV], got[DEV];
+static char stats[8192];
+
+static int listen_any(uint16_t *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 64), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+static void start_nodes(void)
+{
+	char text[512], err[256];
+	int fds[NNODES];
+	uint16_t ports[NNODES];
+
+	for (int i = 0; i < NNODES; i++)
+		fds[i] = listen_any(&ports[i]);
+	snprintf(text, sizeof(text), "secret s\nnode 1 127.0.0.1:%u\n"
+		 "node 2 127.0.0.1:%u\nnode 3 127.0.0.1:%u\n", ports[0], ports[1],
+		 ports[2]);
+	assert_int_equal(config_parse_text(text, "test", &cfg, err, sizeof(err)), 0);
+	memcpy(cfg.secret, "remote-backend-test-secret", 26);
+	cfg.secret_len = 26;
+	for (int i = 0; i < NNODES; i++) {
+		struct node_opts o = {
+			.cfg = &cfg, .self = (uint32_t)i + 1, .heartbeat_ms = 50,
+			.timeout_ms = 300, .listen_fd = fds[i],
+		};
+		assert_int_equal(node_start(&nodes[i], &o), 0);
+	}
+}
+
+static void stop_nodes(void)
+{
+	for (int i = 0; i < NNODES; i++) {
+		node_stop(nodes[i]);
+		nodes[i] = NULL;
+	}
+}
+
+static uint64_t rnd(void)
+{
+	static uint64_t x = 88172645463325252ULL;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return x;
+}
+
+static void scribble(struct remote_backend *rb, int n)
+{
+	static uint8_t buf[3 * 4096];
+	for (int k = 0; k < n; k++) {
+		uint32_t len = (uint32_t)(512 * (1 + rnd() % 24));
+		uint64_t off = (rnd() % (DEV / 512)) * 512;
+		if (off + len > DEV)
+			off = DEV - len;
+		for (uint32_t i = 0; i < len; i++)
+			buf[i] = (uint8_t)rnd();
+		assert_int_equal(remote_write(rb, buf, off, len), 0);
+		memcpy(shadow + off, buf, len);
+	}
+}
+
+static void check_all(struct remote_backend *rb)
+{
+	memset(got, 0xee, sizeof(got));
+	/* in 64 KiB reads, and one unaligned read */
+	for (uint32_t off = 0; off < DEV; off += 65536)
+		assert_int_equal(remote_read(rb, got + off, off, 65536), 0);
+	assert_memory_equal(got, shadow, DEV);
+	assert_int_equal(remote_read(rb, got, 1000, 9000), 0);
+	assert_memory_equal(got, shadow + 1000, 9000);
+}
+
+static uint64_t stat(struct remote_backend *rb, const char *key)
+{
+	ssize_t n = remote_stats(rb, stats, sizeof(stats) - 1);
+	assert_true(n > 0);
+	stats[n] = 0;
+	char *p = strstr(stats, key);
+	assert_non_null(p);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+static struct remote_backend *open_rb(enum remote_redundancy red)
+{
+	struct remote_backend *rb = NULL;
+	struct remote_opts o = {
+		.cfg = &cfg, .self_node = 0, .owner = 42, .size = DEV,
+		.redundancy = red, .conns_per_node = 2, .timeout_ms = 2000,
+		.refresh_ms = 100,
+	};
+	assert_int_equal(remote_open(&rb, &o), 0);
+	return rb;
+}
+
+static void mirror_roundtrip_failover(void **state)
+{
+	(void)state;
+	start_nodes();
+	memset(shadow, 0, sizeof(shadow));
+	struct remote_backend *rb = open_rb(REMOTE_MIRROR);
+
+	/* never written: zeros */
+	check_all(rb);
+	scribble(rb, 400);
+	check_all(rb);
+	/* two copies of every mapped slot, spread over all three nodes */
+	uint64_t mapped = stat(rb, "remote_slots_mapped: ");
+	assert_true(mapped > 100);
+	uint64_t placed = 0;
+	for (int i = 1; i <= 3; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "remote_node.%d: up free_pages=", i);
+		assert_non_null(strstr(stats, key));
+		char *p = strstr(strstr(stats, key), "placed=");
+		uint64_t pl = strtoull(p + 7, NULL, 10);
+		assert_true(pl > mapped / 10); /* every node got a share */
+		placed += pl;
+	}
+	assert_true(placed >= 2 * mapped);
+
+	/* trim: whole slots dropped, edges zeroed */
+	assert_int_equal(remote_trim(rb, 4096 * 10 + 100, 4096 * 20), 0);
+	memset(shadow + 4096 * 10 + 100, 0, 4096 * 20);
+	check_all(rb);
+	assert_true(stat(rb, "remote_slots_mapped: ") <= mapped);
+
+	/* a node stops: every page is still read (from its mirror), and the
+	 * lost copies are re-created on the surviving nodes */
+	node_stop(nodes[1]);
+	nodes[1] = NULL;
+	/* the backend learns it from the node table (timeout 300 ms) and
+	 * rebuilds in the background; reads meanwhile fail over */
+	check_all(rb);
+	for (int i = 0; i < 100 && stat(rb, "remote_rebuild_passes: ") == 0; i++)
+		usleep(20000);
+	assert_true(stat(rb, "remote_rebuild_passes: ") > 0);
+	assert_true(stat(rb, "remote_remirrors: ") > 0);
+	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
+	/* writing goes on, on the two nodes left */
+	scribble(rb, 100);
+	check_all(rb);
+	/* a second node stops: the re-mirrored copies on node 3 carry every
+	 * page */
+	node_stop(nodes[0]);
+	nodes[0] = NULL;
+	check_all(rb);
+	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
+	/* with one node left, mirroring cannot place a second copy */
+	static uint8_t page[4096];
+	int rc = remote_write(rb, page, 0, 4096);
+	assert_true(rc == -ENOSPC || rc == -EIO);
+
+	assert_int_equal(remote_read(rb, page, DEV - 100, 4096), -EINVAL);
+	assert_int_equal(remote_write(rb, page, DEV, 1), -EINVAL);
+	remote_close(rb);
+	stop_nodes();
+}
+
+static void no_redundancy_loses_pages(void **state)
+{
+	(void)state;
+	start_nodes();
+	memset(shadow, 0, sizeof(shadow));
+	struct remote_backend *rb = open_rb(REMOTE_NONE);
+	scribble(rb, 300);
+	check_all(rb);
+	node_stop(nodes[2]);
+	nodes[2] = NULL;
+	/* some pages lived only on node 3 */
+	int errors = 0;
+	for (uint32_t off = 0; off < DEV; off += 4096)
+		if (remote_read(rb, got, off, 4096) == -EIO)
+			errors++;
+	assert_true(errors > 0);
+	assert_true(stat(rb, "remote_read_errors: ") > 0);
+	/* new whole-page writes go to the nodes left and read back */
+	static uint8_t page[4096], back[4096];
+	for (uint32_t off = 0; off < DEV; off += 4096 * 7) {
+		memset(page, (int)(off / 4096), sizeof(page));
+		assert_int_equal(remote_write(rb, page, off, 4096), 0);
+		assert_int_equal(remote_read(rb, back, off, 4096), 0);
+		assert_memory_equal(page, back, 4096);
+	}
+	remote_close(rb);
+	stop_nodes();
+}
+
+int main(void)
+{
+	log_init("test_cluster_remote", LOG_LVL_ERR);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(mirror_roundtrip_failover),
+		cmocka_unit_test(no_redundancy_loses_pages),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
