@@ -418,11 +418,12 @@ out_unmount:
 	fuse_session_unmount(se);
 	{
 		int left = engine_stop(fs);
-		if (left)
+		if (left) {
 			log_err("unmount: %d files could not be written back; "
 				"their data stays in %s and is written back at "
 				"the next mount", left, fs->cfg.nvram);
-		else
+			ret = 3; /* tell scripts the backing is not complete */
+		} else
 			log_info("unmount: everything written back");
 	}
 	ctl_server_stop(ctl);

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# fs_backing_errors.sh - bad conditions. Refused before mounting, with a
+# message and a non-zero exit: a missing, non-directory or read-only backing
+# dir; an NVRAM path that is a directory, a foreign file, a store of another
+# geometry (left untouched: it may hold dirty data), a file system without
+# room for it. During write-back, a full backing file system (a small
+# loop-mounted ext4) keeps the data dirty in NVRAM, readable, counted in the
+# stats and retried with backoff; once space is freed it all lands. Data
+# still dirty at unmount stays in NVRAM and lands at the next mount.
+T_TIMEOUT=${T_TIMEOUT:-150}
+. "$(dirname "$0")/lib.sh"
+t_require_root
+t_require_cmd fusermount3 python3 cmp mkfs.ext4 losetup
+bin=$(t_bin nvcachefs)
+ctl=$(t_bin nvcachectl)
+export NVCACHE_RUN_DIR=$T_DIR/run
+M=$T_DIR/m
+mkdir -p "$M" "$T_DIR/ok"
+
+refuse() {  # refuse WHAT PATTERN ARGS... : must exit non-zero, say PATTERN, not mount
+  local what=$1 pat=$2; shift 2
+  timeout 20 "$bin" "$M" -f "$@" >"$T_DIR/refuse.log" 2>&1
+  local rc=$?
+  t_is_mounted "$M" && { t_umount "$M"; t_fail "$what: mounted anyway"; }
+  [ $rc -ne 0 ] || t_fail "$what: exit status 0"
+  grep -qiE "$pat" "$T_DIR/refuse.log" || { cat "$T_DIR/refuse.log" >&2; t_fail "$what: no message matching '$pat'"; }
+  t_log "$what: refused ($(grep -iE "$pat" "$T_DIR/refuse.log" | head -1 | sed 's/.*: error: //'))"
+}
+
+refuse "missing backing" "no such file" -o "backing=$T_DIR/nope,nvram=$T_SHM/a"
+: >"$T_DIR/afile"
+refuse "backing is a file" "not a directory" -o "backing=$T_DIR/afile,nvram=$T_SHM/a"
+mkdir -p "$T_DIR/ro"
+mount --bind "$T_DIR/ok" "$T_DIR/ro" && t_cleanup "umount $T_DIR/ro"
+mount -o remount,bind,ro "$T_DIR/ro" || t_fail "cannot make a read-only bind mount"
+refuse "read-only backing" "read-only" -o "backing=$T_DIR/ro,nvram=$T_SHM/a"
+mkdir -p "$T_SHM/adir"
+refuse "nvram is a directory" "directory|not a regular" -o "backing=$T_DIR/ok,nvram=$T_SHM/adir"
+head -c 100000 /dev/urandom >"$T_SHM/foreign"
+sum=$(md5sum <"$T_SHM/foreign")
+refuse "foreign nvram file" "not an nvcache" -o "backing=$T_DIR/ok,nvram=$T_SHM/foreign"
+[ "$(md5sum <"$T_SHM/foreign")" = "$sum" ] || t_fail "foreign file was modified"
+# a store made with 16M, opened with 32M
+"$bin" "$M" -o "backing=$T_DIR/ok,nvram=$T_SHM/geo,cache_size=16M" -f >"$T_DIR/geo.log" 2>&1 &
+p=$!; t_cleanup "kill -9 $p"
+t_wait 20 t_is_mounted "$M" || t_fail "no mount for the geometry test"
+printf 'keep me' >"$M/kept"
+fusermount3 -u "$M"; wait $p
+sum=$(md5sum <"$T_SHM/geo")
+refuse "other geometry" "cache size|made for" -o "backing=$T_DIR/ok,nvram=$T_SHM/geo,cache_size=32M"
+[ "$(md5sum <"$T_SHM/geo")" = "$sum" ] || t_fail "store of another geometry was modified"
+mkdir -p "$T_DIR/tiny"
+mount -t tmpfs -o size=1M tmpfs "$T_DIR/tiny" && t_cleanup "umount $T_DIR/tiny"
+refuse "no room for nvram" "no space|unusable" -o "backing=$T_DIR/ok,nvram=$T_DIR/tiny/nv,cache_size=64M"
+refuse "bad option" "cache_size" -o "backing=$T_DIR/ok,nvram=$T_SHM/a,cache_size=lots"
+
+# -- a backing file system that fills up: 24 MiB ext4 on a loop device (the
+# image on disk, never on tmpfs)
+img=$T_DIR/backing.img
+truncate -s 24M "$img"
+mkfs.ext4 -q -F -m 0 "$img" || t_fail "mkfs.ext4"
+loop=$(losetup -f --show "$img") || t_fail "losetup"
+t_cleanup "losetup -d $loop"
+B=$T_DIR/small
+mkdir -p "$B"
+mount "$loop" "$B" || t_fail "mount loop"
+t_cleanup "umount -l $B"
+fill() { dd if=/dev/zero of="$B/filler" bs=1M count=40 status=none 2>/dev/null; sync; }
+fill
+t_log "backing has $(df --output=avail -B1 "$B" | tail -1) bytes free after filler"
+
+stat_of() { "$ctl" stats "$M" | awk -v k="$1:" '$1 == k { print $2 }'; }
+start() {
+  "$bin" "$M" -o "backing=$B,nvram=$T_SHM/nv,cache_size=64M,writeback_delay=0.2" -f >>"$T_DIR/log" 2>&1 &
+  pid=$!
+  t_cleanup "kill -9 $pid"
+  t_wait 20 t_is_mounted "$M" || { cat "$T_DIR/log"; t_fail "no mount on the small backing"; }
+}
+start
+head -c 6000000 /dev/urandom >"$T_DIR/one"
+cp "$T_DIR/one" "$M/one" || t_fail "write through the mount failed while the backing is full"
+t_wait 15 sh -c "[ \$('$ctl' stats '$M' | awk '\$1==\"backing_errors:\"{print \$2}') -gt 0 ]" ||
+  t_fail "no backing error counted"
+cmp "$M/one" "$T_DIR/one" || t_fail "data unreadable while its write-back fails"
+[ "$(stat_of dirty_bytes)" -ge 6000000 ] || t_fail "data not dirty any more: $(stat_of dirty_bytes)"
+grep -q "write-back of .* failed: No space left" "$T_DIR/log" || t_fail "write-back failure not logged"
+# free space: the retry (with backoff) lands the data
+rm -f "$B/filler"
+t_wait 40 cmp -s "$B/one" "$T_DIR/one" || t_fail "data did not land after space was freed"
+t_log "retry after ENOSPC landed the data; backing_errors $(stat_of backing_errors)"
+
+# dirty at unmount while the backing is full again: stays in NVRAM, exit 3,
+# written back by the next mount once there is room
+fill
+head -c 5000000 /dev/urandom >"$T_DIR/two"
+cp "$T_DIR/two" "$M/two"
+sleep 1
+fusermount3 -u "$M"
+for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+wait $pid; rc=$?
+[ $rc -eq 3 ] || t_fail "exit status $rc at unmount with dirty data (want 3)"
+grep -q "could not be written back" "$T_DIR/log" || t_fail "leftover not logged"
+cmp -s "$B/two" "$T_DIR/two" && t_fail "data landed although the backing was full?"
+rm -f "$B/filler"
+start
+cmp "$B/two" "$T_DIR/two" || t_fail "recovery at mount did not land the leftover"
+cmp "$B/one" "$T_DIR/one" || t_fail "first file damaged"
+fusermount3 -u "$M"
+for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+wait $pid || t_fail "clean unmount exit status"
+t_log "PASS"
