@@ -3,6 +3,7 @@
  * control socket, and the server threads. See docs/nvswapd.md. */
 #include "nbd/backend.h"
 #include "nbd/backend_flat.h"
+#include "nbd/backend_remote.h"
 #include "nbd/backend_store.h"
 #include "nbd/server.h"
 
@@ -47,6 +48,8 @@ struct cfg {
 	uint64_t size, mram, dram;
 	bool dram_set, mram_set;
 	const char *unix_path, *listen, *name, *flash, *policy, *nvram, *store;
+	const char *cluster, *redundancy;   /* --store remote */
+	unsigned node;
 	unsigned threads, max_conns;
 	bool foreground;
 };
@@ -73,7 +76,12 @@ static void usage(FILE *f)
 "  --policy NAME     tiering policy (default lru; known: %s)\n"
 "  --nvram FILE      MRAM file (default /dev/shm/nvswapd-NAME.mram)\n"
 "  --store KIND      tiered (default) or flat (one DRAM array, no tiers:\n"
-"                    measures the protocol path alone)\n"
+"                    measures the protocol path alone) or remote (pages in\n"
+"                    the memory of the nvcached nodes of --cluster)\n"
+"  --cluster FILE    cluster file for --store remote (docs/nvcached.md)\n"
+"  --node ID         this node's id in it (never used as a target)\n"
+"  --redundancy R    --store remote: mirror (default: two copies on two\n"
+"                    nodes) or none\n"
 "  --threads N       server threads, each with its own io_uring\n"
 "                    (default: the number of CPUs, at most 4)\n"
 "  --max-conns N     connections served at once (default 32)\n"
@@ -97,6 +105,9 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		{ "policy", required_argument, NULL, 'p' },
 		{ "nvram", required_argument, NULL, 'N' },
 		{ "store", required_argument, NULL, 'S' },
+		{ "cluster", required_argument, NULL, 'K' },
+		{ "node", required_argument, NULL, 'I' },
+		{ "redundancy", required_argument, NULL, 'R' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "max-conns", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -124,6 +135,9 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		case 'p': c->policy = optarg; break;
 		case 'N': c->nvram = optarg; break;
 		case 'S': c->store = optarg; break;
+		case 'K': c->cluster = optarg; break;
+		case 'I': c->node = (unsigned)atoi(optarg); break;
+		case 'R': c->redundancy = optarg; break;
 		case 't': c->threads = (unsigned)atoi(optarg); break;
 		case 'c': c->max_conns = (unsigned)atoi(optarg); break;
 		case 'f': c->foreground = true; break;
@@ -147,8 +161,13 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		fprintf(stderr, "nvswapd: give --unix or --listen, not both\n");
 		return -1;
 	}
-	if (strcmp(c->store, "tiered") && strcmp(c->store, "flat")) {
-		fprintf(stderr, "nvswapd: --store is 'tiered' or 'flat'\n");
+	if (strcmp(c->store, "tiered") && strcmp(c->store, "flat") &&
+	    strcmp(c->store, "remote")) {
+		fprintf(stderr, "nvswapd: --store is 'tiered', 'flat' or 'remote'\n");
+		return -1;
+	}
+	if (!strcmp(c->store, "remote") && !c->cluster) {
+		fprintf(stderr, "nvswapd: --store remote needs --cluster FILE\n");
 		return -1;
 	}
 	if (strlen(c->name) > 255 || strchr(c->name, '/')) {
@@ -321,7 +340,13 @@ int main(int argc, char **argv)
 
 	swap_hygiene();
 
-	if (!strcmp(c.store, "flat")) {
+	if (!strcmp(c.store, "remote")) {
+		struct nbd_remote_opts ro = {
+			.size = c.size, .cluster = c.cluster,
+			.self_node = c.node, .redundancy = c.redundancy,
+		};
+		rc = nbd_backend_remote_create(&be, &ro);
+	} else if (!strcmp(c.store, "flat")) {
 		rc = nbd_backend_flat_create(&be, c.size);
 		if (rc < 0)
 			log_err("flat store of %llu bytes: %s",

@@ -1,0 +1,58 @@
+/* backend_remote.c - NBD backend calls mapped onto cluster/remote_backend.h
+ * (whose functions have the nbd_backend_ops shapes). */
+#include "nbd/backend_remote.h"
+
+#include "cluster/config.h"
+#include "cluster/remote_backend.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static const struct nbd_backend_ops remote_ops = {
+	.read = remote_read, .write = remote_write, .trim = remote_trim,
+	.zero = remote_trim, .flush = remote_flush, .stats = remote_stats,
+	.destroy = remote_destroy,
+};
+
+int nbd_backend_remote_create(struct nbd_backend *be,
+			      const struct nbd_remote_opts *o)
+{
+	struct cluster_config *cfg = calloc(1, sizeof(*cfg));
+	struct remote_backend *rb;
+	char err[512];
+	int rc;
+
+	if (!cfg)
+		return -ENOMEM;
+	if (!o->cluster) {
+		log_err("--store remote needs --cluster FILE");
+		free(cfg);
+		return -EINVAL;
+	}
+	rc = config_load(o->cluster, cfg, err, sizeof(err));
+	if (rc) {
+		log_err("%s", err);
+		free(cfg);
+		return rc;
+	}
+	int red = remote_redundancy_parse(o->redundancy ? o->redundancy : "mirror");
+	if (red < 0) {
+		log_err("--redundancy %s: use none or mirror (parity modes come later)",
+			o->redundancy);
+		free(cfg);
+		return -EINVAL;
+	}
+	struct remote_opts ro = {
+		.cfg = cfg, .self_node = o->self_node, .size = o->size,
+		.redundancy = (enum remote_redundancy)red,
+	};
+	rc = remote_open(&rb, &ro);
+	free(cfg); /* remote_open copied it */
+	if (rc)
+		return rc;
+	be->ops = &remote_ops;
+	be->priv = rb;
+	be->size = o->size;
+	return 0;
+}
