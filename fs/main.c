@@ -374,6 +374,14 @@ int main(int argc, char **argv)
 		log_warn("some recovered files could not be written back; they "
 			 "stay dirty in NVRAM and are retried at the next mount");
 
+	/* /proc/mounts shows "BACKING MNT fuse.nvcachefs", as fstab writes it */
+	if (!strchr(fs->cfg.backing, ',')) {
+		char *o = NULL;
+		if (asprintf(&o, "-osubtype=nvcachefs,fsname=%s", fs->cfg.backing) > 0) {
+			fuse_opt_add_arg(&args, o);
+			free(o);
+		}
+	}
 	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
 	if (!se)
 		goto out;

@@ -51,4 +51,18 @@ grep -q "everything written back" "$T_DIR/log" || t_fail "no final write-back lo
 diff -r --no-dereference "$T_DIR/ref" "$T_DIR/b" >&2 || t_fail "backing differs from the plain dir after unmount"
 list() { (cd "$1" && find . -printf '%p %y %m %s %n %U %G\n' | sort); }
 diff <(list "$T_DIR/ref") <(list "$T_DIR/b") >&2 || t_fail "metadata differs after unmount"
+
+# the way mount(8) and /etc/fstab start it: mount.fuse3 passes the source
+# (the backing dir) and the mount point as arguments, options with -o, and
+# expects the program to daemonise
+mkdir -p "$T_DIR/b2" "$T_DIR/m2"
+mount -t fuse "$bin#$T_DIR/b2" "$T_DIR/m2" \
+  -o "nvram=$T_SHM/nv2,cache_size=16M,writeback_delay=0.1,nofail,allow_other" ||
+  t_fail "mount -t fuse ... nvcachefs#DIR failed"
+t_cleanup "t_umount $T_DIR/m2"
+grep -q " $T_DIR/m2 fuse.nvcachefs " /proc/mounts || t_fail "not shown as fuse.nvcachefs in /proc/mounts"
+printf 'via mount(8)' >"$T_DIR/m2/f"
+umount "$T_DIR/m2" || t_fail "umount failed"
+t_wait 20 sh -c "! pgrep -f '[n]vcachefs $T_DIR/b2' >/dev/null" || t_fail "daemon did not exit after umount"
+[ "$(cat "$T_DIR/b2/f")" = "via mount(8)" ] || t_fail "file written via the mount(8) mount missing in backing"
 t_log "PASS"
