@@ -7,7 +7,7 @@ pkgs=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
       protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libssl-dev
       libnbd-dev libnbd-bin nbdfuse nbdkit nbd-client fio
       mpich libmpich-dev attr util-linux procps python3 python3-matplotlib zlib1g-dev
-      valgrind)
+      valgrind e2fsprogs)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
