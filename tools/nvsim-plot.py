@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """nvsim-plot.py - draw nvsim CSV results like the paper's figures.
 
 usage: nvsim-plot.py CSV OUTDIR [--policy P] [--title T]

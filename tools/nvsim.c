@@ -90,6 +90,8 @@ static int parse_sizes(const char *arg, uint64_t **out, size_t *n)
 			uint64_t *nn = realloc(*out, cap * sizeof(uint64_t));
 			if (!nn) {
 				free(dup);
+				free(*out);
+				*out = NULL;
 				return -ENOMEM;
 			}
 			*out = nn;
@@ -306,8 +308,9 @@ static int oracle_profile(struct sim *s, const char *trace,
 		if (rc)
 			break;
 	}
+	bool logged = n < 0;   /* the reader said what was wrong */
 	if (!recs || n < 0)
-		rc = rc ? rc : -EIO;
+		rc = rc ? rc : n < 0 ? (int)n : -ENOMEM;
 	trace_close(r);
 	l2_destroy(l2);
 	free(recs);
@@ -317,7 +320,7 @@ static int oracle_profile(struct sim *s, const char *trace,
 				rc = policy_set_profile(s->in[k].p, m.key[i], m.cnt[i]);
 	free(m.key);
 	free(m.cnt);
-	if (rc < 0)
+	if (rc < 0 && !logged)
 		log_err("oracle profile: %s", strerror(-rc));
 	return rc;
 }
@@ -420,7 +423,14 @@ static int run_plot(const char *argv0, const char *csv, const char *dir)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		execlp("python3", "python3", script, csv, dir, (char *)NULL);
+		/* The distribution's python3 is the one python3-matplotlib
+		 * (tools/install-deps.sh) installs into; a pyenv or venv
+		 * python3 first in PATH may lack it. NVSIM_PYTHON overrides. */
+		const char *py = getenv("NVSIM_PYTHON");
+		if (!py)
+			py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3"
+								 : "python3";
+		execlp(py, py, script, csv, dir, (char *)NULL);
 		_exit(127);
 	}
 	int st;
@@ -534,75 +544,105 @@ int main(int argc, char **argv)
 	if (!strcmp(policies, "all"))
 		policies = policy_names();
 
-	uint64_t *mram, *dram;
-	size_t nm, nd;
+	/* Everything below releases what it holds on every path (one exit),
+	 * so that error exits stay clean under LeakSanitizer too. */
+	uint64_t *mram = NULL, *dram = NULL;
+	size_t nm = 0, nd = 0;
+	char *pl = NULL, *save = NULL;
+	struct sim s = { 0 };
+	struct trace_reader *r = NULL;
+	struct l2 *l2 = NULL;
+	struct trace_rec *recs = NULL;
+	struct mem_event *ev = NULL;
+	FILE *out = NULL;
+	size_t cap = 0;
+	int rc = 0;
 	if (parse_sizes(mram_arg, &mram, &nm) < 0 ||
-	    parse_sizes(dram_arg, &dram, &nd) < 0)
-		return 2;
+	    parse_sizes(dram_arg, &dram, &nd) < 0) {
+		rc = 2;
+		goto done;
+	}
 
 	/* Instances: policy-major, then MRAM, then DRAM (the CSV order). */
-	char *pl = strdup(policies), *save = NULL;
-	struct sim s = { 0 };
-	size_t cap = 0;
-	for (char *name = strtok_r(pl, ",", &save); name;
+	pl = strdup(policies);
+	if (!pl) {
+		rc = 1;
+		goto done;
+	}
+	for (char *name = strtok_r(pl, ",", &save); name && !rc;
 	     name = strtok_r(NULL, ",", &save)) {
-		for (size_t i = 0; i < nm; i++)
-			for (size_t j = 0; j < nd; j++) {
+		for (size_t i = 0; i < nm && !rc; i++)
+			for (size_t j = 0; j < nd && !rc; j++) {
 				struct policy_config cfg = {
 					.mram_pages = mram[i] / mp.page_bytes,
 					.dram_pages = dram[j] / mp.page_bytes,
 					.alpha = alpha, .epoch = epoch,
 				};
 				if (s.n == cap) {
-					cap = cap ? cap * 2 : 16;
-					s.in = realloc(s.in, cap * sizeof(*s.in));
-					if (!s.in)
-						return 1;
+					size_t ncap = cap ? cap * 2 : 16;
+					struct inst *nin = realloc(s.in, ncap * sizeof(*nin));
+					if (!nin) {
+						rc = 1;
+						break;
+					}
+					s.in = nin;
+					cap = ncap;
 				}
 				struct inst *in = &s.in[s.n];
 				memset(in, 0, sizeof(*in));
-				int rc = policy_create(&in->p, name, &cfg);
-				if (rc == -ENOENT) {
+				int e = policy_create(&in->p, name, &cfg);
+				if (e == -ENOENT) {
 					log_err("unknown policy '%s' (known: %s)",
 						name, policy_names());
-					return 2;
-				}
-				if (rc < 0) {
+					rc = 2;
+				} else if (e < 0) {
 					log_err("policy %s with MRAM %llu + DRAM %llu bytes: %s",
 						name, (unsigned long long)mram[i],
 						(unsigned long long)dram[j],
-						rc == -EINVAL ? "no memory pages at all"
-							      : strerror(-rc));
-					return 2;
+						e == -EINVAL ? "no memory pages at all"
+							     : strerror(-e));
+					rc = 2;
+				} else {
+					in->policy = policy_name(in->p);
+					in->mram_bytes = cfg.mram_pages * mp.page_bytes;
+					in->dram_bytes = cfg.dram_pages * mp.page_bytes;
+					s.n++;
 				}
-				in->policy = policy_name(in->p);
-				in->mram_bytes = cfg.mram_pages * mp.page_bytes;
-				in->dram_bytes = cfg.dram_pages * mp.page_bytes;
-				s.n++;
 			}
 	}
+	if (rc)
+		goto done;
+	if (s.n == 0) {
+		log_err("no policy given");
+		rc = 2;
+		goto done;
+	}
 
-	if (oracle && oracle_profile(&s, trace, fmt, &mp) < 0)
-		return 1;
-	struct trace_reader *r;
-	if (trace_open(&r, trace, fmt) < 0)
-		return 1;
-	struct l2 *l2;
+	if (oracle && oracle_profile(&s, trace, fmt, &mp) < 0) {
+		rc = 1;
+		goto done;
+	}
+	if (trace_open(&r, trace, fmt) < 0) {
+		rc = 1;
+		goto done;
+	}
 	if (l2_create(&l2, mp.l2_bytes, mp.line_bytes, mp.l2_ways,
 		      mp.page_bytes) < 0) {
 		log_err("bad cache geometry in the parameters");
-		return 2;
+		rc = 2;
+		goto done;
 	}
 	bool pages = trace_flags(r) & NVT_F_PAGES;
-	struct trace_rec *recs = malloc(RECS * sizeof(*recs));
-	struct mem_event *ev = malloc((EVS + EV_PER_REC_MAX) * sizeof(*ev));
-	if (!recs || !ev)
-		return 1;
+	recs = malloc(RECS * sizeof(*recs));
+	ev = malloc((EVS + EV_PER_REC_MAX) * sizeof(*ev));
+	if (!recs || !ev) {
+		rc = 1;
+		goto done;
+	}
 	s.ev = ev;
 	uint64_t instr = 0, nrec = 0;
 	uint64_t t0 = clock_now_ns(), last_prog = t0;
 	bool tty = isatty(2);
-	int rc = 0;
 	for (;;) {
 		ssize_t n = trace_read(r, recs, RECS, &instr);
 		if (n < 0) {
@@ -634,9 +674,8 @@ int main(int argc, char **argv)
 	}
 	if (!rc && sim_flush(&s, threads) < 0)
 		rc = 1;
-	trace_close(r);
 	if (rc)
-		return 1;
+		goto done;
 	double secs = (double)(clock_now_ns() - t0) / 1e9;
 	uint64_t hits, misses, wbs;
 	l2_stats(l2, &hits, &misses, &wbs);
@@ -658,15 +697,17 @@ int main(int argc, char **argv)
 	if (plot && !csv) {
 		if (mkdir(plot, 0755) < 0 && errno != EEXIST) {
 			log_err("--plot %s: %s", plot, strerror(errno));
-			return 1;
+			rc = 1;
+			goto done;
 		}
 		snprintf(csvpath, sizeof(csvpath), "%s/nvsim.csv", plot);
 		csv = csvpath;
 	}
-	FILE *out = csv ? fopen(csv, "w") : stdout;
+	out = csv ? fopen(csv, "w") : stdout;
 	if (!out) {
 		log_err("--csv %s: %s", csv, strerror(errno));
-		return 1;
+		rc = 1;
+		goto done;
 	}
 	fprintf(out, "%s\n", CSV_HEADER);
 	for (size_t k = 0; k < s.n; k++) {
@@ -683,14 +724,20 @@ int main(int argc, char **argv)
 			pc.accesses ? (double)pc.served[TIER_MRAM] / (double)pc.accesses : 0.0,
 			(unsigned long long)in->mc.flash_reads,
 			(unsigned long long)in->mc.flash_writes);
-		policy_destroy(in->p);
 	}
-	if (csv && fclose(out) != 0) {
-		log_err("--csv %s: write failed", csv);
-		return 1;
-	} else if (!csv && fflush(out) != 0) {
-		return 1;
+	if (csv ? fclose(out) != 0 : fflush(out) != 0) {
+		log_err("--csv %s: write failed", csv ? csv : "(stdout)");
+		rc = 1;
 	}
+	out = NULL;
+	if (!rc && plot && run_plot(argv[0], csv, plot) < 0)
+		rc = 1;
+done:
+	if (out && out != stdout)
+		fclose(out);
+	for (size_t k = 0; k < s.n; k++)
+		policy_destroy(s.in[k].p);
+	trace_close(r);
 	l2_destroy(l2);
 	free(recs);
 	free(ev);
@@ -698,7 +745,5 @@ int main(int argc, char **argv)
 	free(mram);
 	free(dram);
 	free(pl);
-	if (plot && run_plot(argv[0], csv, plot) < 0)
-		return 1;
-	return 0;
+	return rc;
 }
