@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# fs_fio.sh - fio through nvcachefs vs libfuse passthrough_ll vs the backing
+# file system itself, side by side in one run: 1 MiB sequential write and
+# read, 4 KiB random write and read; psync, iodepth 1, numjobs 1 and 4;
+# writes end with fsync (each target makes its data durable its own way:
+# nvcachefs in NVRAM, the others on disk).
+#
+# Backings: "ext4" = a directory on the local disk (/var/tmp). "slowpfs"
+# (FSB_SLOW=1, default) = an emulated slow parallel file system: ext4 on a
+# loop device over a file on /var/tmp, mounted -o sync (no client write
+# cache), with the loop device throttled by a cgroup-v1 blkio group to
+# FSB_SLOW_BPS bytes/s and FSB_SLOW_IOPS IOPS each way. (No device-mapper
+# here, so no dm-delay.)
+#
+#   FSB_SIZE=64M (file per job)  FSB_RUNTIME=5 (s per figure)
+#   FSB_NVRAM_OPTS=...  NVRAM emulation (default none; see fs/lib.sh)
+. "$(dirname "$0")/../system/lib.sh"
+. "$(dirname "$0")/fs/lib.sh"
+t_require_root
+t_require_cmd fio fusermount3 python3
+size=${FSB_SIZE:-64M}
+runtime=${FSB_RUNTIME:-5}
+slow=${FSB_SLOW:-1}
+slow_bps=${FSB_SLOW_BPS:-$((100 * 1024 * 1024))}
+slow_iops=${FSB_SLOW_IOPS:-2000}
+echo "fs_fio: NVRAM emulation: $(fsb_nvram_desc); file ${size} per job, ${runtime} s per figure"
+
+# fio_run DIR RW BS NJOBS -> "MB/s IOPS"
+fio_run() {
+  local dir=$1 rw=$2 bs=$3 nj=$4 extra=()
+  case $rw in write|randwrite) extra=(--end_fsync=1) ;; esac
+  fio --name="fsb_${rw}_$nj" --directory="$dir" --rw="$rw" --bs="$bs" --size="$size" \
+      --numjobs="$nj" --ioengine=psync --iodepth=1 --time_based --runtime="$runtime" \
+      --group_reporting --unlink=1 --output-format=json "${extra[@]}" >"$T_DIR/fio.json" 2>"$T_DIR/fio.err" ||
+    { cat "$T_DIR/fio.err" >&2; echo "0 0"; return; }
+  python3 - "$T_DIR/fio.json" "$rw" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))['jobs'][0]
+d = j['write'] if 'write' in sys.argv[2] else j['read']
+print('%.1f %.0f' % (d['bw_bytes'] / 1e6, d['iops']))
+EOF
+}
+
+# bench_backing TAG BACKING_ROOT
+bench_backing() {
+  local tag=$1 root=$2 nvpid ptpid
+  mkdir -p "$root/direct" "$root/nvb" "$root/ptb"
+  fsb_mount_nv "$T_DIR/$tag-nvm" "$root/nvb" "cache_size=2G"; nvpid=$FSB_PID
+  fsb_mount_pt "$T_DIR/$tag-ptm" "$root/ptb"; ptpid=$FSB_PID
+  local spec rw bs unit nj name nv pt dr
+  for spec in "write 1M seqwrite" "read 1M seqread" "randwrite 4k randwrite" "randread 4k randread"; do
+    set -- $spec; rw=$1 bs=$2 name=$3
+    for nj in 1 4; do
+      read -r nvbw nvio <<<"$(fio_run "$T_DIR/$tag-nvm" "$rw" "$bs" "$nj")"
+      read -r ptbw ptio <<<"$(fio_run "$T_DIR/$tag-ptm" "$rw" "$bs" "$nj")"
+      read -r drbw drio <<<"$(fio_run "$root/direct" "$rw" "$bs" "$nj")"
+      if [ "$bs" = 1M ]; then
+        unit=MB/s nv=$nvbw pt=$ptbw dr=$drbw
+      else
+        unit=IOPS nv=$nvio pt=$ptio dr=$drio
+      fi
+      fsb_line "fs_fio.$tag.$name.j$nj" "$nv" "$unit" passthrough_ll "$pt"
+      fsb_line "fs_fio.$tag.$name.j$nj.vs_backing" "$nv" "$unit" "$tag-dir" "$dr"
+    done
+  done
+  echo "nvcachefs stats after the $tag runs:"
+  "$(t_bin nvcachectl)" stats "$T_DIR/$tag-nvm" | grep -E 'hits|misses|written_back_bytes|backpressure' || true
+  fsb_umount "$T_DIR/$tag-nvm" "$nvpid"
+  fsb_umount "$T_DIR/$tag-ptm" "$ptpid"
+}
+
+bench_backing ext4 "$T_DIR/ext4"
+
+if [ "$slow" = 1 ]; then
+  cg=/sys/fs/cgroup/blkio
+  if [ ! -w "$cg/blkio.throttle.write_bps_device" ] || ! command -v losetup >/dev/null; then
+    echo "fs_fio: slowpfs skipped: no cgroup-v1 blkio throttling or losetup here"
+  else
+    img=$T_DIR/slowpfs.img            # on disk, never tmpfs
+    truncate -s 3G "$img"
+    loop=$(losetup -f --show "$img") || t_fail "losetup failed"
+    t_cleanup "losetup -d $loop"
+    mkfs.ext4 -q -F "$loop" || t_fail "mkfs.ext4 $loop failed"
+    mkdir -p "$T_DIR/slowpfs"
+    mount -o sync "$loop" "$T_DIR/slowpfs" || t_fail "mount $loop failed"
+    t_cleanup "umount -l $T_DIR/slowpfs"
+    devno=$(lsblk -dno MAJ:MIN "$loop" | tr -d ' ')
+    grp=$cg/nvcache-fsbench-$$
+    mkdir "$grp"
+    t_cleanup "echo $$ > $cg/cgroup.procs; rmdir $grp"
+    echo "$devno $slow_bps" >"$grp/blkio.throttle.write_bps_device"
+    echo "$devno $slow_bps" >"$grp/blkio.throttle.read_bps_device"
+    echo "$devno $slow_iops" >"$grp/blkio.throttle.write_iops_device"
+    echo "$devno $slow_iops" >"$grp/blkio.throttle.read_iops_device"
+    # This shell and everything it starts (fio, both daemons) are throttled.
+    echo $$ >"$grp/cgroup.procs"
+    echo "fs_fio: slowpfs = ext4 -o sync on $loop ($devno), throttled to $((slow_bps / 1048576)) MiB/s and $slow_iops IOPS each way"
+    bench_backing slowpfs "$T_DIR/slowpfs"
+  fi
+fi
