@@ -165,10 +165,8 @@ ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	uint64_t size, bsize, obj;
 	size_t done = 0;
 	ssize_t ret = 0;
-	char *tmp = block_buf(fs);
+	char *tmp = NULL; /* only a miss needs a bounce buffer */
 
-	if (!tmp)
-		return -ENOMEM;
 	pthread_rwlock_rdlock(&ino->io);
 	pthread_mutex_lock(&ino->lk);
 	size = ino->size;
@@ -198,6 +196,10 @@ ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 			goto out;
 		}
 		atomic_fetch_add(&fs->st.misses, 1);
+		if (!tmp && !(tmp = block_buf(fs))) {
+			ret = -ENOMEM;
+			goto out;
+		}
 		ssize_t got = fetch(fs, ino, blk, tmp, bsize);
 		if (got < 0) {
 			ret = got;
@@ -238,10 +240,8 @@ ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	uint64_t bsize, obj;
 	size_t done = 0;
 	ssize_t ret = 0;
-	char *tmp = block_buf(fs);
+	char *tmp = NULL; /* only a partial write of an uncached block needs it */
 
-	if (!tmp)
-		return -ENOMEM;
 	pthread_rwlock_rdlock(&ino->io);
 	pthread_mutex_lock(&ino->lk);
 	ret = ensure_obj(fs, ino);
@@ -266,6 +266,10 @@ ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		if (inback && !(boff == 0 && n >= inback) &&
 		    m->ops->info(m, obj, blk, NULL) == -ENOENT) {
 			atomic_fetch_add(&fs->st.misses, 1);
+			if (!tmp && !(tmp = block_buf(fs))) {
+				ret = -ENOMEM;
+				goto out;
+			}
 			base_len = fetch(fs, ino, blk, tmp, bsize);
 			if (base_len < 0) {
 				ret = base_len;

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define DEFAULT_CACHE (1ull << 30)
-#define DEFAULT_BLOCK (64u << 10)
+#define DEFAULT_BLOCK (16u << 10)
 #define DEFAULT_STRIPE (1ull << 20)
 
 struct cli {
@@ -99,7 +99,7 @@ static void usage(const char *prog)
 "                         RAM if less); must match an existing NVRAM file\n"
 "  stripe_unit=SIZE|auto  stripe unit over the cache managers (default 1M;\n"
 "                         auto = one equal part of a file per manager)\n"
-"  block_size=SIZE        NVRAM cache block (default 64K, 4K..1M)\n"
+"  block_size=SIZE        NVRAM cache block (default 16K, 4K..1M)\n"
 "  writeback_delay=SECS   delay between a file's last close and its\n"
 "                         write-back (default 1, may be fractional)\n"
 "  fsync=nvram|backing    fsync returns once data is in NVRAM (default), or\n"
