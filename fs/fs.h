@@ -33,6 +33,7 @@ struct fs_config {
 	uint64_t wb_delay_ns;  /* write-back delay after the last close */
 	bool fsync_backing;    /* fsync waits for the backing file too */
 	bool writeback_cache;  /* FUSE kernel write-back cache (weaker) */
+	bool no_xattr;         /* answer xattr calls ENOSYS (see main.c) */
 	bool foreground;
 	uint32_t lat_ns, flush_ns;
 	uint64_t bw_bps;

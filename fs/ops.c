@@ -779,6 +779,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 {
 	char proc[64];
 
+	if (FS(req)->cfg.no_xattr)
+		return (void)fuse_reply_err(req, ENOSYS);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	atomic_store(&I(req, n)->no_caps, false);
 	fuse_reply_err(req, setxattr(proc, name, value, size, flags) < 0 ? errno : 0);
@@ -791,6 +793,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	char proc[64], *v = NULL;
 	ssize_t r;
 
+	if (FS(req)->cfg.no_xattr)
+		return (void)fuse_reply_err(req, ENOSYS);
 	/* the kernel asks for security.capability before every write; the
 	 * answer is remembered until an xattr of the inode changes */
 	bool caps = !strcmp(name, "security.capability");
@@ -824,6 +828,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
 	char proc[64], *v = NULL;
 	ssize_t r;
 
+	if (FS(req)->cfg.no_xattr)
+		return (void)fuse_reply_err(req, ENOSYS);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	if (size) {
 		v = malloc(size);
@@ -848,6 +854,8 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
 {
 	char proc[64];
 
+	if (FS(req)->cfg.no_xattr)
+		return (void)fuse_reply_err(req, ENOSYS);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	atomic_store(&I(req, n)->no_caps, false);
 	fuse_reply_err(req, removexattr(proc, name) < 0 ? errno : 0);

@@ -65,4 +65,31 @@ printf 'via mount(8)' >"$T_DIR/m2/f"
 umount "$T_DIR/m2" || t_fail "umount failed"
 t_wait 20 sh -c "! pgrep -f '[n]vcachefs $T_DIR/b2' >/dev/null" || t_fail "daemon did not exit after umount"
 [ "$(cat "$T_DIR/b2/f")" = "via mount(8)" ] || t_fail "file written via the mount(8) mount missing in backing"
+
+# noxattr, and the emulated NVRAM latency reaching the store: 2 ms per NVRAM
+# access makes 40 separate 4 KiB writes take at least 80 ms (a lower bound
+# only: a slow machine never fails it)
+"$bin" "$T_DIR/m2" -o "backing=$T_DIR/b2,nvram=$T_SHM/nv3,cache_size=16M,noxattr,nvram_lat_ns=2000000" -f \
+  >"$T_DIR/log3" 2>&1 &
+pid3=$!
+t_cleanup "kill -9 $pid3"
+t_wait 20 t_is_mounted "$T_DIR/m2" || { cat "$T_DIR/log3"; t_fail "no mount with noxattr"; }
+python3 - "$T_DIR/m2/lat" <<'PY' || t_fail "noxattr / nvram_lat_ns check failed"
+import errno, os, sys, time
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+t = time.monotonic()
+for i in range(40):
+    os.pwrite(fd, b"L" * 4096, i * 4096)
+dt = time.monotonic() - t
+os.close(fd)
+assert dt >= 0.08, "40 writes took %.3f s with 2 ms emulated latency" % dt
+try:
+    os.setxattr(sys.argv[1], "user.x", b"1")
+    sys.exit("setxattr worked with noxattr")
+except OSError as e:
+    assert e.errno == errno.EOPNOTSUPP, e
+print("40 writes with 2 ms NVRAM latency took %.3f s" % dt, file=sys.stderr)
+PY
+fusermount3 -u "$T_DIR/m2"
+wait $pid3 || t_fail "exit status with noxattr"
 t_log "PASS"
