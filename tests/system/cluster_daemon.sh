@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# cluster_daemon.sh - nvcached as an operator meets it: each bad cluster
+# file, secret or option is refused with a clear message and exit status 1
+# (2 for usage); a second daemon for the same node or on a taken port is
+# refused; without -f it returns only once it serves, and SIGTERM stops it.
+T_TIMEOUT=${T_TIMEOUT:-60}
+. "$(dirname "$0")/lib.sh"
+
+nvcached=$(t_bin nvcached) || exit 1
+ctl=$(t_bin nvcachectl) || exit 1
+t_require_cmd python3
+export NVCACHE_RUN_DIR=$T_DIR/run
+
+read -r -a ports < <(python3 -c '
+import socket
+ss = [socket.socket() for _ in range(2)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))
+for s in ss: s.close()')
+head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
+chmod 600 "$T_DIR/secret"
+good=$T_DIR/good.conf
+printf 'secret secret\nnode 1 127.0.0.1:%s\nnode 2 127.0.0.1:%s\n' "${ports[0]}" "${ports[1]}" >"$good"
+
+# expect_fail STATUS PATTERN ARGS...: nvcached exits STATUS, stderr matches.
+expect_fail() {
+  local want=$1 pat=$2; shift 2
+  timeout 10 "$nvcached" "$@" -f >"$T_DIR/out" 2>&1
+  local rc=$?
+  [ $rc -eq "$want" ] || t_fail "nvcached $*: exit $rc, expected $want: $(cat "$T_DIR/out")"
+  grep -q -- "$pat" "$T_DIR/out" || t_fail "nvcached $*: message does not say '$pat': $(cat "$T_DIR/out")"
+}
+
+bad() {  # bad NAME CONTENT: write a cluster file
+  printf '%b' "$2" >"$T_DIR/$1.conf"
+  echo "$T_DIR/$1.conf"
+}
+expect_fail 2 usage --node 1
+expect_fail 2 usage --cluster "$good"
+expect_fail 2 "not a node id" --cluster "$good" --node 0
+expect_fail 2 "not a node id" --cluster "$good" --node x
+expect_fail 2 "not a number of milliseconds" --cluster "$good" --node 1 --heartbeat -5
+expect_fail 2 "not a size" --cluster "$good" --node 1 --reserve lots
+expect_fail 1 "node 3 is not in" --cluster "$good" --node 3
+expect_fail 1 "nope.conf: No such file" --cluster "$T_DIR/nope.conf" --node 1
+expect_fail 1 "dup.conf:3: node 1 listed twice" --cluster "$(bad dup 'secret secret\nnode 1 127.0.0.1:1\nnode 1 127.0.0.1:2\n')" --node 1
+expect_fail 1 "port.conf:2: address" --cluster "$(bad port 'secret secret\nnode 1 127.0.0.1:99999\n')" --node 1
+expect_fail 1 "no 'secret FILE' line" --cluster "$(bad nosecret 'node 1 127.0.0.1:5\n')" --node 1
+expect_fail 1 "unknown keyword 'nodes'" --cluster "$(bad kw 'secret secret\nnodes 1 127.0.0.1:5\n')" --node 1
+chmod 644 "$T_DIR/secret"
+expect_fail 1 "chmod 600" --cluster "$good" --node 1
+chmod 600 "$T_DIR/secret"
+printf 'short\n' >"$T_DIR/short"
+chmod 600 "$T_DIR/short"
+expect_fail 1 "5 bytes" --cluster "$(bad short 'secret short\nnode 1 127.0.0.1:5\n')" --node 1
+expect_fail 1 "must exceed two heartbeat" --cluster "$good" --node 1 --heartbeat 500 --timeout 900
+# Daemon mode: returns 0 once serving; the control socket answers.
+"$nvcached" --cluster "$good" --node 1 --no-mlock || t_fail "nvcached did not start as a daemon"
+pid=$(pgrep -f -n "nvcached --cluster $good --node 1")
+[ -n "$pid" ] || t_fail "no daemon process"
+t_cleanup "kill -9 $pid 2>/dev/null"
+"$ctl" stats --node 1 | grep -q "^node: 1$" || t_fail "control socket of the daemon"
+# A second nvcached for node 1 is refused: its port is taken.
+expect_fail 1 "cannot listen on 127.0.0.1:${ports[0]}: Address already in use" --cluster "$good" --node 1
+# SIGTERM stops it and removes the socket.
+kill -TERM "$pid"
+t_wait 10 test ! -e "$NVCACHE_RUN_DIR/node-1.sock" || t_fail "daemon did not stop on SIGTERM"
+t_wait 5 bash -c "! kill -0 $pid 2>/dev/null" || t_fail "daemon still running"
+t_log "PASS"
