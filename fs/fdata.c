@@ -77,11 +77,8 @@ static int ensure_obj(struct fs *fs, struct fs_inode *ino)
 	fdata_identity(fs, ino, &o);
 	o.size = ino->size;
 	ret = fs->mgr[0]->ops->obj_create(fs->mgr[0], &o);
-	if (ret < 0) {
-		log_warn("cache object table full (%s); file not cached",
-			 strerror(-ret));
+	if (ret < 0)
 		return ret;
-	}
 	ino->obj = o.id;
 	return 0;
 }
@@ -243,11 +240,19 @@ ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	char *tmp = NULL; /* only a partial write of an uncached block needs it */
 
 	pthread_rwlock_rdlock(&ino->io);
-	pthread_mutex_lock(&ino->lk);
-	ret = ensure_obj(fs, ino);
-	bsize = ino->bsize;
-	obj = ino->obj;
-	pthread_mutex_unlock(&ino->lk);
+	for (;;) {
+		pthread_mutex_lock(&ino->lk);
+		ret = ensure_obj(fs, ino);
+		bsize = ino->bsize;
+		obj = ino->obj;
+		pthread_mutex_unlock(&ino->lk);
+		if (ret != -ENOSPC)
+			break;
+		/* object table full: reclaim closed clean files, or wait for
+		 * write-back to make some clean (back-pressure, not ENOSPC) */
+		if (!fs_reclaim_objs(fs, 16))
+			engine_wait_space(fs);
+	}
 	if (ret < 0)
 		goto out;
 	while (done < len) {
@@ -361,6 +366,18 @@ out:
 	return ret;
 }
 
+void fdata_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
+{
+	pthread_mutex_lock(&ino->lk);
+	if (size > ino->bsize)
+		ino->bsize = size;
+	if (size > ino->size) {
+		ino->size = size;
+		save_size(fs, ino);
+	}
+	pthread_mutex_unlock(&ino->lk);
+}
+
 int fdata_zero(struct fs *fs, struct fs_inode *ino, uint64_t off, uint64_t len)
 {
 	uint64_t size;
@@ -447,7 +464,10 @@ void fdata_release_obj(struct fs *fs, struct fs_inode *ino)
 	struct cache_mgr *m = fs->mgr[0];
 
 	pthread_mutex_lock(&ino->lk);
-	if (ino->obj) {
+	pthread_mutex_lock(&fs->wb_lk);
+	bool busy = ino->opens || ino->on_dirty || ino->on_pf;
+	pthread_mutex_unlock(&fs->wb_lk);
+	if (ino->obj && !busy) {
 		if (ino->doomed ||
 		    (m->ops->blocks(m, ino->obj, 1, NULL, 0) == 0)) {
 			m->ops->obj_delete(m, ino->obj);

@@ -106,6 +106,10 @@ struct fs {
 void fs_inode_ref(struct fs *fs, struct fs_inode *ino);
 void fs_inode_unref(struct fs *fs, struct fs_inode *ino);
 
+/* The object table is full: drop the cache objects (and clean blocks) of
+ * up to want closed, clean files. Call with no inode lock held. */
+size_t fs_reclaim_objs(struct fs *fs, size_t want);
+
 /* the manager owning block blk of the file */
 struct cache_mgr *fs_mgr_for(struct fs *fs, struct fs_inode *ino, uint64_t blk);
 
@@ -118,6 +122,8 @@ ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		    size_t len, const char *buf);
 int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size);
+/* The backing file was extended to size (fallocate) behind the cache. */
+void fdata_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);
 /* Zero [off, off+len) in the cache (punch hole / zero range). */
 int fdata_zero(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	       uint64_t len);

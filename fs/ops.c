@@ -88,6 +88,37 @@ void fs_inodes_free(struct fs *fs)
 	close(fs->root.fd);
 }
 
+size_t fs_reclaim_objs(struct fs *fs, size_t want)
+{
+	struct fs_inode *cand[64];
+	size_t n = 0, freed = 0;
+
+	/* candidates: closed files not waiting for write-back; a ref keeps
+	 * each alive once itab_lk is dropped */
+	pthread_mutex_lock(&fs->itab_lk);
+	for (size_t h = 0; h < fs->itab_size && n < 64; h++)
+		for (struct fs_inode *i = fs->itab[h]; i && n < 64; i = i->hnext)
+			if (i->obj && !i->opens && !i->on_dirty && !i->on_pf) {
+				i->refs++;
+				cand[n++] = i;
+			}
+	pthread_mutex_unlock(&fs->itab_lk);
+	for (size_t k = 0; k < n; k++) {
+		struct fs_inode *i = cand[k];
+		if (freed < want && pthread_mutex_trylock(&i->lk) == 0) {
+			uint64_t had = i->obj;
+			pthread_mutex_unlock(&i->lk);
+			fdata_release_obj(fs, i);
+			pthread_mutex_lock(&i->lk);
+			if (had && !i->obj)
+				freed++;
+			pthread_mutex_unlock(&i->lk);
+		}
+		fs_inode_unref(fs, i);
+	}
+	return freed;
+}
+
 void fs_inode_ref(struct fs *fs, struct fs_inode *ino)
 {
 	pthread_mutex_lock(&fs->itab_lk);
@@ -760,15 +791,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t n, int mode, off_t off,
 	}
 	if (fallocate(h->fd, mode, off, len) < 0)
 		return (void)fuse_reply_err(req, errno);
-	if (!(mode & FALLOC_FL_KEEP_SIZE)) {
-		pthread_mutex_lock(&ino->lk);
-		if ((uint64_t)(off + len) > ino->size) {
-			ino->size = (uint64_t)(off + len);
-		}
-		if ((uint64_t)(off + len) > ino->bsize)
-			ino->bsize = (uint64_t)(off + len);
-		pthread_mutex_unlock(&ino->lk);
-	}
+	if (!(mode & FALLOC_FL_KEEP_SIZE))
+		fdata_grown(fs, ino, (uint64_t)(off + len));
 	fuse_reply_err(req, 0);
 }
 

@@ -99,6 +99,10 @@ int recovery_run(struct fs *fs)
 			failed++;
 			continue;
 		}
+		/* never shrink the backing file: a truncation reached it
+		 * before its record, an fallocate extended it directly */
+		if ((uint64_t)st.st_size > size)
+			size = (uint64_t)st.st_size;
 		fs_inode_init(ino);
 		ino->fd = fd;
 		ino->datafd = dup(fd);
