@@ -578,6 +578,11 @@ int main(int argc, char **argv)
 					.dram_pages = dram[j] / mp.page_bytes,
 					.alpha = alpha, .epoch = epoch,
 				};
+				/* A sweep over 0,... on both axes meets (0, 0):
+				 * no memory at all is not a machine; skip it. */
+				if (!cfg.mram_pages && !cfg.dram_pages &&
+				    (nm > 1 || nd > 1))
+					continue;
 				if (s.n == cap) {
 					size_t ncap = cap ? cap * 2 : 16;
 					struct inst *nin = realloc(s.in, ncap * sizeof(*nin));
