@@ -424,7 +424,8 @@ int main(int argc, char **argv)
 	/* keep idle workers: libfuse would otherwise create a thread per
 	 * request under a synchronous load */
 	fuse_loop_cfg_set_idle_threads(lc, 16);
-	ret = fuse_session_loop_mt(se, lc) ? 1 : 0;
+	/* a positive value is the signal that ended the loop: a clean stop */
+	ret = fuse_session_loop_mt(se, lc) < 0 ? 1 : 0;
 	fuse_loop_cfg_destroy(lc);
 
 out_unmount:
