@@ -1,0 +1,211 @@
+/* test_tierstore.c - the tiered page store: zeros for pages never written,
+ * data surviving moves between MRAM, DRAM and flash, sub-page
+ * read-modify-write, TRIM freeing pages, counters, and refused setups. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "pmem/tierstore.h"
+
+#define PG 4096
+
+static char nvram[64], flash[64], shmflash[64];
+
+static int setup(void **s)
+{
+	(void)s;
+	snprintf(nvram, sizeof(nvram), "/dev/shm/nvtest-ts-%d.mram", (int)getpid());
+	snprintf(flash, sizeof(flash), "/var/tmp/nvtest-ts-%d.flash", (int)getpid());
+	snprintf(shmflash, sizeof(shmflash), "/dev/shm/nvtest-ts-%d.flash", (int)getpid());
+	return 0;
+}
+
+static int teardown(void **s)
+{
+	(void)s;
+	unlink(nvram);
+	unlink(flash);
+	unlink(shmflash);
+	return 0;
+}
+
+static void fill(uint8_t *b, uint64_t page, unsigned gen)
+{
+	for (unsigned i = 0; i < PG; i += 8) {
+		uint64_t v = (page << 20) ^ i ^ ((uint64_t)gen << 56);
+		memcpy(b + i, &v, 8);
+	}
+}
+
+static struct tierstore *open_store(uint64_t pages, uint64_t m, uint64_t d,
+				    bool with_flash)
+{
+	struct tierstore_opts o = {
+		.pages = pages, .mram_pages = m, .dram_pages = d,
+		.nvram_path = nvram, .flash_path = with_flash ? flash : NULL,
+		.policy = "lru",
+	};
+	struct tierstore *ts;
+	assert_int_equal(tierstore_open(&ts, &o), 0);
+	return ts;
+}
+
+static void zeros_and_rmw(void **s)
+{
+	(void)s;
+	struct tierstore *ts = open_store(64, 8, 56, false);
+	uint8_t b[3 * PG], want[3 * PG];
+	struct tierstore_stats st;
+
+	memset(b, 0xaa, sizeof(b));
+	assert_int_equal(tierstore_pread(ts, b, 5 * PG, sizeof(b)), 0);
+	for (size_t i = 0; i < sizeof(b); i++)
+		assert_int_equal(b[i], 0);
+	tierstore_get_stats(ts, &st);
+	assert_int_equal(st.pages_used[TIER_MRAM] + st.pages_used[TIER_DRAM], 0);
+	assert_int_equal(st.zero_reads, 3);
+
+	/* A 512-byte write into a fresh page: the rest reads as zeros. */
+	memset(b, 0x5c, 512);
+	assert_int_equal(tierstore_pwrite(ts, b, 10 * PG + 1024, 512), 0);
+	assert_int_equal(tierstore_pread(ts, want, 10 * PG, PG), 0);
+	for (unsigned i = 0; i < PG; i++)
+		assert_int_equal(want[i], i >= 1024 && i < 1536 ? 0x5c : 0);
+	/* A write straddling pages. */
+	fill(b, 1, 1);
+	assert_int_equal(tierstore_pwrite(ts, b, 20 * PG + 3584, 2 * PG), 0);
+	assert_int_equal(tierstore_pread(ts, want, 20 * PG + 3584, 2 * PG), 0);
+	assert_memory_equal(want, b, 2 * PG);
+	tierstore_get_stats(ts, &st);
+	assert_int_equal(st.pages_used[TIER_MRAM] + st.pages_used[TIER_DRAM], 4);
+
+	uint32_t r, w;
+	tierstore_page_counts(ts, 10, &r, &w);
+	assert_int_equal(w, 1);
+	assert_int_equal(r, 1);
+	assert_int_not_equal(tierstore_page_tier(ts, 10), TIER_NONE);
+	assert_int_equal(tierstore_page_tier(ts, 11), TIER_NONE);
+
+	/* Out of range. */
+	assert_int_equal(tierstore_pread(ts, b, 64 * PG - 512, 1024), -EINVAL);
+	assert_int_equal(tierstore_pwrite(ts, b, UINT64_MAX - 100, 512), -EINVAL);
+	assert_int_equal(tierstore_trim(ts, 60 * PG, 8 * PG), -EINVAL);
+
+	/* TRIM: whole pages freed, partial edges zeroed. */
+	assert_int_equal(tierstore_trim(ts, 20 * PG + 3584 + 512, 2 * PG - 1024), 0);
+	assert_int_equal(tierstore_pread(ts, want, 20 * PG + 3584, 2 * PG), 0);
+	assert_memory_equal(want, b, 512);
+	for (unsigned i = 512; i < 2 * PG - 512; i++)
+		assert_int_equal(want[i], 0);
+	assert_memory_equal(want + 2 * PG - 512, b + 2 * PG - 512, 512);
+	assert_int_equal(tierstore_page_tier(ts, 21), TIER_NONE);
+	assert_int_equal(tierstore_trim(ts, 0, 64 * PG), 0);
+	tierstore_get_stats(ts, &st);
+	assert_int_equal(st.pages_used[TIER_MRAM] + st.pages_used[TIER_DRAM], 0);
+	assert_int_equal(tierstore_pread(ts, want, 10 * PG, PG), 0);
+	for (unsigned i = 0; i < PG; i++)
+		assert_int_equal(want[i], 0);
+	tierstore_close(ts);
+}
+
+static void spill_to_flash_and_back(void **s)
+{
+	(void)s;
+	/* 512 pages over 16 MRAM + 48 DRAM: most pages live on flash. */
+	struct tierstore *ts = open_store(512, 16, 48, true);
+	uint8_t b[PG], r[PG];
+	struct tierstore_stats st;
+
+	for (unsigned gen = 1; gen <= 2; gen++)
+		for (uint64_t p = 0; p < 512; p++) {
+			uint64_t q = gen == 1 ? p : (p * 37) % 512;
+			fill(b, q, gen);
+			assert_int_equal(tierstore_pwrite(ts, b, q * PG, PG), 0);
+		}
+	for (unsigned round = 0; round < 2; round++)
+		for (uint64_t p = 0; p < 512; p++) {
+			uint64_t q = round ? 511 - p : (p * 101) % 512;
+			fill(b, q, 2);
+			assert_int_equal(tierstore_pread(ts, r, q * PG, PG), 0);
+			assert_memory_equal(r, b, PG);
+		}
+	tierstore_get_stats(ts, &st);
+	assert_true(st.writebacks > 0);
+	assert_true(st.loads > 0);
+	assert_int_equal(st.flash_errors, 0);
+	assert_int_equal(st.pages_used[TIER_MRAM], 16);
+	assert_int_equal(st.pages_used[TIER_DRAM], 48);
+	assert_int_equal(st.pages_used[TIER_FLASH], 512 - 64);
+	char txt[2048];
+	assert_true(tierstore_stats_format(ts, txt, sizeof(txt)) > 0);
+	assert_non_null(strstr(txt, "flash_pages: 448\n"));
+	assert_non_null(strstr(txt, "mram_hit_rate: "));
+
+	/* Trim pages on flash: they read as zeros, flash count drops. */
+	assert_int_equal(tierstore_trim(ts, 0, 512 * PG), 0);
+	tierstore_get_stats(ts, &st);
+	assert_int_equal(st.pages_used[TIER_FLASH], 0);
+	assert_int_equal(st.pages_used[TIER_MRAM] + st.pages_used[TIER_DRAM], 0);
+	assert_int_equal(tierstore_pread(ts, r, 300 * PG, PG), 0);
+	for (unsigned i = 0; i < PG; i++)
+		assert_int_equal(r[i], 0);
+	/* And new data after the punch is intact. */
+	fill(b, 300, 9);
+	assert_int_equal(tierstore_pwrite(ts, b, 300 * PG, PG), 0);
+	for (uint64_t p = 0; p < 200; p++) {   /* push page 300 out */
+		uint8_t t[PG];
+		fill(t, p, 3);
+		assert_int_equal(tierstore_pwrite(ts, t, p * PG, PG), 0);
+	}
+	assert_int_equal(tierstore_pread(ts, r, 300 * PG, PG), 0);
+	assert_memory_equal(r, b, PG);
+	tierstore_close(ts);
+}
+
+static void refused_setups(void **s)
+{
+	(void)s;
+	struct tierstore *ts;
+	struct tierstore_opts o = {
+		.pages = 64, .mram_pages = 8, .dram_pages = 8,
+		.nvram_path = nvram, .policy = "lru",
+	};
+	/* Memory smaller than the space and no flash. */
+	assert_int_equal(tierstore_open(&ts, &o), -EINVAL);
+	/* Flash on tmpfs. */
+	o.flash_path = shmflash;
+	assert_int_equal(tierstore_open(&ts, &o), -EINVAL);
+	/* Unknown policy. */
+	o.flash_path = flash;
+	o.policy = "nosuch";
+	assert_int_equal(tierstore_open(&ts, &o), -ENOENT);
+	/* No memory at all. */
+	o.policy = "lru";
+	o.mram_pages = o.dram_pages = 0;
+	assert_int_equal(tierstore_open(&ts, &o), -EINVAL);
+	/* DRAM only works (no NVRAM file needed). */
+	o.dram_pages = 64;
+	o.nvram_path = NULL;
+	o.flash_path = NULL;
+	assert_int_equal(tierstore_open(&ts, &o), 0);
+	uint8_t b[PG] = { 1 };
+	assert_int_equal(tierstore_pwrite(ts, b, 0, PG), 0);
+	tierstore_close(ts);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(zeros_and_rmw),
+		cmocka_unit_test(spill_to_flash_and_back),
+		cmocka_unit_test(refused_setups),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
