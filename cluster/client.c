@@ -174,6 +174,12 @@ int cluster_client_page_store(struct cluster_client *c, uint64_t page_id,
 	return roundtrip(c, page, NULL);
 }
 
+int cluster_client_owner_reset(struct cluster_client *c)
+{
+	req_init(c, FT_OWNER_RESET);
+	return roundtrip(c, NULL, NULL);
+}
+
 int cluster_client_page_migrate(struct cluster_client *c, uint64_t page_id,
 				uint64_t version, uint32_t from_node,
 				const void *page)

@@ -62,6 +62,9 @@ int cluster_client_page_fetch(struct cluster_client *c, uint64_t page_id,
 			      uint64_t version, void *page, uint64_t *version_out);
 int cluster_client_page_drop(struct cluster_client *c, uint64_t page_id,
 			     uint64_t version);
+/* Drop every page and parity page of our owner on this node (a new swap
+ * device starts empty; pages of an earlier one are garbage). */
+int cluster_client_owner_reset(struct cluster_client *c);
 /* Give the node a page another server held (Nswap's MIGRATE). */
 int cluster_client_page_migrate(struct cluster_client *c, uint64_t page_id,
 				uint64_t version, uint32_t from_node,

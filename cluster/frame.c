@@ -10,6 +10,7 @@
 #include <string.h>
 
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_ERROR == (int)FT_ERROR, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_OWNER_RESET == (int)FT_OWNER_RESET, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_NODE_TABLE == (int)FT_NODE_TABLE, "proto enum");
 _Static_assert((int)NVCACHE__STATUS__ST_INTERNAL == (int)FS_INTERNAL, "proto enum");
 _Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
@@ -481,6 +482,7 @@ const char *frame_type_name(uint32_t type)
 		"INVALID", "HELLO", "CHALLENGE", "AUTH", "HEARTBEAT",
 		"PAGE_STORE", "PAGE_FETCH", "PAGE_DROP", "PARITY_UPDATE",
 		"MIGRATE", "UPDATE", "INVALIDATE", "NODE_TABLE", "ERROR",
+		"OWNER_RESET",
 	};
 	return type < FT_COUNT ? names[type] : "UNKNOWN";
 }

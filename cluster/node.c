@@ -447,6 +447,12 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 		key.id = q->parity_group;
 		rc = pagestore_xor(n->ps, &key, q->version, payload);
 		break;
+	case FT_OWNER_RESET: {
+		uint64_t k = pagestore_drop_owner(n->ps, q->owner);
+		log_info("%s reset owner %" PRIu64 ": %" PRIu64 " pages dropped",
+			 ib->c.peer, q->owner, k);
+		break;
+	}
 	case FT_NODE_TABLE: {
 		struct frame_capacity cap;
 		self_capacity(n, &cap);

@@ -35,6 +35,11 @@ struct rnode {
 	atomic_int_fast64_t free_pages; /* estimate: offer - use */
 	atomic_uint_fast64_t down_until_ns;
 	atomic_uint rr;                 /* rotating start for conn_get */
+	/* The node's incarnation as last seen, and a generation number that
+	 * changes with it: copies placed under another generation died with
+	 * the node's previous process. */
+	atomic_uint_fast64_t incarnation;
+	atomic_uint gen;
 	unsigned nconn;
 	struct rconn *conns;
 	atomic_uint_fast64_t placed, stores, fetches, errors;
@@ -44,6 +49,7 @@ struct rnode {
 struct slot {
 	uint64_t version;
 	uint8_t n[2];                   /* node index, NO_NODE: none */
+	uint8_t g[2];                   /* the node's generation at placement */
 };
 
 struct remote_backend {
@@ -107,6 +113,29 @@ static bool usable(struct remote_backend *rb, unsigned i)
 	       clock_now_ns() >= atomic_load(&nd->down_until_ns);
 }
 
+/* A node answered with this incarnation: if it is not the one we knew, the
+ * node restarted and every copy it held is gone. */
+static void saw_incarnation(struct remote_backend *rb, unsigned i, uint64_t inc)
+{
+	struct rnode *nd = &rb->nodes[i];
+	uint64_t was = atomic_exchange(&nd->incarnation, inc);
+
+	if (was && was != inc) {
+		atomic_fetch_add(&nd->gen, 1);
+		log_warn("remote swap: node %u restarted (incarnation %" PRIu64
+			 " -> %" PRIu64 "): its copies are lost%s", nd->id, was, inc,
+			 rb->copies > 1 ? ", re-mirroring them" : "");
+		atomic_store(&rb->rebuild_needed, 1);
+	}
+}
+
+/* Is copy r of s still where the map says? */
+static bool copy_valid(struct remote_backend *rb, const struct slot *s, unsigned r)
+{
+	return s->n[r] != NO_NODE &&
+	       (uint8_t)atomic_load(&rb->nodes[s->n[r]].gen) == s->g[r];
+}
+
 static void mark_down(struct remote_backend *rb, unsigned i, int rc)
 {
 	struct rnode *nd = &rb->nodes[i];
@@ -147,6 +176,7 @@ static struct rconn *conn_get(struct remote_backend *rb, unsigned i, int *rc)
 			mark_down(rb, i, *rc);
 			return NULL;
 		}
+		saw_incarnation(rb, i, cluster_client_incarnation(c->cl));
 	}
 	return c;
 }
@@ -176,6 +206,14 @@ static int node_op(struct remote_backend *rb, unsigned i, enum op op,
 	switch (op) {
 	case OP_STORE:
 		rc = cluster_client_page_store(c->cl, slot, version, page);
+		if (rc == -ESTALE) {
+			/* Our versions only grow (stripe lock), so a newer copy
+			 * there is a leftover of an earlier swap device with
+			 * our owner id: garbage. Drop it and store again. */
+			rc = cluster_client_page_drop(c->cl, slot, UINT64_MAX);
+			if (!rc || rc == -ENOENT)
+				rc = cluster_client_page_store(c->cl, slot, version, page);
+		}
 		if (rc == -ENOSPC)
 			atomic_store(&nd->free_pages, 0);
 		else if (!rc)
@@ -235,6 +273,7 @@ static int place(struct remote_backend *rb, uint64_t i, unsigned r,
 			atomic_fetch_add(&rb->nodes[idx].placed, 1);
 			atomic_fetch_sub(&rb->nodes[idx].free_pages, 1);
 			s->n[r] = (uint8_t)idx;
+			s->g[r] = (uint8_t)atomic_load(&rb->nodes[idx].gen);
 			return 0;
 		}
 		exclude[idx] = true;
@@ -256,7 +295,7 @@ static int slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 	int rc = 0;
 
 	for (unsigned r = 0; r < rb->copies; r++) {
-		int old = s->n[r] == NO_NODE ? -1 : s->n[r];
+		int old = copy_valid(rb, s, r) ? s->n[r] : -1;
 		/* An in-use slot is overwritten where it lives (Nswap). */
 		if (old >= 0 && usable(rb, (unsigned)old) &&
 		    node_op(rb, (unsigned)old, OP_STORE, i, v, (void *)page) == 0)
@@ -294,7 +333,7 @@ static int slot_read(struct remote_backend *rb, uint64_t i, void *page)
 		return 0;
 	}
 	for (unsigned r = 0; r < rb->copies; r++) {
-		if (s->n[r] == NO_NODE) {
+		if (!copy_valid(rb, s, r)) {
 			lost[r] = true;
 			continue;
 		}
@@ -486,6 +525,8 @@ static int refresh_from(struct remote_backend *rb, unsigned i)
 			if (tab[k].state == FN_UNKNOWN)
 				break;
 			bool alive = tab[k].state == FN_ALIVE || tab[k].state == FN_SELF;
+			if (alive && tab[k].incarnation)
+				saw_incarnation(rb, j, tab[k].incarnation);
 			int was = atomic_exchange(&nd->alive, alive);
 			if (was && !alive) {
 				log_warn("remote swap: node %u is dead (per node %u)%s",
@@ -543,7 +584,8 @@ static void rebuild(struct remote_backend *rb)
 		struct slot *s = &rb->slots[i];
 		bool hit = false;
 		for (unsigned r = 0; r < rb->copies; r++)
-			if (s->n[r] != NO_NODE && !atomic_load(&rb->nodes[s->n[r]].alive))
+			if (s->n[r] != NO_NODE && (!copy_valid(rb, s, r) ||
+			    !atomic_load(&rb->nodes[s->n[r]].alive)))
 				hit = true;
 		if (hit) {
 			if (slot_read(rb, i, page) == 0)
@@ -634,6 +676,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 	for (uint64_t i = 0; i < rb->nslots; i++) {
 		rb->slots[i].version = 0;
 		rb->slots[i].n[0] = rb->slots[i].n[1] = NO_NODE;
+		rb->slots[i].g[0] = rb->slots[i].g[1] = 0;
 	}
 	unsigned targets = 0;
 	rb->nn = rb->cfg.n_nodes;
@@ -659,11 +702,20 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		remote_close(rb);
 		return -EINVAL;
 	}
-	/* Each node's own report of its capacity, to start with. */
+	/* Each node's own report of its capacity, to start with; and a clean
+	 * slate: pages an earlier device with our owner id left are dropped. */
 	rc = -EHOSTUNREACH;
-	for (unsigned i = 0; i < rb->nn; i++)
-		if (rb->nodes[i].target && refresh_from(rb, i) == 0)
-			rc = 0;
+	for (unsigned i = 0; i < rb->nn; i++) {
+		if (!rb->nodes[i].target || refresh_from(rb, i) != 0)
+			continue;
+		rc = 0;
+		int e;
+		struct rconn *c = conn_get(rb, i, &e);
+		if (c) {
+			e = cluster_client_owner_reset(c->cl);
+			conn_put(rb, i, c, e);
+		}
+	}
 	if (rc) {
 		log_err("remote swap: no node of the cluster answers (%s)", strerror(-rc));
 		remote_close(rb);

@@ -4,10 +4,12 @@
 
 #include "cluster/config.h"
 #include "cluster/remote_backend.h"
+#include "common/crc32c.h"
 #include "common/log.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const struct nbd_backend_ops remote_ops = {
 	.read = remote_read, .write = remote_write, .trim = remote_trim,
@@ -46,6 +48,10 @@ int nbd_backend_remote_create(struct nbd_backend *be,
 	struct remote_opts ro = {
 		.cfg = cfg, .self_node = o->self_node, .size = o->size,
 		.redundancy = (enum remote_redundancy)red,
+		/* one key space per (node, export): two swap devices of one
+		 * node never see each other's pages */
+		.owner = (uint64_t)o->self_node << 32 |
+			 crc32c(0, o->name ? o->name : "", o->name ? strlen(o->name) : 0),
 	};
 	rc = remote_open(&rb, &ro);
 	free(cfg); /* remote_open copied it */

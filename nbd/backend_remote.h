@@ -9,6 +9,8 @@ struct nbd_remote_opts {
 	const char *cluster;        /* cluster file (nodes + secret) */
 	uint32_t self_node;         /* this node's id (never a target); 0: none */
 	const char *redundancy;     /* "none" or "mirror" (default) */
+	const char *name;           /* export name: with self_node, the owner
+				     * id of our pages on the nodes */
 };
 
 /* 0 or -errno (logged). Fills be; be->ops->destroy closes the connections. */

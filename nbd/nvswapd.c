@@ -344,6 +344,7 @@ int main(int argc, char **argv)
 		struct nbd_remote_opts ro = {
 			.size = c.size, .cluster = c.cluster,
 			.self_node = c.node, .redundancy = c.redundancy,
+			.name = c.name,
 		};
 		rc = nbd_backend_remote_create(&be, &ro);
 	} else if (!strcmp(c.store, "flat")) {

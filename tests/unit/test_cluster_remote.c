@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
+#include "cluster/client.h"
 #include "cluster/node.h"
 #include "cluster/remote_backend.h"
 #include "common/log.h"
@@ -33,15 +34,40 @@ static int listen_any(uint16_t *port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_true(fd >= 0);
+	/* as nvcached does: a restarted node rebinds while old connections
+	 * of its port are still closing */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(listen(fd, 64), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
 	*port = ntohs(sa.sin_port);
 	return fd;
+}
+
+static int listen_on(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 64), 0);
+	return fd;
+}
+
+static void restart_node(int i)
+{
+	node_stop(nodes[i]);
+	struct node_opts o = {
+		.cfg = &cfg, .self = (uint32_t)i + 1, .heartbeat_ms = 50,
+		.timeout_ms = 300, .listen_fd = listen_on(cfg.nodes[i].port),
+	};
+	assert_int_equal(node_start(&nodes[i], &o), 0);
 }
 
 static void start_nodes(void)
@@ -225,12 +251,82 @@ static void no_redundancy_loses_pages(void **state)
 	stop_nodes();
 }
 
+/* A node restarts faster than the failure detector notices: the new
+ * incarnation tells the backend its copies are gone. */
+static void quick_restart_rebuilds(void **state)
+{
+	(void)state;
+	start_nodes();
+	memset(shadow, 0, sizeof(shadow));
+	struct remote_backend *rb = open_rb(REMOTE_MIRROR);
+	scribble(rb, 300);
+	check_all(rb);
+	restart_node(0);
+	check_all(rb);
+	for (int i = 0; i < 100 && stat(rb, "remote_rebuild_passes: ") == 0; i++)
+		usleep(20000);
+	assert_true(stat(rb, "remote_remirrors: ") > 0);
+	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
+	/* now the other two stop: node 1's new copies carry what they held */
+	node_stop(nodes[1]);
+	nodes[1] = NULL;
+	check_all(rb);
+	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
+	remote_close(rb);
+	stop_nodes();
+}
+
+/* Pages an earlier device with the same owner left behind: dropped at
+ * open, and a leftover with a newer version never blocks a write. */
+static void leftovers_of_earlier_device(void **state)
+{
+	static uint8_t page[4096], back[4096];
+	char err[256];
+	(void)state;
+
+	start_nodes();
+	memset(shadow, 0, sizeof(shadow));
+	struct remote_backend *rb = open_rb(REMOTE_NONE);
+	scribble(rb, 100);
+	remote_close(rb);               /* pages stay on the nodes */
+	uint64_t held = 0;
+	for (int i = 0; i < NNODES; i++) {
+		ssize_t n = node_ctl(nodes[i], "stats", stats, sizeof(stats) - 1);
+		stats[n] = 0;
+		held += strtoull(strstr(stats, "pages_data: ") + 12, NULL, 10);
+	}
+	assert_true(held > 0);
+	rb = open_rb(REMOTE_NONE);      /* resets owner 42 everywhere */
+	for (int i = 0; i < NNODES; i++) {
+		ssize_t n = node_ctl(nodes[i], "stats", stats, sizeof(stats) - 1);
+		stats[n] = 0;
+		assert_non_null(strstr(stats, "pages_data: 0\n"));
+	}
+	/* a leftover at version 1000 on every node for slot 5 */
+	memset(page, 0x77, sizeof(page));
+	for (uint32_t id = 1; id <= NNODES; id++) {
+		struct cluster_client *c;
+		assert_int_equal(cluster_client_open_node(&c, &cfg, id, 0, 42, 2000, err,
+							  sizeof(err)), 0);
+		assert_int_equal(cluster_client_page_store(c, 5, 1000, page), 0);
+		cluster_client_close(c);
+	}
+	memset(page, 0x11, sizeof(page));
+	assert_int_equal(remote_write(rb, page, 5 * 4096, 4096), 0);
+	assert_int_equal(remote_read(rb, back, 5 * 4096, 4096), 0);
+	assert_memory_equal(page, back, 4096);
+	remote_close(rb);
+	stop_nodes();
+}
+
 int main(void)
 {
 	log_init("test_cluster_remote", LOG_LVL_ERR);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(mirror_roundtrip_failover),
 		cmocka_unit_test(no_redundancy_loses_pages),
+		cmocka_unit_test(quick_restart_rebuilds),
+		cmocka_unit_test(leftovers_of_earlier_device),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
