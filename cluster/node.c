@@ -556,6 +556,11 @@ static void *inbound_main(void *arg)
 			break;
 	}
 out:
+	/* Leave the slot table before closing: node_stop must never shut
+	 * down an fd number that close() has already given back. */
+	pthread_mutex_lock(&n->lock);
+	n->conn_fds[ib->slot] = -1;
+	pthread_mutex_unlock(&n->lock);
 	conn_close(&ib->c);
 	conn_slot_release(n, ib->slot);
 	free(ib);
