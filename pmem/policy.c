@@ -50,6 +50,9 @@ int policy_create_ops(struct policy **out, const struct policy_ops *ops,
 	if (!p->cfg.epoch)
 		p->cfg.epoch = cfg->max_pages > POLICY_DEFAULT_EPOCH
 			       ? cfg->max_pages : POLICY_DEFAULT_EPOCH;
+	/* The live store presents whole pages, nvsim L2 lines. */
+	if (!p->cfg.access_lines)
+		p->cfg.access_lines = cfg->max_pages ? 64 : 1;
 	int rc = reserve && !cfg->max_pages
 		 ? pc_init_fixed_hash(&p->pc, &p->cfg, &p->ctr, reserve, ops->ranks)
 		 : pc_init(&p->pc, &p->cfg, &p->ctr, ops->ranks);

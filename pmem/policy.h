@@ -34,7 +34,11 @@ struct policy_config {
 	uint64_t dram_pages;   /* capacity of DRAM, pages */
 	uint64_t max_pages;    /* see rules above; 0 = unbounded keys (nvsim) */
 	double alpha;          /* lowpower's threshold factor (paper: 0.9) */
-	uint64_t epoch;        /* accesses between profiling/aging steps */
+	uint64_t epoch;        /* accesses between profiling/aging steps;
+				* 0 = max(65536, max_pages) */
+	uint32_t access_lines; /* 64 B lines one access moves, for weighing
+				* a migration against what it saves; 0 = 64
+				* (a 4 KiB page) with max_pages, 1 without */
 };
 
 enum move_kind {

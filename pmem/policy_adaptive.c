@@ -255,7 +255,9 @@ static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
 static uint64_t ad_pay(const struct ad_policy *a, uint64_t base)
 {
 	uint32_t h = a->e < 1 ? 1 : a->e > 8 ? 8 : a->e;
-	return base * 8 / h;
+	/* An access moving n lines saves n times what a line access does. */
+	uint64_t pay = base * 8 / h / a->base.cfg.access_lines;
+	return pay ? pay : 1;
 }
 
 static void ad_maybe_promote(struct ad_policy *a, uint32_t i)
