@@ -12,7 +12,8 @@
 # FSB_SLOW_BPS bytes/s and FSB_SLOW_IOPS IOPS each way. (No device-mapper
 # here, so no dm-delay.)
 #
-#   FSB_SIZE=64M (file per job)  FSB_RUNTIME=5 (s per figure)
+#   FSB_SIZE=64M (file per job; FSB_SLOW_SIZE=32M on slowpfs)
+#   FSB_RUNTIME=5 (s per figure)  FSB_ONLY_SLOW=1 (slowpfs only)
 #   FSB_NVRAM_OPTS=...  NVRAM emulation (default none; see fs/lib.sh)
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/fs/lib.sh"
@@ -43,7 +44,7 @@ EOF
 
 # bench_backing TAG BACKING_ROOT
 bench_backing() {
-  local tag=$1 root=$2 nvpid ptpid
+  local tag=$1 root=$2 nvpid ptpid size=${3:-$size}
   mkdir -p "$root/direct" "$root/nvb" "$root/ptb"
   fsb_mount_nv "$T_DIR/$tag-nvm" "$root/nvb" "cache_size=2G"; nvpid=$FSB_PID
   fsb_mount_pt "$T_DIR/$tag-ptm" "$root/ptb"; ptpid=$FSB_PID
@@ -69,7 +70,7 @@ bench_backing() {
   fsb_umount "$T_DIR/$tag-ptm" "$ptpid"
 }
 
-bench_backing ext4 "$T_DIR/ext4"
+[ "${FSB_ONLY_SLOW:-0}" = 1 ] || bench_backing ext4 "$T_DIR/ext4"
 
 if [ "$slow" = 1 ]; then
   cg=/sys/fs/cgroup/blkio
@@ -87,7 +88,8 @@ if [ "$slow" = 1 ]; then
     devno=$(lsblk -dno MAJ:MIN "$loop" | tr -d ' ')
     grp=$cg/nvcache-fsbench-$$
     mkdir "$grp"
-    t_cleanup "echo $$ > $cg/cgroup.procs; rmdir $grp"
+    # Daemons may still be exiting when cleanup runs: retry the rmdir.
+    t_cleanup "echo $$ > $cg/cgroup.procs; for i in \$(seq 100); do rmdir $grp && break; sleep 0.2; done"
     echo "$devno $slow_bps" >"$grp/blkio.throttle.write_bps_device"
     echo "$devno $slow_bps" >"$grp/blkio.throttle.read_bps_device"
     echo "$devno $slow_iops" >"$grp/blkio.throttle.write_iops_device"
@@ -95,6 +97,6 @@ if [ "$slow" = 1 ]; then
     # This shell and everything it starts (fio, both daemons) are throttled.
     echo $$ >"$grp/cgroup.procs"
     echo "fs_fio: slowpfs = ext4 -o sync on $loop ($devno), throttled to $((slow_bps / 1048576)) MiB/s and $slow_iops IOPS each way"
-    bench_backing slowpfs "$T_DIR/slowpfs"
+    bench_backing slowpfs "$T_DIR/slowpfs" "${FSB_SLOW_SIZE:-32M}"
   fi
 fi
