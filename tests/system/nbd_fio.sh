@@ -19,6 +19,7 @@ uri=nbd+unix:///$name?socket=$sock
 size=$sz
 verify=crc32c
 verify_fatal=1
+verify_state_save=0
 iodepth=16
 [rand]
 rw=randwrite
