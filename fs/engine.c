@@ -102,7 +102,7 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 {
 	uint32_t B = fs->cfg.block_size;
 	struct cache_mgr *m = fs->mgr[0];
-	uint64_t obj, size, bsize, *idx = NULL, *ver = NULL, bytes = 0;
+	uint64_t obj, size, bsize, wgen, *idx = NULL, *ver = NULL, bytes = 0;
 	char *wbuf[WB_BATCH] = { 0 };
 	struct io_uring ring, *rp = NULL;
 	size_t n = 0;
@@ -114,6 +114,7 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 	obj = ino->doomed ? 0 : ino->obj;
 	size = ino->size;
 	bsize = ino->bsize;
+	wgen = ino->wgen;
 	fd = obj ? fdata_datafd(fs, ino) : 0;
 	pthread_mutex_unlock(&ino->lk);
 	if (!obj)
@@ -191,6 +192,13 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 	pthread_mutex_lock(&ino->lk);
 	if (fstat(fd, &st) == 0)
 		ino->bsize = (uint64_t)st.st_size;
+	if (ino->mtime_dirty) {
+		/* the backing file keeps the time of the last write, not of
+		 * its write-back */
+		struct timespec tv[2] = { { .tv_nsec = UTIME_OMIT }, ino->mtime };
+		if (futimens(fd, tv) == 0 && ino->wgen == wgen)
+			ino->mtime_dirty = false;
+	}
 	pthread_mutex_unlock(&ino->lk);
 	goto out;
 fail:
@@ -355,6 +363,9 @@ static void *wb_main(void *arg)
 		size_t left = pick->obj && !pick->doomed ?
 			      m->ops->blocks(m, pick->obj, 1, NULL, 0) : 0;
 		bool open = pick->opens > 0;
+		/* a doomed file (unlinked while we were busy with it) or one
+		 * without a cache object has nothing to write back */
+		bool gone = pick->doomed || !pick->obj;
 		uint64_t size = pick->size, bsize = pick->bsize;
 		pthread_mutex_unlock(&pick->lk);
 		pthread_mutex_lock(&fs->wb_lk);
@@ -369,7 +380,7 @@ static void *wb_main(void *arg)
 			pick->wb_due_ns = now + pick->backoff_ns;
 		} else {
 			pick->backoff_ns = 0;
-			if (!left && size == bsize) {
+			if (gone || (!left && size == bsize)) {
 				dirty_del(fs, pick);
 				drop = true;
 			} else {

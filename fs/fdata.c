@@ -299,6 +299,9 @@ ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		ino->size = off + len;
 		save_size(fs, ino);
 	}
+	clock_gettime(CLOCK_REALTIME, &ino->mtime);
+	ino->mtime_dirty = true;
+	ino->wgen++;
 	pthread_mutex_unlock(&ino->lk);
 	engine_mark_dirty(fs, ino);
 	ret = (ssize_t)done;
@@ -357,6 +360,8 @@ int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 				(uint32_t)ino->ino, size, fs->cfg.block_size);
 	ino->size = ino->bsize = size;
 	ino->sized = true;
+	if (ino->mtime_dirty)
+		clock_gettime(CLOCK_REALTIME, &ino->mtime);
 	if (size == 0)
 		ino->prefetched = true; /* nothing to fetch after O_TRUNC */
 	save_size(fs, ino);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "fs/cache_mgr.h"
 #include "fs/stripe.h"
@@ -60,6 +61,11 @@ struct fs_inode {
 	bool doomed;           /* unlinked: its dirty data is never written */
 	bool created;          /* created through this mount */
 	bool prefetched;       /* prefetch queued or done since last truncate */
+	/* a write's mtime lives here until write-back puts it on the backing
+	 * file (whose own mtime would otherwise say "written back at") */
+	bool mtime_dirty;
+	struct timespec mtime;
+	uint64_t wgen;         /* bumped by every write */
 	struct stripe_map smap;
 
 	/* write-back (wb_lk) */

@@ -170,6 +170,13 @@ static struct fs_inode *inode_find(struct fs *fs, dev_t dev, ino_t ino)
 static void fix_attr(struct fs_inode *ino, struct stat *st)
 {
 	pthread_mutex_lock(&ino->lk);
+	if (ino->mtime_dirty) {
+		st->st_mtim = ino->mtime;
+		if (st->st_ctim.tv_sec < ino->mtime.tv_sec ||
+		    (st->st_ctim.tv_sec == ino->mtime.tv_sec &&
+		     st->st_ctim.tv_nsec < ino->mtime.tv_nsec))
+			st->st_ctim = ino->mtime;
+	}
 	if (ino->sized && S_ISREG(st->st_mode)) {
 		st->st_size = (off_t)ino->size;
 		if ((uint64_t)st->st_blocks * 512 < ino->size)
@@ -376,6 +383,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr,
 			r = utimensat(AT_FDCWD, proc, tv, 0);
 		if (r < 0)
 			goto err;
+		/* the times just set are the file's; write-back keeps them */
+		struct stat now;
+		if (fstatat(ino->fd, "", &now, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0) {
+			pthread_mutex_lock(&ino->lk);
+			if (ino->mtime_dirty)
+				ino->mtime = now.st_mtim;
+			pthread_mutex_unlock(&ino->lk);
+		}
 	}
 	return op_getattr(req, n, fi);
 err:
