@@ -292,6 +292,8 @@ class Runner:
         self.verbose = args.verbose
         self.no_append = args.no_append
         self.skip_mtime = args.no_mtime_check
+        self.final_files = args.final_files
+        self.hold_open = args.hold_open
         self.handles = []
         self.next_hid = 0
         self.counts = collections.Counter()
@@ -779,6 +781,42 @@ class Runner:
                                  (rel, st[1].st_mtime_ns, t_before))
         return diffs
 
+    def write_final_files(self):
+        """Leave data a crash must not lose: files in final/ written at random
+        offsets (across stripe boundaries) and closed."""
+        for side in ('m', 'r'):
+            os.makedirs(self.p(side, 'final'), exist_ok=True)
+        for k in range(self.final_files):
+            rel = 'final/g%d' % k
+            chunks = [(self.offset(), self.data(self.length())) for _ in range(6)]
+
+            def do(side):
+                fd = os.open(self.p(side, rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    for off, d in chunks:
+                        os.pwrite(fd, d, off)
+                finally:
+                    os.close(fd)
+            self.both('final file %s' % rel, do)
+        diffs = compare_trees(self.m, self.r)
+        if diffs:
+            self.fail(self.nops, 'compare after writing final files', diffs)
+
+    def hold(self):
+        """fsync every open handle, then signal the test and wait to be killed:
+        a crash now must lose nothing (closed files and fsync'ed handles)."""
+        for h in self.handles:
+            self.both('fsync %r before crash' % h, lambda s: os.fsync(h.fdm if s == 'm' else h.fdr))
+        diffs = compare_trees(self.m, self.r)
+        if diffs:
+            self.fail(self.nops, 'compare before the crash', diffs)
+        with open(self.hold_open, 'w') as f:
+            f.write('%d open handles\n' % len(self.handles))
+        print('fsx_ops: %d ops done, %d handles open and fsync\'ed; waiting to be killed' %
+              (self.nops, len(self.handles)), flush=True)
+        while True:
+            time.sleep(3600)
+
     def fail(self, i, desc, lines):
         print('FAIL at op #%d (seed %d): %s' % (i, self.seed, desc), file=sys.stderr)
         for line in lines:
@@ -821,6 +859,10 @@ class Runner:
                 self.fail(i, desc, diffs)
             if i % 1000 == 0:
                 print('fsx_ops: %d ops, %.1f s' % (i, time.monotonic() - start), file=sys.stderr)
+        if self.final_files:
+            self.write_final_files()
+        if self.hold_open:
+            self.hold()
         # Close everything, then the trees must still agree.
         for h in list(self.handles):
             self.handles.remove(h)
@@ -856,6 +898,10 @@ def main():
     r.add_argument('--no-mtime-check', action='store_true',
                    help='diagnosis only (to look past a known mtime bug); the system test '
                    'never passes it')
+    r.add_argument('--final-files', type=int, default=0,
+                   help='after the sequence, write N more files under final/ and close them')
+    r.add_argument('--hold-open', metavar='MARKER',
+                   help='at the end fsync the open handles, create MARKER and wait to be killed')
     c = sub.add_parser('compare')
     c.add_argument('a')
     c.add_argument('b')
