@@ -127,18 +127,30 @@ static struct frame_hdr *req_init(struct cluster_client *c, uint32_t type)
 
 /* Send c->req (+ payload), wait for the matching reply in c->rep. Returns
  * the reply's status as -errno, with *payload_out set when it carries one. */
-static int roundtrip(struct cluster_client *c, const void *payload,
-		     const uint8_t **payload_out)
+static int fail_transport(struct cluster_client *c, int rc)
+{
+	c->broken = true;
+	conn_close(&c->c);
+	return rc;
+}
+
+static int send_req(struct cluster_client *c, const void *payload)
+{
+	c->last_error[0] = 0;
+	if (c->broken)
+		return -ENOTCONN;
+	int rc = conn_send(&c->c, &c->req, payload);
+	return rc ? fail_transport(c, rc) : 0;
+}
+
+static int recv_rep(struct cluster_client *c, const uint8_t **payload_out)
 {
 	const char *why = "";
 	int rc;
 
-	c->last_error[0] = 0;
 	if (c->broken)
 		return -ENOTCONN;
-	rc = conn_send(&c->c, &c->req, payload);
-	if (!rc)
-		rc = conn_recv(&c->c, &c->rep, payload_out, &why);
+	rc = conn_recv(&c->c, &c->rep, payload_out, &why);
 	if (!rc && c->rep.type == FT_ERROR) {
 		snprintf(c->last_error, sizeof(c->last_error), "%s: %s",
 			 frame_status_name(c->rep.status), c->rep.text);
@@ -151,16 +163,36 @@ static int roundtrip(struct cluster_client *c, const void *payload,
 	} else if (rc && why && *why) {
 		snprintf(c->last_error, sizeof(c->last_error), "%s", why);
 	}
-	if (rc) {
-		c->broken = true;
-		conn_close(&c->c);
-		return rc;
-	}
+	if (rc)
+		return fail_transport(c, rc);
 	if (c->rep.status != FS_OK)
 		snprintf(c->last_error, sizeof(c->last_error), "%s%s%s",
 			 frame_status_name(c->rep.status), c->rep.text[0] ? ": " : "",
 			 c->rep.text);
 	return frame_status_errno(c->rep.status);
+}
+
+static int roundtrip(struct cluster_client *c, const void *payload,
+		     const uint8_t **payload_out)
+{
+	int rc = send_req(c, payload);
+	return rc ? rc : recv_rep(c, payload_out);
+}
+
+int cluster_client_page_store_start(struct cluster_client *c, uint64_t page_id,
+				    uint64_t version, const void *page)
+{
+	struct frame_hdr *q = req_init(c, FT_PAGE_STORE);
+
+	q->page_id = page_id;
+	q->version = version;
+	q->payload_len = FRAME_PAGE_SIZE;
+	return send_req(c, page);
+}
+
+int cluster_client_wait(struct cluster_client *c)
+{
+	return recv_rep(c, NULL);
 }
 
 int cluster_client_page_store(struct cluster_client *c, uint64_t page_id,

@@ -57,6 +57,13 @@ uint64_t cluster_client_incarnation(const struct cluster_client *c);
 
 int cluster_client_page_store(struct cluster_client *c, uint64_t page_id,
 			      uint64_t version, const void *page);
+/* The same in two halves, so that one thread can have a request in flight
+ * on several handles at once (a mirror's two copies): _start sends it,
+ * cluster_client_wait takes the reply (same returns as page_store). Call
+ * nothing else on the handle in between. */
+int cluster_client_page_store_start(struct cluster_client *c, uint64_t page_id,
+				    uint64_t version, const void *page);
+int cluster_client_wait(struct cluster_client *c);
 /* version 0: whatever is stored; *version_out (may be NULL) gets it. */
 int cluster_client_page_fetch(struct cluster_client *c, uint64_t page_id,
 			      uint64_t version, void *page, uint64_t *version_out);

@@ -43,6 +43,7 @@ struct rnode {
 	unsigned nconn;
 	struct rconn *conns;
 	atomic_uint_fast64_t placed, stores, fetches, errors;
+	atomic_int_fast64_t held;       /* our copies there (placement load) */
 };
 
 /* One shadow slot map entry: where the slot's copies are and its version. */
@@ -232,6 +233,22 @@ static int node_op(struct remote_backend *rb, unsigned i, enum op op,
 	return rc;
 }
 
+/* Below this much room a node is judged by its room, above it by its load:
+ * nodes with plenty of idle memory are equally good, and comparing their
+ * free bytes would only follow the noise of their MemAvailable readings. */
+#define AMPLE_PAGES (64 * 1024 * 1024 / PAGE)
+
+/* Is a a better target than b? */
+static bool better(struct remote_backend *rb, unsigned a, unsigned b)
+{
+	int_fast64_t fa = atomic_load(&rb->nodes[a].free_pages);
+	int_fast64_t fb = atomic_load(&rb->nodes[b].free_pages);
+
+	if (fa >= AMPLE_PAGES && fb >= AMPLE_PAGES)
+		return atomic_load(&rb->nodes[a].held) <= atomic_load(&rb->nodes[b].held);
+	return fa >= fb;
+}
+
 /* Power of two choices among usable nodes with room, not in exclude[]. */
 static int pick(struct remote_backend *rb, const bool *exclude)
 {
@@ -248,8 +265,7 @@ static int pick(struct remote_backend *rb, const bool *exclude)
 	unsigned b = cand[rng_next() % (nc - 1)];
 	if (b == a)
 		b = cand[nc - 1];
-	return atomic_load(&rb->nodes[a].free_pages) >= atomic_load(&rb->nodes[b].free_pages) ?
-	       (int)a : (int)b;
+	return better(rb, a, b) ? (int)a : (int)b;
 }
 
 /* Store a new copy r of slot i somewhere other than the other copy.
@@ -271,6 +287,7 @@ static int place(struct remote_backend *rb, uint64_t i, unsigned r,
 		rc = node_op(rb, (unsigned)idx, OP_STORE, i, version, page);
 		if (!rc) {
 			atomic_fetch_add(&rb->nodes[idx].placed, 1);
+			atomic_fetch_add(&rb->nodes[idx].held, 1);
 			atomic_fetch_sub(&rb->nodes[idx].free_pages, 1);
 			s->n[r] = (uint8_t)idx;
 			s->g[r] = (uint8_t)atomic_load(&rb->nodes[idx].gen);
@@ -286,20 +303,93 @@ static bool slot_mapped(const struct slot *s)
 	return s->n[0] != NO_NODE || s->n[1] != NO_NODE;
 }
 
+/* Mirror: store both copies at once (one round trip of wall time, not
+ * two). Each copy goes where it lives if that node is usable, else to a new
+ * node picked as in place(). done[r] tells which copies are stored; the
+ * others are left to slot_write's one-by-one path (retries, other nodes,
+ * the stale-leftover fix in node_op). Caller holds the stripe. */
+static void mirror_parallel(struct remote_backend *rb, uint64_t i, uint64_t v,
+			    const void *page, bool done[2])
+{
+	struct slot *s = &rb->slots[i];
+	bool exclude[CONFIG_MAX_NODES] = { false };
+	int tgt[2] = { -1, -1 }, rc[2] = { -1, -1 };
+	struct rconn *c[2] = { NULL, NULL };
+
+	for (unsigned r = 0; r < 2; r++) {
+		if (copy_valid(rb, s, r) && usable(rb, s->n[r])) {
+			tgt[r] = s->n[r];
+			exclude[tgt[r]] = true;
+		}
+	}
+	for (unsigned r = 0; r < 2; r++) {
+		if (tgt[r] >= 0)
+			continue;
+		tgt[r] = pick(rb, exclude);
+		if (tgt[r] < 0)
+			return;
+		exclude[tgt[r]] = true;
+	}
+	/* Take the two connections in node order: no two threads can then
+	 * each hold one and wait for the other's. */
+	unsigned lo = tgt[0] < tgt[1] ? 0 : 1, hi = 1 - lo;
+	int e;
+	if (!(c[lo] = conn_get(rb, (unsigned)tgt[lo], &e)))
+		return;
+	if (!(c[hi] = conn_get(rb, (unsigned)tgt[hi], &e))) {
+		pthread_mutex_unlock(&c[lo]->lock);
+		return;
+	}
+	for (unsigned r = 0; r < 2; r++)
+		rc[r] = cluster_client_page_store_start(c[r]->cl, i, v, page);
+	for (unsigned r = 0; r < 2; r++) {
+		if (!rc[r])
+			rc[r] = cluster_client_wait(c[r]->cl);
+		if (rc[r] == -ENOSPC)
+			atomic_store(&rb->nodes[tgt[r]].free_pages, 0);
+	}
+	for (unsigned r = 0; r < 2; r++) {
+		conn_put(rb, (unsigned)tgt[r], c[r], rc[r]);
+		if (rc[r])
+			continue;
+		struct rnode *nd = &rb->nodes[tgt[r]];
+		atomic_fetch_add(&nd->stores, 1);
+		if (s->n[r] != tgt[r] || !copy_valid(rb, s, r)) {
+			/* a new placement (the old copy was on a node now
+			 * down or restarted: nothing there to drop) */
+			if (s->n[r] != NO_NODE)
+				atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
+			atomic_fetch_add(&nd->placed, 1);
+			atomic_fetch_add(&nd->held, 1);
+			atomic_fetch_sub(&nd->free_pages, 1);
+			s->n[r] = (uint8_t)tgt[r];
+			s->g[r] = (uint8_t)atomic_load(&nd->gen);
+		}
+		done[r] = true;
+	}
+}
+
 /* Write one whole slot. Caller holds the stripe. */
 static int slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 {
 	struct slot *s = &rb->slots[i];
 	uint64_t v = s->version + 1;
 	bool was_mapped = slot_mapped(s);
+	bool done[2] = { false, false };
 	int rc = 0;
 
+	if (rb->copies == 2)
+		mirror_parallel(rb, i, v, page, done);
 	for (unsigned r = 0; r < rb->copies; r++) {
+		if (done[r])
+			continue;
 		int old = copy_valid(rb, s, r) ? s->n[r] : -1;
 		/* An in-use slot is overwritten where it lives (Nswap). */
 		if (old >= 0 && usable(rb, (unsigned)old) &&
 		    node_op(rb, (unsigned)old, OP_STORE, i, v, (void *)page) == 0)
 			continue;
+		if (s->n[r] != NO_NODE)
+			atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
 		s->n[r] = NO_NODE;
 		int prc = place(rb, i, r, v, (void *)page);
 		if (prc) {
@@ -367,6 +457,8 @@ static int slot_read(struct remote_backend *rb, uint64_t i, void *page)
 			continue;
 		/* On failure the slot stays degraded (one copy) and the next
 		 * read tries again. */
+		if (s->n[r] != NO_NODE)
+			atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
 		s->n[r] = NO_NODE;
 		if (place(rb, i, r, s->version, page) == 0)
 			atomic_fetch_add(&rb->remirrors, 1);
@@ -480,7 +572,10 @@ int remote_trim(void *priv, uint64_t off, uint64_t len)
 		struct slot *s = &rb->slots[i];
 		if (slot_mapped(s)) {
 			for (unsigned r = 0; r < rb->copies; r++) {
-				if (s->n[r] != NO_NODE && usable(rb, s->n[r]) &&
+				if (s->n[r] == NO_NODE)
+					continue;
+				atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
+				if (usable(rb, s->n[r]) &&
 				    node_op(rb, s->n[r], OP_DROP, i, s->version, NULL) == 0)
 					atomic_fetch_add(&rb->nodes[s->n[r]].free_pages, 1);
 				s->n[r] = NO_NODE;
@@ -788,10 +883,11 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 		struct rnode *nd = &rb->nodes[i];
 		if (!nd->target)
 			continue;
-		OUT("remote_node.%u: %s free_pages=%" PRId64 " placed=%" PRIu64
+		OUT("remote_node.%u: %s free_pages=%" PRId64 " held=%" PRId64 " placed=%" PRIu64
 		    " stores=%" PRIu64 " fetches=%" PRIu64 " errors=%" PRIu64 "\n",
 		    nd->id, usable(rb, i) ? "up" : "down",
-		    (int64_t)atomic_load(&nd->free_pages), (uint64_t)atomic_load(&nd->placed),
+		    (int64_t)atomic_load(&nd->free_pages), (int64_t)atomic_load(&nd->held),
+		    (uint64_t)atomic_load(&nd->placed),
 		    (uint64_t)atomic_load(&nd->stores), (uint64_t)atomic_load(&nd->fetches),
 		    (uint64_t)atomic_load(&nd->errors));
 	}
