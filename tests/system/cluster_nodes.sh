@@ -122,6 +122,20 @@ grep -q "node 4 rejoined with a new incarnation $new_inc (was $old_inc)" "$T_DIR
 t_wait 10 alive_count 4 3 || t_fail "restarted node 4 does not see its 3 peers"
 t_log "node 4 rejoined: incarnation $old_inc -> $new_inc"
 
+# 5b. A node that stops answering without restarting (SIGSTOP): declared
+# dead, then alive again under the same incarnation.
+inc2=$(incarnation_of 1 2)
+kill -STOP "${pid[2]}"
+t_cleanup "kill -CONT ${pid[2]} 2>/dev/null"
+t_wait 8 peer_state 1 2 dead || { kill -CONT "${pid[2]}"; t_fail "stopped node 2 not declared dead"; }
+kill -CONT "${pid[2]}"
+t_wait 8 peer_state 1 2 alive || t_fail "node 2 not alive again after SIGCONT"
+[ "$(incarnation_of 1 2)" = "$inc2" ] || t_fail "node 2 changed incarnation without a restart"
+grep -q "node 2 is alive again (same incarnation $inc2" "$T_DIR/node1.log" ||
+  t_fail "no 'alive again' log line"
+for i in 1 2 3 4; do t_wait 8 alive_count $i 3 || t_fail "node $i does not see 3 peers after SIGCONT"; done
+t_log "node 2 stopped and continued: dead, then alive under the same incarnation"
+
 # 6. Bad frames sent raw to node 2.
 p2=${ports[1]}
 bad_before=$(stat_val 2 bad_frames)
