@@ -30,35 +30,42 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* "HOST:PORT" or "[V6]:PORT". */
+/* "HOST:PORT", "[V6]:PORT", or ":PORT" / "PORT" for 127.0.0.1 (nodes stay
+ * on the machine unless told otherwise). */
 static int parse_addr(const char *s, struct cluster_node *n)
 {
-	const char *colon;
+	const char *host = s, *port;
 	size_t hl;
 
-	if (s[0] == '[') {
+	if (s[0] == ':' || !strchr(s, ':')) {
+		host = "127.0.0.1";
+		hl = strlen(host);
+		port = s[0] == ':' ? s + 1 : s;
+	} else if (s[0] == '[') {
 		const char *end = strchr(s, ']');
 		if (!end || end[1] != ':')
 			return -1;
-		hl = (size_t)(end - s - 1);
-		s++;
-		colon = end + 1;
+		host = s + 1;
+		hl = (size_t)(end - host);
+		port = end + 2;
 	} else {
-		colon = strrchr(s, ':');
-		if (!colon || strchr(s, ':') != colon)
+		const char *colon = strrchr(s, ':');
+		if (strchr(s, ':') != colon)
 			return -1;
 		hl = (size_t)(colon - s);
+		port = colon + 1;
 	}
 	if (hl == 0 || hl >= sizeof(n->host))
 		return -1;
-	memcpy(n->host, s, hl);
+	memcpy(n->host, host, hl);
 	n->host[hl] = 0;
 	char *end;
 	errno = 0;
-	unsigned long port = strtoul(colon + 1, &end, 10);
-	if (errno || *end || end == colon + 1 || port == 0 || port > 65535)
+	unsigned long pv = strtoul(port, &end, 10);
+	if (errno || *end || end == port || *port == '-' || *port == '+' ||
+	    pv == 0 || pv > 65535)
 		return -1;
-	n->port = (uint16_t)port;
+	n->port = (uint16_t)pv;
 	return 0;
 }
 

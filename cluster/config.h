@@ -5,6 +5,7 @@
  *   secret /etc/nvcache/secret        relative paths: to the cluster file
  *   node 1 127.0.0.1:7001 mem=2G      id 1..65535, HOST:PORT, [::1]:PORT
  *   node 2 127.0.0.1:7002             no mem=: offer what is idle
+ *   node 3 :7003                      no host: 127.0.0.1
  *
  * The secret file must be a regular file that only its owner can read or
  * write (mode 0600 or stricter), 16 to 4096 bytes; trailing whitespace is

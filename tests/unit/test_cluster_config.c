@@ -43,6 +43,12 @@ static void parse_good(void **state)
 	assert_non_null(config_node_find(&cfg, 65535));
 	assert_null(config_node_find(&cfg, 4));
 
+	assert_int_equal(config_parse_text("secret s\nnode 1 :7001\nnode 2 7002\n",
+					   "c", &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.nodes[0].host, "127.0.0.1");
+	assert_int_equal(cfg.nodes[0].port, 7001);
+	assert_string_equal(cfg.nodes[1].host, "127.0.0.1");
+	assert_int_equal(cfg.nodes[1].port, 7002);
 	assert_int_equal(config_parse_text("secret /abs\nnode 1 h:1\n", "c", &cfg,
 					   err, sizeof(err)), 0);
 	assert_string_equal(cfg.secret_path, "/abs");
@@ -69,6 +75,8 @@ static void parse_bad(void **state)
 	expect_bad("secret s\nnode x h:1\n", "node id");
 	expect_bad("secret s\nnode 1\n", "expected 'node ID");
 	expect_bad("secret s\nnode 1 h\n", "not HOST:PORT");
+	expect_bad("secret s\nnode 1 :\n", "not HOST:PORT");
+	expect_bad("secret s\nnode 1 :x1\n", "not HOST:PORT");
 	expect_bad("secret s\nnode 1 h:0\n", "not HOST:PORT");
 	expect_bad("secret s\nnode 1 h:70000\n", "not HOST:PORT");
 	expect_bad("secret s\nnode 1 h:12x\n", "not HOST:PORT");
