@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """nvsim-plot.py - draw nvsim CSV results like the paper's figures.
 
-usage: nvsim-plot.py CSV OUTDIR [--policy P] [--title T]
+usage: nvsim-plot.py CSV OUTDIR [--policy P] [--title T] [--mram BYTES]
+                      [--prefix NAME-]
 
   fig3_time_vs_dram.png    time vs DRAM size, one line per policy, for the
                            MRAM size with the most DRAM points (paper Fig. 3)
@@ -43,6 +44,9 @@ def main():
     ap.add_argument("outdir")
     ap.add_argument("--policy", default=None)
     ap.add_argument("--title", default="")
+    ap.add_argument("--mram", type=int, default=None,
+                    help="MRAM size (bytes) of figure 3")
+    ap.add_argument("--prefix", default="", help="file name prefix")
     a = ap.parse_args()
     rows = load(a.csv)
     if not rows:
@@ -54,8 +58,9 @@ def main():
     t = (a.title + ": ") if a.title else ""
 
     # Figure 3: time vs DRAM size, per policy, at one MRAM size.
-    m3 = max(mrams, key=lambda m: (len({r["dram_bytes"] for r in rows
-                                        if r["mram_bytes"] == m}), m))
+    m3 = a.mram if a.mram is not None else max(
+        mrams, key=lambda m: (len({r["dram_bytes"] for r in rows
+                                   if r["mram_bytes"] == m}), m))
     fig, ax = plt.subplots(figsize=(5, 3.6), dpi=90)
     for p in policies:
         pts = sorted((r["dram_bytes"], r["time_s"]) for r in rows
@@ -68,7 +73,8 @@ def main():
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(os.path.join(a.outdir, "fig3_time_vs_dram.png"))
+    ax.set_yscale("log")
+    fig.savefig(os.path.join(a.outdir, a.prefix + "fig3_time_vs_dram.png"))
     plt.close(fig)
 
     # Figures 5 and 6: time / energy vs total memory, per MRAM size.
@@ -94,7 +100,9 @@ def main():
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
         fig.tight_layout()
-        fig.savefig(os.path.join(a.outdir, name))
+        if key == "time_s":
+            ax.set_yscale("log")
+        fig.savefig(os.path.join(a.outdir, a.prefix + name))
         plt.close(fig)
     print(f"nvsim-plot: wrote 3 figures to {a.outdir}")
 
