@@ -40,6 +40,17 @@ static int l_info(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 	return bstore_block_info(B(m), obj, blk, bi);
 }
 
+static int l_pin(struct cache_mgr *m, uint64_t obj, uint64_t blk,
+		 const void **data, uint32_t *token, struct bstore_binfo *bi)
+{
+	return bstore_block_pin(B(m), obj, blk, data, token, bi);
+}
+
+static void l_unpin(struct cache_mgr *m, uint32_t token)
+{
+	bstore_block_unpin(B(m), token);
+}
+
 static int l_flush(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 		   uint64_t version)
 {
@@ -73,7 +84,7 @@ static const struct cache_mgr_ops local_ops = {
 	.obj_create = l_obj_create, .obj_update = l_obj_update,
 	.obj_delete = l_obj_delete, .obj_get = l_obj_get,
 	.obj_list = l_obj_list, .read = l_read, .write = l_write,
-	.info = l_info, .flush = l_flush, .drop = l_drop,
+	.info = l_info, .pin = l_pin, .unpin = l_unpin, .flush = l_flush, .drop = l_drop,
 	.blocks = l_blocks, .stats = l_stats, .close = l_close,
 };
 

@@ -41,6 +41,11 @@ struct cache_mgr_ops {
 		     struct bstore_binfo *bi);
 	int (*info)(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 		    struct bstore_binfo *bi);
+	/* optional zero-copy read of a local block: pin it, get its bytes;
+	 * NULL for managers whose data is not in this address space */
+	int (*pin)(struct cache_mgr *m, uint64_t obj, uint64_t blk,
+		   const void **data, uint32_t *token, struct bstore_binfo *bi);
+	void (*unpin)(struct cache_mgr *m, uint32_t token);
 	/* the block at version is now in the backing file: mark it clean */
 	int (*flush)(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 		     uint64_t version);

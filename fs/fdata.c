@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 struct cache_mgr *fs_mgr_for(struct fs *fs, struct fs_inode *ino, uint64_t blk)
@@ -228,6 +229,78 @@ out:
 	pthread_rwlock_unlock(&ino->io);
 	free(tmp);
 	return ret;
+}
+
+/* Zeros to point at for the bytes of a block past its valid length. */
+static const char zero_block[1u << 20];
+
+int fdata_read_zc(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		  size_t len, struct iovec *iov, int maxiov,
+		  struct fdata_pin *pins, int *npins, size_t *bytes)
+{
+	uint32_t B = fs->cfg.block_size;
+	uint64_t size, obj, nblk = 0;
+	size_t done = 0;
+	int k = 0, ret = 0;
+
+	*npins = 0;
+	*bytes = 0;
+	pthread_rwlock_rdlock(&ino->io);
+	pthread_mutex_lock(&ino->lk);
+	size = ino->size;
+	obj = ino->obj;
+	pthread_mutex_unlock(&ino->lk);
+	if (off >= size)
+		goto out;
+	if (len > size - off)
+		len = size - off;
+	if (!obj) {
+		ret = -EAGAIN;
+		goto out;
+	}
+	while (done < len) {
+		uint64_t pos = off + done, blk = pos / B;
+		uint32_t boff = (uint32_t)(pos % B);
+		uint32_t n = B - boff < len - done ? B - boff : (uint32_t)(len - done);
+		struct cache_mgr *m = fs_mgr_for(fs, ino, blk);
+		struct bstore_binfo bi;
+		const void *data;
+		uint32_t token;
+
+		if (!m->ops->pin || k + 2 > maxiov ||
+		    m->ops->pin(m, obj, blk, &data, &token, &bi) < 0) {
+			ret = -EAGAIN;
+			goto out;
+		}
+		pins[*npins].m = m;
+		pins[*npins].token = token;
+		(*npins)++;
+		nblk++;
+		uint32_t avail = bi.valid > boff ? bi.valid - boff : 0;
+		if (avail > n)
+			avail = n;
+		if (avail)
+			iov[k++] = (struct iovec){ (char *)data + boff, avail };
+		if (n > avail)
+			iov[k++] = (struct iovec){ (void *)zero_block, n - avail };
+		done += n;
+	}
+	atomic_fetch_add(&fs->st.hits, nblk);
+	*bytes = len;
+	ret = k;
+out:
+	pthread_rwlock_unlock(&ino->io);
+	if (ret < 0) {
+		fdata_read_done(pins, *npins);
+		*npins = 0;
+	}
+	return ret;
+}
+
+void fdata_read_done(struct fdata_pin *pins, int npins)
+{
+	for (int i = 0; i < npins; i++)
+		pins[i].m->ops->unpin(pins[i].m, pins[i].token);
 }
 
 ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,

@@ -125,6 +125,19 @@ int fdata_inode_init(struct fs *fs, struct fs_inode *ino);
 int fdata_datafd(struct fs *fs, struct fs_inode *ino); /* ino->lk held */
 ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		   size_t len, char *buf);
+/* Zero-copy read of cached data: iov entries point into pinned NVRAM
+ * blocks (and a zero buffer past a block's valid bytes). Returns the iov
+ * count (*bytes in total) or -EAGAIN when a block is not cached (use
+ * fdata_read). The pins are released by fdata_read_done after the reply. */
+struct fdata_pin {
+	struct cache_mgr *m;
+	uint32_t token;
+};
+struct iovec;
+int fdata_read_zc(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		  size_t len, struct iovec *iov, int maxiov,
+		  struct fdata_pin *pins, int *npins, size_t *bytes);
+void fdata_read_done(struct fdata_pin *pins, int npins);
 ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		    size_t len, const char *buf);
 int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size);

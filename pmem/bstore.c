@@ -1009,6 +1009,37 @@ int bstore_block_read(struct bstore *bs, uint64_t obj, uint64_t idx,
 	return 0;
 }
 
+int bstore_block_pin(struct bstore *bs, uint64_t obj, uint64_t idx,
+		     const void **data, uint32_t *token,
+		     struct bstore_binfo *info)
+{
+	uint32_t p;
+
+	pthread_mutex_lock(&bs->lk);
+	p = idx_find(bs, obj, idx);
+	if (p != NIL) {
+		bs->pb[p].pins++;
+		if (!bs->pb[p].dirty) {
+			lru_remove(bs, p);
+			lru_push(bs, p);
+		}
+		fill_info(&bs->pb[p], info);
+		*data = blk_data(bs, p);
+		*token = p;
+	}
+	pthread_mutex_unlock(&bs->lk);
+	return p == NIL ? -ENOENT : 0;
+}
+
+void bstore_block_unpin(struct bstore *bs, uint32_t token)
+{
+	if (token >= bs->g.nblocks)
+		return;
+	pthread_mutex_lock(&bs->lk);
+	blk_unpin(bs, token);
+	pthread_mutex_unlock(&bs->lk);
+}
+
 int bstore_block_info(struct bstore *bs, uint64_t obj, uint64_t idx,
 		      struct bstore_binfo *info)
 {

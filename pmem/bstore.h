@@ -139,6 +139,14 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 int bstore_block_read(struct bstore *bs, uint64_t obj, uint64_t idx,
 		      uint32_t off, void *buf, uint32_t len,
 		      struct bstore_binfo *info);
+/* Zero-copy reading: pin the block (it is not reused, even if dropped or
+ * rewritten meanwhile, until unpinned) and get a pointer to its data and
+ * its info; *token is for bstore_block_unpin. -ENOENT if absent. The
+ * caller reads at most info->valid bytes and charges no emulated cost. */
+int bstore_block_pin(struct bstore *bs, uint64_t obj, uint64_t idx,
+		     const void **data, uint32_t *token,
+		     struct bstore_binfo *info);
+void bstore_block_unpin(struct bstore *bs, uint32_t token);
 int bstore_block_info(struct bstore *bs, uint64_t obj, uint64_t idx,
 		      struct bstore_binfo *info);
 /* Mark clean, only if the block is still at version (else -ESTALE: it was
