@@ -66,6 +66,8 @@ fi
 
 # ---- (b) MPI_MODE_DELETE_ON_CLOSE ------------------------------------------
 t_log "(b) MPI_MODE_DELETE_ON_CLOSE"
+# The write-back of (a) may still be settling its counters.
+fsx_wait_idle "$mnt" || t_fail "(b) the daemon never became idle (dirty bytes or a queue left): $(fsx_stats "$mnt" | tr '\n' ' ')"
 ls -A "$back" | sort >"$T_DIR/ls-before"
 du_before=$(du -sb "$back" | cut -f1)
 io0=$(fsx_write_bytes)

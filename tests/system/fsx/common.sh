@@ -105,3 +105,15 @@ fsx_stat_wb() {
   fsx_stats "$1" 2>/dev/null |
     awk -F': *' 'tolower($1) ~ /(writ.*back|wb).*bytes|bytes.*writ.*back/ {print $2+0; exit}'
 }
+
+# fsx_wait_idle MNT: wait (30 s at most) until the daemon reports no dirty
+# bytes and an empty write-back queue, so counters read next are settled.
+fsx_wait_idle() {
+  fsx_is_cache || return 0
+  t_wait 30 _fsx_idle "$1"
+}
+_fsx_idle() {
+  fsx_stats "$1" 2>/dev/null |
+    awk -F': *' '$1 == "dirty_bytes" && $2 + 0 == 0 {d = 1} $1 == "writeback_queue" && $2 + 0 == 0 {q = 1}
+                 END {exit !(d && q)}'
+}
