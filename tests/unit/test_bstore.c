@@ -20,6 +20,8 @@
 
 #define BS 4096u
 
+static const uint8_t zeros_for_test[BS];
+
 static char path[96], path2[96];
 
 static int setup(void **state)
@@ -219,6 +221,51 @@ static void evicts_clean_backpressure_dirty(void **state)
 	assert_int_equal(st.blocks_used, 16);
 	assert_int_equal(st.blocks_dirty, 15);
 	assert_int_equal(bstore_evict(bs, 10), 1);
+	bstore_close(bs);
+}
+
+/* Pinned blocks stay intact while rewritten or dropped; write_over starts an
+ * absent block from the given base bytes. */
+static void pin_and_base(void **state)
+{
+	struct bstore *bs = open_store(path, 16);
+	uint8_t a[BS], b[BS], out[BS];
+	struct bstore_binfo bi;
+	struct bstore_stats st;
+	const void *data;
+	uint32_t tok;
+	(void)state;
+
+	uint64_t id = new_obj(bs, "p");
+	fill(a, BS, 1);
+	fill(b, BS, 2);
+	assert_int_equal(bstore_block_write(bs, id, 0, 0, a, BS, true, false, NULL), 0);
+	assert_int_equal(bstore_block_pin(bs, id, 0, &data, &tok, &bi), 0);
+	assert_int_equal(bi.valid, BS);
+	assert_int_equal(bstore_block_write(bs, id, 0, 0, b, BS, true, false, NULL), 0);
+	assert_memory_equal(data, a, BS); /* the old copy is still ours */
+	assert_int_equal(bstore_block_drop(bs, id, 0), 0);
+	assert_memory_equal(data, a, BS);
+	bstore_stats_get(bs, &st);
+	assert_int_equal(st.blocks_used, 1); /* pinned, not yet free */
+	bstore_block_unpin(bs, tok);
+	bstore_stats_get(bs, &st);
+	assert_int_equal(st.blocks_used, 0);
+	assert_int_equal(bstore_block_pin(bs, id, 0, &data, &tok, &bi), -ENOENT);
+
+	/* base: the block is absent, so its head and tail come from base */
+	assert_int_equal(bstore_block_write_over(bs, id, 3, 100, b, 50, a, 1000, true, false, &bi), 0);
+	assert_int_equal(bi.valid, 1000);
+	assert_int_equal(bstore_block_read(bs, id, 3, 0, out, 1000, NULL), 0);
+	assert_memory_equal(out, a, 100);
+	assert_memory_equal(out + 100, b, 50);
+	assert_memory_equal(out + 150, a + 150, 850);
+	/* present now: base is ignored */
+	assert_int_equal(bstore_block_write_over(bs, id, 3, 0, b, 10, zeros_for_test, BS, true, false, &bi), 0);
+	assert_int_equal(bi.valid, 1000);
+	assert_int_equal(bstore_block_read(bs, id, 3, 0, out, 1000, NULL), 0);
+	assert_memory_equal(out, b, 10);
+	assert_memory_equal(out + 150, a + 150, 850);
 	bstore_close(bs);
 }
 
@@ -451,6 +498,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(write_read_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuses_foreign_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(evicts_clean_backpressure_dirty, setup, teardown),
+		cmocka_unit_test_setup_teardown(pin_and_base, setup, teardown),
 		cmocka_unit_test_setup_teardown(rewrite_lru_block_when_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(torn_record_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(crash_at_every_persist_point, setup, teardown),
