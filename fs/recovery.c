@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -113,13 +114,20 @@ int recovery_run(struct fs *fs)
 		stripe_map_init(&ino->smap, fs->cfg.stripe_unit, fs->nmgr,
 				(uint32_t)st.st_ino, size, B);
 		uint64_t before = atomic_load(&fs->st.written_back);
+		/* log the file under its current name (it may have been
+		 * renamed since its record was written) */
+		char proc[64], now[1024];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		ssize_t nl = readlink(proc, now, sizeof(now) - 1);
+		now[nl > 0 ? nl : 0] = 0;
+		const char *name = nl > 0 ? now : o.path;
 		int r = engine_writeback_inode(fs, ino);
 		if (r == 0) {
 			uint64_t bytes = atomic_load(&fs->st.written_back) - before;
 			atomic_fetch_add(&fs->st.recovered_files, 1);
 			atomic_fetch_add(&fs->st.recovered_bytes, bytes);
 			log_info("recovery: wrote back %llu bytes of %s",
-				 (unsigned long long)bytes, o.path);
+				 (unsigned long long)bytes, name);
 			m->ops->obj_delete(m, o.id);
 		} else {
 			failed++;
