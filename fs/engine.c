@@ -425,8 +425,14 @@ static void prefetch_file(struct fs *fs, struct fs_inode *ino)
 {
 	uint32_t B = fs->cfg.block_size;
 	struct bstore_stats st;
+	struct io_uring ring;
 
-	for (uint64_t blk = 0; !fs->stop; blk++) {
+	if (io_uring_queue_init(PREFETCH_BATCH * 2, &ring, 0) < 0) {
+		log_warn("prefetch: io_uring unavailable; files are fetched on "
+			 "demand only");
+		return;
+	}
+	for (uint64_t blk = 0; !fs->stop; ) {
 		pthread_mutex_lock(&ino->lk);
 		bool go = blk * B < ino->bsize && !ino->doomed && ino->opens > 0;
 		pthread_mutex_unlock(&ino->lk);
@@ -436,11 +442,12 @@ static void prefetch_file(struct fs *fs, struct fs_inode *ino)
 		fs->mgr[0]->ops->stats(fs->mgr[0], &st);
 		if (st.blocks_used * 4 >= st.blocks_total * 3)
 			break;
-		ssize_t r = fdata_prefetch_block(fs, ino, blk);
+		ssize_t r = fdata_prefetch(fs, ino, &blk, &ring);
 		if (r < 0)
 			break;
 		atomic_fetch_add(&fs->st.prefetched, (uint64_t)r);
 	}
+	io_uring_queue_exit(&ring);
 }
 
 static void *pf_main(void *arg)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <liburing.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -484,33 +485,81 @@ int fdata_zero(struct fs *fs, struct fs_inode *ino, uint64_t off, uint64_t len)
 	return ret < 0 ? ret : 0;
 }
 
-ssize_t fdata_prefetch_block(struct fs *fs, struct fs_inode *ino, uint64_t blk)
+ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
+		       struct io_uring *ring)
 {
-	struct cache_mgr *m = fs_mgr_for(fs, ino, blk);
-	char *tmp = block_buf(fs);
-	ssize_t got = 0;
+	uint32_t B = fs->cfg.block_size;
+	uint64_t want[PREFETCH_BATCH], b, bsize, obj;
+	char *bufs[PREFETCH_BATCH] = { 0 };
+	unsigned k = 0;
+	ssize_t total = 0;
 	int r;
 
-	if (!tmp)
-		return -ENOMEM;
 	pthread_rwlock_rdlock(&ino->io);
 	pthread_mutex_lock(&ino->lk);
-	uint64_t bsize = ino->bsize;
+	bsize = ino->bsize;
 	r = ensure_obj(fs, ino);
-	uint64_t obj = ino->obj;
+	obj = ino->obj;
 	pthread_mutex_unlock(&ino->lk);
-	if (r == 0 && m->ops->info(m, obj, blk, NULL) == -ENOENT) {
-		got = fetch(fs, ino, blk, tmp, bsize);
-		if (got > 0) {
-			r = m->ops->write(m, obj, blk, 0, tmp, (uint32_t)got, NULL,
-					  0, CM_IF_ABSENT, NULL);
-			if (r < 0)
-				got = r == -EEXIST ? 0 : r;
-		}
+	if (r < 0) {
+		total = r;
+		goto out;
 	}
+	/* the next blocks not cached yet, up to a batch */
+	for (b = *blk; b * B < bsize && k < PREFETCH_BATCH; b++) {
+		struct cache_mgr *m = fs_mgr_for(fs, ino, b);
+		if (m->ops->info(m, obj, b, NULL) == -ENOENT)
+			want[k++] = b;
+	}
+	*blk = b;
+	for (unsigned i = 0; i < k; i++)
+		if (!(bufs[i] = block_buf(fs))) {
+			total = -ENOMEM;
+			goto out;
+		}
+	/* all reads of the batch in flight at once: a parallel file system
+	 * serves them in parallel */
+	for (unsigned i = 0; i < k; i++) {
+		uint64_t start = want[i] * B;
+		uint32_t len = bsize - start < B ? (uint32_t)(bsize - start) : B;
+		struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+		io_uring_prep_read(sqe, ino->datafd, bufs[i], len, start);
+		io_uring_sqe_set_data64(sqe, i);
+	}
+	if (k && (r = io_uring_submit_and_wait(ring, k)) < 0) {
+		total = r;
+		goto out;
+	}
+	for (unsigned n = 0; n < k; n++) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_wait_cqe(ring, &cqe) < 0) {
+			total = -EIO;
+			goto out;
+		}
+		unsigned i = (unsigned)io_uring_cqe_get_data64(cqe);
+		int res = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+		if (res < 0) {
+			atomic_fetch_add(&fs->st.backing_errors, 1);
+			if (total >= 0)
+				total = res;
+			continue;
+		}
+		if (res == 0 || total < 0)
+			continue;
+		struct cache_mgr *m = fs_mgr_for(fs, ino, want[i]);
+		r = m->ops->write(m, obj, want[i], 0, bufs[i], (uint32_t)res, NULL,
+				  0, CM_IF_ABSENT, NULL);
+		if (r == 0)
+			total += res;
+		else if (r != -EEXIST)
+			total = r; /* full: prefetch never waits for space */
+	}
+out:
 	pthread_rwlock_unlock(&ino->io);
-	free(tmp);
-	return r < 0 ? r : got;
+	for (unsigned i = 0; i < PREFETCH_BATCH; i++)
+		free(bufs[i]);
+	return total;
 }
 
 void fdata_doom(struct fs *fs, struct fs_inode *ino)

@@ -146,10 +146,14 @@ void fdata_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);
 /* Zero [off, off+len) in the cache (punch hole / zero range). */
 int fdata_zero(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	       uint64_t len);
-/* Fetch one block from the backing file into the cache if absent (prefetch).
- * Returns bytes fetched, 0 if present or past the backing end, or -errno. */
-ssize_t fdata_prefetch_block(struct fs *fs, struct fs_inode *ino,
-			     uint64_t blk);
+/* Prefetch: read the next (up to PREFETCH_BATCH) uncached blocks from *blk
+ * on, all in flight at once through ring, and install them clean (never
+ * over newer data). Advances *blk past the blocks looked at. Returns bytes
+ * fetched or -errno (-ENOSPC: the cache is full; prefetch never waits). */
+#define PREFETCH_BATCH 16
+struct io_uring;
+ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
+		       struct io_uring *ring);
 /* The inode was unlinked for good: forget its dirty data. */
 void fdata_doom(struct fs *fs, struct fs_inode *ino);
 /* Drop the inode's cache object if it holds nothing dirty (forget, unmount). */
