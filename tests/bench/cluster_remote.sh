@@ -9,6 +9,7 @@
 T_TIMEOUT=${T_TIMEOUT:-600}
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/../system/nbd_common.bash"
+. "$(dirname "$0")/../system/cluster_common.bash"
 t_require_cmd fio python3
 
 nvcached=$(t_bin nvcached) || exit 1
@@ -17,12 +18,7 @@ export NVCACHE_RUN_DIR=$T_DIR/run
 runtime=${BENCH_RUNTIME:-8}
 size=256M
 
-read -r -a ports < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(4)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))
-for s in ss: s.close()')
+read -r -a ports < <(cluster_free_ports 4)
 head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
 chmod 600 "$T_DIR/secret"
 conf=$T_DIR/cluster.conf

@@ -7,6 +7,7 @@
 # memory pressure" is exact and harmless.
 T_TIMEOUT=${T_TIMEOUT:-90}
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster_common.bash"
 
 nvcached=$(t_bin nvcached) || exit 1
 client=$(t_bin nvcache-client) || exit 1
@@ -14,12 +15,7 @@ ctl=$(t_bin nvcachectl) || exit 1
 t_require_cmd python3
 export NVCACHE_RUN_DIR=$T_DIR/run
 
-read -r -a ports < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(2)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))
-for s in ss: s.close()')
+read -r -a ports < <(cluster_free_ports 2)
 head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
 chmod 600 "$T_DIR/secret"
 conf=$T_DIR/cluster.conf
@@ -50,12 +46,16 @@ t_wait 5 is 2 offered_bytes $((1 << 20)) || t_fail "node 2 offers $(stat_val 2 o
 # Node 2 learns node 1's offer from the heartbeats (the IPTable).
 t_wait 5 peer_offer_is 2 1 $((1 << 20)) || t_fail "node 2 does not see node 1's offer"
 
-# 256 pages fit, the 257th does not.
+# 256 pages fit, the 257th does not. The fake MemAvailable does not shrink
+# as pages are stored (the real one would), so the operator's cap holds the
+# offer at 1 MiB while we fill.
+"$ctl" send --node 1 "limit 1M" >/dev/null || t_fail "limit"
 "$client" --cluster "$conf" --node 1 fill 0 256 >/dev/null || t_fail "256 pages did not fit"
 if "$client" --cluster "$conf" --node 1 fill 256 1 2>"$T_DIR/err"; then
   t_fail "a page beyond the offer was accepted"
 fi
 grep -q "No space left" "$T_DIR/err" || t_fail "unexpected error: $(cat "$T_DIR/err")"
+[ "$(stat_val 1 nospace_refused)" -ge 1 ] || t_fail "refusal not counted"
 
 # Local processes need memory: MemAvailable falls 512 KiB under the reserve
 # (the held 1 MiB already left MemAvailable, so the offer becomes 512 KiB).
@@ -70,7 +70,9 @@ if "$client" --cluster "$conf" --node 1 fill 0 1 2>/dev/null; then
   t_fail "a new page was accepted while the node is over its offer"
 fi
 
-# Memory idle again: the offer grows back and pages are taken.
+# Memory idle again (and the operator's cap lifted): the offer grows back
+# and pages are taken.
+"$ctl" send --node 1 "limit 0" >/dev/null || t_fail "limit 0"
 meminfo $((3 * 1024 * 1024))
 t_wait 5 is 1 offered_bytes $(( (128 << 12) + (2 << 30) )) || t_fail "offer did not grow: $(stat_val 1 offered_bytes)"
 "$client" --cluster "$conf" --node 1 fill 0 128 >/dev/null || t_fail "pages refused after the memory came back"

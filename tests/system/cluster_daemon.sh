@@ -5,18 +5,14 @@
 # refused; without -f it returns only once it serves, and SIGTERM stops it.
 T_TIMEOUT=${T_TIMEOUT:-60}
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster_common.bash"
 
 nvcached=$(t_bin nvcached) || exit 1
 ctl=$(t_bin nvcachectl) || exit 1
 t_require_cmd python3
 export NVCACHE_RUN_DIR=$T_DIR/run
 
-read -r -a ports < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(2)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))
-for s in ss: s.close()')
+read -r -a ports < <(cluster_free_ports 2)
 head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
 chmod 600 "$T_DIR/secret"
 good=$T_DIR/good.conf

@@ -8,6 +8,7 @@
 # connection and a log line while the node keeps serving.
 T_TIMEOUT=${T_TIMEOUT:-120}
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster_common.bash"
 
 nvcached=$(t_bin nvcached) || exit 1
 client=$(t_bin nvcache-client) || exit 1
@@ -20,12 +21,7 @@ TMO=1500      # declared dead after this long without a heartbeat, ms
 
 # Four free TCP ports on 127.0.0.1 (bound and released; the kernel does not
 # hand them out again right away).
-read -r -a ports < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(4)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))
-for s in ss: s.close()')
+read -r -a ports < <(cluster_free_ports 4)
 [ ${#ports[@]} -eq 4 ] || t_fail "could not find free ports"
 
 head -c 32 /dev/urandom | base64 >"$T_DIR/secret"

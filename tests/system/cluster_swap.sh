@@ -6,6 +6,7 @@
 # copies are rebuilt on the two nodes left) and writing goes on.
 T_TIMEOUT=${T_TIMEOUT:-120}
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
 t_require_cmd nbdcopy nbdinfo python3 cmp
 
@@ -13,12 +14,7 @@ nvcached=$(t_bin nvcached) || exit 1
 ctl=$(t_bin nvcachectl) || exit 1
 export NVCACHE_RUN_DIR=$T_DIR/run
 
-read -r -a ports < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(4)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))
-for s in ss: s.close()')
+read -r -a ports < <(cluster_free_ports 4)
 head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
 chmod 600 "$T_DIR/secret"
 conf=$T_DIR/cluster.conf

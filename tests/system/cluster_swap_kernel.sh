@@ -12,6 +12,7 @@
 # can be swapped to itself may deadlock the kernel).
 T_TIMEOUT=${T_TIMEOUT:-240}
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
 t_require_root
 t_require_cmd nbdfuse losetup mkswap swapon swapoff fusermount3 python3
@@ -28,12 +29,7 @@ cgroot=/sys/fs/cgroup/memory
 [ -w "$cgroot/cgroup.procs" ] || t_skip "no writable cgroup v1 memory controller"
 export NVCACHE_RUN_DIR=$T_DIR/run
 
-read -r -a ports < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(4)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))
-for s in ss: s.close()')
+read -r -a ports < <(cluster_free_ports 4)
 head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
 chmod 600 "$T_DIR/secret"
 conf=$T_DIR/cluster.conf
@@ -48,7 +44,10 @@ for i in 1 2 3 4; do
 done
 stat_val() { "$ctl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'; }
 alive_is() { [ "$(stat_val "$1" nodes_alive)" = "$2" ]; }
-for i in 1 2 3 4; do t_wait 15 alive_is $i 3 || t_fail "node $i does not see its peers"; done
+for i in 1 2 3 4; do
+  t_wait 15 alive_is $i 3 ||
+    t_fail "node $i does not see its peers: $("$ctl" stats --node $i 2>&1 | grep '^node'); $(tail -5 "$T_DIR/node$i.log")"
+done
 
 sock=$T_DIR/nbd.sock
 nbd_start "$sock" tclswap --size 768M --store remote --cluster "$conf" --node 1 \
