@@ -9,6 +9,7 @@
 #
 #   NBDB_SIZE=1G (export)  NBDB_RUNTIME=8 (s per figure)  NBDB_JOBS=16
 #   NBDB_TARGETS="nvswapd nvswapd-flat nbdkit nbdkit-malloc"
+T_TIMEOUT=${T_TIMEOUT:-1500}
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/../system/nbd_common.bash"
 t_require_cmd fio nbdkit python3

@@ -10,6 +10,7 @@
 # the loop device, the nbdfuse file, and NBD straight to nvswapd.
 #
 #   NBDS_MIB=768  NBDS_LIMIT=256M
+T_TIMEOUT=${T_TIMEOUT:-1500}
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/../system/nbd_common.bash"
 t_require_root
