@@ -5,7 +5,9 @@
 #include "pmem/tierstore.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int st_read(void *priv, void *buf, uint64_t off, uint32_t len)
 {
@@ -37,9 +39,16 @@ static ssize_t st_stats(void *priv, char *out, size_t len)
 	return tierstore_stats_format(priv, out, len);
 }
 
+/* The MRAM file's contents mean nothing once the daemon is gone (swap
+ * does not outlive it), so the file is removed rather than left holding
+ * tmpfs memory. */
+static char nvram_path[4096];
+
 static void st_destroy(void *priv)
 {
 	tierstore_close(priv);
+	if (nvram_path[0])
+		unlink(nvram_path);
 }
 
 static const struct nbd_backend_ops store_ops = {
@@ -69,6 +78,8 @@ int nbd_backend_store_create(struct nbd_backend *be,
 	int rc = tierstore_open(&ts, &to);
 	if (rc < 0)
 		return rc;
+	if (to.mram_pages && o->nvram_path)
+		snprintf(nvram_path, sizeof(nvram_path), "%s", o->nvram_path);
 	be->ops = &store_ops;
 	be->priv = ts;
 	be->size = o->size;
