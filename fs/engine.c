@@ -278,7 +278,7 @@ void engine_hold(struct fs *fs, struct fs_inode *ino)
 	pthread_mutex_unlock(&fs->wb_lk);
 }
 
-void engine_forget_dirty(struct fs *fs, struct fs_inode *ino)
+bool engine_forget_dirty(struct fs *fs, struct fs_inode *ino)
 {
 	bool removed = false;
 
@@ -288,8 +288,7 @@ void engine_forget_dirty(struct fs *fs, struct fs_inode *ino)
 		removed = true;
 	}
 	pthread_mutex_unlock(&fs->wb_lk);
-	if (removed)
-		fs_inode_unref(fs, ino);
+	return removed;
 }
 
 uint32_t engine_queue_len(struct fs *fs)
@@ -367,7 +366,10 @@ static void *wb_main(void *arg)
 		 * without a cache object has nothing to write back */
 		bool gone = pick->doomed || !pick->obj;
 		uint64_t size = pick->size, bsize = pick->bsize;
-		pthread_mutex_unlock(&pick->lk);
+		/* decide under pick->lk: a writer marks the file dirty under
+		 * the same lock after committing its block, so it either sees
+		 * the file still listed before we counted its block, or sees
+		 * it unlisted and lists it again */
 		pthread_mutex_lock(&fs->wb_lk);
 		pick->wb_busy = false;
 		now = clock_now_ns();
@@ -388,11 +390,11 @@ static void *wb_main(void *arg)
 			}
 		}
 		pthread_cond_broadcast(&fs->space_cv);
-		if (drop) {
-			pthread_mutex_unlock(&fs->wb_lk);
+		pthread_mutex_unlock(&fs->wb_lk);
+		pthread_mutex_unlock(&pick->lk);
+		if (drop)
 			fs_inode_unref(fs, pick);
-			pthread_mutex_lock(&fs->wb_lk);
-		}
+		pthread_mutex_lock(&fs->wb_lk);
 	}
 	pthread_mutex_unlock(&fs->wb_lk);
 	return NULL;

@@ -376,8 +376,12 @@ ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	clock_gettime(CLOCK_REALTIME, &ino->mtime);
 	ino->mtime_dirty = true;
 	ino->wgen++;
+	/* on_dirty only goes false with ino->lk held (wb_main), so reading it
+	 * here, after our block is committed, is race-free */
+	bool listed = ino->on_dirty;
 	pthread_mutex_unlock(&ino->lk);
-	engine_mark_dirty(fs, ino);
+	if (!listed)
+		engine_mark_dirty(fs, ino);
 	ret = (ssize_t)done;
 out:
 	pthread_rwlock_unlock(&ino->io);
@@ -566,9 +570,10 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino)
 {
 	uint64_t ndirty = 0;
 	struct cache_mgr *m = fs->mgr[0];
+	bool unlisted;
 
-	engine_forget_dirty(fs, ino);
 	pthread_mutex_lock(&ino->lk);
+	unlisted = engine_forget_dirty(fs, ino);
 	if (!ino->doomed) {
 		ino->doomed = true;
 		if (ino->obj) {
@@ -584,6 +589,8 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino)
 		}
 	}
 	pthread_mutex_unlock(&ino->lk);
+	if (unlisted)
+		fs_inode_unref(fs, ino);
 }
 
 void fdata_release_obj(struct fs *fs, struct fs_inode *ino)

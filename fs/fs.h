@@ -68,7 +68,7 @@ struct fs_inode {
 	uint64_t wgen;         /* bumped by every write */
 	struct stripe_map smap;
 
-	/* write-back (wb_lk) */
+	/* write-back (wb_lk; on_dirty changes only with lk held too) */
 	bool on_dirty, wb_busy;
 	uint64_t wb_due_ns;    /* 0: not scheduled (open, or urgent only) */
 	uint64_t backoff_ns;
@@ -170,7 +170,10 @@ void engine_mark_dirty(struct fs *fs, struct fs_inode *ino);
 void engine_schedule(struct fs *fs, struct fs_inode *ino);
 /* The file is open again: hold write-back until the next last close. */
 void engine_hold(struct fs *fs, struct fs_inode *ino);
-void engine_forget_dirty(struct fs *fs, struct fs_inode *ino);
+/* Take a doomed file off the write-back list (ino->lk held). Returns true
+ * if it was removed: the caller then drops the list's ref (fs_inode_unref)
+ * after unlocking. A file being written back is dropped by the engine. */
+bool engine_forget_dirty(struct fs *fs, struct fs_inode *ino);
 /* Write the inode's dirty blocks to the backing file and fsync it, now. */
 int engine_writeback_inode(struct fs *fs, struct fs_inode *ino);
 void engine_prefetch(struct fs *fs, struct fs_inode *ino);

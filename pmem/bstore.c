@@ -312,6 +312,23 @@ static void brec_commit(struct bstore *bs, uint32_t p, bool fresh)
 	b->active = slot;
 }
 
+/* Write a fresh block's record (slot 0) without persisting it; the caller
+ * persists it outside the lock. Caller holds lk. */
+static struct brec *brec_prepare(struct bstore *bs, uint32_t p)
+{
+	struct pblk *b = &bs->pb[p];
+	struct brec *r = &bs->brecs[2 * (uint64_t)p];
+	struct brec n = { .magic = BREC_MAGIC, .seq = ++bs->seq, .obj = b->obj,
+			  .idx = b->idx, .valid = b->valid,
+			  .flags = b->dirty ? BREC_DIRTY : 0 };
+
+	n.crc = rec_crc(&n, sizeof(n));
+	*r = n;
+	b->seq = n.seq;
+	b->active = 0;
+	return r;
+}
+
 static void orec_commit(struct bstore *bs, uint32_t s, const struct orec *src,
 			uint32_t flags)
 {
@@ -372,19 +389,23 @@ static void blk_unpin(struct bstore *bs, uint32_t p)
 	}
 }
 
-/* Take a free block, evicting a clean one if needed. Caller holds lk. */
-static uint32_t blk_alloc(struct bstore *bs)
+/* Take a free block, evicting a clean one if needed. Caller holds lk. An
+ * evicted block still has its records: *dirty_recs tells the caller to
+ * clear them (outside the lock) before reusing the block. */
+static uint32_t blk_alloc(struct bstore *bs, bool *dirty_recs)
 {
 	uint32_t p;
 
+	*dirty_recs = false;
 	if (bs->free_head == NIL) {
 		for (p = bs->lru_tail; p != NIL; p = bs->pb[p].lprev)
 			if (!bs->pb[p].pins)
 				break;
 		if (p == NIL)
 			return NIL;
-		blk_free(bs, p, true);
+		blk_free(bs, p, false);
 		bs->evictions++;
+		*dirty_recs = true;
 	}
 	p = bs->free_head;
 	bs->free_head = bs->pb[p].lnext;
@@ -882,7 +903,9 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 	pthread_mutex_t *kl = key_lock(bs, obj, idx);
 	uint32_t old, p, oldvalid = 0, valid;
 	const uint8_t *src = NULL;
+	struct brec *rec;
 	struct oslot *os;
+	bool dirty_recs;
 	uint8_t *dst;
 	int ret = 0;
 
@@ -904,7 +927,7 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 	 * block, and it must not be the one we are about to copy */
 	if (old != NIL)
 		bs->pb[old].pins++;
-	p = blk_alloc(bs);
+	p = blk_alloc(bs, &dirty_recs);
 	if (p == NIL) {
 		if (old != NIL)
 			blk_unpin(bs, old);
@@ -921,6 +944,11 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 	}
 	pthread_mutex_unlock(&bs->lk);
 
+	/* Persists happen outside the index lock (concurrent writers of other
+	 * keys must not queue behind each other's flushes); the key lock and
+	 * the pins keep p and old ours meanwhile. */
+	if (dirty_recs)
+		brec_clear(bs, p);
 	/* copy-on-write: the new block gets old head, new bytes, old tail */
 	dst = blk_data(bs, p);
 	valid = off + len > oldvalid ? off + len : oldvalid;
@@ -936,7 +964,7 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 
 	pthread_mutex_lock(&bs->lk);
 	struct pblk *b = &bs->pb[p];
-	if (!(os = obj_find(bs, obj, NULL))) {
+	if (!obj_find(bs, obj, NULL)) {
 		/* deleted while we copied: p was never committed */
 		b->pins = 0;
 		b->lnext = bs->free_head;
@@ -952,12 +980,30 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 	b->valid = valid;
 	b->dirty = dirty || (old != NIL && bs->pb[old].dirty);
 	b->used = 1;
-	brec_commit(bs, p, true); /* the commit point */
+	rec = brec_prepare(bs, p);
+	pthread_mutex_unlock(&bs->lk);
+
+	region_persist(bs->r, rec, sizeof(*rec)); /* the commit point */
+	if (old != NIL)
+		brec_clear(bs, old);
+
+	pthread_mutex_lock(&bs->lk);
 	b->pins = 0;
 	if (old != NIL) {
 		if (bs->pb[old].used)
-			blk_free(bs, old, true);
+			blk_free(bs, old, false);
 		blk_unpin(bs, old);
+	}
+	if (!(os = obj_find(bs, obj, NULL))) {
+		/* deleted after our commit; recovery would drop the record,
+		 * clear it now so that p can be reused */
+		b->used = 0;
+		brec_clear(bs, p);
+		b->lnext = bs->free_head;
+		bs->free_head = p;
+		bs->nfree++;
+		ret = -ENOENT;
+		goto out_unlock;
 	}
 	idx_insert(bs, p);
 	olist_add(bs, os, p);
