@@ -8,14 +8,18 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PAGE FRAME_PAGE_SIZE
 #define STRIPES 1024
@@ -51,6 +55,7 @@ struct slot {
 	uint64_t version;
 	uint8_t n[2];                   /* node index, NO_NODE: none */
 	uint8_t g[2];                   /* the node's generation at placement */
+	uint8_t spilled;                /* in the local spill file, not on nodes */
 };
 
 struct remote_backend {
@@ -60,6 +65,7 @@ struct remote_backend {
 	uint64_t nslots;
 	unsigned copies;
 	enum remote_redundancy red;
+	int spill_fd;                   /* -1: no local spill file */
 	int timeout_ms;
 	unsigned refresh_ms;
 	unsigned nn;
@@ -75,7 +81,8 @@ struct remote_backend {
 
 	atomic_int rebuild_needed;      /* a node died: re-mirror its copies */
 	atomic_uint_fast64_t mapped, reads, writes, trims, failovers, remirrors,
-		read_errors, write_errors, zero_reads, rebuild_passes;
+		read_errors, write_errors, zero_reads, rebuild_passes,
+		spills, spilled_now;
 };
 
 int remote_redundancy_parse(const char *s)
@@ -300,7 +307,47 @@ static int place(struct remote_backend *rb, uint64_t i, unsigned r,
 
 static bool slot_mapped(const struct slot *s)
 {
-	return s->n[0] != NO_NODE || s->n[1] != NO_NODE;
+	return s->n[0] != NO_NODE || s->n[1] != NO_NODE || s->spilled;
+}
+
+/* Forget the slot's copies on the nodes (dropped where the node answers). */
+static void slot_unmap_remote(struct remote_backend *rb, uint64_t i)
+{
+	struct slot *s = &rb->slots[i];
+
+	for (unsigned r = 0; r < rb->copies; r++) {
+		if (s->n[r] == NO_NODE)
+			continue;
+		atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
+		if (copy_valid(rb, s, r) && usable(rb, s->n[r]) &&
+		    node_op(rb, s->n[r], OP_DROP, i, UINT64_MAX, NULL) == 0)
+			atomic_fetch_add(&rb->nodes[s->n[r]].free_pages, 1);
+		s->n[r] = NO_NODE;
+	}
+}
+
+static int spill_io(struct remote_backend *rb, bool write, uint64_t i, void *page)
+{
+	ssize_t n = write ? pwrite(rb->spill_fd, page, PAGE, (off_t)(i * PAGE)) :
+			    pread(rb->spill_fd, page, PAGE, (off_t)(i * PAGE));
+	if (n == PAGE)
+		return 0;
+	log_err("remote swap: spill file %s of slot %" PRIu64 ": %s",
+		write ? "write" : "read", i, n < 0 ? strerror(errno) : "short");
+	return -EIO;
+}
+
+static void spill_forget(struct remote_backend *rb, uint64_t i)
+{
+	struct slot *s = &rb->slots[i];
+
+	if (!s->spilled)
+		return;
+	s->spilled = 0;
+	atomic_fetch_sub(&rb->spilled_now, 1);
+	/* give the file's blocks back; failure only costs disk space */
+	(void)fallocate(rb->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			(off_t)(i * PAGE), PAGE);
 }
 
 /* Mirror: store both copies at once (one round trip of wall time, not
@@ -400,6 +447,21 @@ static int slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 		if (old >= 0 && old != s->n[r] && usable(rb, (unsigned)old))
 			(void)node_op(rb, (unsigned)old, OP_DROP, i, v, NULL);
 	}
+	if (rc == -ENOSPC && rb->spill_fd >= 0) {
+		/* No node has room: the page goes to the local spill file
+		 * (Nswap swaps to disk only then), whole, and its remote
+		 * copies written above are dropped. */
+		slot_unmap_remote(rb, i);
+		rc = spill_io(rb, true, i, (void *)page);
+		if (!rc) {
+			if (!s->spilled)
+				atomic_fetch_add(&rb->spilled_now, 1);
+			s->spilled = 1;
+			atomic_fetch_add(&rb->spills, 1);
+		}
+	} else if (!rc) {
+		spill_forget(rb, i);
+	}
 	s->version = v;
 	if (!was_mapped && slot_mapped(s))
 		atomic_fetch_add(&rb->mapped, 1);
@@ -422,6 +484,8 @@ static int slot_read(struct remote_backend *rb, uint64_t i, void *page)
 		atomic_fetch_add(&rb->zero_reads, 1);
 		return 0;
 	}
+	if (s->spilled)
+		return spill_io(rb, false, i, page);
 	for (unsigned r = 0; r < rb->copies; r++) {
 		if (!copy_valid(rb, s, r)) {
 			lost[r] = true;
@@ -571,15 +635,8 @@ int remote_trim(void *priv, uint64_t off, uint64_t len)
 		pthread_mutex_lock(stripe(rb, i));
 		struct slot *s = &rb->slots[i];
 		if (slot_mapped(s)) {
-			for (unsigned r = 0; r < rb->copies; r++) {
-				if (s->n[r] == NO_NODE)
-					continue;
-				atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
-				if (usable(rb, s->n[r]) &&
-				    node_op(rb, s->n[r], OP_DROP, i, s->version, NULL) == 0)
-					atomic_fetch_add(&rb->nodes[s->n[r]].free_pages, 1);
-				s->n[r] = NO_NODE;
-			}
+			slot_unmap_remote(rb, i);
+			spill_forget(rb, i);
 			atomic_fetch_sub(&rb->mapped, 1);
 		}
 		/* the version stays: a late copy can never pass for current */
@@ -755,6 +812,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 	rb->copies = o->redundancy == REMOTE_MIRROR ? 2 : 1;
 	rb->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 3000;
 	rb->refresh_ms = o->refresh_ms ? o->refresh_ms : 500;
+	rb->spill_fd = -1;
 	pthread_mutex_init(&rb->lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -772,6 +830,30 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		rb->slots[i].version = 0;
 		rb->slots[i].n[0] = rb->slots[i].n[1] = NO_NODE;
 		rb->slots[i].g[0] = rb->slots[i].g[1] = 0;
+		rb->slots[i].spilled = 0;
+	}
+	if (o->spill_path) {
+		struct statfs sfs;
+		rb->spill_fd = open(o->spill_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (rb->spill_fd < 0) {
+			rc = -errno;
+			log_err("remote swap: spill file %s: %s", o->spill_path, strerror(-rc));
+			remote_close(rb);
+			return rc;
+		}
+		if (fstatfs(rb->spill_fd, &sfs) == 0 &&
+		    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
+			log_err("remote swap: spill file %s is on tmpfs: swap backed by "
+				"tmpfs deadlocks the kernel; put it on a disk", o->spill_path);
+			remote_close(rb);
+			return -EINVAL;
+		}
+		if (ftruncate(rb->spill_fd, (off_t)o->size) < 0) {
+			rc = -errno;
+			log_err("remote swap: spill file %s: %s", o->spill_path, strerror(-rc));
+			remote_close(rb);
+			return rc;
+		}
 	}
 	unsigned targets = 0;
 	rb->nn = rb->cfg.n_nodes;
@@ -847,6 +929,8 @@ void remote_close(struct remote_backend *rb)
 	}
 	for (unsigned i = 0; i < STRIPES; i++)
 		pthread_mutex_destroy(&rb->stripes[i]);
+	if (rb->spill_fd >= 0)
+		close(rb->spill_fd);
 	pthread_cond_destroy(&rb->cond);
 	pthread_mutex_destroy(&rb->lock);
 	free(rb->slots);
@@ -877,6 +961,9 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 	OUT("remote_failovers: %" PRIu64 "\nremote_remirrors: %" PRIu64 "\n",
 	    (uint64_t)atomic_load(&rb->failovers), (uint64_t)atomic_load(&rb->remirrors));
 	OUT("remote_rebuild_passes: %" PRIu64 "\n", (uint64_t)atomic_load(&rb->rebuild_passes));
+	OUT("remote_spill: %s\n", rb->spill_fd >= 0 ? "yes" : "no");
+	OUT("remote_spills: %" PRIu64 "\nremote_slots_spilled: %" PRIu64 "\n",
+	    (uint64_t)atomic_load(&rb->spills), (uint64_t)atomic_load(&rb->spilled_now));
 	OUT("remote_read_errors: %" PRIu64 "\nremote_write_errors: %" PRIu64 "\n",
 	    (uint64_t)atomic_load(&rb->read_errors), (uint64_t)atomic_load(&rb->write_errors));
 	for (unsigned i = 0; i < rb->nn; i++) {

@@ -11,6 +11,10 @@
  * more room wins. An overwrite goes back to the node(s) already holding the
  * slot (Nswap's swap-out to an in-use slot).
  *
+ * When no node has room for a page, it goes whole to a local spill file if
+ * one is given (Nswap swaps to disk only when no idle RAM is left); the
+ * next write of that slot tries the nodes again.
+ *
  * Redundancy: "none" (one copy) or "mirror" (two copies on different nodes,
  * Nswap's dynamic mirroring). With mirror, a read whose first copy fails
  * (node dead, connection lost, copy missing or stale) is served from the
@@ -46,6 +50,9 @@ struct remote_opts {
 	unsigned conns_per_node;        /* 0: 4 */
 	int timeout_ms;                 /* per request; 0: 3000 */
 	unsigned refresh_ms;            /* capacity table refresh; 0: 500 */
+	const char *spill_path;         /* local file for pages no node has
+					 * room for; NULL: such writes fail
+					 * -ENOSPC. Refused on tmpfs. */
 };
 
 struct remote_backend;

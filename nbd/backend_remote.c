@@ -48,6 +48,7 @@ int nbd_backend_remote_create(struct nbd_backend *be,
 	struct remote_opts ro = {
 		.cfg = cfg, .self_node = o->self_node, .size = o->size,
 		.redundancy = (enum remote_redundancy)red,
+		.spill_path = o->spill_path,
 		/* one key space per (node, export): two swap devices of one
 		 * node never see each other's pages */
 		.owner = (uint64_t)o->self_node << 32 |

@@ -11,6 +11,8 @@ struct nbd_remote_opts {
 	const char *redundancy;     /* "none" or "mirror" (default) */
 	const char *name;           /* export name: with self_node, the owner
 				     * id of our pages on the nodes */
+	const char *spill_path;     /* --flash: pages no node has room for;
+				     * NULL: such writes fail */
 };
 
 /* 0 or -errno (logged). Fills be; be->ops->destroy closes the connections. */

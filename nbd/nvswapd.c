@@ -81,7 +81,8 @@ static void usage(FILE *f)
 "  --cluster FILE    cluster file for --store remote (docs/nvcached.md)\n"
 "  --node ID         this node's id in it (never used as a target)\n"
 "  --redundancy R    --store remote: mirror (default: two copies on two\n"
-"                    nodes) or none\n"
+"                    nodes) or none; with --store remote, --flash FILE\n"
+"                    takes the pages no node has room for\n"
 "  --threads N       server threads, each with its own io_uring\n"
 "                    (default: the number of CPUs, at most 4)\n"
 "  --max-conns N     connections served at once (default 32)\n"
@@ -344,7 +345,7 @@ int main(int argc, char **argv)
 		struct nbd_remote_opts ro = {
 			.size = c.size, .cluster = c.cluster,
 			.self_node = c.node, .redundancy = c.redundancy,
-			.name = c.name,
+			.name = c.name, .spill_path = c.flash,
 		};
 		rc = nbd_backend_remote_create(&be, &ro);
 	} else if (!strcmp(c.store, "flat")) {

@@ -319,6 +319,77 @@ static void leftovers_of_earlier_device(void **state)
 	stop_nodes();
 }
 
+/* No node has room: pages go to the local spill file, come back intact,
+ * and move to the nodes again once they have room. */
+static void spill_when_no_room(void **state)
+{
+	static uint8_t page[4096], back[4096];
+	char path[] = "/var/tmp/nvspill.XXXXXX";
+	(void)state;
+
+	start_nodes();
+	for (int i = 0; i < NNODES; i++)
+		assert_true(node_ctl(nodes[i], "limit 8K", stats, sizeof(stats)) > 0);
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	struct remote_backend *rb = NULL;
+	struct remote_opts o = {
+		.cfg = &cfg, .owner = 43, .size = DEV, .redundancy = REMOTE_NONE,
+		.timeout_ms = 2000, .refresh_ms = 50, .spill_path = path,
+	};
+	/* never on tmpfs */
+	o.spill_path = "/dev/shm/nvspill-test";
+	assert_int_equal(remote_open(&rb, &o), -EINVAL);
+	unlink("/dev/shm/nvspill-test");
+	o.spill_path = path;
+	assert_int_equal(remote_open(&rb, &o), 0);
+
+	for (uint32_t p = 0; p < 20; p++) {
+		memset(page, (int)p + 1, sizeof(page));
+		assert_int_equal(remote_write(rb, page, p * 4096, 4096), 0);
+	}
+	assert_true(stat(rb, "remote_slots_spilled: ") >= 14);
+	for (uint32_t p = 0; p < 20; p++) {
+		memset(page, (int)p + 1, sizeof(page));
+		assert_int_equal(remote_read(rb, back, p * 4096, 4096), 0);
+		assert_memory_equal(page, back, 4096);
+	}
+	/* trim a spilled slot: zeros */
+	assert_int_equal(remote_trim(rb, 19 * 4096, 4096), 0);
+	assert_int_equal(remote_read(rb, back, 19 * 4096, 4096), 0);
+	memset(page, 0, sizeof(page));
+	assert_memory_equal(page, back, 4096);
+	/* room again: overwrites go to the nodes, the spill empties */
+	for (int i = 0; i < NNODES; i++)
+		assert_true(node_ctl(nodes[i], "limit 0", stats, sizeof(stats)) > 0);
+	usleep(400000); /* heartbeats carry the new offers, then a refresh */
+	for (uint32_t p = 0; p < 19; p++) {
+		memset(page, (int)p + 101, sizeof(page));
+		assert_int_equal(remote_write(rb, page, p * 4096, 4096), 0);
+	}
+	assert_int_equal(stat(rb, "remote_slots_spilled: "), 0);
+	for (uint32_t p = 0; p < 19; p++) {
+		memset(page, (int)p + 101, sizeof(page));
+		assert_int_equal(remote_read(rb, back, p * 4096, 4096), 0);
+		assert_memory_equal(page, back, 4096);
+	}
+	remote_close(rb);
+	unlink(path);
+	/* without a spill file, a write with no room anywhere fails */
+	for (int i = 0; i < NNODES; i++)
+		assert_true(node_ctl(nodes[i], "limit 4K", stats, sizeof(stats)) > 0);
+	o.spill_path = NULL;
+	o.owner = 44;
+	assert_int_equal(remote_open(&rb, &o), 0);
+	int rc = 0;
+	for (uint32_t p = 0; p < 20 && !rc; p++)
+		rc = remote_write(rb, page, p * 4096, 4096);
+	assert_int_equal(rc, -ENOSPC);
+	remote_close(rb);
+	stop_nodes();
+}
+
 int main(void)
 {
 	log_init("test_cluster_remote", LOG_LVL_ERR);
@@ -327,6 +398,7 @@ int main(void)
 		cmocka_unit_test(no_redundancy_loses_pages),
 		cmocka_unit_test(quick_restart_rebuilds),
 		cmocka_unit_test(leftovers_of_earlier_device),
+		cmocka_unit_test(spill_when_no_room),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
