@@ -32,10 +32,17 @@ stat_val() { "$ctl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == 
 alive_is() { [ "$(stat_val "$1" nodes_alive)" = "$2" ]; }
 for i in 1 2 3 4; do t_wait 15 alive_is $i 3 || t_fail "node $i does not see its peers"; done
 
+# A spill file on tmpfs is refused (swap backed by tmpfs deadlocks).
+if timeout 20 "$(t_bin nvswapd)" -f --unix "$T_DIR/x.sock" --name clx --size 16M \
+     --store remote --cluster "$conf" --node 1 --flash "$T_SHM/spill" >"$T_DIR/x.log" 2>&1; then
+  t_fail "nvswapd accepted a spill file on tmpfs"
+fi
+grep -q "tmpfs" "$T_DIR/x.log" || t_fail "no tmpfs refusal message: $(cat "$T_DIR/x.log")"
+
 # nvswapd on "node 1": its pages go to nodes 2, 3, 4.
 sock=$T_DIR/nbd.sock
 nbd_start "$sock" clswap --size 64M --store remote --cluster "$conf" --node 1 \
-  --redundancy mirror
+  --redundancy mirror --flash "$T_DIR/spill"
 uri="nbd+unix:///clswap?socket=$sock"
 nbdinfo --size "$uri" | grep -qx 67108864 || t_fail "nbdinfo: wrong size"
 
@@ -64,6 +71,7 @@ kill -9 "${pid[3]}"
 nbdcopy "$uri" "$T_DIR/back2" || t_fail "nbdcopy after a node loss"
 cmp "$T_DIR/data" "$T_DIR/back2" || t_fail "data differs after node 3 died"
 [ "$(nbd_stat clswap remote_read_errors)" = 0 ] || t_fail "read errors after one node died"
+[ "$(nbd_stat clswap remote_spills)" = 0 ] || t_fail "pages spilled although the nodes had room"
 # The copies node 3 held are rebuilt on nodes 2 and 4.
 rebuilt() { [ $(( $(stat_val 2 pages_data) + $(stat_val 4 pages_data) )) -eq $((2 * mapped)) ]; }
 t_wait 20 rebuilt || t_fail "copies not rebuilt: node 2 $(stat_val 2 pages_data), node 4 $(stat_val 4 pages_data)"
