@@ -88,8 +88,9 @@ if [ "$slow" = 1 ]; then
     devno=$(lsblk -dno MAJ:MIN "$loop" | tr -d ' ')
     grp=$cg/nvcache-fsbench-$$
     mkdir "$grp"
-    # Daemons may still be exiting when cleanup runs: retry the rmdir.
-    t_cleanup "echo $$ > $cg/cgroup.procs; for i in \$(seq 100); do rmdir $grp && break; sleep 0.2; done"
+    # Daemons may still be exiting when cleanup runs: retry the rmdir (own
+    # loop variable: lib.sh's cleanup loop uses i).
+    t_cleanup "echo $$ > $cg/cgroup.procs; for _fsb_try in \$(seq 100); do rmdir $grp && break; sleep 0.2; done"
     echo "$devno $slow_bps" >"$grp/blkio.throttle.write_bps_device"
     echo "$devno $slow_bps" >"$grp/blkio.throttle.read_bps_device"
     echo "$devno $slow_iops" >"$grp/blkio.throttle.write_iops_device"
