@@ -374,10 +374,20 @@ int main(int argc, char **argv)
 	fs->root.ino = st.st_ino;
 	fs->root.nlookup = 2;
 
-	/* write back what a previous run left in NVRAM, before serving */
-	if (recovery_run(fs) > 0)
-		log_warn("some recovered files could not be written back; they "
-			 "stay dirty in NVRAM and are retried at the next mount");
+	/* write back what a previous run left in NVRAM, before serving. If a
+	 * file cannot be written back, mounting would show its stale backing
+	 * copy while the newer bytes sit in NVRAM: refuse, keep them safe. */
+	{
+		int left = recovery_run(fs);
+		if (left != 0) {
+			log_err("recovery: %d files could not be written back to %s "
+				"(see above); their data is safe in %s. Fix the "
+				"backing (space, permissions) and mount again; not "
+				"mounting", left, fs->cfg.backing, fs->cfg.nvram);
+			ret = 1;
+			goto out;
+		}
+	}
 
 	/* /proc/mounts shows "BACKING MNT fuse.nvcachefs", as fstab writes it */
 	if (!strchr(fs->cfg.backing, ',')) {

@@ -101,6 +101,10 @@ wait $pid; rc=$?
 [ $rc -eq 3 ] || t_fail "exit status $rc at unmount with dirty data (want 3)"
 grep -q "could not be written back" "$T_DIR/log" || t_fail "leftover not logged"
 cmp -s "$B/two" "$T_DIR/two" && t_fail "data landed although the backing was full?"
+# the backing is still full: recovery cannot land the leftover, so the mount
+# is refused (it would show the stale backing copy), the data stays in NVRAM
+refuse "recovery into a full backing" "could not be written back" \
+  -o "backing=$B,nvram=$T_SHM/nv,cache_size=64M"
 rm -f "$B/filler"
 start
 cmp "$B/two" "$T_DIR/two" || t_fail "recovery at mount did not land the leftover"
