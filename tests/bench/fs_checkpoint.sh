@@ -3,8 +3,10 @@
 # fsync, close; five checkpoints (five files) in a row. Through nvcachefs
 # (fsync = persisted in NVRAM; write-back to the backing dir follows in the
 # background) vs straight into a directory on the local ext4 disk, and, for
-# reference, through passthrough_ll. Figure: seconds per checkpoint (mean of
-# five; lower is better) and the application-visible bandwidth.
+# reference, through passthrough_ll. Then the same over an emulated slow
+# parallel file system (FSB_SLOW=1, default; fsb_slowpfs in fs/lib.sh) as
+# the backing dir and as the direct target. Figure: seconds per checkpoint
+# (mean of five; lower is better) and the application-visible bandwidth.
 #
 #   FSB_CKPT_MIB=256  FSB_CKPT_COUNT=5  FSB_NVRAM_OPTS=... (see fs/lib.sh)
 . "$(dirname "$0")/../system/lib.sh"
@@ -34,22 +36,37 @@ print('%.4f' % (sum(times) / len(times)), ' '.join('%.3f' % t for t in times), f
 EOF
 }
 
-mkdir -p "$T_DIR/direct"
-fsb_mount_nv "$T_DIR/nvm" "$T_DIR/nvb" "cache_size=$((mib * count * 2))M"; nvpid=$FSB_PID
-fsb_mount_pt "$T_DIR/ptm" "$T_DIR/ptb"; ptpid=$FSB_PID
-read -r nv nvall <<<"$(ckpt "$T_DIR/nvm")"
-read -r dr drall <<<"$(ckpt "$T_DIR/direct")"
-read -r pt ptall <<<"$(ckpt "$T_DIR/ptm")"
-echo "per checkpoint (s): nvcachefs $nvall | ext4 dir $drall | passthrough_ll $ptall"
-fsb_line_time fs_checkpoint.256M "$nv" ext4-dir "$dr"
-fsb_line_time fs_checkpoint.256M.vs_passthrough "$nv" passthrough_ll "$pt"
-fsb_line fs_checkpoint.256M.bw "$(awk -v m="$mib" -v s="$nv" 'BEGIN{print m*1.048576/s}')" MB/s \
-  ext4-dir "$(awk -v m="$mib" -v s="$dr" 'BEGIN{print m*1.048576/s}')"
-# The write-back must still complete: time from the last close to a clean exit.
-t0=$SECONDS
-fsb_umount "$T_DIR/nvm" "$nvpid"
-echo "nvcachefs unmount (write-back of what was left) took $((SECONDS - t0)) s"
-fsb_umount "$T_DIR/ptm" "$ptpid"
-for c in $(seq 0 $((count - 1))); do
-  [ "$(stat -c %s "$T_DIR/nvb/ckpt.$c")" = $((mib * 1048576)) ] || echo "WARNING: backing ckpt.$c incomplete after unmount"
-done
+# bench TAG ROOT: nvcachefs over ROOT/nvb, the plain dir ROOT/direct,
+# passthrough_ll over ROOT/ptb; files removed after each so a small backing
+# holds one set at a time.
+bench() {
+  local tag=$1 root=$2 nv nvall dr drall pt ptall nvpid ptpid t0 c
+  mkdir -p "$root/direct"
+  fsb_mount_nv "$T_DIR/$tag-nvm" "$root/nvb" "cache_size=$((mib * count * 2))M"; nvpid=$FSB_PID
+  read -r nv nvall <<<"$(ckpt "$T_DIR/$tag-nvm")"
+  # The write-back must still complete: time from the last close to a clean exit.
+  t0=$SECONDS
+  fsb_umount "$T_DIR/$tag-nvm" "$nvpid"
+  echo "$tag: nvcachefs unmount (write-back of what was left) took $((SECONDS - t0)) s"
+  for c in $(seq 0 $((count - 1))); do
+    [ "$(stat -c %s "$root/nvb/ckpt.$c")" = $((mib * 1048576)) ] ||
+      echo "WARNING: $tag: backing ckpt.$c incomplete after unmount"
+  done
+  rm -rf "$root/nvb"
+  read -r dr drall <<<"$(ckpt "$root/direct")"
+  rm -rf "$root/direct"
+  fsb_mount_pt "$T_DIR/$tag-ptm" "$root/ptb"; ptpid=$FSB_PID
+  read -r pt ptall <<<"$(ckpt "$T_DIR/$tag-ptm")"
+  fsb_umount "$T_DIR/$tag-ptm" "$ptpid"
+  rm -rf "$root/ptb"
+  echo "$tag per checkpoint (s): nvcachefs $nvall | $tag dir $drall | passthrough_ll $ptall"
+  fsb_line_time "fs_checkpoint.$tag.${mib}M" "$nv" "$tag-dir" "$dr"
+  fsb_line_time "fs_checkpoint.$tag.${mib}M.vs_passthrough" "$nv" passthrough_ll "$pt"
+  fsb_line "fs_checkpoint.$tag.${mib}M.bw" "$(awk -v m="$mib" -v s="$nv" 'BEGIN{print m*1.048576/s}')" MB/s \
+    "$tag-dir" "$(awk -v m="$mib" -v s="$dr" 'BEGIN{print m*1.048576/s}')"
+}
+
+bench ext4 "$T_DIR/ext4"
+if [ "${FSB_SLOW:-1}" = 1 ] && fsb_slowpfs "$T_DIR/slowpfs"; then
+  bench slowpfs "$T_DIR/slowpfs"
+fi

@@ -9,8 +9,8 @@
 # (FSB_SLOW=1, default) = an emulated slow parallel file system: ext4 on a
 # loop device over a file on /var/tmp, mounted -o sync (no client write
 # cache), with the loop device throttled by a cgroup-v1 blkio group to
-# FSB_SLOW_BPS bytes/s and FSB_SLOW_IOPS IOPS each way. (No device-mapper
-# here, so no dm-delay.)
+# FSB_SLOW_BPS bytes/s and FSB_SLOW_IOPS IOPS each way (fsb_slowpfs in
+# fs/lib.sh; no device-mapper here, so no dm-delay).
 #
 #   FSB_SIZE=64M (file per job; FSB_SLOW_SIZE=32M on slowpfs)
 #   FSB_RUNTIME=5 (s per figure)  FSB_ONLY_SLOW=1 (slowpfs only)
@@ -22,8 +22,6 @@ t_require_cmd fio fusermount3 python3
 size=${FSB_SIZE:-64M}
 runtime=${FSB_RUNTIME:-5}
 slow=${FSB_SLOW:-1}
-slow_bps=${FSB_SLOW_BPS:-$((100 * 1024 * 1024))}
-slow_iops=${FSB_SLOW_IOPS:-2000}
 echo "fs_fio: NVRAM emulation: $(fsb_nvram_desc); file ${size} per job, ${runtime} s per figure"
 
 # fio_run DIR RW BS NJOBS -> "MB/s IOPS"
@@ -73,31 +71,7 @@ bench_backing() {
 [ "${FSB_ONLY_SLOW:-0}" = 1 ] || bench_backing ext4 "$T_DIR/ext4"
 
 if [ "$slow" = 1 ]; then
-  cg=/sys/fs/cgroup/blkio
-  if [ ! -w "$cg/blkio.throttle.write_bps_device" ] || ! command -v losetup >/dev/null; then
-    echo "fs_fio: slowpfs skipped: no cgroup-v1 blkio throttling or losetup here"
-  else
-    img=$T_DIR/slowpfs.img            # on disk, never tmpfs
-    truncate -s 3G "$img"
-    loop=$(losetup -f --show "$img") || t_fail "losetup failed"
-    t_cleanup "losetup -d $loop"
-    mkfs.ext4 -q -F "$loop" || t_fail "mkfs.ext4 $loop failed"
-    mkdir -p "$T_DIR/slowpfs"
-    mount -o sync "$loop" "$T_DIR/slowpfs" || t_fail "mount $loop failed"
-    t_cleanup "umount -l $T_DIR/slowpfs"
-    devno=$(lsblk -dno MAJ:MIN "$loop" | tr -d ' ')
-    grp=$cg/nvcache-fsbench-$$
-    mkdir "$grp"
-    # Daemons may still be exiting when cleanup runs: retry the rmdir (own
-    # loop variable: lib.sh's cleanup loop uses i).
-    t_cleanup "echo $$ > $cg/cgroup.procs; for _fsb_try in \$(seq 100); do rmdir $grp && break; sleep 0.2; done"
-    echo "$devno $slow_bps" >"$grp/blkio.throttle.write_bps_device"
-    echo "$devno $slow_bps" >"$grp/blkio.throttle.read_bps_device"
-    echo "$devno $slow_iops" >"$grp/blkio.throttle.write_iops_device"
-    echo "$devno $slow_iops" >"$grp/blkio.throttle.read_iops_device"
-    # This shell and everything it starts (fio, both daemons) are throttled.
-    echo $$ >"$grp/cgroup.procs"
-    echo "fs_fio: slowpfs = ext4 -o sync on $loop ($devno), throttled to $((slow_bps / 1048576)) MiB/s and $slow_iops IOPS each way"
+  if fsb_slowpfs "$T_DIR/slowpfs"; then
     bench_backing slowpfs "$T_DIR/slowpfs" "${FSB_SLOW_SIZE:-32M}"
   fi
 fi

@@ -3,8 +3,10 @@
 # collective interleaved write_at_all of one shared file + MPI_File_sync +
 # close, then a collective read_at_all (verified) of it. Through the
 # nvcachefs mount vs straight into its backing file system (a directory on
-# the local ext4 disk), and through passthrough_ll for reference. The
-# program is tests/system/fsx/fsx_mpiio.c (the system test's workload).
+# the local ext4 disk), and through passthrough_ll for reference; then the
+# same over an emulated slow PFS (FSB_SLOW=1, default; fsb_slowpfs in
+# fs/lib.sh). The program is tests/system/fsx/fsx_mpiio.c (the system
+# test's workload).
 #
 #   FSB_MPI_MIB=256 (shared file size)  FSB_MPI_REPS=3 (best of)
 #   FSB_NVRAM_OPTS=... (see fs/lib.sh)
@@ -34,16 +36,27 @@ run() {
   echo "$best_w $best_r"
 }
 
-mkdir -p "$T_DIR/direct"
-fsb_mount_nv "$T_DIR/nvm" "$T_DIR/nvb" "cache_size=$((mib * 4))M"; nvpid=$FSB_PID
-fsb_mount_pt "$T_DIR/ptm" "$T_DIR/ptb"; ptpid=$FSB_PID
-read -r nvw nvr <<<"$(run "$T_DIR/nvm")"
-read -r drw drr <<<"$(run "$T_DIR/direct")"
-read -r ptw ptr <<<"$(run "$T_DIR/ptm")"
-echo "seconds (write+sync+close / read): nvcachefs $nvw / $nvr | ext4 dir $drw / $drr | passthrough_ll $ptw / $ptr"
-fsb_line_time "fs_mpiio.write_sync.${mib}M" "$nvw" ext4-dir "$drw"
-fsb_line_time "fs_mpiio.read.${mib}M" "$nvr" ext4-dir "$drr"
-fsb_line_time "fs_mpiio.write_sync.${mib}M.vs_passthrough" "$nvw" passthrough_ll "$ptw"
-fsb_line_time "fs_mpiio.read.${mib}M.vs_passthrough" "$nvr" passthrough_ll "$ptr"
-fsb_umount "$T_DIR/nvm" "$nvpid"
-fsb_umount "$T_DIR/ptm" "$ptpid"
+# bench TAG ROOT: the mount over ROOT/nvb vs ROOT/direct (+ passthrough_ll).
+bench() {
+  local tag=$1 root=$2 nvpid ptpid nvw nvr drw drr ptw ptr t0
+  mkdir -p "$root/direct"
+  fsb_mount_nv "$T_DIR/$tag-nvm" "$root/nvb" "cache_size=$((mib * 4))M"; nvpid=$FSB_PID
+  fsb_mount_pt "$T_DIR/$tag-ptm" "$root/ptb"; ptpid=$FSB_PID
+  read -r nvw nvr <<<"$(run "$T_DIR/$tag-nvm")"
+  read -r drw drr <<<"$(run "$root/direct")"
+  read -r ptw ptr <<<"$(run "$T_DIR/$tag-ptm")"
+  echo "$tag seconds (write+sync+close / read): nvcachefs $nvw / $nvr | $tag dir $drw / $drr | passthrough_ll $ptw / $ptr"
+  fsb_line_time "fs_mpiio.$tag.write_sync.${mib}M" "$nvw" "$tag-dir" "$drw"
+  fsb_line_time "fs_mpiio.$tag.read.${mib}M" "$nvr" "$tag-dir" "$drr"
+  fsb_line_time "fs_mpiio.$tag.write_sync.${mib}M.vs_passthrough" "$nvw" passthrough_ll "$ptw"
+  fsb_line_time "fs_mpiio.$tag.read.${mib}M.vs_passthrough" "$nvr" passthrough_ll "$ptr"
+  t0=$SECONDS
+  fsb_umount "$T_DIR/$tag-nvm" "$nvpid"
+  echo "$tag: nvcachefs unmount took $((SECONDS - t0)) s"
+  fsb_umount "$T_DIR/$tag-ptm" "$ptpid"
+}
+
+bench ext4 "$T_DIR/ext4"
+if [ "${FSB_SLOW:-1}" = 1 ] && fsb_slowpfs "$T_DIR/slowpfs"; then
+  bench slowpfs "$T_DIR/slowpfs"
+fi

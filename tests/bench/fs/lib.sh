@@ -7,6 +7,8 @@
 #   fsb_line NAME VALUE UNIT ANCHOR AVALUE  one BENCH line with the ratio
 #                                           VALUE/AVALUE (higher is better)
 #   fsb_line_time NAME SECS ANCHOR ASECS    same for times (ratio ASECS/SECS)
+#   fsb_slowpfs DIR    mount an emulated slow parallel file system at DIR and
+#                      throttle this shell and all it starts (see below)
 # NVRAM emulation: none (a plain libpmem2 mapping of a /dev/shm file) unless
 # FSB_NVRAM_OPTS adds e.g. nvram_lat_ns=2000,nvram_flush_ns=600,nvram_bw=9.5G
 # (the seed paper's Lap06 platform).
@@ -58,4 +60,39 @@ fsb_line_time() {
   awk -v n="$1" -v v="$2" -v a="$3" -v av="$4" 'BEGIN {
     r = (v > 0) ? av / v : 0
     printf "BENCH %s %.3f s vs %s %.3f s ratio %.2f\n", n, v, a, av, r }'
+}
+
+# fsb_slowpfs DIR: ext4 on a loop device over a file on /var/tmp (never
+# tmpfs), mounted -o sync (no client write cache, as a PFS without one), its
+# loop device throttled by a cgroup-v1 blkio group to FSB_SLOW_BPS bytes/s
+# (default 100 MiB/s) and FSB_SLOW_IOPS (default 2000) each way. This shell
+# joins the group, so call it after the unthrottled runs. No device-mapper
+# here, so no dm-delay. Returns 1 (and says why) where it cannot be built.
+fsb_slowpfs() {
+  local dir=$1 cg=/sys/fs/cgroup/blkio img loop devno grp
+  local bps=${FSB_SLOW_BPS:-$((100 * 1024 * 1024))} iops=${FSB_SLOW_IOPS:-2000}
+  if [ ! -w "$cg/blkio.throttle.write_bps_device" ] || ! command -v losetup >/dev/null; then
+    echo "slowpfs skipped: no cgroup-v1 blkio throttling or losetup here"
+    return 1
+  fi
+  img=$T_DIR/slowpfs.img
+  truncate -s 3G "$img"
+  loop=$(losetup -f --show "$img") || t_fail "losetup failed"
+  t_cleanup "losetup -d $loop"
+  mkfs.ext4 -q -F "$loop" || t_fail "mkfs.ext4 $loop failed"
+  mkdir -p "$dir"
+  mount -o sync "$loop" "$dir" || t_fail "mount $loop failed"
+  t_cleanup "umount -l $dir"
+  devno=$(lsblk -dno MAJ:MIN "$loop" | tr -d ' ')
+  grp=$cg/nvcache-fsbench-$$
+  mkdir "$grp"
+  # Daemons may still be exiting when cleanup runs: retry the rmdir (own
+  # loop variable: lib.sh's cleanup loop uses i).
+  t_cleanup "echo $$ > $cg/cgroup.procs; for _fsb_try in \$(seq 100); do rmdir $grp && break; sleep 0.2; done"
+  echo "$devno $bps" >"$grp/blkio.throttle.write_bps_device"
+  echo "$devno $bps" >"$grp/blkio.throttle.read_bps_device"
+  echo "$devno $iops" >"$grp/blkio.throttle.write_iops_device"
+  echo "$devno $iops" >"$grp/blkio.throttle.read_iops_device"
+  echo $$ >"$grp/cgroup.procs"
+  echo "slowpfs = ext4 -o sync on $loop ($devno), throttled to $((bps / 1048576)) MiB/s and $iops IOPS each way"
 }
