@@ -52,7 +52,8 @@ struct worker {
 	struct nbd_stats stats;
 	struct nbd_conn_ctx ctx;
 	struct wconn *conns;
-	unsigned nconns;
+	unsigned nconns, nused;
+	bool accept_posted;
 };
 
 struct nbd_server {
@@ -156,13 +157,20 @@ static struct io_uring_sqe *sqe_get(struct worker *w)
 	return sqe;
 }
 
+/* A worker accepts only while it has a free connection slot: when all
+ * are busy, the other workers take new clients, and when every worker is
+ * full they wait in the listen backlog instead of being refused. */
 static void post_accept(struct worker *w)
 {
+	if (w->accept_posted || w->nused >= w->nconns ||
+	    atomic_load(&w->srv->stop))
+		return;
 	struct io_uring_sqe *sqe = sqe_get(w);
 	if (!sqe)
 		return;
 	io_uring_prep_accept(sqe, w->srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 	io_uring_sqe_set_data64(sqe, TAG_ACCEPT);
+	w->accept_posted = true;
 }
 
 static void post_wake(struct worker *w)
@@ -181,7 +189,8 @@ static void conn_release(struct worker *w, struct wconn *wc)
 	close(wc->fd);
 	wc->fd = -1;
 	wc->in_use = false;
-	(void)w;
+	w->nused--;
+	post_accept(w);
 }
 
 /* After any event on a connection: post what it needs next, or close it. */
@@ -226,9 +235,9 @@ static void on_accept(struct worker *w, int res)
 	struct nbd_server *srv = w->srv;
 	struct wconn *wc = NULL;
 
-	if (!atomic_load(&srv->stop))
-		post_accept(w);
+	w->accept_posted = false;
 	if (res < 0) {
+		post_accept(w);
 		if (res != -ECANCELED)
 			log_warn("accept on %s: %s", srv->where, strerror(-res));
 		return;
@@ -242,9 +251,7 @@ static void on_accept(struct worker *w, int res)
 			wc = &w->conns[i];
 			break;
 		}
-	if (!wc) {
-		log_warn("connection refused: all %u connections of thread %u "
-			 "are busy (raise --max-conns)", w->nconns, w->idx);
+	if (!wc) {   /* cannot happen: accept is posted only with room */
 		close(res);
 		return;
 	}
@@ -254,6 +261,11 @@ static void on_accept(struct worker *w, int res)
 	}
 	wc->fd = res;
 	wc->in_use = true;
+	w->nused++;
+	if (w->nused == w->nconns)
+		log_info("thread %u: all %u connection slots in use; new "
+			 "clients wait for one (--max-conns)", w->idx, w->nconns);
+	post_accept(w);
 	wc->recv_posted = wc->send_posted = wc->shut = false;
 	unsigned id = atomic_fetch_add(&srv->next_id, 1) + 1;
 	nbd_conn_start(&wc->c, id);

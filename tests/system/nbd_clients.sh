@@ -62,4 +62,23 @@ python3 "$(dirname "$0")/nbd_raw.py" "$sock" tclients trim 0 $((128 << 20)) ||
   t_fail "trimmed page does not read as zeros"
 used=$(( $(nbd_stat tclients mram_pages) + $(nbd_stat tclients dram_pages) ))
 [ "$used" -eq 32768 ] || t_fail "after TRIM of 128 MiB: $used pages in memory, want 32768"
+
+# Connection slots: with --max-conns 2 a third client waits in the backlog
+# (it is not refused) and is served once a slot frees up.
+nbd_start "$T_DIR/m.sock" tmax --size 16M --mram 4M --max-conns 2 --threads 2
+python3 - "$T_DIR/m.sock" <<'PY' || t_fail "connection slots"
+import socket, sys, time
+def conn():
+    s = socket.socket(socket.AF_UNIX); s.settimeout(0.5); s.connect(sys.argv[1]); return s
+a, b = conn(), conn()
+assert len(a.recv(18)) == 18 and len(b.recv(18)) == 18
+c = conn()
+try:
+    c.recv(18); raise SystemExit("third client served beyond --max-conns")
+except socket.timeout:
+    pass
+a.close()
+c.settimeout(5)
+assert len(c.recv(18)) == 18, "third client not served after a slot freed"
+PY
 echo "ok"
