@@ -4,8 +4,10 @@
 #include "cluster/remote_backend.h"
 
 #include "cluster/client.h"
+#include "cluster/parity.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/xor.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +26,8 @@
 #define PAGE FRAME_PAGE_SIZE
 #define STRIPES 1024
 #define NO_NODE 0xff
+#define GSTRIPES 256     /* group locks */
+#define POOL 4           /* open groups: the parity-logging buffers */
 #define DOWN_NS (1000ULL * 1000000ULL) /* avoid a failed node this long */
 
 struct rconn {
@@ -79,6 +83,23 @@ struct remote_backend {
 	pthread_cond_t cond;
 	bool stopping;
 
+	/* parity modes (gsize != 0) */
+	unsigned gsize;                 /* data pages per group */
+	int pnode;                      /* centralised: the parity node; -1 */
+	struct parity_table pt;
+	uint32_t *slot_grp;             /* group id + 1; 0: none */
+	pthread_mutex_t glocks[GSTRIPES];
+	struct ppool {
+		pthread_mutex_t lock;
+		int64_t gid;            /* the open group; -1: none yet */
+		uint8_t buf[PAGE];      /* its parity page */
+	} pool[POOL];
+	atomic_uint pool_rr;
+	atomic_int merge_needed;
+	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
+		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
+		merged_pages;
+
 	atomic_int rebuild_needed;      /* a node died: re-mirror its copies */
 	atomic_uint_fast64_t mapped, reads, writes, trims, failovers, remirrors,
 		read_errors, write_errors, zero_reads, rebuild_passes,
@@ -87,11 +108,43 @@ struct remote_backend {
 
 int remote_redundancy_parse(const char *s)
 {
+	size_t n = strcspn(s, ":");
+
 	if (!strcmp(s, "none"))
 		return REMOTE_NONE;
 	if (!strcmp(s, "mirror"))
 		return REMOTE_MIRROR;
+	if (remote_parity_group_parse(s) < 0)
+		return -EINVAL;
+	if (n == 6 && !strncmp(s, "parity", n))
+		return REMOTE_PARITY;
+	if (n == 11 && !strncmp(s, "parity-dist", n))
+		return REMOTE_PARITY_DIST;
 	return -EINVAL;
+}
+
+int remote_parity_group_parse(const char *s)
+{
+	const char *c = strchr(s, ':');
+	char *end;
+
+	if (!c)
+		return 0;
+	errno = 0;
+	long v = strtol(c + 1, &end, 10);
+	if (errno || end == c + 1 || *end || v < 2 || v > PARITY_MAX_N)
+		return -EINVAL;
+	return (int)v;
+}
+
+static const char *red_name(enum remote_redundancy r)
+{
+	switch (r) {
+	case REMOTE_MIRROR: return "mirror";
+	case REMOTE_PARITY: return "parity";
+	case REMOTE_PARITY_DIST: return "parity-dist";
+	default: return "none";
+	}
 }
 
 static uint64_t rng_next(void)
@@ -416,6 +469,483 @@ static void mirror_parallel(struct remote_backend *rb, uint64_t i, uint64_t v,
 	}
 }
 
+/* --- parity modes (see remote_backend.h and cluster/parity.h) -------------
+ * Lock order: a slot's stripe, then a parity-pool entry, then a group's
+ * lock stripe; nobody holds two group locks or two pool entries. Every
+ * change of a grouped slot's node or version happens under its group's
+ * lock, so a group's member list read under that lock is consistent with
+ * the nodes' contents and the parity page. */
+
+static pthread_mutex_t *glock(struct remote_backend *rb, uint64_t gid)
+{
+	return &rb->glocks[gid % GSTRIPES];
+}
+
+static bool member_ok(struct remote_backend *rb, const struct parity_member *m)
+{
+	return m->node != NO_NODE &&
+	       (uint8_t)atomic_load(&rb->nodes[m->node].gen) == m->gen &&
+	       usable(rb, m->node);
+}
+
+static bool parity_ok(struct remote_backend *rb, const struct parity_group *g)
+{
+	return g->state == PG_CLOSED && !g->parity_lost && g->pn != PARITY_NO_NODE &&
+	       (uint8_t)atomic_load(&rb->nodes[g->pn].gen) == g->pgen &&
+	       usable(rb, g->pn);
+}
+
+enum pop { POP_UPDATE, POP_FETCH, POP_DROP };
+
+static int parity_op(struct remote_backend *rb, unsigned i, enum pop op,
+		     uint64_t key, uint64_t version, void *page)
+{
+	int rc;
+	struct rconn *c = conn_get(rb, i, &rc);
+
+	if (!c)
+		return rc;
+	switch (op) {
+	case POP_UPDATE:
+		rc = cluster_client_parity_update(c->cl, key, version, page);
+		break;
+	case POP_FETCH:
+		rc = cluster_client_parity_fetch(c->cl, key, page, NULL);
+		break;
+	case POP_DROP:
+		rc = cluster_client_parity_drop(c->cl, key, version);
+		break;
+	}
+	conn_put(rb, i, c, rc);
+	return rc;
+}
+
+/* Nodes a page of group g may not go to: its members' nodes and, with
+ * centralised parity, the parity node (it holds no data while alive). */
+static void group_exclude(struct remote_backend *rb, const struct parity_group *g,
+			  bool *exclude)
+{
+	for (unsigned k = 0; k < g->nmem; k++)
+		if (g->m[k].node != NO_NODE)
+			exclude[g->m[k].node] = true;
+	if (g->state == PG_CLOSED && g->pn != PARITY_NO_NODE)
+		exclude[g->pn] = true;
+	if (rb->pnode >= 0)
+		exclude[rb->pnode] = true;
+}
+
+/* Store parity page `page` of group g on a node outside the group: the
+ * dedicated parity node when there is one and it is usable, else any.
+ * A node that held an earlier state of it drops it first (a parity update
+ * cut by a transport error may or may not have been applied). Caller
+ * holds the group's lock. */
+static int group_parity_store(struct remote_backend *rb, struct parity_group *g,
+			      const void *page)
+{
+	bool exclude[CONFIG_MAX_NODES] = { false };
+	int rc = -ENOSPC;
+	uint8_t oldpn = g->pn;
+
+	for (unsigned k = 0; k < g->nmem; k++)
+		exclude[g->m[k].node] = true;
+	for (unsigned tries = 0; tries < rb->nn; tries++) {
+		int pn = -1;
+		if (rb->pnode >= 0 && !exclude[rb->pnode] && usable(rb, (unsigned)rb->pnode))
+			pn = rb->pnode;
+		else if (rb->pnode >= 0) {
+			/* the parity node is gone: parity goes to a node
+			 * outside the group (IV.B.4; until it comes back) */
+			exclude[rb->pnode] = true;
+			pn = pick(rb, exclude);
+		} else
+			pn = pick(rb, exclude);
+		if (pn < 0)
+			break;
+		if (pn == oldpn)
+			(void)parity_op(rb, (unsigned)pn, POP_DROP, g->pkey, UINT64_MAX, NULL);
+		rc = parity_op(rb, (unsigned)pn, POP_UPDATE, g->pkey, ++g->pver, (void *)page);
+		if (!rc) {
+			if (oldpn != PARITY_NO_NODE && oldpn != pn) {
+				atomic_fetch_sub(&rb->nodes[oldpn].held, 1);
+				if (usable(rb, oldpn))
+					(void)parity_op(rb, oldpn, POP_DROP, g->pkey,
+							UINT64_MAX, NULL);
+			}
+			if (oldpn != pn)
+				atomic_fetch_add(&rb->nodes[pn].held, 1);
+			g->pn = (uint8_t)pn;
+			g->pgen = (uint8_t)atomic_load(&rb->nodes[pn].gen);
+			g->parity_lost = 0;
+			atomic_fetch_add(&rb->parity_sends, 1);
+			return 0;
+		}
+		exclude[pn] = true;
+	}
+	if (oldpn != PARITY_NO_NODE)
+		atomic_fetch_sub(&rb->nodes[oldpn].held, 1);
+	g->pn = PARITY_NO_NODE;
+	g->parity_lost = 1;
+	atomic_fetch_add(&rb->parity_errors, 1);
+	atomic_store(&rb->rebuild_needed, 1);
+	log_warn("remote swap: parity group %" PRIu64 ": no node took its parity "
+		 "page (%s); retrying in the background", g->pkey & 0xffffffff,
+		 strerror(-rc));
+	return rc;
+}
+
+/* Recompute group g's parity from its members (IV.B.4) and store it.
+ * Caller holds the group's lock. */
+static int group_parity_rebuild(struct remote_backend *rb, struct parity_group *g)
+{
+	uint8_t acc[PAGE], pg[PAGE];
+
+	if (g->state != PG_CLOSED)
+		return 0;
+	memset(acc, 0, PAGE);
+	for (unsigned k = 0; k < g->nmem; k++) {
+		const struct parity_member *m = &g->m[k];
+		int rc = member_ok(rb, m) ?
+			 node_op(rb, m->node, OP_FETCH, m->slot, m->version, pg) : -EHOSTDOWN;
+		if (rc) {
+			g->parity_lost = 1;
+			log_err("remote swap: parity group %" PRIu64 ": member slot %"
+				PRIu64 " unreadable (%s) while its parity is lost: "
+				"the group is unprotected", g->pkey & 0xffffffff,
+				m->slot, strerror(-rc));
+			return -EIO;
+		}
+		xor_into(acc, pg, PAGE);
+	}
+	int rc = group_parity_store(rb, g, acc);
+	if (!rc)
+		atomic_fetch_add(&rb->parity_rebuilds, 1);
+	return rc;
+}
+
+/* Apply delta to group g's parity page. Members already reflect the
+ * change; if the parity node fails, the page is recomputed from them.
+ * Caller holds the group's lock. */
+static void group_apply(struct remote_backend *rb, struct parity_group *g,
+			const void *delta)
+{
+	if (g->state == PG_OPEN) {
+		xor_into(g->local, delta, PAGE);
+		return;
+	}
+	if (parity_ok(rb, g) &&
+	    parity_op(rb, g->pn, POP_UPDATE, g->pkey, ++g->pver, (void *)delta) == 0) {
+		atomic_fetch_add(&rb->parity_updates, 1);
+		return;
+	}
+	(void)group_parity_rebuild(rb, g);
+}
+
+/* The page of member `slot` of group g from the parity page and the other
+ * members. Caller holds the group's lock. */
+static int group_reconstruct(struct remote_backend *rb, struct parity_group *g,
+			     uint64_t slot, void *out)
+{
+	uint8_t pg[PAGE];
+	int rc;
+
+	if (g->state == PG_OPEN)
+		memcpy(out, g->local, PAGE);
+	else if (!parity_ok(rb, g) ||
+		 (rc = parity_op(rb, g->pn, POP_FETCH, g->pkey, 0, out)) != 0)
+		return -EIO;
+	for (unsigned k = 0; k < g->nmem; k++) {
+		const struct parity_member *m = &g->m[k];
+		if (m->slot == slot)
+			continue;
+		rc = member_ok(rb, m) ?
+		     node_op(rb, m->node, OP_FETCH, m->slot, m->version, pg) : -EHOSTDOWN;
+		if (rc) {
+			log_err("remote swap: slot %" PRIu64 " cannot be rebuilt: slot %"
+				PRIu64 " of its group is lost too (%s)", slot, m->slot,
+				strerror(-rc));
+			return -EIO;
+		}
+		xor_into(out, pg, PAGE);
+	}
+	atomic_fetch_add(&rb->reconstructs, 1);
+	return 0;
+}
+
+/* Close an open group: its parity page leaves the client's buffer for the
+ * parity node. Caller holds the pool entry and the group's lock. */
+static void group_close(struct remote_backend *rb, struct parity_group *g)
+{
+	g->state = PG_CLOSED;
+	g->pn = PARITY_NO_NODE;
+	(void)group_parity_store(rb, g, g->local);
+	g->local = NULL;
+}
+
+/* Take member idx (slot i, contents `old`, NULL: unknown) out of group
+ * gid. Frees the group when its last member leaves. Caller holds slot i's
+ * stripe and the group's lock. */
+static void group_remove(struct remote_backend *rb, uint64_t gid, unsigned idx,
+			 const void *old)
+{
+	struct parity_group *g = &rb->pt.g[gid];
+
+	rb->slot_grp[g->m[idx].slot] = 0;
+	parity_member_remove(g, idx);
+	if (g->state == PG_OPEN) {
+		if (old)
+			xor_into(g->local, old, PAGE);
+		return;
+	}
+	if (!g->nmem) {
+		if (g->pn != PARITY_NO_NODE) {
+			atomic_fetch_sub(&rb->nodes[g->pn].held, 1);
+			if (usable(rb, g->pn))
+				(void)parity_op(rb, g->pn, POP_DROP, g->pkey, UINT64_MAX, NULL);
+		}
+		parity_group_free(&rb->pt, (uint32_t)gid);
+		return;
+	}
+	if (old)
+		group_apply(rb, g, old);        /* old ^ zeros */
+	else
+		(void)group_parity_rebuild(rb, g);
+	if (parity_group_sparse(g, rb->gsize))
+		atomic_store(&rb->merge_needed, 1);
+}
+
+/* Put slot i (version v, contents page) into an open group, on a node
+ * outside it. have: a node already holding this version of the page
+ * (kept if the group allows), or -1. Caller holds slot i's stripe. */
+static int group_add(struct remote_backend *rb, uint64_t i, uint64_t v,
+		     const void *page, int have)
+{
+	struct slot *s = &rb->slots[i];
+	unsigned start = atomic_fetch_add(&rb->pool_rr, 1);
+	struct ppool *p = NULL;
+	int rc = -ENOSPC;
+
+	for (unsigned k = 0; k < POOL && !p; k++) {
+		struct ppool *t = &rb->pool[(start + k) % POOL];
+		if (pthread_mutex_trylock(&t->lock) == 0)
+			p = t;
+	}
+	if (!p) {
+		p = &rb->pool[start % POOL];
+		pthread_mutex_lock(&p->lock);
+	}
+	for (unsigned attempt = 0; attempt < 3; attempt++) {
+		if (p->gid < 0) {
+			p->gid = parity_group_alloc(&rb->pt, p->buf);
+			if (p->gid < 0) {
+				atomic_store(&rb->merge_needed, 1);
+				log_warn("remote swap: every parity group is in use; "
+					 "merging sparse ones");
+				rc = -ENOSPC;
+				break;
+			}
+		}
+		uint64_t gid = (uint64_t)p->gid;
+		struct parity_group *g = &rb->pt.g[gid];
+		bool exclude[CONFIG_MAX_NODES] = { false };
+		int node = -1;
+
+		pthread_mutex_lock(glock(rb, gid));
+		group_exclude(rb, g, exclude);
+		if (have >= 0 && !exclude[have] && usable(rb, (unsigned)have)) {
+			node = have;
+		} else {
+			for (unsigned tries = 0; tries < rb->nn; tries++) {
+				int idx = pick(rb, exclude);
+				if (idx < 0)
+					break;
+				rc = node_op(rb, (unsigned)idx, OP_STORE, i, v, (void *)page);
+				if (!rc) {
+					node = idx;
+					break;
+				}
+				exclude[idx] = true;
+			}
+		}
+		if (node < 0) {
+			pthread_mutex_unlock(glock(rb, gid));
+			if (g->nmem == 0) {
+				rc = rc == -ENOSPC || rc == 0 ? -ENOSPC : -EIO;
+				break;
+			}
+			/* every node left is in the group: close it early and
+			 * try a fresh one */
+			pthread_mutex_lock(glock(rb, gid));
+			group_close(rb, g);
+			pthread_mutex_unlock(glock(rb, gid));
+			p->gid = -1;
+			continue;
+		}
+		if (node != have) {
+			struct rnode *nd = &rb->nodes[node];
+			atomic_fetch_add(&nd->placed, 1);
+			atomic_fetch_add(&nd->held, 1);
+			atomic_fetch_sub(&nd->free_pages, 1);
+			if (have >= 0) {
+				atomic_fetch_sub(&rb->nodes[have].held, 1);
+				if (usable(rb, (unsigned)have))
+					(void)node_op(rb, (unsigned)have, OP_DROP, i, v, NULL);
+			}
+		}
+		s->n[0] = (uint8_t)node;
+		s->g[0] = (uint8_t)atomic_load(&rb->nodes[node].gen);
+		(void)parity_member_add(g, rb->gsize, i, v, s->n[0], s->g[0]);
+		xor_into(g->local, page, PAGE);
+		rb->slot_grp[i] = (uint32_t)gid + 1;
+		/* full, or no node left that is not in it */
+		bool full = g->nmem >= rb->gsize;
+		if (!full) {
+			memset(exclude, 0, sizeof(exclude));
+			group_exclude(rb, g, exclude);
+			full = pick(rb, exclude) < 0;
+		}
+		if (full) {
+			group_close(rb, g);
+			p->gid = -1;
+		}
+		pthread_mutex_unlock(glock(rb, gid));
+		rc = 0;
+		break;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+/* Read slot i (mapped, not spilled); a page whose node is lost is rebuilt
+ * from its group and stored again on a node outside the group. Caller
+ * holds the stripe. */
+static int pslot_read(struct remote_backend *rb, uint64_t i, void *page)
+{
+	struct slot *s = &rb->slots[i];
+
+	if (copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
+	    node_op(rb, s->n[0], OP_FETCH, i, s->version, page) == 0)
+		return 0;
+	uint64_t gid = rb->slot_grp[i] - 1;
+	struct parity_group *g = &rb->pt.g[gid];
+	pthread_mutex_lock(glock(rb, gid));
+	int idx = parity_member_find(g, i);
+	if (idx < 0 || group_reconstruct(rb, g, i, page)) {
+		pthread_mutex_unlock(glock(rb, gid));
+		atomic_fetch_add(&rb->read_errors, 1);
+		log_err("remote swap: slot %" PRIu64 " (version %" PRIu64
+			") is lost and could not be rebuilt", i, s->version);
+		return -EIO;
+	}
+	/* Re-home it: same group, a node outside it (no parity change). */
+	bool exclude[CONFIG_MAX_NODES] = { false };
+	group_exclude(rb, g, exclude);
+	for (unsigned tries = 0; tries < rb->nn; tries++) {
+		int n = pick(rb, exclude);
+		if (n < 0)
+			break;
+		if (node_op(rb, (unsigned)n, OP_STORE, i, s->version, page) == 0) {
+			if (s->n[0] != NO_NODE)
+				atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
+			atomic_fetch_add(&rb->nodes[n].held, 1);
+			atomic_fetch_add(&rb->nodes[n].placed, 1);
+			atomic_fetch_sub(&rb->nodes[n].free_pages, 1);
+			s->n[0] = (uint8_t)n;
+			s->g[0] = (uint8_t)atomic_load(&rb->nodes[n].gen);
+			g->m[idx].node = s->n[0];
+			g->m[idx].gen = s->g[0];
+			pthread_mutex_unlock(glock(rb, gid));
+			atomic_fetch_add(&rb->rehomes, 1);
+			return 0;
+		}
+		exclude[n] = true;
+	}
+	/* No node outside the group: leave it for an open group. */
+	if (s->n[0] != NO_NODE)
+		atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
+	s->n[0] = NO_NODE;
+	group_remove(rb, gid, (unsigned)idx, page);
+	pthread_mutex_unlock(glock(rb, gid));
+	if (group_add(rb, i, s->version, page, -1) == 0)
+		atomic_fetch_add(&rb->rehomes, 1);
+	else {
+		/* no node has room for it: this read gets it, later ones
+		 * will not */
+		atomic_fetch_sub(&rb->mapped, 1);
+		atomic_fetch_add(&rb->write_errors, 1);
+		log_err("remote swap: slot %" PRIu64 " rebuilt but no node took it: "
+			"it is lost after this read", i);
+	}
+	return 0;
+}
+
+/* Take mapped slot i out of its group and off its node; `known`: its
+ * contents if the caller has them. Caller holds the stripe. */
+static void pslot_unmap(struct remote_backend *rb, uint64_t i)
+{
+	struct slot *s = &rb->slots[i];
+	uint8_t old[PAGE];
+	uint64_t gid = rb->slot_grp[i] - 1;
+	struct parity_group *g = &rb->pt.g[gid];
+
+	pthread_mutex_lock(glock(rb, gid));
+	int idx = parity_member_find(g, i);
+	bool on_node = copy_valid(rb, s, 0) && usable(rb, s->n[0]);
+	bool have = (on_node && node_op(rb, s->n[0], OP_FETCH, i, s->version, old) == 0) ||
+		    (idx >= 0 && group_reconstruct(rb, g, i, old) == 0);
+	if (idx >= 0)
+		group_remove(rb, gid, (unsigned)idx, have ? old : NULL);
+	pthread_mutex_unlock(glock(rb, gid));
+	if (s->n[0] != NO_NODE) {
+		atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
+		if (on_node && node_op(rb, s->n[0], OP_DROP, i, UINT64_MAX, NULL) == 0)
+			atomic_fetch_add(&rb->nodes[s->n[0]].free_pages, 1);
+	}
+	s->n[0] = NO_NODE;
+	rb->slot_grp[i] = 0;
+}
+
+/* Write slot i. An in-use slot is overwritten where it lives and old^new
+ * reaches its group's parity before we return; a new slot (or one whose
+ * node is lost) joins an open group. Caller holds the stripe. */
+static int pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
+{
+	struct slot *s = &rb->slots[i];
+	uint64_t v = s->version + 1;
+	bool was_mapped = slot_mapped(s);
+	uint8_t old[PAGE];
+	int rc;
+
+	if (was_mapped) {
+		uint64_t gid = rb->slot_grp[i] - 1;
+		struct parity_group *g = &rb->pt.g[gid];
+		pthread_mutex_lock(glock(rb, gid));
+		int idx = parity_member_find(g, i);
+		if (idx >= 0 && copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
+		    node_op(rb, s->n[0], OP_FETCH, i, s->version, old) == 0 &&
+		    node_op(rb, s->n[0], OP_STORE, i, v, (void *)page) == 0) {
+			g->m[idx].version = v;
+			xor_into(old, page, PAGE);      /* old ^ new */
+			group_apply(rb, g, old);
+			s->version = v;
+			pthread_mutex_unlock(glock(rb, gid));
+			return 0;
+		}
+		pthread_mutex_unlock(glock(rb, gid));
+		/* Its node is lost: out of the group (contents rebuilt to
+		 * XOR them out), then in again as a new page. */
+		pslot_unmap(rb, i);
+	}
+	rc = group_add(rb, i, v, page, -1);
+	s->version = v;
+	if (!was_mapped && !rc)
+		atomic_fetch_add(&rb->mapped, 1);
+	if (was_mapped && rc)
+		atomic_fetch_sub(&rb->mapped, 1);
+	if (rc)
+		atomic_fetch_add(&rb->write_errors, 1);
+	return rc;
+}
+
 /* Write one whole slot. Caller holds the stripe. */
 static int slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 {
@@ -425,6 +955,8 @@ static int slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 	bool done[2] = { false, false };
 	int rc = 0;
 
+	if (rb->gsize)
+		return pslot_write(rb, i, page);
 	if (rb->copies == 2)
 		mirror_parallel(rb, i, v, page, done);
 	for (unsigned r = 0; r < rb->copies; r++) {
@@ -486,6 +1018,8 @@ static int slot_read(struct remote_backend *rb, uint64_t i, void *page)
 	}
 	if (s->spilled)
 		return spill_io(rb, false, i, page);
+	if (rb->gsize)
+		return pslot_read(rb, i, page);
 	for (unsigned r = 0; r < rb->copies; r++) {
 		if (!copy_valid(rb, s, r)) {
 			lost[r] = true;
@@ -635,6 +1169,8 @@ int remote_trim(void *priv, uint64_t off, uint64_t len)
 		pthread_mutex_lock(stripe(rb, i));
 		struct slot *s = &rb->slots[i];
 		if (slot_mapped(s)) {
+			if (rb->gsize)
+				pslot_unmap(rb, i);
 			slot_unmap_remote(rb, i);
 			spill_forget(rb, i);
 			atomic_fetch_sub(&rb->mapped, 1);
@@ -753,6 +1289,107 @@ static void rebuild(struct remote_backend *rb)
 			 PRIu64 " could not be", fixed, failed);
 }
 
+
+/* Parity recovery after a node death: every slot on a node no longer
+ * alive is rebuilt from its group (pslot_read) and re-homed; then every
+ * closed group whose parity page was on such a node gets it recomputed.
+ * Runs while I/O goes on; each slot is handled under its stripe like any
+ * request. */
+static void parity_recover(struct remote_backend *rb)
+{
+	uint8_t page[PAGE];
+	uint64_t fixed = 0, failed = 0, groups = 0, t0 = clock_now_ns();
+
+	for (uint64_t i = 0; i < rb->nslots; i++) {
+		if (i % 4096 == 0 && stopping(rb))
+			return;
+		struct slot *s = &rb->slots[i];
+		pthread_mutex_lock(stripe(rb, i));
+		if (s->n[0] != NO_NODE && (!copy_valid(rb, s, 0) ||
+		    !atomic_load(&rb->nodes[s->n[0]].alive))) {
+			if (pslot_read(rb, i, page) == 0)
+				fixed++;
+			else
+				failed++;
+		}
+		pthread_mutex_unlock(stripe(rb, i));
+	}
+	for (uint32_t gid = 0; gid < rb->pt.n; gid++) {
+		pthread_mutex_lock(glock(rb, gid));
+		struct parity_group *g = &rb->pt.g[gid];
+		if (g->state == PG_CLOSED && g->nmem && (g->parity_lost ||
+		    g->pn == PARITY_NO_NODE ||
+		    (uint8_t)atomic_load(&rb->nodes[g->pn].gen) != g->pgen ||
+		    !atomic_load(&rb->nodes[g->pn].alive)))
+			groups += group_parity_rebuild(rb, g) == 0;
+		pthread_mutex_unlock(glock(rb, gid));
+	}
+	uint64_t dt = clock_now_ns() - t0;
+	atomic_fetch_add(&rb->rebuild_passes, 1);
+	atomic_fetch_add(&rb->rebuilt_pages, fixed);
+	if (fixed)
+		atomic_fetch_add(&rb->rebuild_ns, dt);
+	if (fixed || failed || groups)
+		log_info("remote swap: recovery pass: %" PRIu64 " pages rebuilt from "
+			 "parity (%.3f ms/page), %" PRIu64 " could not be, %" PRIu64
+			 " parity pages recomputed", fixed,
+			 fixed ? dt / 1e6 / (double)fixed : 0.0, failed, groups);
+}
+
+/* Merge sparse closed groups: their members move into open groups (XORed
+ * out of the old parity page, into the parity-logging buffer; the data
+ * stays where it is unless the open group already has a page there). */
+static void parity_merge(struct remote_backend *rb)
+{
+	uint8_t page[PAGE];
+	uint64_t moved = 0;
+
+	for (uint32_t gid = 0; gid < rb->pt.n; gid++) {
+		uint64_t slots[PARITY_MAX_N];
+		unsigned n = 0;
+		if (gid % 4096 == 0 && stopping(rb))
+			return;
+		pthread_mutex_lock(glock(rb, gid));
+		struct parity_group *g = &rb->pt.g[gid];
+		if (parity_group_sparse(g, rb->gsize))
+			for (n = 0; n < g->nmem; n++)
+				slots[n] = g->m[n].slot;
+		pthread_mutex_unlock(glock(rb, gid));
+		for (unsigned k = 0; k < n; k++) {
+			uint64_t j = slots[k];
+			struct slot *s = &rb->slots[j];
+			pthread_mutex_lock(stripe(rb, j));
+			pthread_mutex_lock(glock(rb, gid));
+			int idx = rb->slot_grp[j] == gid + 1 && g->state == PG_CLOSED ?
+				  parity_member_find(g, j) : -1;
+			int node = s->n[0];
+			if (idx >= 0 && copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
+			    node_op(rb, s->n[0], OP_FETCH, j, s->version, page) == 0) {
+				group_remove(rb, gid, (unsigned)idx, page);
+				pthread_mutex_unlock(glock(rb, gid));
+				if (group_add(rb, j, s->version, page, node) == 0) {
+					moved++;
+				} else {
+					/* nowhere to go: the page is lost */
+					atomic_fetch_sub(&rb->nodes[node].held, 1);
+					s->n[0] = NO_NODE;
+					atomic_fetch_sub(&rb->mapped, 1);
+					atomic_fetch_add(&rb->write_errors, 1);
+					log_err("remote swap: slot %" PRIu64 " dropped while "
+						"merging parity groups: no node has room", j);
+				}
+			} else {
+				pthread_mutex_unlock(glock(rb, gid));
+			}
+			pthread_mutex_unlock(stripe(rb, j));
+		}
+	}
+	atomic_fetch_add(&rb->merged_pages, moved);
+	if (moved)
+		log_debug("remote swap: %" PRIu64 " pages of sparse parity groups merged",
+			  moved);
+}
+
 static void *refresher_main(void *arg)
 {
 	struct remote_backend *rb = arg;
@@ -776,8 +1413,12 @@ static void *refresher_main(void *arg)
 			break;
 		if (refresh(rb))
 			log_debug("remote swap: no node answered the table refresh");
-		if (rb->copies > 1 && atomic_exchange(&rb->rebuild_needed, 0))
+		if (rb->gsize && atomic_exchange(&rb->rebuild_needed, 0))
+			parity_recover(rb);
+		else if (rb->copies > 1 && atomic_exchange(&rb->rebuild_needed, 0))
 			rebuild(rb);
+		if (rb->gsize && atomic_exchange(&rb->merge_needed, 0))
+			parity_merge(rb);
 	}
 	return NULL;
 }
@@ -793,8 +1434,21 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		log_err("remote swap: size must be a non-zero multiple of 4 KiB");
 		return -EINVAL;
 	}
-	if (o->redundancy != REMOTE_NONE && o->redundancy != REMOTE_MIRROR) {
+	if (o->redundancy > REMOTE_PARITY_DIST) {
 		log_err("remote swap: unknown redundancy mode");
+		return -EINVAL;
+	}
+	bool par = o->redundancy == REMOTE_PARITY || o->redundancy == REMOTE_PARITY_DIST;
+	if (par && o->spill_path) {
+		log_err("remote swap: a spill file is not supported with parity "
+			"redundancy (spilled pages would sit outside their groups); "
+			"use mirror or none with --flash");
+		return -EINVAL;
+	}
+	if (par && o->parity_group && (o->parity_group < 2 ||
+				       o->parity_group > PARITY_MAX_N)) {
+		log_err("remote swap: parity group size %u: use 2..%u",
+			o->parity_group, PARITY_MAX_N);
 		return -EINVAL;
 	}
 	if (o->cfg->n_nodes > NO_NODE) {
@@ -813,6 +1467,13 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 	rb->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 3000;
 	rb->refresh_ms = o->refresh_ms ? o->refresh_ms : 500;
 	rb->spill_fd = -1;
+	rb->pnode = -1;
+	for (unsigned k = 0; k < POOL; k++) {
+		pthread_mutex_init(&rb->pool[k].lock, NULL);
+		rb->pool[k].gid = -1;
+	}
+	for (unsigned k = 0; k < GSTRIPES; k++)
+		pthread_mutex_init(&rb->glocks[k], NULL);
 	pthread_mutex_init(&rb->lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -879,6 +1540,39 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		remote_close(rb);
 		return -EINVAL;
 	}
+	if (par) {
+		/* data nodes: every target but the parity node (centralised) */
+		unsigned data = targets - (o->redundancy == REMOTE_PARITY);
+		unsigned want = o->parity_group ? o->parity_group : 4;
+		if (targets < 3) {
+			log_err("remote swap: parity needs at least three other nodes "
+				"in the cluster file");
+			remote_close(rb);
+			return -EINVAL;
+		}
+		rb->gsize = want;
+		if (o->redundancy == REMOTE_PARITY_DIST && data - 1 < rb->gsize)
+			rb->gsize = data - 1;   /* a node outside each group */
+		if (o->redundancy == REMOTE_PARITY && data < rb->gsize)
+			rb->gsize = data;
+		if (rb->gsize < 2)
+			rb->gsize = 2;
+		if (rb->gsize != want)
+			log_warn("remote swap: parity groups of %u pages (%u nodes "
+				 "for data)", rb->gsize, data);
+		if (o->redundancy == REMOTE_PARITY)
+			for (unsigned i = 0; i < rb->nn && rb->pnode < 0; i++)
+				if (rb->nodes[i].target)
+					rb->pnode = (int)i;
+		/* every live group has a page; sparse ones get merged */
+		uint64_t ng = rb->nslots / 2 + 64;
+		rb->slot_grp = calloc(rb->nslots, sizeof(*rb->slot_grp));
+		if (!rb->slot_grp || ng > UINT32_MAX ||
+		    parity_table_init(&rb->pt, (uint32_t)ng, rb->gsize)) {
+			remote_close(rb);
+			return -ENOMEM;
+		}
+	}
 	/* Each node's own report of its capacity, to start with; and a clean
 	 * slate: pages an earlier device with our owner id left are dropped. */
 	rc = -EHOSTUNREACH;
@@ -904,7 +1598,13 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 	}
 	rb->refresher_started = true;
 	log_info("remote swap: %" PRIu64 " slots over %u nodes, redundancy %s",
-		 rb->nslots, targets, rb->red == REMOTE_MIRROR ? "mirror" : "none");
+		 rb->nslots, targets, red_name(rb->red));
+	if (rb->pnode >= 0)
+		log_info("remote swap: parity node %u, groups of %u pages",
+			 rb->nodes[rb->pnode].id, rb->gsize);
+	else if (rb->gsize)
+		log_info("remote swap: parity spread over the nodes, groups of %u pages",
+			 rb->gsize);
 	*out = rb;
 	return 0;
 }
@@ -934,6 +1634,12 @@ void remote_close(struct remote_backend *rb)
 	pthread_cond_destroy(&rb->cond);
 	pthread_mutex_destroy(&rb->lock);
 	free(rb->slots);
+	free(rb->slot_grp);
+	parity_table_fini(&rb->pt);
+	for (unsigned k = 0; k < POOL; k++)
+		pthread_mutex_destroy(&rb->pool[k].lock);
+	for (unsigned k = 0; k < GSTRIPES; k++)
+		pthread_mutex_destroy(&rb->glocks[k]);
 	memset(rb->cfg.secret, 0, sizeof(rb->cfg.secret));
 	free(rb);
 }
@@ -951,7 +1657,7 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 	int w_ = snprintf(out + len, outlen > len ? outlen - len : 0, __VA_ARGS__); \
 	if (w_ > 0) len += (size_t)w_; \
 } while (0)
-	OUT("remote_redundancy: %s\n", rb->red == REMOTE_MIRROR ? "mirror" : "none");
+	OUT("remote_redundancy: %s\n", red_name(rb->red));
 	OUT("remote_slots: %" PRIu64 "\n", rb->nslots);
 	OUT("remote_slots_mapped: %" PRIu64 "\n", (uint64_t)atomic_load(&rb->mapped));
 	OUT("remote_reads: %" PRIu64 "\nremote_writes: %" PRIu64 "\nremote_trims: %" PRIu64 "\n",
@@ -961,6 +1667,36 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 	OUT("remote_failovers: %" PRIu64 "\nremote_remirrors: %" PRIu64 "\n",
 	    (uint64_t)atomic_load(&rb->failovers), (uint64_t)atomic_load(&rb->remirrors));
 	OUT("remote_rebuild_passes: %" PRIu64 "\n", (uint64_t)atomic_load(&rb->rebuild_passes));
+	if (rb->gsize) {
+		uint64_t used = parity_groups_used(&rb->pt);
+		uint64_t mapped = atomic_load(&rb->mapped);
+		uint64_t rp = atomic_load(&rb->rebuilt_pages);
+		/* client RAM for redundancy: the group table, the slot ->
+		 * group map and the parity-logging buffers */
+		uint64_t local = (uint64_t)rb->pt.n * sizeof(struct parity_group) +
+				 rb->nslots * sizeof(uint32_t) + sizeof(rb->pool);
+		OUT("parity_group_size: %u\n", rb->gsize);
+		if (rb->pnode >= 0)
+			OUT("parity_node: %u\n", rb->nodes[rb->pnode].id);
+		OUT("parity_groups: %" PRIu64 "\n", used);
+		OUT("parity_sends: %" PRIu64 "\nparity_updates: %" PRIu64
+		    "\nparity_rebuilds: %" PRIu64 "\nparity_errors: %" PRIu64 "\n",
+		    (uint64_t)atomic_load(&rb->parity_sends),
+		    (uint64_t)atomic_load(&rb->parity_updates),
+		    (uint64_t)atomic_load(&rb->parity_rebuilds),
+		    (uint64_t)atomic_load(&rb->parity_errors));
+		OUT("parity_reconstructs: %" PRIu64 "\nparity_rehomes: %" PRIu64
+		    "\nparity_merged_pages: %" PRIu64 "\n",
+		    (uint64_t)atomic_load(&rb->reconstructs),
+		    (uint64_t)atomic_load(&rb->rehomes),
+		    (uint64_t)atomic_load(&rb->merged_pages));
+		OUT("parity_rebuilt_pages: %" PRIu64 "\nparity_rebuild_ms_per_page: %.4f\n",
+		    rp, rp ? atomic_load(&rb->rebuild_ns) / 1e6 / (double)rp : 0.0);
+		OUT("parity_client_bytes: %" PRIu64 "\nparity_client_bytes_per_page: %.1f\n",
+		    local, mapped ? (double)local / (double)mapped : 0.0);
+		OUT("parity_node_bytes_per_page: %.1f\n",
+		    mapped ? (double)used * PAGE / (double)mapped : 0.0);
+	}
 	OUT("remote_spill: %s\n", rb->spill_fd >= 0 ? "yes" : "no");
 	OUT("remote_spills: %" PRIu64 "\nremote_slots_spilled: %" PRIu64 "\n",
 	    (uint64_t)atomic_load(&rb->spills), (uint64_t)atomic_load(&rb->spilled_now));

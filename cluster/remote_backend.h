@@ -19,8 +19,26 @@
  * Nswap's dynamic mirroring). With mirror, a read whose first copy fails
  * (node dead, connection lost, copy missing or stale) is served from the
  * second, and the lost copy is re-created on another node on the spot; a
- * write is acknowledged only when both copies are stored. Parity modes come
- * with the full remote-swap issue.
+ * write is acknowledged only when both copies are stored.
+ *
+ * "parity" (Nswap's centralised dynamic parity, RAID-4-like) and
+ * "parity-dist" (decentralised, RAID-5-like): one copy of each page, and
+ * pages grouped N at a time (cluster/parity.h), each member on a different
+ * node, with one parity page per group (XOR of the members). New pages are
+ * XORed into a parity-logging buffer in the client; when a group has N
+ * members its parity page is sent, once, to the parity node (parity: one
+ * dedicated node, the lowest id other than ours, which holds no data pages
+ * while alive; parity-dist: a node outside the group, picked like a data
+ * page's node). Client-driven (our nodes never talk to each other about
+ * pages): an overwrite of an in-use slot fetches the old page, stores the
+ * new one where the old lived and sends old^new to the parity node before
+ * the write is acknowledged (the paper has the storing node send it). TRIM
+ * XORs the page out of its group; groups left with N/2 or fewer pages are
+ * merged into open groups in the background. A page whose node is lost is
+ * rebuilt from its group (parity ^ the other members): on the spot by a
+ * read or write, and for all of them by a background pass once the node is
+ * seen dead; it is stored on a node outside its group. A lost parity page
+ * is recomputed from its members onto another node (paper IV.B.4).
  *
  * The functions have the shapes of nbd/backend.h's nbd_backend_ops, so
  * nvswapd's adapter is a table of pointers (cluster/ does not include nbd/
@@ -38,7 +56,8 @@
 
 #include "cluster/config.h"
 
-enum remote_redundancy { REMOTE_NONE = 0, REMOTE_MIRROR };
+enum remote_redundancy { REMOTE_NONE = 0, REMOTE_MIRROR, REMOTE_PARITY,
+			 REMOTE_PARITY_DIST };
 
 struct remote_opts {
 	const struct cluster_config *cfg;  /* copied; secret loaded */
@@ -52,7 +71,10 @@ struct remote_opts {
 	unsigned refresh_ms;            /* capacity table refresh; 0: 500 */
 	const char *spill_path;         /* local file for pages no node has
 					 * room for; NULL: such writes fail
-					 * -ENOSPC. Refused on tmpfs. */
+					 * -ENOSPC. Refused on tmpfs, and with
+					 * the parity modes. */
+	unsigned parity_group;          /* parity modes: data pages per
+					 * group, 2..8; 0: 4 */
 };
 
 struct remote_backend;
@@ -62,8 +84,11 @@ struct remote_backend;
  * reachable), -ENOMEM. */
 int remote_open(struct remote_backend **out, const struct remote_opts *o);
 void remote_close(struct remote_backend *rb);
-/* "none", "mirror" -> enum; -EINVAL otherwise. */
+/* "none", "mirror", "parity[:N]", "parity-dist[:N]" -> enum; -EINVAL
+ * otherwise. remote_parity_group_parse gives the N of "parity:N" (0: not
+ * given, or -EINVAL for a bad one). */
 int remote_redundancy_parse(const char *s);
+int remote_parity_group_parse(const char *s);
 
 /* nbd_backend_ops shapes. off/len inside the device (checked: -EINVAL).
  * Errors: -EIO (no copy could be read / stored), -ENOSPC (no node has room). */

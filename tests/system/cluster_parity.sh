@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# cluster_parity.sh - nvswapd's remote store with parity redundancy over six
+# nvcached nodes on loopback (we are node 1; pages go to nodes 2-6), for
+# parity (centralised, node 2 holds the parity pages) and parity-dist:
+# nbdcopy round trip; kill -9 of a data node while data is being written,
+# everything read back intact (lost pages rebuilt on the spot from their
+# groups, the rest by the background pass); kill -9 of the node with parity
+# pages, then of another data node: the recomputed parity rebuilds its pages.
+# With redundancy none a dead node's pages give EIO, and nothing hangs.
+T_TIMEOUT=${T_TIMEOUT:-240}
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster_common.bash"
+. "$(dirname "$0")/nbd_common.bash"
+t_require_cmd nbdcopy nbdinfo python3 cmp
+
+nvcached=$(t_bin nvcached) || exit 1
+ctl=$(t_bin nvcachectl) || exit 1
+export NVCACHE_RUN_DIR=$T_DIR/run
+head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
+chmod 600 "$T_DIR/secret"
+stat_val() { "$ctl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'; }
+alive_is() { [ "$(stat_val "$1" nodes_alive)" = "$2" ]; }
+
+# start_cluster TAG: six fresh nodes, config in $conf, pids in pid[].
+declare -A pid
+start_cluster() {
+  read -r -a ports < <(cluster_free_ports 6)
+  conf=$T_DIR/cluster-$1.conf
+  { echo "secret secret"
+    for i in 1 2 3 4 5 6; do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done; } >"$conf"
+  for i in 1 2 3 4 5 6; do
+    "$nvcached" --cluster "$conf" --node $i -f --heartbeat 200 --timeout 1000 \
+      >"$T_DIR/node$i-$1.log" 2>&1 &
+    pid[$i]=$!
+    t_cleanup "kill -9 ${pid[$i]} 2>/dev/null"
+  done
+  for i in 1 2 3 4 5 6; do t_wait 15 alive_is $i 5 || t_fail "node $i does not see its peers"; done
+}
+stop_cluster() { for i in 1 2 3 4 5 6; do kill -9 "${pid[$i]}" 2>/dev/null; done; }
+
+# Bad options are refused with a clear message.
+start_cluster opts
+for bad in parity:1 parity:9 parity:x raid5; do
+  if timeout 20 "$(t_bin nvswapd)" -f --unix "$T_DIR/x.sock" --name clx --size 16M \
+       --store remote --cluster "$conf" --node 1 --redundancy $bad >"$T_DIR/x.log" 2>&1; then
+    t_fail "nvswapd accepted --redundancy $bad"
+  fi
+  grep -q "redundancy\|parity group" "$T_DIR/x.log" || t_fail "no message for $bad: $(cat "$T_DIR/x.log")"
+done
+if timeout 20 "$(t_bin nvswapd)" -f --unix "$T_DIR/x.sock" --name clx --size 16M \
+     --store remote --cluster "$conf" --node 1 --redundancy parity --flash "$T_DIR/spill" >"$T_DIR/x.log" 2>&1; then
+  t_fail "nvswapd accepted a spill file with parity"
+fi
+grep -q "spill file is not supported with parity" "$T_DIR/x.log" || t_fail "no spill refusal: $(cat "$T_DIR/x.log")"
+stop_cluster
+
+run_mode() {
+  local mode=$1 victim=$2 pkill=$3 third=$4
+  start_cluster "$mode"
+  local sock=$T_DIR/nbd-$mode.sock name=clp${mode//-/}
+  nbd_start "$sock" "$name" --size 48M --store remote --cluster "$conf" --node 1 \
+    --redundancy "$mode:2"
+  local pidd=$NBD_PID uri="nbd+unix:///$name?socket=$sock"
+  st() { nbd_stat "$name" "$1"; }
+
+  head -c 16M /dev/urandom >"$T_DIR/data"
+  truncate -s 48M "$T_DIR/data"
+  nbdcopy "$T_DIR/data" "$uri" || t_fail "$mode: nbdcopy to the device"
+  nbdcopy "$uri" "$T_DIR/back" || t_fail "$mode: nbdcopy from the device"
+  cmp "$T_DIR/data" "$T_DIR/back" || t_fail "$mode: data read back differs"
+  local mapped par=0 dat=0
+  mapped=$(st remote_slots_mapped)
+  for i in 2 3 4 5 6; do
+    par=$((par + $(stat_val $i pages_parity))); dat=$((dat + $(stat_val $i pages_data)))
+  done
+  t_log "$mode: $mapped slots mapped, $dat data pages and $par parity pages on the nodes, $(st parity_groups) groups"
+  [ "$dat" -eq "$mapped" ] || t_fail "$mode: $dat data pages on the nodes for $mapped slots"
+  [ "$par" -ge $((mapped / 2 - 8)) ] && [ "$par" -le $((mapped / 2 + 8)) ] ||
+    t_fail "$mode: $par parity pages for $mapped slots in groups of 2"
+  [ "$(stat_val 1 pages_data)" = 0 ] || t_fail "$mode: pages on our own node"
+  if [ "$mode" = parity ]; then
+    [ "$(stat_val 2 pages_data)" = 0 ] || t_fail "parity: data pages on the parity node"
+    [ "$(stat_val 2 pages_parity)" = "$par" ] || t_fail "parity: parity pages off the parity node"
+  else
+    for i in 2 3 4 5 6; do
+      [ "$(stat_val $i pages_parity)" -gt 100 ] || t_fail "parity-dist: node $i holds $(stat_val $i pages_parity) parity pages"
+    done
+  fi
+
+  # Overwrite 8 MiB (in-use slots: old^new to the parity) and kill a data
+  # node while that goes on.
+  head -c 8M /dev/urandom | dd of="$T_DIR/data" bs=1M seek=4 conv=notrunc status=none
+  nbdcopy "$T_DIR/data" "$uri" & local cp=$!
+  sleep 0.3
+  kill -9 "${pid[$victim]}"
+  wait $cp || t_fail "$mode: writing while node $victim died"
+  nbdcopy "$uri" "$T_DIR/back2" || t_fail "$mode: nbdcopy after node $victim died"
+  cmp "$T_DIR/data" "$T_DIR/back2" || t_fail "$mode: data differs after node $victim died"
+  [ "$(st remote_read_errors)" = 0 ] || t_fail "$mode: read errors after one node died"
+  [ "$(st parity_reconstructs)" -gt 0 ] || t_fail "$mode: nothing rebuilt from parity"
+  t_log "$mode: updates $(st parity_updates), rebuilt on the spot or in the background: $(st parity_reconstructs), re-homed $(st parity_rehomes)"
+  # the background pass leaves nothing on the dead node
+  gone() { local n=0; for i in 2 3 4 5 6; do [ "$i" = "$victim" ] || n=$((n + $(stat_val $i pages_data))); done; [ $n -eq "$(st remote_slots_mapped)" ]; }
+  t_wait 30 gone || t_fail "$mode: pages of node $victim not rebuilt elsewhere"
+
+  # Kill a node holding parity pages: parity is recomputed from the data.
+  local pr0; pr0=$(st parity_rebuilds)
+  kill -9 "${pid[$pkill]}"
+  prebuilt() { [ "$(st parity_rebuilds)" -gt "$pr0" ] && [ "$(st remote_rebuild_passes)" -gt 0 ]; }
+  t_wait 30 prebuilt || t_fail "$mode: parity not recomputed after node $pkill died"
+  sleep 2
+  nbdcopy "$uri" "$T_DIR/back3" || t_fail "$mode: nbdcopy after node $pkill died"
+  cmp "$T_DIR/data" "$T_DIR/back3" || t_fail "$mode: data differs after node $pkill died"
+  # ... and that parity is right: lose one more data node, read all back.
+  kill -9 "${pid[$third]}"
+  nbdcopy "$uri" "$T_DIR/back4" || t_fail "$mode: nbdcopy after node $third died"
+  cmp "$T_DIR/data" "$T_DIR/back4" || t_fail "$mode: data differs after node $third died (recomputed parity wrong?)"
+  [ "$(st remote_read_errors)" = 0 ] || t_fail "$mode: read errors"
+  t_log "$mode: after three node deaths: $(st parity_reconstructs) pages rebuilt, $(st parity_rebuilds) parity pages recomputed"
+  kill "$pidd"; wait "$pidd" 2>/dev/null
+  stop_cluster
+}
+run_mode parity 4 2 5
+run_mode parity-dist 4 3 5
+
+# redundancy none: a dead node's pages fail with EIO, quickly.
+start_cluster none
+sock=$T_DIR/nbd-none.sock
+nbd_start "$sock" clpnone --size 16M --store remote --cluster "$conf" --node 1 --redundancy none
+uri="nbd+unix:///clpnone?socket=$sock"
+head -c 16M /dev/urandom >"$T_DIR/d0"
+nbdcopy "$T_DIR/d0" "$uri" || t_fail "none: nbdcopy to the device"
+kill -9 "${pid[3]}"
+if timeout 40 nbdcopy "$uri" "$T_DIR/b0" 2>"$T_DIR/none.err"; then
+  t_fail "none: reading a dead node's pages succeeded"
+fi
+rc=$?
+[ $rc -ne 124 ] || t_fail "none: reading a dead node's pages hung"
+grep -qi "input/output\|EIO" "$T_DIR/none.err" || t_log "none: nbdcopy said: $(head -3 "$T_DIR/none.err")"
+t_log "PASS"
