@@ -40,7 +40,8 @@ int nbd_backend_remote_create(struct nbd_backend *be,
 	}
 	int red = remote_redundancy_parse(o->redundancy ? o->redundancy : "mirror");
 	if (red < 0) {
-		log_err("--redundancy %s: use none or mirror (parity modes come later)",
+		log_err("--redundancy %s: use none, mirror, parity[:N] or "
+			"parity-dist[:N] (N: 2..8 pages per parity group)",
 			o->redundancy);
 		free(cfg);
 		return -EINVAL;
@@ -49,6 +50,8 @@ int nbd_backend_remote_create(struct nbd_backend *be,
 		.cfg = cfg, .self_node = o->self_node, .size = o->size,
 		.redundancy = (enum remote_redundancy)red,
 		.spill_path = o->spill_path,
+		.parity_group = (unsigned)remote_parity_group_parse(
+			o->redundancy ? o->redundancy : "mirror"),
 		/* one key space per (node, export): two swap devices of one
 		 * node never see each other's pages */
 		.owner = (uint64_t)o->self_node << 32 |
