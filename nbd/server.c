@@ -28,6 +28,7 @@
 #define RING_ENTRIES 256
 #define TAG_ACCEPT   1ULL
 #define TAG_WAKE     2ULL
+#define TAG_RETRY    3ULL   /* accept failed: try again after a pause */
 #define OP_RECV      1ULL
 #define OP_SEND      2ULL
 #define OP_MASK      3ULL
@@ -237,9 +238,20 @@ static void on_accept(struct worker *w, int res)
 
 	w->accept_posted = false;
 	if (res < 0) {
-		post_accept(w);
-		if (res != -ECANCELED)
-			log_warn("accept on %s: %s", srv->where, strerror(-res));
+		if (res == -ECANCELED || atomic_load(&srv->stop))
+			return;
+		/* Out of descriptors or memory: retrying at once would spin
+		 * and flood the log; pause 100 ms (a timer keeps the slot). */
+		log_warn("accept on %s: %s; retrying in 100 ms", srv->where,
+			 strerror(-res));
+		struct io_uring_sqe *sqe = sqe_get(w);
+		if (sqe) {
+			static struct __kernel_timespec pause = {
+				.tv_nsec = 100 * 1000 * 1000 };
+			io_uring_prep_timeout(sqe, &pause, 0, 0);
+			io_uring_sqe_set_data64(sqe, TAG_RETRY);
+			w->accept_posted = true;
+		}
 		return;
 	}
 	if (atomic_load(&srv->stop)) {
@@ -333,6 +345,10 @@ static void *worker_main(void *arg)
 				on_accept(w, cqe->res);
 			else if (ud == TAG_WAKE)
 				; /* stop is checked by the loop */
+			else if (ud == TAG_RETRY) {
+				w->accept_posted = false;
+				post_accept(w);
+			}
 			else
 				on_conn(w, (struct wconn *)(uintptr_t)(ud & ~OP_MASK),
 					ud & OP_MASK, cqe->res);
