@@ -88,7 +88,7 @@ if [ -x build/nbd/nvswapd ]; then
     nbdfuse $d --unix "$sock" &
     echo $d > $state/nbdfuse.dir
     for _ in $(seq 50); do [ -e $d/nbd ] && break; sleep 0.1; done
-    dev=$(losetup -f --show $d/nbd)
+    dev=$(losetup -f --show --direct-io=on $d/nbd)
     echo "$dev" > $state/loop
     mkswap "$dev" >/dev/null
     swapon --discard=pages "$dev"
