@@ -7,6 +7,7 @@
  * its own copy of each page's tier to check every move against, so a
  * policy bug becomes a logged -EIO rather than a silently wrong page. */
 #include "pmem/tierstore.h"
+#include "pmem/model.h"
 
 #include "common/log.h"
 #include "pmem/region.h"
@@ -50,6 +51,9 @@ struct tierstore {
 	bool ring_ok;
 	uint64_t flash_pages;
 	struct tierstore_stats st;
+	/* The time/energy model's inputs, under lock (pmem/model.h). */
+	struct model_params mp;
+	struct model_counts mc;
 };
 
 static void *table(uint64_t n, size_t each)
@@ -181,6 +185,7 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 	if (!ts)
 		return -ENOMEM;
 	pthread_mutex_init(&ts->lock, NULL);
+	model_params_default(&ts->mp);
 	ts->flash_fd = -1;
 	ts->pages = o->pages;
 	ts->tier = table(o->pages, 1);
@@ -406,22 +411,27 @@ static int move_apply(struct tierstore *ts, const struct tier_move *m,
 /* Present one page access to the policy and apply its moves. On success
  * the page is in memory: *t and *s say where. Lock held. */
 static int page_access(struct tierstore *ts, uint64_t p, bool write,
-		       bool full_write, unsigned *t, uint32_t *s)
+		       size_t nbytes, unsigned *t, uint32_t *s)
 {
+	bool full_write = write && nbytes == PG;
 	struct tier_move mv[POLICY_MAX_MOVES];
 	enum tier served;
 	unsigned n = policy_access(ts->pol, p, write, mv, &served);
 	int rc;
 
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		if ((rc = move_apply(ts, &mv[i], p, full_write)) < 0)
 			return rc;
+		model_count_move(&ts->mc, &mv[i]);
+	}
 	if (served > TIER_DRAM || ts->tier[p] != served) {
 		log_err("tiering policy %s: page %llu served from tier %u but "
 			"the store has it in tier %u", policy_name(ts->pol),
 			(unsigned long long)p, served, ts->tier[p]);
 		return -EIO;
 	}
+	model_count_access(&ts->mc, served, write,
+			   (nbytes + ts->mp.line_bytes - 1) / ts->mp.line_bytes);
 	if (served == TIER_MRAM)
 		ts->st.served_mram++;
 	else
@@ -464,7 +474,7 @@ int tierstore_pread(struct tierstore *ts, void *buf, uint64_t off, size_t len)
 			memset(b, 0, n);
 			ts->st.zero_reads++;
 		} else {
-			if ((rc = page_access(ts, p, false, false, &t, &s)) < 0)
+			if ((rc = page_access(ts, p, false, n, &t, &s)) < 0)
 				break;
 			frame_get(ts, t, b, frame(ts, t, s) + in, n);
 		}
@@ -495,7 +505,7 @@ int tierstore_pwrite(struct tierstore *ts, const void *buf, uint64_t off,
 		count(&ts->nwrites[p]);
 		/* A partial page is read-modify-written: the access brings
 		 * its old contents (or zeros) into memory first. */
-		if ((rc = page_access(ts, p, true, n == PG, &t, &s)) < 0)
+		if ((rc = page_access(ts, p, true, n, &t, &s)) < 0)
 			break;
 		frame_put(ts, t, frame(ts, t, s) + in, b, n);
 		b += n;
@@ -637,9 +647,19 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		(unsigned long long)st.drops,
 		(unsigned long long)st.flash_errors,
 		served ? (double)st.served_mram / (double)served : 0.0);
-	/* The time/energy model's estimate (pmem/model.h, tiering issue)
-	 * goes here, appended from the policy counters. */
 	if (n < 0)
 		return -EIO;
+	/* The time/energy model's estimate of what the accesses so far
+	 * would cost on real MRAM/DRAM/flash (the seed paper's Table 2). */
+	if ((size_t)n < len) {
+		struct model_counts mc;
+		pthread_mutex_lock(&ts->lock);
+		mc = ts->mc;
+		pthread_mutex_unlock(&ts->lock);
+		n += model_stats_format(&ts->mp, &mc,
+					st.pages_cap[TIER_MRAM] * PG,
+					st.pages_cap[TIER_DRAM] * PG,
+					out + n, len - (size_t)n);
+	}
 	return (size_t)n < len ? n : (ssize_t)len - 1;
 }

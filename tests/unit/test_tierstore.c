@@ -147,6 +147,13 @@ static void spill_to_flash_and_back(void **s)
 	assert_true(tierstore_stats_format(ts, txt, sizeof(txt)) > 0);
 	assert_non_null(strstr(txt, "flash_pages: 448\n"));
 	assert_non_null(strstr(txt, "mram_hit_rate: "));
+	/* The model's estimate: flash traffic happened, so time is spent. */
+	char *mt = strstr(txt, "model_time_s: ");
+	char *me = strstr(txt, "model_energy_j: ");
+	assert_non_null(mt);
+	assert_non_null(me);
+	assert_true(strtod(mt + 14, NULL) > 0);
+	assert_true(strtod(me + 16, NULL) > 0);
 
 	/* Trim pages on flash: they read as zeros, flash count drops. */
 	assert_int_equal(tierstore_trim(ts, 0, 512 * PG), 0);
