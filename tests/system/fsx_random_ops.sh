@@ -12,8 +12,8 @@
 #
 #   FSX_SEED=N      replay one sequence (the seed is printed either way)
 #   FSX_OPS=N       steps of the main run (default 10000)
-#   FSX_OPS_SMALL=N steps of the small-cache run (default 3000, 0 = none)
-#   FSX_OPS_CRASH=N steps of the kill -9 run (default 3000, 0 = none)
+#   FSX_OPS_SMALL=N steps of the small-cache run (default 2000, 0 = none)
+#   FSX_OPS_CRASH=N steps of the kill -9 run (default 2000, 0 = none)
 #   FSX_FS=passthrough  validate the harness on libfuse's passthrough_ll
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fsx/common.sh"
@@ -23,8 +23,8 @@ t_require_cmd fusermount3 python3
 ops_py=$T_ROOT/tests/system/fsx/fsx_ops.py
 seed=${FSX_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 ops=${FSX_OPS:-10000}
-ops_small=${FSX_OPS_SMALL:-3000}
-ops_crash=${FSX_OPS_CRASH:-3000}
+ops_small=${FSX_OPS_SMALL:-2000}
+ops_crash=${FSX_OPS_CRASH:-2000}
 extra_args=()
 # passthrough_ll opens its backing file with the caller's O_APPEND, so the
 # kernel's write-back of an mmap-dirtied page through such a handle lands at
