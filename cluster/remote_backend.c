@@ -40,6 +40,13 @@ struct rnode {
 	const struct cluster_node *cn;
 	bool target;                    /* not ourselves */
 	atomic_int alive;               /* per the last node table */
+	/* Declared dead, and the incarnation it had then: until the node
+	 * answers us itself or shows a new incarnation, a peer that still
+	 * calls it alive has simply not noticed yet (its heartbeat timeout
+	 * runs later than ours). Without this the verdict flaps while the
+	 * cluster agrees, and a recovery pass can run under a stale "alive". */
+	atomic_int declared_dead;
+	atomic_uint_fast64_t dead_inc;
 	atomic_int_fast64_t free_pages; /* estimate: offer - use */
 	atomic_uint_fast64_t down_until_ns;
 	atomic_uint rr;                 /* rotating start for conn_get */
@@ -101,6 +108,7 @@ struct remote_backend {
 		merged_pages;
 
 	atomic_int rebuild_needed;      /* a node died: re-mirror its copies */
+	atomic_int recovering;          /* a recovery pass is running */
 	atomic_uint_fast64_t mapped, reads, writes, trims, failovers, remirrors,
 		read_errors, write_errors, zero_reads, rebuild_passes,
 		spills, spilled_now;
@@ -227,8 +235,13 @@ static struct rconn *conn_get(struct remote_backend *rb, unsigned i, int *rc)
 	}
 	if (!c->cl) {
 		char err[256];
-		/* The only allocation on the I/O path: reconnecting. */
-		*rc = cluster_client_open_node(&c->cl, &rb->cfg, nd->id, rb->self,
+		/* The only allocation on the I/O path: reconnecting. We
+		 * authenticate as a client (id 0), not as our node: the
+		 * node's own nvcached speaks for it, and a second process
+		 * claiming its id with another incarnation would look to
+		 * every peer like a restart of that node, after which they
+		 * would refuse the real one's heartbeats as stale. */
+		*rc = cluster_client_open_node(&c->cl, &rb->cfg, nd->id, 0,
 					       rb->owner, rb->timeout_ms, err,
 					       sizeof(err));
 		if (*rc) {
@@ -547,7 +560,8 @@ static int group_parity_store(struct remote_backend *rb, struct parity_group *g,
 	uint8_t oldpn = g->pn;
 
 	for (unsigned k = 0; k < g->nmem; k++)
-		exclude[g->m[k].node] = true;
+		if (g->m[k].node != NO_NODE)
+			exclude[g->m[k].node] = true;
 	for (unsigned tries = 0; tries < rb->nn; tries++) {
 		int pn = -1;
 		if (rb->pnode >= 0 && !exclude[rb->pnode] && usable(rb, (unsigned)rb->pnode))
@@ -1213,15 +1227,32 @@ static int refresh_from(struct remote_backend *rb, unsigned i)
 			if (tab[k].state == FN_UNKNOWN)
 				break;
 			bool alive = tab[k].state == FN_ALIVE || tab[k].state == FN_SELF;
+			if (alive && tab[k].state != FN_SELF &&
+			    atomic_load(&nd->declared_dead) &&
+			    (!tab[k].incarnation ||
+			     tab[k].incarnation == atomic_load(&nd->dead_inc)))
+				alive = false;          /* stale news, see rnode */
 			if (alive && tab[k].incarnation)
 				saw_incarnation(rb, j, tab[k].incarnation);
+			if (alive)
+				atomic_store(&nd->declared_dead, 0);
 			int was = atomic_exchange(&nd->alive, alive);
+			if (!was && alive)
+				log_info("remote swap: node %u is alive (per node %u)",
+					 nd->id, rb->nodes[i].id);
 			if (was && !alive) {
+				atomic_store(&nd->dead_inc, atomic_load(&nd->incarnation));
+				atomic_store(&nd->declared_dead, 1);
 				log_warn("remote swap: node %u is dead (per node %u)%s",
 					 nd->id, rb->nodes[i].id, rb->copies > 1 ?
 					 ": re-mirroring its pages" : "");
 				atomic_store(&rb->rebuild_needed, 1);
 			}
+			/* A peer that has not had a heartbeat with this
+			 * node's capacity yet reports 0 offered: no news,
+			 * which must not overwrite the node's own report. */
+			if (tab[k].state != FN_SELF && !tab[k].cap.offered)
+				break;
 			uint64_t fr = tab[k].cap.offered > tab[k].cap.used ?
 				      (tab[k].cap.offered - tab[k].cap.used) / PAGE : 0;
 			atomic_store(&nd->free_pages, (int_fast64_t)fr);
@@ -1294,26 +1325,62 @@ static void rebuild(struct remote_backend *rb)
  * alive is rebuilt from its group (pslot_read) and re-homed; then every
  * closed group whose parity page was on such a node gets it recomputed.
  * Runs while I/O goes on; each slot is handled under its stripe like any
- * request. */
-static void parity_recover(struct remote_backend *rb)
-{
-	uint8_t page[PAGE];
-	uint64_t fixed = 0, failed = 0, groups = 0, t0 = clock_now_ns();
+ * request. Slots are shared out among RECOVER_THREADS workers so that
+ * several groups' fetches are in flight at once (each rebuild is a chain
+ * of round trips). */
+#define RECOVER_THREADS 8
 
-	for (uint64_t i = 0; i < rb->nslots; i++) {
-		if (i % 4096 == 0 && stopping(rb))
-			return;
+struct recover_arg {
+	struct remote_backend *rb;
+	unsigned k;
+	uint64_t fixed, failed;
+};
+
+static void *recover_worker(void *arg)
+{
+	struct recover_arg *a = arg;
+	struct remote_backend *rb = a->rb;
+	uint8_t page[PAGE];
+
+	for (uint64_t i = a->k; i < rb->nslots; i += RECOVER_THREADS) {
+		if (i % 4096 < RECOVER_THREADS && stopping(rb))
+			break;
 		struct slot *s = &rb->slots[i];
 		pthread_mutex_lock(stripe(rb, i));
 		if (s->n[0] != NO_NODE && (!copy_valid(rb, s, 0) ||
 		    !atomic_load(&rb->nodes[s->n[0]].alive))) {
 			if (pslot_read(rb, i, page) == 0)
-				fixed++;
+				a->fixed++;
 			else
-				failed++;
+				a->failed++;
 		}
 		pthread_mutex_unlock(stripe(rb, i));
 	}
+	return NULL;
+}
+
+static void parity_recover(struct remote_backend *rb)
+{
+	struct recover_arg args[RECOVER_THREADS];
+	pthread_t th[RECOVER_THREADS];
+	bool started[RECOVER_THREADS];
+	uint64_t fixed = 0, failed = 0, groups = 0, t0 = clock_now_ns();
+
+	for (unsigned k = 0; k < RECOVER_THREADS; k++) {
+		args[k] = (struct recover_arg){ .rb = rb, .k = k };
+		started[k] = pthread_create(&th[k], NULL, recover_worker, &args[k]) == 0;
+		if (!started[k])
+			recover_worker(&args[k]);       /* no thread: do it here */
+	}
+	for (unsigned k = 0; k < RECOVER_THREADS; k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		fixed += args[k].fixed;
+		failed += args[k].failed;
+	}
+	uint64_t dt = clock_now_ns() - t0;
+	if (stopping(rb))
+		return;
 	for (uint32_t gid = 0; gid < rb->pt.n; gid++) {
 		pthread_mutex_lock(glock(rb, gid));
 		struct parity_group *g = &rb->pt.g[gid];
@@ -1324,7 +1391,6 @@ static void parity_recover(struct remote_backend *rb)
 			groups += group_parity_rebuild(rb, g) == 0;
 		pthread_mutex_unlock(glock(rb, gid));
 	}
-	uint64_t dt = clock_now_ns() - t0;
 	atomic_fetch_add(&rb->rebuild_passes, 1);
 	atomic_fetch_add(&rb->rebuilt_pages, fixed);
 	if (fixed)
@@ -1413,10 +1479,12 @@ static void *refresher_main(void *arg)
 			break;
 		if (refresh(rb))
 			log_debug("remote swap: no node answered the table refresh");
+		atomic_store(&rb->recovering, 1);
 		if (rb->gsize && atomic_exchange(&rb->rebuild_needed, 0))
 			parity_recover(rb);
 		else if (rb->copies > 1 && atomic_exchange(&rb->rebuild_needed, 0))
 			rebuild(rb);
+		atomic_store(&rb->recovering, 0);
 		if (rb->gsize && atomic_exchange(&rb->merge_needed, 0))
 			parity_merge(rb);
 	}
@@ -1649,6 +1717,50 @@ void remote_destroy(void *priv)
 	remote_close(priv);
 }
 
+/* How much is not redundant right now: slots with a copy missing or on a
+ * node no longer alive, closed groups whose parity page is lost or on
+ * such a node. Zero once recovery has caught up with every death: what an
+ * operator waits for before taking another node down. Each slot and group
+ * is read under its lock, one at a time (no nesting, so no lock order). */
+struct degraded {
+	uint64_t slots, groups;
+};
+
+static bool node_gone(struct remote_backend *rb, uint8_t n, uint8_t gen)
+{
+	return n == NO_NODE || (uint8_t)atomic_load(&rb->nodes[n].gen) != gen ||
+	       !atomic_load(&rb->nodes[n].alive);
+}
+
+static struct degraded count_degraded(struct remote_backend *rb)
+{
+	struct degraded d = { 0, 0 };
+
+	for (uint64_t i = 0; i < rb->nslots; i++) {
+		pthread_mutex_lock(stripe(rb, i));
+		const struct slot *s = &rb->slots[i];
+		if (slot_mapped(s) && !s->spilled)
+			for (unsigned r = 0; r < rb->copies; r++)
+				if (node_gone(rb, s->n[r], s->g[r])) {
+					d.slots++;
+					break;
+				}
+		pthread_mutex_unlock(stripe(rb, i));
+	}
+	for (uint32_t gid = 0; gid < rb->pt.n; gid++) {
+		pthread_mutex_lock(glock(rb, gid));
+		const struct parity_group *g = &rb->pt.g[gid];
+		bool bad = g->state == PG_CLOSED && g->nmem &&
+			   (g->parity_lost || node_gone(rb, g->pn, g->pgen));
+		for (unsigned k = 0; k < g->nmem && g->state != PG_FREE; k++)
+			bad |= node_gone(rb, g->m[k].node, g->m[k].gen) ||
+			       (g->state == PG_CLOSED && g->m[k].node == g->pn);
+		d.groups += bad;
+		pthread_mutex_unlock(glock(rb, gid));
+	}
+	return d;
+}
+
 ssize_t remote_stats(void *priv, char *out, size_t outlen)
 {
 	struct remote_backend *rb = priv;
@@ -1667,7 +1779,12 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 	OUT("remote_failovers: %" PRIu64 "\nremote_remirrors: %" PRIu64 "\n",
 	    (uint64_t)atomic_load(&rb->failovers), (uint64_t)atomic_load(&rb->remirrors));
 	OUT("remote_rebuild_passes: %" PRIu64 "\n", (uint64_t)atomic_load(&rb->rebuild_passes));
+	struct degraded dg = count_degraded(rb);
+	OUT("remote_slots_degraded: %" PRIu64 "\n", dg.slots);
+	OUT("remote_recovery_pending: %d\n", (rb->copies > 1 || rb->gsize) &&
+	    (atomic_load(&rb->rebuild_needed) || atomic_load(&rb->recovering)));
 	if (rb->gsize) {
+		OUT("parity_groups_unprotected: %" PRIu64 "\n", dg.groups);
 		uint64_t used = parity_groups_used(&rb->pt);
 		uint64_t mapped = atomic_load(&rb->mapped);
 		uint64_t rp = atomic_load(&rb->rebuilt_pages);
@@ -1708,7 +1825,7 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 			continue;
 		OUT("remote_node.%u: %s free_pages=%" PRId64 " held=%" PRId64 " placed=%" PRIu64
 		    " stores=%" PRIu64 " fetches=%" PRIu64 " errors=%" PRIu64 "\n",
-		    nd->id, usable(rb, i) ? "up" : "down",
+		    nd->id, !atomic_load(&nd->alive) ? "dead" : usable(rb, i) ? "up" : "down",
 		    (int64_t)atomic_load(&nd->free_pages), (int64_t)atomic_load(&nd->held),
 		    (uint64_t)atomic_load(&nd->placed),
 		    (uint64_t)atomic_load(&nd->stores), (uint64_t)atomic_load(&nd->fetches),

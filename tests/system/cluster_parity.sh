@@ -62,7 +62,7 @@ run_mode() {
   nbd_start "$sock" "$name" --size 48M --store remote --cluster "$conf" --node 1 \
     --redundancy "$mode:2"
   local pidd=$NBD_PID uri="nbd+unix:///$name?socket=$sock"
-  mfail() { grep -v "^\s*$" "$T_DIR/nvswapd-$name.log" | tail -15 >&2; t_fail "$@"; }
+  mfail() { grep -v "^\s*$" "$T_DIR/nvswapd-$name.log" | tail -15 >&2; [ -z "$CP_KEEP" ] || cp "$T_DIR/nvswapd-$name.log" "$CP_KEEP"; t_fail "$@"; }
   st() { nbd_stat "$name" "$1"; }
 
   head -c 16M /dev/urandom >"$T_DIR/data"
@@ -109,6 +109,13 @@ run_mode() {
   # another node before that is a double failure)
   passed() { [ "$(st remote_rebuild_passes)" -gt "$p0" ]; }
   t_wait 30 passed || mfail "$mode: no recovery pass finished"
+  # what an operator waits for before the next loss: nothing degraded
+  healed() { [ "$(st remote_recovery_pending)" = 0 ] && [ "$(st remote_slots_degraded)" = 0 ] &&
+             [ "$(st parity_groups_unprotected)" = 0 ]; }
+  declared() { "$ctl" stats --swap "$name" | grep -q "^remote_node.$1: dead"; }
+  t_wait 30 declared "$victim" || mfail "$mode: node $victim never declared dead"
+  # (slots on it are degraded until the recovery pass re-homes them)
+  t_wait 30 healed || mfail "$mode: still degraded after node $victim died: $(st remote_slots_degraded) slots, $(st parity_groups_unprotected) groups"
 
   # Kill a node holding parity pages: parity is recomputed from the data.
   local pr0; pr0=$(st parity_rebuilds)
@@ -118,6 +125,8 @@ run_mode() {
   sleep 2
   nbdcopy "$uri" "$T_DIR/back3" || mfail "$mode: nbdcopy after node $pkill died"
   cmp "$T_DIR/data" "$T_DIR/back3" || mfail "$mode: data differs after node $pkill died"
+  t_wait 30 declared "$pkill" || mfail "$mode: node $pkill never declared dead"
+  t_wait 30 healed || mfail "$mode: still degraded after node $pkill died: $(st remote_slots_degraded) slots, $(st parity_groups_unprotected) groups"
   # ... and that parity is right: lose one more data node, read all back.
   kill -9 "${pid[$third]}"
   nbdcopy "$uri" "$T_DIR/back4" || mfail "$mode: nbdcopy after node $third died"
@@ -141,6 +150,8 @@ nbd_start "$sock" clpnone --size 16M --store remote --cluster "$conf" --node 1 -
 uri="nbd+unix:///clpnone?socket=$sock"
 head -c 16M /dev/urandom >"$T_DIR/d0"
 nbdcopy "$T_DIR/d0" "$uri" || t_fail "none: nbdcopy to the device"
+held3=$(stat_val 3 pages_data)
+[ "${held3:-0}" -gt 0 ] || t_fail "none: node 3 holds no pages (${held3:-no answer})"
 kill -9 "${pid[3]}"
 if timeout 40 nbdcopy "$uri" "$T_DIR/b0" 2>"$T_DIR/none.err"; then
   t_fail "none: reading a dead node's pages succeeded"

@@ -14,6 +14,8 @@
 #   FSX_OPS=N       steps of the main run (default 10000)
 #   FSX_OPS_SMALL=N steps of the small-cache run (default 2000, 0 = none)
 #   FSX_OPS_CRASH=N steps of the kill -9 run (default 2000, 0 = none)
+#   FSX_MOUNT_OPTS=...  more nvcachefs options for every mount (e.g.
+#                   block_size=4K, fsync=backing, stripe_unit=auto)
 #   FSX_FS=passthrough  validate the harness on libfuse's passthrough_ll
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fsx/common.sh"
@@ -25,6 +27,7 @@ seed=${FSX_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 ops=${FSX_OPS:-10000}
 ops_small=${FSX_OPS_SMALL:-2000}
 ops_crash=${FSX_OPS_CRASH:-2000}
+xo=${FSX_MOUNT_OPTS:+,$FSX_MOUNT_OPTS}
 extra_args=()
 # passthrough_ll opens its backing file with the caller's O_APPEND, so the
 # kernel's write-back of an mmap-dirtied page through such a handle lands at
@@ -59,11 +62,11 @@ run_one() {
 
 # Main run: a roomy cache, write-back right after the last close, so it
 # races with the next operations on the same files.
-run_one main "$ops" "$seed" "cache_size=256M,writeback_delay=0"
+run_one main "$ops" "$seed" "cache_size=256M,writeback_delay=0$xo"
 # Small cache: files reach 4 MiB and several are open at once, so blocks are
 # evicted and dirty ones written back under pressure.
 if [ "$ops_small" -gt 0 ]; then
-  run_one small "$ops_small" "$((seed + 1))" "cache_size=8M,writeback_delay=1"
+  run_one small "$ops_small" "$((seed + 1))" "cache_size=8M,writeback_delay=1$xo"
 fi
 # Crash: the same kind of run with write-back held back (30 s delay), then
 # kill -9 with fsync'ed files still open, umount -l, remount from the same
@@ -72,7 +75,7 @@ fi
 if [ "$ops_crash" -gt 0 ]; then
   s=$((seed + 2)) tag=crash
   back=$T_DIR/$tag-backing ref=$T_DIR/$tag-ref mnt=$T_DIR/$tag-mnt nvram=$T_SHM/$tag.nvram
-  mopts="cache_size=256M,writeback_delay=30"
+  mopts="cache_size=256M,writeback_delay=30$xo"
   mkdir -p "$back" "$ref" "$mnt"
   fsx_mount "$mnt" "$back" "$nvram" "$mopts"
   t_log "$tag: $ops_crash ops, seed $s, options $mopts, then kill -9"
