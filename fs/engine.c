@@ -17,7 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WB_BATCH 16
+/* Blocks read per write-back batch; contiguous ones go out as one write
+ * (a slow parallel file system wants few large writes, not many 16 KiB
+ * ones). */
+#define WB_BATCH 64
 #define BACKOFF_MIN_NS 500000000ull
 #define BACKOFF_MAX_NS 30000000000ull
 
@@ -41,6 +44,13 @@ static void cond_init_mono(pthread_cond_t *c)
 	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
 	pthread_cond_init(c, &a);
 	pthread_condattr_destroy(&a);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 /* Write n buffers at their offsets; all or an error. */
@@ -103,7 +113,7 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 	uint32_t B = fs->cfg.block_size;
 	struct cache_mgr *m = fs->mgr[0];
 	uint64_t obj, size, bsize, wgen, *idx = NULL, *ver = NULL, bytes = 0;
-	char *wbuf[WB_BATCH] = { 0 };
+	char *area = NULL;
 	struct io_uring ring, *rp = NULL;
 	size_t n = 0;
 	int fd, ret = 0;
@@ -141,11 +151,13 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 		ret = -errno;
 		goto fail;
 	}
-	for (unsigned i = 0; i < WB_BATCH && i < n; i++)
-		if (!(wbuf[i] = malloc(B))) {
+	if (n) {
+		qsort(idx, n, sizeof(*idx), cmp_u64);  /* runs become writes */
+		if (!(area = malloc((size_t)WB_BATCH * B))) {
 			ret = -ENOMEM;
 			goto out;
 		}
+	}
 	/* one ring per write-back: batches of block writes in flight at once
 	 * (falls back to pwrite where io_uring is unavailable) */
 	if (n && io_uring_queue_init(WB_BATCH * 2, &ring, 0) == 0)
@@ -154,24 +166,34 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 		uint32_t lens[WB_BATCH];
 		uint64_t offs[WB_BATCH];
 		char *bufs[WB_BATCH];
-		unsigned k = 0;
-		for (; i < n && k < WB_BATCH; i++) {
+		unsigned k = 0, used = 0;       /* writes, blocks of area */
+		for (; i < n && used < WB_BATCH; i++) {
 			struct bstore_binfo bi;
 			struct cache_mgr *o = fs_mgr_for(fs, ino, idx[i]);
 			uint64_t start = idx[i] * B;
+			char *buf = area + (size_t)used * B;
 			ver[i] = 0;
 			if (start >= size ||
-			    o->ops->read(o, obj, idx[i], 0, wbuf[k], B, &bi) < 0)
+			    o->ops->read(o, obj, idx[i], 0, buf, B, &bi) < 0)
 				continue;
 			ver[i] = bi.version;
-			lens[k] = bi.valid;
-			if (start + lens[k] > size)
-				lens[k] = (uint32_t)(size - start);
-			if (!lens[k])
+			uint32_t len = bi.valid;
+			if (start + len > size)
+				len = (uint32_t)(size - start);
+			if (!len)
 				continue;
+			used++;
+			bytes += len;
+			/* the previous write ends a whole block right before
+			 * this one, in the buffer as in the file: extend it */
+			if (k && offs[k - 1] + lens[k - 1] == start &&
+			    lens[k - 1] % B == 0 && bufs[k - 1] + lens[k - 1] == buf) {
+				lens[k - 1] += len;
+				continue;
+			}
 			offs[k] = start;
-			bufs[k] = wbuf[k];
-			bytes += lens[k];
+			bufs[k] = buf;
+			lens[k] = len;
 			k++;
 		}
 		if (k && (ret = backing_write_batch(rp, fd, bufs, lens, offs, k)) < 0)
@@ -208,8 +230,7 @@ out:
 	pthread_rwlock_unlock(&ino->io);
 	if (rp)
 		io_uring_queue_exit(rp);
-	for (unsigned i = 0; i < WB_BATCH; i++)
-		free(wbuf[i]);
+	free(area);
 	free(idx);
 	free(ver);
 	return ret;
