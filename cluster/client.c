@@ -307,3 +307,54 @@ int cluster_client_node_table(struct cluster_client *c, struct frame_node *out,
 	*n = k;
 	return 0;
 }
+
+/* Text we print: printable ASCII, newlines and tabs (no NUL, no escape
+ * sequences a hostile node could send to the operator's terminal). */
+static bool stats_text_ok(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((p[i] < 0x20 || p[i] > 0x7e) && p[i] != '\n' && p[i] != '\t')
+			return false;
+	return true;
+}
+
+int cluster_client_node_stats(struct cluster_client *c, char *out,
+			      size_t outlen, size_t *len)
+{
+	uint64_t off = 0, total = 0;
+
+	if (!outlen)
+		return -EINVAL;
+	do {
+		struct frame_hdr *q = req_init(c, FT_NODE_STATS);
+		const uint8_t *pl = NULL;
+		q->page_id = off;
+		int rc = roundtrip(c, NULL, &pl);
+		if (rc)
+			return rc;
+		/* The decoder checked version <= FRAME_MAX_STATS and that the
+		 * chunk lies within it; the rest is ours to check. */
+		const char *bad = NULL;
+		if (c->rep.page_id != off)
+			bad = "stats chunk at the wrong offset";
+		else if (off && c->rep.version != total)
+			bad = "stats text changed length between chunks";
+		else if (!c->rep.payload_len && c->rep.version != off)
+			bad = "empty stats chunk before the end";
+		else if (c->rep.payload_len && !stats_text_ok(pl, c->rep.payload_len))
+			bad = "stats text with non-printable bytes";
+		if (bad) {
+			snprintf(c->last_error, sizeof(c->last_error), "%s", bad);
+			return fail_transport(c, -EPROTO);
+		}
+		total = c->rep.version;
+		if (total >= outlen)
+			return -EMSGSIZE;
+		if (c->rep.payload_len)
+			memcpy(out + off, pl, c->rep.payload_len);
+		off += c->rep.payload_len;
+	} while (off < total);
+	out[total] = 0;
+	*len = (size_t)total;
+	return 0;
+}

@@ -89,5 +89,13 @@ int cluster_client_parity_drop(struct cluster_client *c, uint64_t group,
  * Fills up to max entries, *n gets the count. */
 int cluster_client_node_table(struct cluster_client *c, struct frame_node *out,
 			      unsigned max, unsigned *n);
+/* The node's counters: the text 'nvcachectl stats --node' prints there
+ * (key: value lines), read in chunks (NODE_STATS) from one snapshot. out
+ * gets it NUL-terminated; *len its length. -EMSGSIZE if it does not fit
+ * outlen - 1 (FRAME_MAX_STATS + 1 always fits); -EPROTO (handle broken) if
+ * the node sends chunks that do not add up or bytes that are not text;
+ * -EOPNOTSUPP or -EPROTO from a node that predates NODE_STATS. */
+int cluster_client_node_stats(struct cluster_client *c, char *out,
+			      size_t outlen, size_t *len);
 /* The text of the last error reply ("" if none), for logs. */
 const char *cluster_client_last_error(const struct cluster_client *c);

@@ -11,6 +11,8 @@
 
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_ERROR == (int)FT_ERROR, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_OWNER_RESET == (int)FT_OWNER_RESET, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_NODE_STATS == (int)FT_NODE_STATS, "proto enum");
+_Static_assert(FRAME_STATS_CHUNK <= FRAME_PAGE_SIZE, "a chunk fits a connection's buffer");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_NODE_TABLE == (int)FT_NODE_TABLE, "proto enum");
 _Static_assert((int)NVCACHE__STATUS__ST_INTERNAL == (int)FS_INTERNAL, "proto enum");
 _Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
@@ -63,6 +65,8 @@ long frame_payload_expected(uint32_t type, bool reply, uint32_t status)
 		return reply ? 0 : FRAME_PAGE_SIZE;
 	case FT_PAGE_FETCH:
 		return reply && status == FS_OK ? FRAME_PAGE_SIZE : 0;
+	case FT_NODE_STATS:
+		return reply && status == FS_OK ? -1 : 0;
 	default:
 		return 0;
 	}
@@ -192,8 +196,22 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 		*why = "status on a request";
 		return -EPROTO;
 	}
-	if ((long)payload_len != frame_payload_expected(type, m->reply, status)) {
+	long expect = frame_payload_expected(type, m->reply, status);
+	if (expect < 0 ? payload_len > FRAME_STATS_CHUNK :
+			 (long)payload_len != expect) {
 		*why = "payload size does not fit the message type";
+		return -EPROTO;
+	}
+	/* A stats chunk lies within the text, and the text within its cap
+	 * (page_id <= 64 KiB, so the sum cannot overflow). */
+	if (type == FT_NODE_STATS && m->page_id > FRAME_MAX_STATS) {
+		*why = "stats offset over its cap";
+		return -EPROTO;
+	}
+	if (type == FT_NODE_STATS && m->reply && status == FS_OK &&
+	    (m->version > FRAME_MAX_STATS ||
+	     m->page_id + payload_len > m->version)) {
+		*why = "stats chunk outside the text's length";
 		return -EPROTO;
 	}
 	int want = body_expected(type, m->reply, status);
@@ -482,7 +500,7 @@ const char *frame_type_name(uint32_t type)
 		"INVALID", "HELLO", "CHALLENGE", "AUTH", "HEARTBEAT",
 		"PAGE_STORE", "PAGE_FETCH", "PAGE_DROP", "PARITY_UPDATE",
 		"MIGRATE", "UPDATE", "INVALIDATE", "NODE_TABLE", "ERROR",
-		"OWNER_RESET",
+		"OWNER_RESET", "NODE_STATS",
 	};
 	return type < FT_COUNT ? names[type] : "UNKNOWN";
 }

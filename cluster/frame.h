@@ -35,6 +35,10 @@
 #define FRAME_MAX_NODES 64
 #define FRAME_MAX_NODE_ID 65535
 #define FRAME_MAX_TEXT 200
+/* A NODE_STATS text: at most this long in all, sent in chunks of at most
+ * FRAME_STATS_CHUNK bytes (a connection's payload cap, see conn.h). */
+#define FRAME_MAX_STATS (64 * 1024)
+#define FRAME_STATS_CHUNK FRAME_PAGE_SIZE
 /* Largest prefix + header a sender ever writes in one piece. */
 #define FRAME_MAX_HEAD (FRAME_PREFIX + FRAME_MAX_HEADER)
 
@@ -44,7 +48,7 @@ enum frame_type {
 	FT_INVALID = 0, FT_HELLO, FT_CHALLENGE, FT_AUTH, FT_HEARTBEAT,
 	FT_PAGE_STORE, FT_PAGE_FETCH, FT_PAGE_DROP, FT_PARITY_UPDATE,
 	FT_MIGRATE, FT_UPDATE, FT_INVALIDATE, FT_NODE_TABLE, FT_ERROR,
-	FT_OWNER_RESET, FT_COUNT
+	FT_OWNER_RESET, FT_NODE_STATS, FT_COUNT
 };
 enum frame_status {
 	FS_OK = 0, FS_STALE, FS_NOT_FOUND, FS_NO_SPACE, FS_BAD_FRAME,
@@ -102,7 +106,9 @@ struct frame_hdr {
 };
 
 /* The payload size a valid frame of this shape must carry, or -1 if it is
- * not fixed (never, today). */
+ * not fixed: an OK NODE_STATS reply carries 0..FRAME_STATS_CHUNK bytes of
+ * text, no more than the header's version (the text's total length) minus
+ * its page_id (the chunk's offset). */
 long frame_payload_expected(uint32_t type, bool reply, uint32_t status);
 
 /* Check a received 16-byte prefix and return the header and payload

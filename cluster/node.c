@@ -346,7 +346,41 @@ struct inbound {
 	struct auth_peer peer;
 	struct frame_hdr req, rep;
 	uint8_t page[PAGESTORE_PAGE];
+	/* NODE_STATS: the snapshot a request at offset 0 took (allocated
+	 * then; later chunks are read from it, so they agree). */
+	char *stats;
+	size_t stats_len;
 };
+
+static ssize_t ctl_stats(struct node *n, char *out, size_t outlen);
+
+/* One chunk of the stats text for a NODE_STATS request at offset off;
+ * fills r's payload fields and returns the payload (or NULL with *rc). */
+static const void *serve_stats(struct inbound *ib, uint64_t off, int *rc)
+{
+	struct frame_hdr *r = &ib->rep;
+
+	if (off == 0 || !ib->stats) {
+		if (!ib->stats && !(ib->stats = malloc(FRAME_MAX_STATS))) {
+			*rc = -ENOMEM;
+			return NULL;
+		}
+		ssize_t k = ctl_stats(ib->node, ib->stats, FRAME_MAX_STATS);
+		ib->stats_len = k > 0 ? (size_t)k : 0;
+	}
+	if (off > ib->stats_len) {
+		*rc = -ENOENT;
+		snprintf(r->text, sizeof(r->text), "stats offset %" PRIu64
+			 " past the end (%zu bytes)", off, ib->stats_len);
+		return NULL;
+	}
+	size_t left = ib->stats_len - (size_t)off;
+	r->page_id = off;
+	r->version = ib->stats_len;
+	r->payload_len = (uint32_t)(left < FRAME_STATS_CHUNK ? left : FRAME_STATS_CHUNK);
+	*rc = 0;
+	return r->payload_len ? ib->stats + off : NULL;
+}
 
 static int admit(void *arg, const struct auth_peer *p, const char **why)
 {
@@ -460,6 +494,9 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 						 r->nodes, FRAME_MAX_NODES);
 		break;
 	}
+	case FT_NODE_STATS:
+		out = serve_stats(ib, q->page_id, &rc);
+		break;
 	default:
 		/* HELLO/CHALLENGE/AUTH after the handshake, UPDATE (the owner's
 		 * business, not a server's) */
@@ -563,6 +600,7 @@ out:
 	pthread_mutex_unlock(&n->lock);
 	conn_close(&ib->c);
 	conn_slot_release(n, ib->slot);
+	free(ib->stats);
 	free(ib);
 	return NULL;
 }

@@ -2,6 +2,7 @@
  * this machine, and send them commands. It talks to each daemon's control
  * socket (common/ctl.h) in the run directory. */
 #include "common/ctl.h"
+#include "tools/ctl_cluster.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +28,9 @@ static void usage(FILE *f)
 "\n"
 "TARGET is a mount point of nvcachefs (/mnt/nvcache), or --swap NAME (an\n"
 "nvswapd export), --node ID (an nvcached), --socket PATH.\n"
+"status, stats and watch also take --cluster FILE [--timeout MS]: every node\n"
+"of that cluster file asked over the network (status: one line per node,\n"
+"alive or not, capacity, pages; stats: each node's counters; 2000 ms default).\n"
 "Run directory: $NVCACHE_RUN_DIR or /run/nvcache.\n");
 }
 
@@ -140,6 +144,9 @@ int main(int argc, char **argv)
 	}
 	const char *verb = argv[optind];
 	i = optind + 1;
+	if (i < argc && !strcmp(argv[i], "--cluster") && (!strcmp(verb, "status") ||
+	    !strcmp(verb, "stats") || !strcmp(verb, "watch")))
+		return ctl_cluster_run(verb, argc, argv, i);
 	if (!strcmp(verb, "status"))
 		return cmd_status();
 	if (strcmp(verb, "stats") && strcmp(verb, "watch") && strcmp(verb, "send")) {

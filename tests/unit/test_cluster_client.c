@@ -2,7 +2,9 @@
  * this process on 127.0.0.1 (node.h, the code nvcached runs): pages round
  * trip bit-exact, version rules, parity XOR, the node table, capacity
  * limits, a wrong secret, a forged proof, and bad frames after the
- * handshake (error reply, connection closed, the node keeps serving). */
+ * handshake (error reply, connection closed, the node keeps serving); the
+ * node's counters over the wire (NODE_STATS), and the client's checks of
+ * them against a fake node that sends chunks that do not add up. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -19,6 +22,7 @@
 
 #include "cluster/auth.h"
 #include "cluster/client.h"
+#include "cluster/conn.h"
 #include "cluster/node.h"
 #include "common/log.h"
 
@@ -371,6 +375,130 @@ static void unauthenticated_request_refused(void **state)
 	conn_close(&c);
 }
 
+static void node_stats_over_the_wire(void **state)
+{
+	static char text[FRAME_MAX_STATS + 1];
+	static uint8_t page[FRAME_PAGE_SIZE];
+	size_t len = 0;
+	(void)state;
+
+	struct cluster_client *c = open_client(1, 91);
+	fill(page, 9);
+	assert_int_equal(cluster_client_page_store(c, 1, 1, page), 0);
+	assert_int_equal(cluster_client_parity_update(c, 4, 1, page), 0);
+	assert_int_equal(cluster_client_node_stats(c, text, sizeof(text), &len), 0);
+	assert_int_equal(strlen(text), len);
+	assert_true(!strncmp(text, "node: 1\n", 8));
+	/* the same counters the control socket gives */
+	char *p = strstr(text, "pages_data: ");
+	assert_non_null(p);
+	assert_true(strtoull(p + 12, NULL, 10) == stat_of(nodes[0], "pages_data: "));
+	p = strstr(text, "pages_parity: ");
+	assert_non_null(p);
+	assert_true(strtoull(p + 14, NULL, 10) >= 1);
+	/* too small a buffer: refused, and the handle still works */
+	assert_int_equal(cluster_client_node_stats(c, text, 16, &len), -EMSGSIZE);
+	assert_int_equal(cluster_client_page_drop(c, 1, 1), 0);
+	assert_int_equal(cluster_client_parity_drop(c, 4, 1), 0);
+	cluster_client_close(c);
+}
+
+/* A fake node that answers NODE_STATS requests by a script, to check what
+ * the client does with chunks a real node never sends. */
+enum fake_mode { FAKE_GOOD, FAKE_CONTROL_BYTE, FAKE_LENGTH_CHANGES,
+		 FAKE_WRONG_OFFSET, FAKE_EMPTY_CHUNK };
+#define FAKE_TEXT 9000
+struct fake {
+	int listen_fd;
+	enum fake_mode mode;
+	char text[FAKE_TEXT];
+};
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	static struct conn c;
+	static struct frame_hdr q, r;
+	struct auth_identity me = { 7, 42, cfg.secret, cfg.secret_len };
+	struct auth_peer peer;
+	int fd = accept(f->listen_fd, NULL, NULL);
+
+	if (fd < 0)
+		return NULL;
+	conn_init(&c, fd);
+	conn_set_timeout(&c, 3000);
+	if (auth_server(&c, &me, NULL, NULL, &peer, NULL))
+		goto out;
+	while (!conn_recv(&c, &q, NULL, NULL) && q.type == FT_NODE_STATS) {
+		size_t off = q.page_id, total = FAKE_TEXT;
+		memset(&r, 0, sizeof(r));
+		r.type = FT_NODE_STATS;
+		r.reply = true;
+		r.request_id = q.request_id;
+		r.node_id = 7;
+		r.incarnation = 42;
+		r.page_id = off;
+		if (f->mode == FAKE_LENGTH_CHANGES && off)
+			total -= 100;
+		if (f->mode == FAKE_WRONG_OFFSET && off)
+			r.page_id = off - 1;
+		r.version = total;
+		r.payload_len = total - off < FRAME_STATS_CHUNK ?
+				(uint32_t)(total - off) : FRAME_STATS_CHUNK;
+		if (f->mode == FAKE_EMPTY_CHUNK && off)
+			r.payload_len = 0;
+		if (conn_send(&c, &r, r.payload_len ? f->text + off : NULL))
+			break;
+	}
+out:
+	conn_close(&c);
+	return NULL;
+}
+
+static void node_stats_client_checks(void **state)
+{
+	static struct fake f;
+	static char text[FRAME_MAX_STATS + 1];
+	(void)state;
+
+	for (int i = 0; i < FAKE_TEXT; i++)
+		f.text[i] = i % 64 == 63 ? '\n' : (char)('a' + i % 26);
+	for (int mode = FAKE_GOOD; mode <= FAKE_EMPTY_CHUNK; mode++) {
+		uint16_t port;
+		pthread_t t;
+		char err[256];
+		size_t len = 0;
+		struct cluster_client *c = NULL;
+
+		f.listen_fd = listen_any(&port);
+		f.mode = mode;
+		f.text[5000] = mode == FAKE_CONTROL_BYTE ? 0x1b : 'x';
+		assert_int_equal(pthread_create(&t, NULL, fake_main, &f), 0);
+		struct cluster_client_opts o = {
+			.host = "127.0.0.1", .port = port, .secret = cfg.secret,
+			.secret_len = cfg.secret_len, .timeout_ms = 3000,
+		};
+		assert_int_equal(cluster_client_open(&c, &o, err, sizeof(err)), 0);
+		int rc = cluster_client_node_stats(c, text, sizeof(text), &len);
+		if (mode == FAKE_GOOD) {
+			/* three chunks, put together */
+			assert_int_equal(rc, 0);
+			assert_int_equal(len, FAKE_TEXT);
+			assert_memory_equal(text, f.text, FAKE_TEXT);
+			assert_int_equal(text[FAKE_TEXT], 0);
+		} else {
+			assert_int_equal(rc, -EPROTO);
+			assert_true(strlen(cluster_client_last_error(c)) > 0);
+			/* broken: no more requests on it */
+			assert_int_equal(cluster_client_node_stats(c, text, sizeof(text),
+								   &len), -ENOTCONN);
+		}
+		cluster_client_close(c);
+		pthread_join(t, NULL);
+		close(f.listen_fd);
+	}
+}
+
 static void client_breaks_on_dead_node(void **state)
 {
 	static uint8_t page[FRAME_PAGE_SIZE];
@@ -396,6 +524,8 @@ int main(void)
 		cmocka_unit_test(forged_proof_refused),
 		cmocka_unit_test(bad_frames_after_auth),
 		cmocka_unit_test(unauthenticated_request_refused),
+		cmocka_unit_test(node_stats_over_the_wire),
+		cmocka_unit_test(node_stats_client_checks),
 		cmocka_unit_test(client_breaks_on_dead_node),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
