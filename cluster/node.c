@@ -938,6 +938,7 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	OUT("used_bytes: %" PRIu64 "\n", cap.used);
 	OUT("pages: %" PRIu64 "\npages_data: %" PRIu64 "\npages_parity: %" PRIu64 "\n",
 	    st.pages, st.data_pages, st.parity_pages);
+	OUT("owners: %" PRIu64 "\n", st.owners);
 	OUT("page_stores: %" PRIu64 "\npage_fetches: %" PRIu64 "\npage_drops: %" PRIu64
 	    "\nparity_updates: %" PRIu64 "\n", st.stores, st.fetches, st.drops, st.xors);
 	OUT("stale_refused: %" PRIu64 "\nnospace_refused: %" PRIu64

@@ -17,13 +17,39 @@ struct entry {
 	uint8_t *page;
 };
 
+/* Pages per owner (one per swap device: a handful), for the stats. */
+struct owner_count {
+	uint64_t owner, pages;
+};
+
 struct pagestore {
 	pthread_mutex_t lock;
 	struct entry **buckets;
 	uint64_t nbuckets;      /* power of two */
 	uint64_t limit;
 	struct pagestore_stats st;
+	unsigned n_owners;
+	struct owner_count owners[PAGESTORE_MAX_OWNERS];
 };
+
+/* Caller holds the lock. A page of owner came (+1) or went (-1). */
+static void owner_count(struct pagestore *ps, uint64_t owner, int delta)
+{
+	unsigned i;
+
+	for (i = 0; i < ps->n_owners && ps->owners[i].owner != owner; i++)
+		;
+	if (i == ps->n_owners) {
+		if (delta < 0 || i == PAGESTORE_MAX_OWNERS) {
+			ps->st.owners_untracked_pages += (uint64_t)(int64_t)delta;
+			return;
+		}
+		ps->owners[ps->n_owners++] = (struct owner_count){ owner, 0 };
+	}
+	ps->owners[i].pages += (uint64_t)(int64_t)delta;
+	if (!ps->owners[i].pages)
+		ps->owners[i] = ps->owners[--ps->n_owners];
+}
 
 static uint64_t key_hash(const struct pagestore_key *k)
 {
@@ -121,6 +147,7 @@ static struct entry *insert(struct pagestore *ps, const struct pagestore_key *k,
 	e->version = 0;
 	e->next = NULL;
 	*link = e;
+	owner_count(ps, k->owner, 1);
 	ps->st.pages++;
 	if (k->kind == FK_PARITY)
 		ps->st.parity_pages++;
@@ -134,6 +161,7 @@ static void unlink_entry(struct pagestore *ps, struct entry **link)
 	struct entry *e = *link;
 
 	*link = e->next;
+	owner_count(ps, e->key.owner, -1);
 	ps->st.pages--;
 	if (e->key.kind == FK_PARITY)
 		ps->st.parity_pages--;
@@ -274,5 +302,6 @@ void pagestore_get_stats(struct pagestore *ps, struct pagestore_stats *st)
 	pthread_mutex_lock(&ps->lock);
 	*st = ps->st;
 	st->limit = ps->limit;
+	st->owners = ps->n_owners + (ps->st.owners_untracked_pages ? 1 : 0);
 	pthread_mutex_unlock(&ps->lock);
 }

@@ -38,8 +38,15 @@ struct pagestore_key {
 	uint64_t id;            /* page id, or parity group */
 };
 
+/* Owners whose pages are counted one by one; pages of more owners than
+ * this are counted together (owners_untracked_pages, and one more owner in
+ * owners: approximate only beyond this many). */
+#define PAGESTORE_MAX_OWNERS 256
+
 struct pagestore_stats {
 	uint64_t pages, data_pages, parity_pages, limit;
+	uint64_t owners;                /* owners with at least one page here */
+	uint64_t owners_untracked_pages;
 	uint64_t stores, fetches, drops, xors;
 	uint64_t stale_refused, nospace_refused, not_found;
 };

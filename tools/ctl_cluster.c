@@ -205,15 +205,16 @@ static void print_status(const char *file, const struct cluster_config *cfg,
 	uint64_t t_off = 0, t_used = 0, t_data = 0, t_par = 0;
 	unsigned no_stats = 0;
 
-	printf("%-5s %-22s %-11s %-20s %9s %9s %10s %12s  %s\n", "node",
+	printf("%-5s %-22s %-11s %-20s %9s %9s %10s %12s %6s  %s\n", "node",
 	       "address", "state", "incarnation", "offer_MiB", "used_MiB",
-	       "pages_data", "pages_parity", "peers_see");
+	       "pages_data", "pages_parity", "owners", "peers_see");
 	for (unsigned i = 0; i < cfg->n_nodes; i++) {
 		const struct probe *p = &pr[i];
 		const struct cluster_node *cn = p->cn;
 		const struct frame_node *fresh;
 		char addr[80], peers[64], inc[24], off[24], used[24], dat[24], par[24];
-		uint64_t o = 0, u = 0, d = 0, q = 0;
+		char own[24];
+		uint64_t o = 0, u = 0, d = 0, q = 0, w = 0;
 		const char *state;
 
 		snprintf(addr, sizeof(addr), strchr(cn->host, ':') ? "[%s]:%u" : "%s:%u",
@@ -235,12 +236,14 @@ static void print_status(const char *file, const struct cluster_config *cfg,
 			}
 			bool hd = stat_u64(p, "pages_data", &d);
 			bool hq = stat_u64(p, "pages_parity", &q);
+			bool hw = stat_u64(p, "owners", &w);
 			state = "alive";
 			fmt_u64(inc, sizeof(inc), true, p->incarnation);
 			fmt_u64(off, sizeof(off), ho, o >> 20);
 			fmt_u64(used, sizeof(used), hu, u >> 20);
 			fmt_u64(dat, sizeof(dat), hd, d);
 			fmt_u64(par, sizeof(par), hq, q);
+			fmt_u64(own, sizeof(own), hw, w);
 			t_off += o;
 			t_used += u;
 			t_data += d;
@@ -258,9 +261,10 @@ static void print_status(const char *file, const struct cluster_config *cfg,
 			snprintf(used, sizeof(used), "-");
 			snprintf(dat, sizeof(dat), "-");
 			snprintf(par, sizeof(par), "-");
+			snprintf(own, sizeof(own), "-");
 		}
-		printf("%-5u %-22s %-11s %-20s %9s %9s %10s %12s  %s", cn->id, addr,
-		       state, inc, off, used, dat, par, peers);
+		printf("%-5u %-22s %-11s %-20s %9s %9s %10s %12s %6s  %s", cn->id,
+		       addr, state, inc, off, used, dat, par, own, peers);
 		if (p->rc)
 			printf("  (from here: %s)", p->err);
 		else if (p->stats_rc)

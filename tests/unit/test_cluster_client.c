@@ -396,6 +396,9 @@ static void node_stats_over_the_wire(void **state)
 	p = strstr(text, "pages_parity: ");
 	assert_non_null(p);
 	assert_true(strtoull(p + 14, NULL, 10) >= 1);
+	p = strstr(text, "owners: ");
+	assert_non_null(p);
+	assert_true(strtoull(p + 8, NULL, 10) >= 1);
 	/* too small a buffer: refused, and the handle still works */
 	assert_int_equal(cluster_client_node_stats(c, text, 16, &len), -EMSGSIZE);
 	assert_int_equal(cluster_client_page_drop(c, 1, 1), 0);

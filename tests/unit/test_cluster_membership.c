@@ -120,6 +120,7 @@ static void pagestore_rules(void **state)
 	pagestore_get_stats(ps, &st);
 	assert_true(st.pages == 3 && st.data_pages == 2 && st.parity_pages == 1);
 	assert_true(st.nospace_refused == 2 && st.stale_refused == 1);
+	assert_true(st.owners == 2); /* 1 (a page and a parity page) and 2 */
 	/* lowering the limit frees nothing; raising it admits again */
 	pagestore_set_limit(ps, 1);
 	pagestore_get_stats(ps, &st);
@@ -128,6 +129,8 @@ static void pagestore_rules(void **state)
 	assert_int_equal(pagestore_fetch(ps, &k, 0, got, NULL), -ENOENT);
 	assert_int_equal(pagestore_fetch(ps, &k2, 2, got, NULL), 0);
 	assert_int_equal(pagestore_store(ps, &k, 1, a), -ENOSPC);
+	pagestore_get_stats(ps, &st);
+	assert_true(st.owners == 1);
 	pagestore_set_limit(ps, 100);
 	/* many keys in few buckets */
 	for (uint64_t i = 0; i < 90; i++) {
@@ -142,6 +145,25 @@ static void pagestore_rules(void **state)
 	}
 	assert_int_equal(pagestore_store(ps, &(struct pagestore_key){ 1, 7, 1 }, 1, a),
 			 -EINVAL);
+	pagestore_get_stats(ps, &st);
+	assert_true(st.owners == 1 && st.owners_untracked_pages == 0);
+	assert_int_equal(pagestore_drop(ps, &k2, 2), 0);
+	pagestore_get_stats(ps, &st);
+	assert_true(st.owners == 0 && st.pages == 0);
+	pagestore_close(ps);
+
+	/* more owners than are counted one by one: the rest together */
+	assert_int_equal(pagestore_open(&ps, 1000, 1024), 0);
+	for (uint64_t o = 1; o <= PAGESTORE_MAX_OWNERS + 2; o++)
+		assert_int_equal(pagestore_store(ps, &(struct pagestore_key){ o, FK_DATA, 1 },
+						 1, a), 0);
+	pagestore_get_stats(ps, &st);
+	assert_true(st.owners == PAGESTORE_MAX_OWNERS + 1);
+	assert_true(st.owners_untracked_pages == 2);
+	for (uint64_t o = 1; o <= PAGESTORE_MAX_OWNERS + 2; o++)
+		assert_int_equal(pagestore_drop_owner(ps, o), 1);
+	pagestore_get_stats(ps, &st);
+	assert_true(st.owners == 0 && st.owners_untracked_pages == 0 && st.pages == 0);
 	pagestore_close(ps);
 }
 
