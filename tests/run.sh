@@ -72,7 +72,7 @@ fuzz_s=${NVCACHE_FUZZ_SECONDS:-20}
 if [ "$fuzz_s" -gt 0 ] && [ -n "$(ls tests/fuzz/*.c 2>/dev/null)" ]; then
   if CC=clang build build-fuzz -Dfuzz=true -Dtests=false -Db_lundef=false; then
     for f in build-fuzz/tests/fuzz/fuzz_*; do
-      [ -x "$f" ] || continue
+      [ -f "$f" ] && [ -x "$f" ] || continue    # not meson's .p dirs
       name=$(basename "$f")
       corpus=tests/fuzz/corpus/$name
       mkdir -p "$log/corpus-$name"
