@@ -347,8 +347,12 @@ int ctl_cluster_run(const char *verb, int argc, char **argv, int i)
 	}
 	file = argv[i + 1];
 	for (i += 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--timeout") && i + 1 < argc &&
-		    !parse_ms(argv[i + 1], &timeout_ms)) {
+		if (!strcmp(argv[i], "--timeout")) {
+			if (i + 1 >= argc || parse_ms(argv[i + 1], &timeout_ms)) {
+				fprintf(stderr, "nvcachectl: --timeout needs a time in ms "
+					"(1 to 600000)\n");
+				return 2;
+			}
 			i++;
 		} else if (watch && atoi(argv[i]) > 0) {
 			secs = atoi(argv[i]);
