@@ -78,6 +78,13 @@ struct node {
 	unsigned conns_active;
 	int *conn_fds;          /* max_conns slots, -1 = free */
 	uint64_t mem_total, mem_available, offer, limit_override;
+	uint64_t mem_offer;     /* what memwatch alone would offer */
+	/* The operator's shrink (node_ctl "shrink SIZE"): the offer is
+	 * capped at shrink_cap, 0 included; the page owners migrate the
+	 * excess away. shrink_pending: not yet down to it (logged once
+	 * reached). */
+	bool shrunk, shrink_pending;
+	uint64_t shrink_cap;
 	bool meminfo_warned;
 
 	pthread_t acceptor, monitor;
@@ -176,29 +183,39 @@ static void update_capacity(struct node *n)
 	int rc = memwatch_read(n->meminfo, &total, &avail);
 
 	pagestore_get_stats(n->ps, &st);
+	uint64_t used = st.pages * PAGESTORE_PAGE;
 	pthread_mutex_lock(&n->lock);
 	if (rc) {
 		if (!n->meminfo_warned)
 			log_warn("cannot read %s (%s): keeping the last capacity offer",
 				 n->meminfo, strerror(-rc));
 		n->meminfo_warned = true;
-		pthread_mutex_unlock(&n->lock);
-		return;
+	} else {
+		n->meminfo_warned = false;
+		n->mem_total = total;
+		n->mem_available = avail;
+		uint64_t reserve = n->reserve ? n->reserve :
+				   memwatch_default_reserve(total);
+		uint64_t cap = n->me->mem;
+		if (n->limit_override && (!cap || n->limit_override < cap))
+			cap = n->limit_override;
+		uint64_t mo = memwatch_offer(cap, avail, reserve, used);
+		if (mo < n->mem_offer && mo < used)
+			log_info("local processes need memory: offer down to %" PRIu64
+				 " MiB, below the %" PRIu64 " MiB held (new pages "
+				 "refused, the owners migrate the excess away)",
+				 mo >> 20, used >> 20);
+		n->mem_offer = mo;
 	}
-	n->meminfo_warned = false;
-	n->mem_total = total;
-	n->mem_available = avail;
-	uint64_t reserve = n->reserve ? n->reserve : memwatch_default_reserve(total);
-	uint64_t cap = n->me->mem;
-	if (n->limit_override && (!cap || n->limit_override < cap))
-		cap = n->limit_override;
-	uint64_t used = st.pages * PAGESTORE_PAGE;
-	uint64_t offer = memwatch_offer(cap, avail, reserve, used);
-	if (offer < n->offer && offer < used)
-		log_info("local processes need memory: offer down to %" PRIu64
-			 " MiB, below the %" PRIu64 " MiB held (new pages refused)",
-			 offer >> 20, used >> 20);
+	uint64_t offer = n->mem_offer;
+	if (n->shrunk && offer > n->shrink_cap)
+		offer = n->shrink_cap;
 	n->offer = offer;
+	if (n->shrink_pending && used <= offer) {
+		n->shrink_pending = false;
+		log_info("shrink done: %" PRIu64 " KiB held, within the %" PRIu64
+			 " KiB cap", used >> 10, n->shrink_cap >> 10);
+	}
 	pthread_mutex_unlock(&n->lock);
 	pagestore_set_limit(n->ps, offer / PAGESTORE_PAGE);
 }
@@ -912,6 +929,8 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	membership_counts(n->mb, &alive, &dead, &unknown);
 	pthread_mutex_lock(&n->lock);
 	uint64_t total = n->mem_total, override = n->limit_override;
+	uint64_t shrink_cap = n->shrink_cap;
+	bool shrunk = n->shrunk;
 	unsigned active = n->conns_active;
 	pthread_mutex_unlock(&n->lock);
 
@@ -935,7 +954,13 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	OUT("mem_available_bytes: %" PRIu64 "\n", cap.mem_available);
 	OUT("offered_bytes: %" PRIu64 "\n", cap.offered);
 	OUT("limit_override_bytes: %" PRIu64 "\n", override);
+	if (shrunk)
+		OUT("shrink_cap_bytes: %" PRIu64 "\n", shrink_cap);
+	else
+		OUT("shrink_cap_bytes: none\n");
 	OUT("used_bytes: %" PRIu64 "\n", cap.used);
+	OUT("over_offer_bytes: %" PRIu64 "\n",
+	    cap.used > cap.offered ? cap.used - cap.offered : 0);
 	OUT("pages: %" PRIu64 "\npages_data: %" PRIu64 "\npages_parity: %" PRIu64 "\n",
 	    st.pages, st.data_pages, st.parity_pages);
 	OUT("owners: %" PRIu64 "\n", st.owners);
@@ -956,6 +981,44 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	return (ssize_t)(len < outlen ? len : outlen);
 }
 
+/* "shrink SIZE" (on: cap the offer at SIZE, 0 included) and "grow" /
+ * "shrink none" (off). The node only lowers its offer: the pages over it
+ * stay readable and writable here until their owners (nvswapd) see
+ * used > offered in the node table and migrate them away. */
+static ssize_t ctl_shrink(struct node *n, bool on, uint64_t v, char *out,
+			  size_t outlen)
+{
+	struct pagestore_stats st;
+	char a[32], b[32];
+
+	pthread_mutex_lock(&n->lock);
+	n->shrunk = on;
+	n->shrink_cap = on ? v : 0;
+	n->shrink_pending = on;
+	pthread_mutex_unlock(&n->lock);
+	update_capacity(n);
+	pagestore_get_stats(n->ps, &st);
+	uint64_t used = st.pages * PAGESTORE_PAGE;
+	pthread_mutex_lock(&n->lock);
+	uint64_t offer = n->offer;
+	pthread_mutex_unlock(&n->lock);
+	opts_format_size(used, b, sizeof(b));
+	if (!on) {
+		opts_format_size(offer, a, sizeof(a));
+		log_info("shrink cap lifted by the operator: offering %s again "
+			 "(%s held)", a, b);
+		return snprintf(out, outlen, "grow: offering %s (%s held)\n", a, b);
+	}
+	opts_format_size(v, a, sizeof(a));
+	log_info("shrink to %s by the operator: %s held, %" PRIu64 " pages to "
+		 "migrate away", a, b, used > offer ?
+		 (used - offer + PAGESTORE_PAGE - 1) / PAGESTORE_PAGE : 0);
+	return snprintf(out, outlen, "shrink: offer capped at %s (%s held, %" PRIu64
+			" pages over it; their owners migrate them away)\n", a, b,
+			used > offer ? (used - offer + PAGESTORE_PAGE - 1) /
+			PAGESTORE_PAGE : 0);
+}
+
 ssize_t node_ctl(void *arg, const char *cmd, char *out, size_t outlen)
 {
 	struct node *n = arg;
@@ -974,6 +1037,14 @@ ssize_t node_ctl(void *arg, const char *cmd, char *out, size_t outlen)
 		update_capacity(n);
 		log_info("capacity limit set to %" PRIu64 " bytes by the operator", v);
 		return snprintf(out, outlen, "limit: %" PRIu64 "\n", v);
+	}
+	if (!strcmp(cmd, "grow") || !strcmp(cmd, "shrink none"))
+		return ctl_shrink(n, false, 0, out, outlen);
+	if (!strncmp(cmd, "shrink ", 7)) {
+		uint64_t v;
+		if (opts_parse_size(cmd + 7, &v))
+			return -EINVAL;
+		return ctl_shrink(n, true, v, out, outlen);
 	}
 	return -ENOENT;
 }

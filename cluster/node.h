@@ -46,5 +46,8 @@ void node_stop(struct node *n);
 uint64_t node_incarnation(const struct node *n);
 /* The control-socket handler (common/ctl.h): "stats" (key: value lines),
  * "peers" (one line per node), "limit SIZE" (cap the offer; "limit 0"
- * lifts the cap). */
+ * lifts the cap), "shrink SIZE" (give memory back: offer at most SIZE, 0
+ * included, whatever memwatch says; the page owners migrate the excess
+ * away), "grow" or "shrink none" (lift that cap: the offer follows idle
+ * memory again). */
 ssize_t node_ctl(void *arg, const char *cmd, char *out, size_t outlen);

@@ -37,7 +37,13 @@ static void usage(FILE *f)
 "      --max-conns N      inbound connections served at once (default %d)\n"
 "      --no-mlock         do not lock the daemon's memory\n"
 "  -v, --verbose          debug logging\n"
-"  -h, --help\n",
+"  -h, --help\n"
+"\n"
+"While running (nvcachectl send --node ID COMMAND): stats, peers,\n"
+"'limit SIZE' (cap the offer; 'limit 0' lifts it), 'shrink SIZE' (give\n"
+"memory back: offer at most SIZE, 0 included; the swapping nodes migrate\n"
+"the excess away; also 'nvcachectl shrink ID SIZE'), 'grow' (lift that\n"
+"cap: offer idle memory again).\n",
 		NODE_DEFAULT_HEARTBEAT_MS, NODE_DEFAULT_TIMEOUT_MS,
 		NODE_DEFAULT_MAX_CONNS);
 }

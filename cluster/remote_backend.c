@@ -48,6 +48,13 @@ struct rnode {
 	atomic_int declared_dead;
 	atomic_uint_fast64_t dead_inc;
 	atomic_int_fast64_t free_pages; /* estimate: offer - use */
+	/* Pages it holds beyond its offer, per its last report (it shrank:
+	 * the operator's cap or local memory pressure). Non-zero: no new
+	 * page goes there, and the migration pass moves ours away. */
+	atomic_int_fast64_t over_pages;
+	/* refresher only: a migration pass found none of our pages there
+	 * (the excess is other owners'): no full scan again before this */
+	uint64_t mig_idle_until_ns;
 	atomic_uint_fast64_t down_until_ns;
 	atomic_uint rr;                 /* rotating start for conn_get */
 	/* The node's incarnation as last seen, and a generation number that
@@ -106,6 +113,10 @@ struct remote_backend {
 	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
 		merged_pages;
+
+	/* migration off nodes over their offer (refresher thread) */
+	atomic_uint_fast64_t migrations, migrate_ns, migrate_passes,
+		migrate_failures;
 
 	atomic_int rebuild_needed;      /* a node died: re-mirror its copies */
 	atomic_int recovering;          /* a recovery pass is running */
@@ -306,6 +317,13 @@ static int node_op(struct remote_backend *rb, unsigned i, enum op op,
 	return rc;
 }
 
+/* Does node i hold more than it offers (it is shrinking)? New pages and
+ * rewrites then go elsewhere, and the migration pass moves ours off it. */
+static bool over_offer(struct remote_backend *rb, unsigned i)
+{
+	return atomic_load(&rb->nodes[i].over_pages) > 0;
+}
+
 /* Below this much room a node is judged by its room, above it by its load:
  * nodes with plenty of idle memory are equally good, and comparing their
  * free bytes would only follow the noise of their MemAvailable readings. */
@@ -322,13 +340,30 @@ static bool better(struct remote_backend *rb, unsigned a, unsigned b)
 	return fa >= fb;
 }
 
+/* Can node i take a new page? */
+static bool pickable(struct remote_backend *rb, unsigned i)
+{
+	return usable(rb, i) && !over_offer(rb, i) &&
+	       atomic_load(&rb->nodes[i].free_pages) > 0;
+}
+
+/* How many nodes not in exclude[] pick() chooses from. */
+static unsigned pick_count(struct remote_backend *rb, const bool *exclude)
+{
+	unsigned nc = 0;
+
+	for (unsigned i = 0; i < rb->nn; i++)
+		nc += !exclude[i] && pickable(rb, i);
+	return nc;
+}
+
 /* Power of two choices among usable nodes with room, not in exclude[]. */
 static int pick(struct remote_backend *rb, const bool *exclude)
 {
 	unsigned cand[CONFIG_MAX_NODES], nc = 0;
 
 	for (unsigned i = 0; i < rb->nn; i++)
-		if (!exclude[i] && usable(rb, i) && atomic_load(&rb->nodes[i].free_pages) > 0)
+		if (!exclude[i] && pickable(rb, i))
 			cand[nc++] = i;
 	if (!nc)
 		return -1;
@@ -341,10 +376,10 @@ static int pick(struct remote_backend *rb, const bool *exclude)
 	return better(rb, a, b) ? (int)a : (int)b;
 }
 
-/* Store a new copy r of slot i somewhere other than the other copy.
- * Caller holds the slot's stripe. */
-static int place(struct remote_backend *rb, uint64_t i, unsigned r,
-		 uint64_t version, void *page)
+/* Store a new copy r of slot i somewhere other than the other copy and
+ * node `avoid` (-1: none). Caller holds the slot's stripe. */
+static int place_avoid(struct remote_backend *rb, uint64_t i, unsigned r,
+		       uint64_t version, void *page, int avoid)
 {
 	struct slot *s = &rb->slots[i];
 	bool exclude[CONFIG_MAX_NODES] = { false };
@@ -353,6 +388,8 @@ static int place(struct remote_backend *rb, uint64_t i, unsigned r,
 	for (unsigned k = 0; k < rb->copies; k++)
 		if (k != r && s->n[k] != NO_NODE)
 			exclude[s->n[k]] = true;
+	if (avoid >= 0)
+		exclude[avoid] = true;
 	for (unsigned tries = 0; tries < rb->nn; tries++) {
 		int idx = pick(rb, exclude);
 		if (idx < 0)
@@ -369,6 +406,12 @@ static int place(struct remote_backend *rb, uint64_t i, unsigned r,
 		exclude[idx] = true;
 	}
 	return rc == -ENOSPC || rc == 0 ? -ENOSPC : -EIO;
+}
+
+static int place(struct remote_backend *rb, uint64_t i, unsigned r,
+		 uint64_t version, void *page)
+{
+	return place_avoid(rb, i, r, version, page, -1);
 }
 
 static bool slot_mapped(const struct slot *s)
@@ -426,11 +469,12 @@ static void mirror_parallel(struct remote_backend *rb, uint64_t i, uint64_t v,
 {
 	struct slot *s = &rb->slots[i];
 	bool exclude[CONFIG_MAX_NODES] = { false };
-	int tgt[2] = { -1, -1 }, rc[2] = { -1, -1 };
+	int tgt[2] = { -1, -1 }, rc[2] = { -1, -1 }, drop[2] = { -1, -1 };
 	struct rconn *c[2] = { NULL, NULL };
 
 	for (unsigned r = 0; r < 2; r++) {
-		if (copy_valid(rb, s, r) && usable(rb, s->n[r])) {
+		if (copy_valid(rb, s, r) && usable(rb, s->n[r]) &&
+		    !over_offer(rb, s->n[r])) {
 			tgt[r] = s->n[r];
 			exclude[tgt[r]] = true;
 		}
@@ -468,8 +512,12 @@ static void mirror_parallel(struct remote_backend *rb, uint64_t i, uint64_t v,
 		struct rnode *nd = &rb->nodes[tgt[r]];
 		atomic_fetch_add(&nd->stores, 1);
 		if (s->n[r] != tgt[r] || !copy_valid(rb, s, r)) {
-			/* a new placement (the old copy was on a node now
-			 * down or restarted: nothing there to drop) */
+			/* a new placement: the old copy was on a node now
+			 * down or restarted (nothing there to drop), or on
+			 * one over its offer (dropped: the write moved it) */
+			if (s->n[r] != NO_NODE && copy_valid(rb, s, r) &&
+			    usable(rb, s->n[r]))
+				drop[r] = s->n[r];
 			if (s->n[r] != NO_NODE)
 				atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
 			atomic_fetch_add(&nd->placed, 1);
@@ -480,6 +528,10 @@ static void mirror_parallel(struct remote_backend *rb, uint64_t i, uint64_t v,
 		}
 		done[r] = true;
 	}
+	/* old copies, once neither connection is held */
+	for (unsigned r = 0; r < 2; r++)
+		if (drop[r] >= 0)
+			(void)node_op(rb, (unsigned)drop[r], OP_DROP, i, v, NULL);
 }
 
 /* --- parity modes (see remote_backend.h and cluster/parity.h) -------------
@@ -564,7 +616,8 @@ static int group_parity_store(struct remote_backend *rb, struct parity_group *g,
 			exclude[g->m[k].node] = true;
 	for (unsigned tries = 0; tries < rb->nn; tries++) {
 		int pn = -1;
-		if (rb->pnode >= 0 && !exclude[rb->pnode] && usable(rb, (unsigned)rb->pnode))
+		if (rb->pnode >= 0 && !exclude[rb->pnode] && usable(rb, (unsigned)rb->pnode) &&
+		    !over_offer(rb, (unsigned)rb->pnode))
 			pn = rb->pnode;
 		else if (rb->pnode >= 0) {
 			/* the parity node is gone: parity goes to a node
@@ -810,12 +863,16 @@ static int group_add(struct remote_backend *rb, uint64_t i, uint64_t v,
 		(void)parity_member_add(g, rb->gsize, i, v, s->n[0], s->g[0]);
 		xor_into(g->local, page, PAGE);
 		rb->slot_grp[i] = (uint32_t)gid + 1;
-		/* full, or no node left that is not in it */
+		/* full, or no node left that is not in it (but for the one
+		 * its parity page needs, when the parity node cannot take
+		 * it: dead, or giving memory back) */
 		bool full = g->nmem >= rb->gsize;
 		if (!full) {
+			bool pnode_ok = rb->pnode >= 0 && usable(rb, (unsigned)rb->pnode) &&
+					!over_offer(rb, (unsigned)rb->pnode);
 			memset(exclude, 0, sizeof(exclude));
 			group_exclude(rb, g, exclude);
-			full = pick(rb, exclude) < 0;
+			full = pick_count(rb, exclude) <= (pnode_ok ? 0u : 1u);
 		}
 		if (full) {
 			group_close(rb, g);
@@ -977,14 +1034,24 @@ static int slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 		if (done[r])
 			continue;
 		int old = copy_valid(rb, s, r) ? s->n[r] : -1;
-		/* An in-use slot is overwritten where it lives (Nswap). */
-		if (old >= 0 && usable(rb, (unsigned)old) &&
+		/* An in-use slot is overwritten where it lives (Nswap),
+		 * unless that node is giving memory back. */
+		if (old >= 0 && usable(rb, (unsigned)old) && !over_offer(rb, (unsigned)old) &&
 		    node_op(rb, (unsigned)old, OP_STORE, i, v, (void *)page) == 0)
 			continue;
 		if (s->n[r] != NO_NODE)
 			atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
+		uint8_t oldgen = s->g[r];
 		s->n[r] = NO_NODE;
 		int prc = place(rb, i, r, v, (void *)page);
+		if (prc && old >= 0 && usable(rb, (unsigned)old) &&
+		    node_op(rb, (unsigned)old, OP_STORE, i, v, (void *)page) == 0) {
+			/* no room elsewhere: it stays on the shrinking node */
+			atomic_fetch_add(&rb->nodes[old].held, 1);
+			s->n[r] = (uint8_t)old;
+			s->g[r] = oldgen;
+			continue;
+		}
 		if (prc) {
 			rc = prc;
 			continue;
@@ -1251,11 +1318,21 @@ static int refresh_from(struct remote_backend *rb, unsigned i)
 			/* A peer that has not had a heartbeat with this
 			 * node's capacity yet reports 0 offered: no news,
 			 * which must not overwrite the node's own report. */
-			if (tab[k].state != FN_SELF && !tab[k].cap.offered)
+			/* (A node that shrank to nothing offers 0 too, but
+			 * its report carries its MemAvailable.) */
+			if (tab[k].state != FN_SELF && !tab[k].cap.offered &&
+			    !tab[k].cap.mem_available)
 				break;
 			uint64_t fr = tab[k].cap.offered > tab[k].cap.used ?
 				      (tab[k].cap.offered - tab[k].cap.used) / PAGE : 0;
+			uint64_t ov = tab[k].cap.used > tab[k].cap.offered ?
+				      (tab[k].cap.used - tab[k].cap.offered + PAGE - 1) / PAGE : 0;
 			atomic_store(&nd->free_pages, (int_fast64_t)fr);
+			int_fast64_t was_ov = atomic_exchange(&nd->over_pages,
+							      (int_fast64_t)ov);
+			if (!was_ov && ov)
+				log_info("remote swap: node %u holds %" PRIu64 " pages "
+					 "over its offer: migrating ours away", nd->id, ov);
 		}
 	}
 	return 0;
@@ -1402,12 +1479,52 @@ static void parity_recover(struct remote_backend *rb)
 			 fixed ? dt / 1e6 / (double)fixed : 0.0, failed, groups);
 }
 
-/* Merge sparse closed groups: their members move into open groups (XORed
- * out of the old parity page, into the parity-logging buffer; the data
- * stays where it is unless the open group already has a page there). */
+/* Move the members `slots` of closed group gid into open groups: XORed out
+ * of its parity page, into the parity-logging buffer; the data stays
+ * where it is unless the open group already has a page there. The group
+ * (and its parity page) is freed when its last member leaves. Returns how
+ * many moved. Takes each slot's stripe, then the group's lock. */
+static uint64_t group_dissolve(struct remote_backend *rb, uint32_t gid,
+			       const uint64_t *slots, unsigned n)
+{
+	struct parity_group *g = &rb->pt.g[gid];
+	uint8_t page[PAGE];
+	uint64_t moved = 0;
+
+	for (unsigned k = 0; k < n; k++) {
+		uint64_t j = slots[k];
+		struct slot *s = &rb->slots[j];
+		pthread_mutex_lock(stripe(rb, j));
+		pthread_mutex_lock(glock(rb, gid));
+		int idx = rb->slot_grp[j] == gid + 1 && g->state == PG_CLOSED ?
+			  parity_member_find(g, j) : -1;
+		int node = s->n[0];
+		if (idx >= 0 && copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
+		    node_op(rb, s->n[0], OP_FETCH, j, s->version, page) == 0) {
+			group_remove(rb, gid, (unsigned)idx, page);
+			pthread_mutex_unlock(glock(rb, gid));
+			if (group_add(rb, j, s->version, page, node) == 0) {
+				moved++;
+			} else {
+				/* nowhere to go: the page is lost */
+				atomic_fetch_sub(&rb->nodes[node].held, 1);
+				s->n[0] = NO_NODE;
+				atomic_fetch_sub(&rb->mapped, 1);
+				atomic_fetch_add(&rb->write_errors, 1);
+				log_err("remote swap: slot %" PRIu64 " dropped while "
+					"regrouping parity groups: no node has room", j);
+			}
+		} else {
+			pthread_mutex_unlock(glock(rb, gid));
+		}
+		pthread_mutex_unlock(stripe(rb, j));
+	}
+	return moved;
+}
+
+/* Merge sparse closed groups: their members move into open groups. */
 static void parity_merge(struct remote_backend *rb)
 {
-	uint8_t page[PAGE];
 	uint64_t moved = 0;
 
 	for (uint32_t gid = 0; gid < rb->pt.n; gid++) {
@@ -1421,39 +1538,299 @@ static void parity_merge(struct remote_backend *rb)
 			for (n = 0; n < g->nmem; n++)
 				slots[n] = g->m[n].slot;
 		pthread_mutex_unlock(glock(rb, gid));
-		for (unsigned k = 0; k < n; k++) {
-			uint64_t j = slots[k];
-			struct slot *s = &rb->slots[j];
-			pthread_mutex_lock(stripe(rb, j));
-			pthread_mutex_lock(glock(rb, gid));
-			int idx = rb->slot_grp[j] == gid + 1 && g->state == PG_CLOSED ?
-				  parity_member_find(g, j) : -1;
-			int node = s->n[0];
-			if (idx >= 0 && copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
-			    node_op(rb, s->n[0], OP_FETCH, j, s->version, page) == 0) {
-				group_remove(rb, gid, (unsigned)idx, page);
-				pthread_mutex_unlock(glock(rb, gid));
-				if (group_add(rb, j, s->version, page, node) == 0) {
-					moved++;
-				} else {
-					/* nowhere to go: the page is lost */
-					atomic_fetch_sub(&rb->nodes[node].held, 1);
-					s->n[0] = NO_NODE;
-					atomic_fetch_sub(&rb->mapped, 1);
-					atomic_fetch_add(&rb->write_errors, 1);
-					log_err("remote swap: slot %" PRIu64 " dropped while "
-						"merging parity groups: no node has room", j);
-				}
-			} else {
-				pthread_mutex_unlock(glock(rb, gid));
-			}
-			pthread_mutex_unlock(stripe(rb, j));
-		}
+		moved += group_dissolve(rb, gid, slots, n);
 	}
 	atomic_fetch_add(&rb->merged_pages, moved);
 	if (moved)
 		log_debug("remote swap: %" PRIu64 " pages of sparse parity groups merged",
 			  moved);
+}
+
+/* --- migration off shrinking nodes ---------------------------------------
+ * A node whose report shows it holding more than it offers (the operator
+ * shrank it, `nvcachectl shrink`, or local processes need its memory)
+ * gives memory back: our pages there move to nodes with room. Nswap's
+ * MIGRATE -> UPDATE -> INVALIDATE, done by the owner alone, since only
+ * the owner knows the slot map and the parity groups: fetch the page from
+ * the shrinking node, store it on a node with room (outside the slot's
+ * other copy, or outside its parity group), point the map and the group
+ * member at the new copy, then drop the old one. The contents do not
+ * change, so no parity page does; parity pages held there move whole.
+ * Each slot is handled under its stripe (and its group's lock) like any
+ * request, so I/O goes on; a write to a slot on such a node moves it too
+ * (slot_write). The pass stops for a node once it is within its offer, per
+ * its own live report, asked again every MIGRATE_RECHECK pages moved. */
+#define MIGRATE_RECHECK 256
+
+/* Parity modes: move slot i (one copy, a member of a group) off node j.
+ * 1: moved, 0: nothing to move, <0: left where it is. Caller holds the
+ * stripe. */
+static int migrate_pslot(struct remote_backend *rb, uint64_t i, unsigned j,
+			 uint8_t *page)
+{
+	struct slot *s = &rb->slots[i];
+
+	if (s->n[0] != j || !copy_valid(rb, s, 0) || !rb->slot_grp[i])
+		return 0;
+	uint64_t gid = rb->slot_grp[i] - 1;
+	struct parity_group *g = &rb->pt.g[gid];
+	pthread_mutex_lock(glock(rb, gid));
+	int idx = parity_member_find(g, i);
+	int rc = idx < 0 ? 0 : node_op(rb, j, OP_FETCH, i, s->version, page);
+	if (idx < 0 || rc) {
+		pthread_mutex_unlock(glock(rb, gid));
+		return rc;
+	}
+	/* Same group, a node outside it: the group's parity stays right. */
+	bool exclude[CONFIG_MAX_NODES] = { false };
+	group_exclude(rb, g, exclude);
+	exclude[j] = true;
+	for (unsigned tries = 0; tries < rb->nn; tries++) {
+		int n = pick(rb, exclude);
+		if (n < 0)
+			break;
+		if (node_op(rb, (unsigned)n, OP_STORE, i, s->version, page) == 0) {
+			atomic_fetch_add(&rb->nodes[n].held, 1);
+			atomic_fetch_add(&rb->nodes[n].placed, 1);
+			atomic_fetch_sub(&rb->nodes[n].free_pages, 1);
+			s->n[0] = (uint8_t)n;
+			s->g[0] = (uint8_t)atomic_load(&rb->nodes[n].gen);
+			g->m[idx].node = s->n[0];
+			g->m[idx].gen = s->g[0];
+			pthread_mutex_unlock(glock(rb, gid));
+			atomic_fetch_sub(&rb->nodes[j].held, 1);
+			(void)node_op(rb, j, OP_DROP, i, s->version, NULL);
+			return 1;
+		}
+		exclude[n] = true;
+	}
+	/* Every node with room is in the group already: the page leaves it
+	 * (XORed out of its parity) for an open group. */
+	atomic_fetch_sub(&rb->nodes[j].held, 1);
+	s->n[0] = NO_NODE;
+	group_remove(rb, gid, (unsigned)idx, page);
+	pthread_mutex_unlock(glock(rb, gid));
+	if (group_add(rb, i, s->version, page, -1) == 0) {
+		(void)node_op(rb, j, OP_DROP, i, s->version, NULL);
+		return 1;
+	}
+	/* No node has room: it stays where it is, in an open group
+	 * (group_add keeps it on j, or moves it and drops the copy on j). */
+	atomic_fetch_add(&rb->nodes[j].held, 1);
+	if (group_add(rb, i, s->version, page, (int)j) == 0)
+		return s->n[0] == j ? -ENOSPC : 1;
+	atomic_fetch_sub(&rb->nodes[j].held, 1);
+	(void)node_op(rb, j, OP_DROP, i, s->version, NULL);
+	atomic_fetch_sub(&rb->mapped, 1);
+	atomic_fetch_add(&rb->write_errors, 1);
+	log_err("remote swap: slot %" PRIu64 " lost while migrating it off node %u: "
+		"no node has room for it", i, rb->nodes[j].id);
+	return -ENOSPC;
+}
+
+/* Move slot i's copy on node j elsewhere: 1 moved, 0 nothing to move, <0
+ * left where it is. Caller holds the stripe. */
+static int migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
+			uint8_t *page)
+{
+	struct slot *s = &rb->slots[i];
+
+	if (s->spilled)
+		return 0;
+	if (rb->gsize)
+		return migrate_pslot(rb, i, j, page);
+	for (unsigned r = 0; r < rb->copies; r++) {
+		if (s->n[r] != j || !copy_valid(rb, s, r))
+			continue;
+		int rc = node_op(rb, j, OP_FETCH, i, s->version, page);
+		unsigned o = 1 - r;
+		if (rc && rb->copies == 2 && copy_valid(rb, s, o) && usable(rb, s->n[o]))
+			rc = node_op(rb, s->n[o], OP_FETCH, i, s->version, page);
+		if (rc)
+			return rc;
+		uint8_t gen = s->g[r];
+		s->n[r] = NO_NODE;
+		rc = place_avoid(rb, i, r, s->version, page, (int)j);
+		if (rc) {
+			s->n[r] = (uint8_t)j;
+			s->g[r] = gen;
+			return rc;
+		}
+		atomic_fetch_sub(&rb->nodes[j].held, 1);
+		(void)node_op(rb, j, OP_DROP, i, s->version, NULL);
+		return 1;
+	}
+	return 0;
+}
+
+/* Move group gid's parity page off node j, whole: 1 moved, 0 nothing to
+ * move, <0 left where it is. */
+static int migrate_parity(struct remote_backend *rb, uint32_t gid, unsigned j,
+			  uint8_t *page)
+{
+	struct parity_group *g = &rb->pt.g[gid];
+	int rc = 0;
+
+	pthread_mutex_lock(glock(rb, gid));
+	if (g->state != PG_CLOSED || !g->nmem || g->pn != j || !parity_ok(rb, g))
+		goto out;
+	if ((rc = parity_op(rb, j, POP_FETCH, g->pkey, 0, page)) != 0)
+		goto out;
+	bool exclude[CONFIG_MAX_NODES] = { false };
+	for (unsigned k = 0; k < g->nmem; k++)
+		if (g->m[k].node != NO_NODE)
+			exclude[g->m[k].node] = true;
+	exclude[j] = true;
+	rc = -ENOSPC;
+	for (unsigned tries = 0; tries < rb->nn; tries++) {
+		int pn;
+		if (rb->pnode >= 0 && !exclude[rb->pnode] &&
+		    usable(rb, (unsigned)rb->pnode) && !over_offer(rb, (unsigned)rb->pnode))
+			pn = rb->pnode;
+		else
+			pn = pick(rb, exclude);
+		if (pn < 0)
+			break;
+		/* A parity update adds into what is there: no leftover of
+		 * an earlier state of this group may be. */
+		(void)parity_op(rb, (unsigned)pn, POP_DROP, g->pkey, UINT64_MAX, NULL);
+		if (parity_op(rb, (unsigned)pn, POP_UPDATE, g->pkey, ++g->pver, page) == 0) {
+			atomic_fetch_add(&rb->nodes[pn].held, 1);
+			atomic_fetch_add(&rb->nodes[pn].placed, 1);
+			atomic_fetch_sub(&rb->nodes[pn].free_pages, 1);
+			atomic_fetch_sub(&rb->nodes[j].held, 1);
+			g->pn = (uint8_t)pn;
+			g->pgen = (uint8_t)atomic_load(&rb->nodes[pn].gen);
+			(void)parity_op(rb, j, POP_DROP, g->pkey, UINT64_MAX, NULL);
+			rc = 1;
+			break;
+		}
+		exclude[pn] = true;
+	}
+	bool room = false;
+	for (unsigned k = 0; k < g->nmem; k++)
+		room |= g->m[k].node != NO_NODE && pickable(rb, g->m[k].node);
+	if (rc == -ENOSPC && room) {
+		/* Every node with room holds a member: the group is broken
+		 * up, its members regrouped into open groups (which close
+		 * early enough to leave a node for their parity), and its
+		 * parity page dropped with it. */
+		uint64_t slots[PARITY_MAX_N];
+		unsigned n = g->nmem;
+		for (unsigned k = 0; k < n; k++)
+			slots[k] = g->m[k].slot;
+		pthread_mutex_unlock(glock(rb, gid));
+		group_dissolve(rb, gid, slots, n);
+		pthread_mutex_lock(glock(rb, gid));
+		rc = g->state == PG_CLOSED && g->pn == j ? -ENOSPC : 1;
+	}
+out:
+	pthread_mutex_unlock(glock(rb, gid));
+	return rc;
+}
+
+/* How many pages node j still has to give back, per its own live report
+ * (0 when it is within its offer, gone, or holds none of ours). */
+static int_fast64_t migrate_budget(struct remote_backend *rb, unsigned j)
+{
+	if (!usable(rb, j) || atomic_load(&rb->nodes[j].held) <= 0)
+		return 0;
+	if (refresh_from(rb, j) != 0)
+		return 0;
+	return atomic_load(&rb->nodes[j].over_pages);
+}
+
+static void migrate(struct remote_backend *rb)
+{
+	int_fast64_t budget[CONFIG_MAX_NODES];
+	uint64_t moved[CONFIG_MAX_NODES], since[CONFIG_MAX_NODES];
+	uint8_t page[PAGE];
+	unsigned todo = 0;
+	uint64_t failed = 0, t0 = clock_now_ns();
+
+	for (unsigned j = 0; j < rb->nn; j++) {
+		moved[j] = since[j] = 0;
+		budget[j] = rb->nodes[j].target && over_offer(rb, j) &&
+			    t0 >= rb->nodes[j].mig_idle_until_ns ?
+			    migrate_budget(rb, j) : 0;
+		todo += budget[j] > 0;
+	}
+	if (!todo)
+		return;
+	for (uint64_t i = 0; i < rb->nslots && todo; i++) {
+		if (i % 4096 == 0 && stopping(rb))
+			return;
+		pthread_mutex_lock(stripe(rb, i));
+		for (unsigned j = 0; j < rb->nn; j++) {
+			if (budget[j] <= 0)
+				continue;
+			int rc = migrate_slot(rb, i, j, page);
+			if (rc > 0) {
+				moved[j]++;
+				budget[j]--;
+				if (++since[j] >= MIGRATE_RECHECK) {
+					since[j] = 0;
+					budget[j] = migrate_budget(rb, j);
+				}
+			} else if (rc < 0) {
+				failed++;
+				if (rc == -ENOSPC || !usable(rb, j)) {
+					log_warn("remote swap: migration off node %u "
+						 "stopped: %s", rb->nodes[j].id,
+						 rc == -ENOSPC ? "no other node has room" :
+						 "it stopped answering");
+					budget[j] = 0;
+				}
+			}
+			if (budget[j] <= 0)
+				todo--;
+		}
+		pthread_mutex_unlock(stripe(rb, i));
+	}
+	for (uint32_t gid = 0; gid < rb->pt.n && todo; gid++) {
+		if (gid % 4096 == 0 && stopping(rb))
+			return;
+		for (unsigned j = 0; j < rb->nn; j++) {
+			if (budget[j] <= 0)
+				continue;
+			int rc = migrate_parity(rb, gid, j, page);
+			if (rc > 0) {
+				moved[j]++;
+				budget[j]--;
+			} else if (rc < 0) {
+				failed++;
+				if (rc == -ENOSPC || !usable(rb, j)) {
+					log_warn("remote swap: moving parity pages off node "
+						 "%u stopped: %s", rb->nodes[j].id,
+						 rc == -ENOSPC ? "no other node has room" :
+						 "it stopped answering");
+					budget[j] = 0;
+				}
+			}
+			if (budget[j] <= 0)
+				todo--;
+		}
+	}
+	uint64_t dt = clock_now_ns() - t0, total = 0;
+	for (unsigned j = 0; j < rb->nn; j++) {
+		if (!moved[j] && budget[j] > 0) {
+			log_debug("remote swap: node %u is over its offer but holds "
+				  "none of our pages", rb->nodes[j].id);
+			rb->nodes[j].mig_idle_until_ns = clock_now_ns() + 10 * DOWN_NS;
+		}
+		if (!moved[j])
+			continue;
+		total += moved[j];
+		log_info("remote swap: migration pass: %" PRIu64 " pages moved off node "
+			 "%u in %.0f ms (%.3f ms/page)%s", moved[j], rb->nodes[j].id,
+			 dt / 1e6, dt / 1e6 / (double)moved[j],
+			 atomic_load(&rb->nodes[j].held) > 0 ? "" : ", none of ours left there");
+	}
+	atomic_fetch_add(&rb->migrate_passes, 1);
+	atomic_fetch_add(&rb->migrations, total);
+	atomic_fetch_add(&rb->migrate_failures, failed);
+	if (total)
+		atomic_fetch_add(&rb->migrate_ns, dt);
 }
 
 static void *refresher_main(void *arg)
@@ -1487,6 +1864,7 @@ static void *refresher_main(void *arg)
 		atomic_store(&rb->recovering, 0);
 		if (rb->gsize && atomic_exchange(&rb->merge_needed, 0))
 			parity_merge(rb);
+		migrate(rb);
 	}
 	return NULL;
 }
@@ -1779,6 +2157,12 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 	OUT("remote_failovers: %" PRIu64 "\nremote_remirrors: %" PRIu64 "\n",
 	    (uint64_t)atomic_load(&rb->failovers), (uint64_t)atomic_load(&rb->remirrors));
 	OUT("remote_rebuild_passes: %" PRIu64 "\n", (uint64_t)atomic_load(&rb->rebuild_passes));
+	uint64_t mig = atomic_load(&rb->migrations);
+	OUT("remote_migrations: %" PRIu64 "\nremote_migration_passes: %" PRIu64
+	    "\nremote_migration_failures: %" PRIu64 "\nremote_migration_ms_per_page: %.4f\n",
+	    mig, (uint64_t)atomic_load(&rb->migrate_passes),
+	    (uint64_t)atomic_load(&rb->migrate_failures),
+	    mig ? atomic_load(&rb->migrate_ns) / 1e6 / (double)mig : 0.0);
 	struct degraded dg = count_degraded(rb);
 	OUT("remote_slots_degraded: %" PRIu64 "\n", dg.slots);
 	OUT("remote_recovery_pending: %d\n", (rb->copies > 1 || rb->gsize) &&
@@ -1824,12 +2208,14 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 		if (!nd->target)
 			continue;
 		OUT("remote_node.%u: %s free_pages=%" PRId64 " held=%" PRId64 " placed=%" PRIu64
-		    " stores=%" PRIu64 " fetches=%" PRIu64 " errors=%" PRIu64 "\n",
+		    " stores=%" PRIu64 " fetches=%" PRIu64 " errors=%" PRIu64
+		    " over_offer=%" PRId64 "\n",
 		    nd->id, !atomic_load(&nd->alive) ? "dead" : usable(rb, i) ? "up" : "down",
 		    (int64_t)atomic_load(&nd->free_pages), (int64_t)atomic_load(&nd->held),
 		    (uint64_t)atomic_load(&nd->placed),
 		    (uint64_t)atomic_load(&nd->stores), (uint64_t)atomic_load(&nd->fetches),
-		    (uint64_t)atomic_load(&nd->errors));
+		    (uint64_t)atomic_load(&nd->errors),
+		    (int64_t)atomic_load(&nd->over_pages));
 	}
 #undef OUT
 	return (ssize_t)(len < outlen ? len : outlen);

@@ -40,6 +40,14 @@
  * seen dead; it is stored on a node outside its group. A lost parity page
  * is recomputed from its members onto another node (paper IV.B.4).
  *
+ * Adaptive capacity (Nswap's migration): a node whose report shows it
+ * holding more than it offers (shrunk by the operator, or its local
+ * processes need the memory) gets no new page, a write to a slot there
+ * goes elsewhere, and the refresher thread migrates our other pages off it
+ * (fetch, store on a node with room outside the slot's other copy or its
+ * parity group, update the map and the group, drop the old copy; parity
+ * pages move whole) until it is within its offer again.
+ *
  * The functions have the shapes of nbd/backend.h's nbd_backend_ops, so
  * nvswapd's adapter is a table of pointers (cluster/ does not include nbd/
  * headers: the dependency runs nbd -> cluster).

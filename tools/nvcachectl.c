@@ -25,6 +25,9 @@ static void usage(FILE *f)
 "  stats TARGET                 all counters of one daemon\n"
 "  watch TARGET [SECONDS]       stats every SECONDS (default 1) until ^C\n"
 "  send TARGET COMMAND...       send a raw command (e.g. 'shrink 512M', 'fail 3')\n"
+"  shrink NODE SIZE             node NODE offers at most SIZE (0: nothing); the\n"
+"                               swapping nodes migrate its excess pages away\n"
+"  grow NODE                    lift that cap: NODE offers its idle memory again\n"
 "\n"
 "TARGET is a mount point of nvcachefs (/mnt/nvcache), or --swap NAME (an\n"
 "nvswapd export), --node ID (an nvcached), --socket PATH.\n"
@@ -149,6 +152,19 @@ int main(int argc, char **argv)
 		return ctl_cluster_run(verb, argc, argv, i);
 	if (!strcmp(verb, "status"))
 		return cmd_status();
+	/* shrink NODE SIZE, grow NODE: sugar for send --node NODE ... */
+	if (!strcmp(verb, "shrink") || !strcmp(verb, "grow")) {
+		int want = !strcmp(verb, "shrink") ? 2 : 1;
+		if (argc - i != want ||
+		    ctl_socket_path("node", argv[i], path, sizeof(path))) {
+			fprintf(stderr, "nvcachectl: usage: %s\n", want == 2 ?
+				"shrink NODE SIZE" : "grow NODE");
+			return 2;
+		}
+		snprintf(cmd, sizeof(cmd), "%s%s%s", verb, want == 2 ? " " : "",
+			 want == 2 ? argv[i + 1] : "");
+		return ask(path, cmd, 0);
+	}
 	if (strcmp(verb, "stats") && strcmp(verb, "watch") && strcmp(verb, "send")) {
 		fprintf(stderr, "nvcachectl: unknown command '%s'\n", verb);
 		usage(stderr);

@@ -1,11 +1,12 @@
 /* test_cluster_remote.c - the remote swap backend against three real nodes
  * in this process: byte-exact reads after aligned and unaligned writes,
  * pages spread over the nodes, trim, mirror failover and re-mirroring when
- * a node stops, and (without mirror) the read errors that mirroring
- * prevents. */
+ * a node stops, (without mirror) the read errors that mirroring
+ * prevents, and migration off a node that shrinks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,6 +391,64 @@ static void spill_when_no_room(void **state)
 	stop_nodes();
 }
 
+static uint64_t node_stat(int i, const char *key)
+{
+	ssize_t n = node_ctl(nodes[i], "stats", stats, sizeof(stats) - 1);
+	assert_true(n > 0);
+	stats[n] = 0;
+	char *p = strstr(stats, key);
+	assert_non_null(p);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+/* A node shrunk to nothing ("shrink 0"): the backend migrates every copy
+ * it had there to the other nodes while I/O goes on, and nothing is lost;
+ * "grow" lifts the cap. */
+static void shrink_migrates(void **state)
+{
+	(void)state;
+	start_nodes();
+	memset(shadow, 0, sizeof(shadow));
+	struct remote_backend *rb = open_rb(REMOTE_MIRROR);
+
+	assert_int_equal(node_ctl(nodes[2], "shrink lots", stats, sizeof(stats)), -EINVAL);
+	scribble(rb, 400);
+	uint64_t before = node_stat(2, "pages_data: ");
+	assert_true(before > 10);
+	/* a partial shrink moves the excess only */
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "shrink %" PRIu64 "K", before / 2 * 4);
+	assert_true(node_ctl(nodes[2], cmd, stats, sizeof(stats)) > 0);
+	for (int i = 0; i < 200 && node_stat(2, "pages: ") > before / 2; i++)
+		usleep(50000);
+	assert_true(node_stat(2, "pages: ") <= before / 2);
+	assert_true(node_stat(2, "pages: ") >= before / 2 - 2);
+	check_all(rb);
+	assert_true(node_ctl(nodes[2], "shrink 0", stats, sizeof(stats)) > 0);
+	assert_int_equal(node_stat(2, "offered_bytes: "), 0);
+	assert_int_equal(node_stat(2, "shrink_cap_bytes: "), 0);
+	/* writes go on meanwhile; the node empties (bounded wait) */
+	for (int i = 0; i < 200 && node_stat(2, "pages: ") > 0; i++) {
+		scribble(rb, 5);
+		usleep(50000);
+	}
+	assert_int_equal(node_stat(2, "pages: "), 0);
+	check_all(rb);
+	assert_true(stat(rb, "remote_migrations: ") > 0);
+	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
+	/* both copies of every slot, on the two other nodes */
+	uint64_t mapped = stat(rb, "remote_slots_mapped: ");
+	assert_int_equal(node_stat(0, "pages_data: ") + node_stat(1, "pages_data: "),
+			 2 * mapped);
+	assert_true(node_ctl(nodes[2], "grow", stats, sizeof(stats)) > 0);
+	assert_true(node_stat(2, "offered_bytes: ") > 0);
+	ssize_t n = node_ctl(nodes[2], "stats", stats, sizeof(stats) - 1);
+	stats[n] = 0;
+	assert_non_null(strstr(stats, "shrink_cap_bytes: none\n"));
+	remote_close(rb);
+	stop_nodes();
+}
+
 int main(void)
 {
 	log_init("test_cluster_remote", LOG_LVL_ERR);
@@ -399,6 +458,7 @@ int main(void)
 		cmocka_unit_test(quick_restart_rebuilds),
 		cmocka_unit_test(leftovers_of_earlier_device),
 		cmocka_unit_test(spill_when_no_room),
+		cmocka_unit_test(shrink_migrates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
