@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# cluster_parity.sh - what each redundancy mode of nvswapd --store remote
+# costs, side by side over six nvcached nodes on loopback (we are node 1;
+# pages go to nodes 2-6): none (the anchor), mirror, parity (groups of 4,
+# node 2 the parity node) and parity-dist (groups of 4, parity spread).
+#  - swap-out of fresh pages: nbdcopy of 64 MiB of random data onto an
+#    empty device (every page new: parity logging, one parity send per 4)
+#  - overwrite: the same again (every slot in use: old^new to the parity)
+#  - fio 4 KiB randwrite / randread, iodepth 16 (nbd engine)
+#  - RAM spent on redundancy per stored page (client tables, node pages)
+#  - rebuild time per lost page: a data node holding ~10,000 pages (and
+#    ~100,000 with BENCH_BIG=1) is killed; the background pass's time / pages
+# Loopback TCP on a shared 2-core machine: ratios matter, not absolutes.
+T_TIMEOUT=${T_TIMEOUT:-900}
+. "$(dirname "$0")/../system/lib.sh"
+. "$(dirname "$0")/../system/nbd_common.bash"
+. "$(dirname "$0")/../system/cluster_common.bash"
+t_require_cmd fio python3 nbdcopy
+
+nvcached=$(t_bin nvcached) || exit 1
+ctl=$(t_bin nvcachectl) || exit 1
+export NVCACHE_RUN_DIR=$T_DIR/run
+runtime=${BENCH_RUNTIME:-8}
+head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
+chmod 600 "$T_DIR/secret"
+
+start_cluster() {
+  read -r -a ports < <(cluster_free_ports 6)
+  conf=$T_DIR/cluster-$1.conf
+  { echo "secret secret"
+    for i in 1 2 3 4 5 6; do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done; } >"$conf"
+  for i in 1 2 3 4 5 6; do
+    "$nvcached" --cluster "$conf" --node $i -f --heartbeat 200 --timeout 1000 \
+      >"$T_DIR/node$i.log" 2>&1 &
+    pid[$i]=$!
+    t_cleanup "kill -9 ${pid[$i]} 2>/dev/null"
+    disown "${pid[$i]}"
+  done
+  for i in 1 2 3 4 5 6; do t_wait 15 alive5 $i || t_fail "node $i not up"; done
+}
+declare -A pid
+alive5() { "$ctl" stats --node "$1" 2>/dev/null | grep -qx 'nodes_alive: 5'; }
+stop_cluster() { for i in 1 2 3 4 5 6; do kill -9 "${pid[$i]}" 2>/dev/null; done; }
+stat_val() { "$ctl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'; }
+red() { case $1 in parity|parity-dist) echo "$1:4" ;; *) echo "$1" ;; esac; }
+
+fio_iops() {
+  fio --name=b --ioengine=nbd --uri="$1" --rw="$2" --bs=4k --iodepth=16 \
+      --size=256M --time_based --runtime="$runtime" --output-format=json \
+      >"$T_DIR/fio.json" 2>"$T_DIR/fio.err" || { cat "$T_DIR/fio.err" >&2; echo 0; return; }
+  python3 -c '
+import json, sys
+t = open(sys.argv[1]).read()
+j = json.loads(t[t.index("{"):])["jobs"][0]
+print(int(j["write"]["iops"] + j["read"]["iops"]))' "$T_DIR/fio.json"
+}
+ms() { echo $(( ($2 - $1) / 1000000 )); }
+ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.3f}' if b else 'nan')" "$1" "$2"; }
+
+head -c 64M /dev/urandom >"$T_DIR/data"
+modes="none mirror parity parity-dist"
+declare -A fresh over w r cb nb
+start_cluster perf
+for m in $modes; do
+  sock=$T_DIR/$m.sock name=b${m//-/}
+  nbd_start "$sock" "$name" --size 256M --store remote --cluster "$conf" --node 1 \
+    --redundancy "$(red $m)"
+  uri="nbd+unix:///$name?socket=$sock"
+  t0=$(date +%s%N); nbdcopy "$T_DIR/data" "$uri" || t_fail "$m: nbdcopy"; t1=$(date +%s%N)
+  nbdcopy "$T_DIR/data" "$uri" || t_fail "$m: nbdcopy"; t2=$(date +%s%N)
+  fresh[$m]=$(ms $t0 $t1); over[$m]=$(ms $t1 $t2)
+  w[$m]=$(fio_iops "$uri" randwrite)
+  r[$m]=$(fio_iops "$uri" randread)
+  s=$("$ctl" stats --swap "$name")
+  mapped=$(awk '$1 == "remote_slots_mapped:" { print $2 }' <<<"$s")
+  case $m in
+    none) cb[$m]=0; nb[$m]=0 ;;
+    mirror) cb[$m]=0; nb[$m]=4096 ;;  # a second copy of every page
+    *) cb[$m]=$(awk '$1 == "parity_client_bytes_per_page:" { print $2 }' <<<"$s")
+       nb[$m]=$(awk '$1 == "parity_node_bytes_per_page:" { print $2 }' <<<"$s") ;;
+  esac
+  echo "cluster_parity: $m: fresh 64 MiB ${fresh[$m]} ms, overwrite ${over[$m]} ms, randwrite ${w[$m]} IOPS, randread ${r[$m]} IOPS, $mapped slots, client ${cb[$m]} B/page, nodes ${nb[$m]} B/page"
+  kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
+done
+stop_cluster
+for m in mirror parity parity-dist; do
+  echo "BENCH cluster_parity.$m.swapout_fresh_64M ${fresh[$m]} ms vs none ${fresh[none]} ms ratio $(ratio "${fresh[$m]}" "${fresh[none]}")"
+  echo "BENCH cluster_parity.$m.swapout_inuse_64M ${over[$m]} ms vs none ${over[none]} ms ratio $(ratio "${over[$m]}" "${over[none]}")"
+  echo "BENCH cluster_parity.$m.randwrite_4k ${w[$m]} IOPS vs none ${w[none]} IOPS ratio $(ratio "${w[$m]}" "${w[none]}")"
+  echo "BENCH cluster_parity.$m.randread_4k ${r[$m]} IOPS vs none ${r[none]} IOPS ratio $(ratio "${r[$m]}" "${r[none]}")"
+  echo "BENCH cluster_parity.$m.redundancy_bytes_per_page client ${cb[$m]} nodes ${nb[$m]} B"
+done
+
+# Rebuild: lose a data node holding N pages; time the background pass.
+rebuild() {
+  local m=$1 pages=$2
+  start_cluster "rb$pages"
+  local sock=$T_DIR/rb.sock name=brb
+  # 4 data nodes (parity: nodes 3-6): 4*pages pages put ~pages on each
+  local mib=$(( (4 * pages * 4096 + 1048575) / 1048576 ))
+  [ "$m" = parity-dist ] && mib=$(( (5 * pages * 4096 + 1048575) / 1048576 ))
+  nbd_start "$sock" $name --size $((mib + 16))M --store remote --cluster "$conf" --node 1 \
+    --redundancy "$(red $m)"
+  head -c ${mib}M /dev/urandom >"$T_DIR/rb"
+  nbdcopy "$T_DIR/rb" "nbd+unix:///$name?socket=$sock" || t_fail "rebuild: nbdcopy"
+  local lost; lost=$(stat_val 4 pages_data)
+  kill -9 "${pid[4]}"
+  done_pass() { [ "$(nbd_stat $name parity_rebuilt_pages)" -gt 0 ]; }
+  t_wait 300 done_pass || t_fail "rebuild: no recovery pass"
+  local per; per=$(nbd_stat $name parity_rebuild_ms_per_page)
+  echo "cluster_parity: $m: node 4 held $lost pages; rebuilt $(nbd_stat $name parity_rebuilt_pages) at $per ms/page"
+  echo "BENCH cluster_parity.$m.rebuild_ms_per_page_${pages} $per ms vs nswap 0.144 ms ratio $(ratio "$per" 0.144)"
+  nbdcopy "nbd+unix:///$name?socket=$sock" "$T_DIR/rb2" || t_fail "rebuild: read back"
+  cmp -n "${mib}M" "$T_DIR/rb" "$T_DIR/rb2" || t_fail "rebuild: data differs"
+  kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
+  stop_cluster
+}
+rebuild parity 10000
+rebuild parity-dist 10000
+[ "${BENCH_BIG:-0}" = 1 ] && rebuild parity 100000
+exit 0
