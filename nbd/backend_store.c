@@ -74,6 +74,7 @@ int nbd_backend_store_create(struct nbd_backend *be,
 		.nvram_path = o->nvram_path,
 		.flash_path = o->flash_path,
 		.policy = o->policy,
+		.trace_path = o->trace_path,
 	};
 	int rc = tierstore_open(&ts, &to);
 	if (rc < 0)

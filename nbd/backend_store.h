@@ -14,6 +14,7 @@ struct nbd_store_opts {
 	const char *flash_path;  /* or NULL */
 	const char *nvram_path;  /* the MRAM file */
 	const char *policy;
+	const char *trace_path;  /* access log for nvsim (--trace-out), or NULL */
 };
 
 /* 0 or -errno (logged). Fills be; be->ops->destroy closes the store. */

@@ -49,6 +49,7 @@ struct cfg {
 	bool dram_set, mram_set;
 	const char *unix_path, *listen, *name, *flash, *policy, *nvram, *store;
 	const char *cluster, *redundancy;   /* --store remote */
+	const char *trace_out;              /* --store tiered */
 	unsigned node;
 	unsigned threads, max_conns;
 	bool foreground;
@@ -86,6 +87,11 @@ static void usage(FILE *f)
 "                    (parity pages spread over the nodes); with --store\n"
 "                    remote, --flash FILE takes the pages no node has room\n"
 "                    for (none and mirror only)\n"
+"  --trace-out FILE  record every page access the tiered store presents to\n"
+"                    its policy (nvt, gzip if FILE ends in .gz) for\n"
+"                    nvsim --trace FILE; written by a background thread,\n"
+"                    complete at SIGTERM; an access that finds the ring\n"
+"                    full is dropped and counted (stats trace_dropped)\n"
 "  --threads N       server threads, each with its own io_uring\n"
 "                    (default: the number of CPUs, at most 4)\n"
 "  --max-conns N     connections served at once (default 32)\n"
@@ -112,6 +118,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		{ "cluster", required_argument, NULL, 'K' },
 		{ "node", required_argument, NULL, 'I' },
 		{ "redundancy", required_argument, NULL, 'R' },
+		{ "trace-out", required_argument, NULL, 'T' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "max-conns", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -142,6 +149,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		case 'K': c->cluster = optarg; break;
 		case 'I': c->node = (unsigned)atoi(optarg); break;
 		case 'R': c->redundancy = optarg; break;
+		case 'T': c->trace_out = optarg; break;
 		case 't': c->threads = (unsigned)atoi(optarg); break;
 		case 'c': c->max_conns = (unsigned)atoi(optarg); break;
 		case 'f': c->foreground = true; break;
@@ -168,6 +176,11 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 	if (strcmp(c->store, "tiered") && strcmp(c->store, "flat") &&
 	    strcmp(c->store, "remote")) {
 		fprintf(stderr, "nvswapd: --store is 'tiered', 'flat' or 'remote'\n");
+		return -1;
+	}
+	if (c->trace_out && strcmp(c->store, "tiered")) {
+		fprintf(stderr, "nvswapd: --trace-out records the tiered "
+			"store's accesses: it needs --store tiered\n");
 		return -1;
 	}
 	if (!strcmp(c->store, "remote") && !c->cluster) {
@@ -365,6 +378,7 @@ int main(int argc, char **argv)
 			.flash_path = c.flash,
 			.nvram_path = c.nvram,
 			.policy = c.policy,
+			.trace_path = c.trace_out,
 		};
 		rc = nbd_backend_store_create(&be, &so);
 	}

@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "pmem/region.h"
+#include "pmem/tracelog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +55,7 @@ struct tierstore {
 	/* The time/energy model's inputs, under lock (pmem/model.h). */
 	struct model_params mp;
 	struct model_counts mc;
+	struct tracelog *log;       /* --trace-out, or NULL */
 };
 
 static void *table(uint64_t n, size_t each)
@@ -188,6 +190,11 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 	model_params_default(&ts->mp);
 	ts->flash_fd = -1;
 	ts->pages = o->pages;
+	/* First: an access log in an unwritable place is refused before
+	 * memory is reserved and locked. */
+	if (o->trace_path &&
+	    (rc = tracelog_open(&ts->log, o->trace_path, o->trace_ring)) < 0)
+		goto fail;
 	ts->tier = table(o->pages, 1);
 	ts->slot = table(o->pages, sizeof(uint32_t));
 	ts->nreads = table(o->pages, sizeof(uint32_t));
@@ -272,6 +279,7 @@ void tierstore_close(struct tierstore *ts)
 {
 	if (!ts)
 		return;
+	tracelog_close(ts->log);
 	if (ts->ring_ok)
 		io_uring_queue_exit(&ts->ring);
 	if (ts->flash_fd >= 0)
@@ -411,13 +419,17 @@ static int move_apply(struct tierstore *ts, const struct tier_move *m,
 /* Present one page access to the policy and apply its moves. On success
  * the page is in memory: *t and *s say where. Lock held. */
 static int page_access(struct tierstore *ts, uint64_t p, bool write,
-		       size_t nbytes, unsigned *t, uint32_t *s)
+		       size_t in, size_t nbytes, unsigned *t, uint32_t *s)
 {
 	bool full_write = write && nbytes == PG;
 	struct tier_move mv[POLICY_MAX_MOVES];
 	enum tier served;
 	unsigned n = policy_access(ts->pol, p, write, mv, &served);
 	int rc;
+
+	/* Logged under the lock: the log's order is the policy's. */
+	if (ts->log)
+		tracelog_add(ts->log, p, (uint32_t)in, (uint32_t)nbytes, write);
 
 	for (unsigned i = 0; i < n; i++) {
 		if ((rc = move_apply(ts, &mv[i], p, full_write)) < 0)
@@ -474,7 +486,7 @@ int tierstore_pread(struct tierstore *ts, void *buf, uint64_t off, size_t len)
 			memset(b, 0, n);
 			ts->st.zero_reads++;
 		} else {
-			if ((rc = page_access(ts, p, false, n, &t, &s)) < 0)
+			if ((rc = page_access(ts, p, false, in, n, &t, &s)) < 0)
 				break;
 			frame_get(ts, t, b, frame(ts, t, s) + in, n);
 		}
@@ -505,7 +517,7 @@ int tierstore_pwrite(struct tierstore *ts, const void *buf, uint64_t off,
 		count(&ts->nwrites[p]);
 		/* A partial page is read-modify-written: the access brings
 		 * its old contents (or zeros) into memory first. */
-		if ((rc = page_access(ts, p, true, n, &t, &s)) < 0)
+		if ((rc = page_access(ts, p, true, in, n, &t, &s)) < 0)
 			break;
 		frame_put(ts, t, frame(ts, t, s) + in, b, n);
 		b += n;
@@ -580,6 +592,8 @@ void tierstore_get_stats(struct tierstore *ts, struct tierstore_stats *st)
 	}
 	st->pages_cap[TIER_FLASH] = ts->flash_pages;
 	pthread_mutex_unlock(&ts->lock);
+	if (ts->log)
+		tracelog_counts(ts->log, &st->trace_records, &st->trace_dropped);
 }
 
 enum tier tierstore_page_tier(struct tierstore *ts, uint64_t page)
@@ -628,7 +642,8 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		"migrations_mram_dram: %llu\n"
 		"flash_loads: %llu\n" "flash_writebacks: %llu\n"
 		"flash_clean_drops: %llu\n" "flash_errors: %llu\n"
-		"mram_hit_rate: %.4f\n",
+		"mram_hit_rate: %.4f\n"
+		"trace_records: %llu\n" "trace_dropped: %llu\n",
 		policy_name(ts->pol),
 		(unsigned long long)st.pages_used[TIER_MRAM],
 		(unsigned long long)st.pages_cap[TIER_MRAM],
@@ -646,7 +661,9 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		(unsigned long long)st.writebacks,
 		(unsigned long long)st.drops,
 		(unsigned long long)st.flash_errors,
-		served ? (double)st.served_mram / (double)served : 0.0);
+		served ? (double)st.served_mram / (double)served : 0.0,
+		(unsigned long long)st.trace_records,
+		(unsigned long long)st.trace_dropped);
 	if (n < 0)
 		return -EIO;
 	/* The time/energy model's estimate of what the accesses so far

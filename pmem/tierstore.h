@@ -41,6 +41,9 @@ struct tierstore_opts {
 	const char *policy;      /* "lru", ... (policy_names()) */
 	double alpha;            /* lowpower's factor; 0 = 0.9 (the paper) */
 	uint32_t mram_lat_ns;    /* emulated MRAM latency per access, 0 = off */
+	const char *trace_path;  /* access log (pmem/tracelog.h): every access
+				  * presented to the policy, as nvt; or NULL */
+	size_t trace_ring;       /* its ring, records; 0 = the default */
 };
 
 struct tierstore_stats {
@@ -53,12 +56,15 @@ struct tierstore_stats {
 	uint64_t loads, writebacks, drops; /* flash in, flash out, clean drop */
 	uint64_t served_mram, served_dram;
 	uint64_t flash_errors;
+	uint64_t trace_records, trace_dropped;   /* the access log's */
 };
 
 /* Open a store. Errors (logged with what to change): -EINVAL (bad sizes,
  * no flash file while memory is smaller than the page space, a flash file
- * on tmpfs), -ENOENT (unknown policy), -ENOMEM, -EIO and open/map errors. */
+ * on tmpfs), -ENOENT (unknown policy), -ENOMEM, -EIO and open/map errors
+ * (an access log that cannot be created: its path and the reason). */
 int tierstore_open(struct tierstore **out, const struct tierstore_opts *o);
+/* Also flushes and closes the access log. */
 void tierstore_close(struct tierstore *ts);
 
 /* Byte-range I/O inside the page space. 0 or -EINVAL (out of range),

@@ -1,5 +1,6 @@
 /* nvsim.c - trace-driven simulator of the MRAM/DRAM/flash memory: replays a
- * valgrind lackey trace (or an nvt trace) through the L2 filter once, feeds
+ * valgrind lackey trace (or an nvt trace) through the L2 filter once (a
+ * memory-level nvt, such as nvswapd's --trace-out log, goes past it), feeds
  * the memory accesses to every (policy, MRAM size, DRAM size) combination in
  * lockstep, and prints the paper's time/energy model estimate for each as
  * CSV. The policies are the live store's own code (pmem/policy.h).
@@ -59,9 +60,11 @@ static void usage(FILE *f)
 "\n"
 "SIZES: comma-separated, e.g. 0,64M,128M. Policies: %s (or 'all').\n"
 "Traces: valgrind --tool=lackey --trace-mem=yes --log-file=F PROG output,\n"
-"or nvt (nvsim convert); either may be gzip-compressed.\n"
+"or nvt (nvsim convert, or nvswapd --trace-out: the live store's page\n"
+"accesses, replayed past the L2); either may be gzip-compressed.\n"
 "CSV columns: " CSV_HEADER "\n"
-"  accesses = memory accesses (L2 misses and write-backs) the policy saw.\n"
+"  accesses = memory accesses (L2 misses and write-backs, or the records\n"
+"  of a memory-level trace) the policy saw.\n"
 "--profile oracle: mram-fixed and lowpower rank pages by whole-run counts\n"
 "  from a first pass (the paper's profiling run); online (default): by\n"
 "  counts aged every --epoch accesses, as the live store does.\n",
@@ -563,6 +566,16 @@ int main(int argc, char **argv)
 		goto done;
 	}
 
+	/* Opened first: its flags say how the policies weigh an access. */
+	if (trace_open(&r, trace, fmt) < 0) {
+		rc = 1;
+		goto done;
+	}
+	/* A page store's own log (nvswapd --trace-out): each access moves a
+	 * page, and the policies weigh it so, as in the live store. */
+	uint32_t access_lines = (trace_flags(r) & NVT_F_STORE)
+		? (uint32_t)(mp.page_bytes / mp.line_bytes) : 0;
+
 	/* Instances: policy-major, then MRAM, then DRAM (the CSV order). */
 	pl = strdup(policies);
 	if (!pl) {
@@ -577,6 +590,7 @@ int main(int argc, char **argv)
 					.mram_pages = mram[i] / mp.page_bytes,
 					.dram_pages = dram[j] / mp.page_bytes,
 					.alpha = alpha, .epoch = epoch,
+					.access_lines = access_lines,
 				};
 				/* A sweep over 0,... on both axes meets (0, 0):
 				 * no memory at all is not a machine; skip it. */
@@ -624,10 +638,6 @@ int main(int argc, char **argv)
 	}
 
 	if (oracle && oracle_profile(&s, trace, fmt, &mp) < 0) {
-		rc = 1;
-		goto done;
-	}
-	if (trace_open(&r, trace, fmt) < 0) {
 		rc = 1;
 		goto done;
 	}

@@ -1,6 +1,7 @@
-/* trace.c - lackey and nvt trace reading, nvt writing (see trace.h). The
- * input is untrusted: every length and number is checked, and a bad byte
- * stops the read with a message naming where it is. */
+/* trace.c - lackey and nvt trace reading (see trace.h; the nvt writer is
+ * pmem/nvt.c). The input is untrusted: every length and number is
+ * checked, and a bad byte stops the read with a message naming where it
+ * is. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,6 @@
 #include "tools/trace.h"
 
 #define TR_BUF (1u << 20)
-#define NVT_HDR 16
 
 struct trace_reader {
 	gzFile gz;
@@ -74,7 +74,7 @@ static int tr_start(struct trace_reader *r, enum trace_format fmt)
 	int rc = tr_fill(r);
 	if (rc < 0)
 		return rc;
-	bool is_nvt = r->len >= NVT_HDR && memcmp(r->buf, NVT_MAGIC, 8) == 0;
+	bool is_nvt = r->len >= NVT_HEADER_BYTES && memcmp(r->buf, NVT_MAGIC, 8) == 0;
 	if (fmt == TRACE_AUTO)
 		fmt = is_nvt ? TRACE_NVT : TRACE_LACKEY;
 	r->fmt = fmt;
@@ -87,12 +87,12 @@ static int tr_start(struct trace_reader *r, enum trace_format fmt)
 		const uint8_t *h = r->buf + 8;
 		r->flags = (uint32_t)h[0] | (uint32_t)h[1] << 8 |
 			   (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
-		if (r->flags & ~NVT_F_PAGES) {
+		if (r->flags & ~NVT_F_KNOWN) {
 			log_err("trace %s: unknown nvt flags 0x%x (newer writer?)",
 				r->name, r->flags);
 			return -EINVAL;
 		}
-		r->pos = NVT_HDR;
+		r->pos = NVT_HEADER_BYTES;
 	}
 	return 0;
 }
@@ -387,98 +387,4 @@ ssize_t trace_read(struct trace_reader *r, struct trace_rec *recs, size_t n,
 	if (r->fmt == TRACE_NVT)
 		return nvt_read(r, recs, n, instr);
 	return lk_read(r, recs, n, instr);
-}
-
-/* --- writer --------------------------------------------------------------- */
-
-struct trace_writer {
-	gzFile gz;
-	uint8_t buf[1 << 16];
-	size_t len;
-	uint64_t prev;
-	int err;
-};
-
-static void tw_flush(struct trace_writer *w)
-{
-	if (w->len && !w->err) {
-		if (gzwrite(w->gz, w->buf, (unsigned)w->len) != (int)w->len)
-			w->err = -EIO;
-	}
-	w->len = 0;
-}
-
-static void tw_varint(struct trace_writer *w, uint64_t v)
-{
-	if (w->len + 10 > sizeof(w->buf))
-		tw_flush(w);
-	while (v >= 0x80) {
-		w->buf[w->len++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	w->buf[w->len++] = (uint8_t)v;
-}
-
-int trace_writer_open(struct trace_writer **out, const char *path,
-		      uint32_t flags)
-{
-	size_t pl = strlen(path);
-	bool gz = pl > 3 && strcmp(path + pl - 3, ".gz") == 0;
-	struct trace_writer *w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	w->gz = gzopen(path, gz ? "wb6" : "wbT");
-	if (!w->gz) {
-		int e = errno ? errno : ENOMEM;
-		log_err("trace %s: cannot create: %s", path, strerror(e));
-		free(w);
-		return -e;
-	}
-	memcpy(w->buf, NVT_MAGIC, 8);
-	for (int i = 0; i < 4; i++)
-		w->buf[8 + i] = (uint8_t)(flags >> (8 * i));
-	memset(w->buf + 12, 0, 4);
-	w->len = NVT_HDR;
-	*out = w;
-	return 0;
-}
-
-int trace_write(struct trace_writer *w, const struct trace_rec *rec)
-{
-	if (rec->op > TRACE_M || rec->size == 0 || rec->size > TRACE_MAX_SIZE)
-		return -EINVAL;
-	uint64_t delta = rec->addr - w->prev;
-	uint64_t zz = (delta << 1) ^ (0 - (delta >> 63));
-	unsigned sc = 7;
-	if ((rec->size & (rec->size - 1)) == 0 && rec->size <= 64)
-		sc = (unsigned)__builtin_ctz(rec->size);
-	if (sc < 7 && zz < (1ull << 59)) {
-		tw_varint(w, zz << 5 | sc << 2 | rec->op);
-	} else {
-		tw_varint(w, 7u << 2 | rec->op);
-		tw_varint(w, rec->size);
-		tw_varint(w, rec->addr);
-	}
-	w->prev = rec->addr;
-	return w->err;
-}
-
-int trace_write_instr(struct trace_writer *w, uint64_t n)
-{
-	while (n) {
-		uint64_t k = n > (UINT64_MAX >> 2) ? (UINT64_MAX >> 2) : n;
-		tw_varint(w, k << 2 | 3);
-		n -= k;
-	}
-	return w->err;
-}
-
-int trace_writer_close(struct trace_writer *w)
-{
-	tw_flush(w);
-	int rc = w->err;
-	if (gzclose(w->gz) != Z_OK && !rc)
-		rc = -EIO;
-	free(w);
-	return rc;
 }

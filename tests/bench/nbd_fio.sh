@@ -8,7 +8,9 @@
 # reads, so nothing is served from never-written pages.
 #
 #   NBDB_SIZE=1G (export)  NBDB_RUNTIME=8 (s per figure)  NBDB_JOBS=16
-#   NBDB_TARGETS="nvswapd nvswapd-flat nbdkit nbdkit-malloc"
+#   NBDB_TARGETS="nvswapd nvswapd-flat nbdkit nbdkit-malloc"; also
+#   nvswapd-trace (nvswapd --trace-out: the cost of the access log, for
+#   NBDB_TARGETS="nvswapd nvswapd-trace")
 T_TIMEOUT=${T_TIMEOUT:-1500}
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/../system/nbd_common.bash"
@@ -25,6 +27,8 @@ start_target() {  # start_target NAME SOCK -> sets tpid, uri
   case $t in
     nvswapd) nbd_start "$sock" bench --size "$size"; tpid=$NBD_PID
              uri="nbd+unix:///bench?socket=$sock" ;;
+    nvswapd-trace) nbd_start "$sock" benchtrc --size "$size" --trace-out "$T_DIR/bench.nvt.gz"
+             tpid=$NBD_PID uri="nbd+unix:///benchtrc?socket=$sock" ;;
     nvswapd-flat) nbd_start "$sock" benchflat --size "$size" --store flat; tpid=$NBD_PID
              uri="nbd+unix:///benchflat?socket=$sock" ;;
     nbdkit|nbdkit-malloc)
@@ -99,6 +103,14 @@ for fig in randwrite_4k randread_4k seqwrite_1m seqread_1m; do
     echo "BENCH nbd_${fig}_${t} $val $unit vs nbdkit_memory_best $bestv $unit ratio $ratio"
   done
 done
+if [ -n "${uris[nvswapd-trace]:-}" ]; then
+  echo "access log: $(nbd_stat benchtrc trace_records) records, $(nbd_stat benchtrc trace_dropped) dropped"
+  for fig in randwrite_4k randread_4k seqwrite_1m seqread_1m; do
+    a=${res[nvswapd-trace,$fig]:-} b=${res[nvswapd,$fig]:-}
+    [ -n "$a" ] && [ -n "$b" ] || continue
+    echo "BENCH nbd_${fig}_nvswapd_trace ${a% *} IOPS vs nvswapd ${b% *} IOPS ratio $(awk -v x="${a% *}" -v y="${b% *}" 'BEGIN{ if (y>0) printf "%.3f", x/y; else print "n/a" }')"
+  done
+fi
 for fig in randwrite_4k:74000 randread_4k:90000; do
   v=${res[nvswapd,${fig%:*}]:-}
   [ -n "$v" ] && echo "BENCH nbd_${fig%:*}_nvswapd ${v% *} IOPS vs facts_anchor_nbdkit ${fig#*:} IOPS ratio $(awk -v a="${v% *}" -v b="${fig#*:}" 'BEGIN{printf "%.2f", a/b}')"
