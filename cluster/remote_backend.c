@@ -1398,6 +1398,19 @@ static void rebuild(struct remote_backend *rb)
 }
 
 
+static uint64_t group_dissolve(struct remote_backend *rb, uint32_t gid,
+			       const uint64_t *slots, unsigned n);
+
+/* Does a node holding a member of g have room (so that regrouping g's
+ * members can free a node for a parity page)? Caller holds g's lock. */
+static bool group_room_inside(struct remote_backend *rb, const struct parity_group *g)
+{
+	for (unsigned k = 0; k < g->nmem; k++)
+		if (g->m[k].node != NO_NODE && pickable(rb, g->m[k].node))
+			return true;
+	return false;
+}
+
 /* Parity recovery after a node death: every slot on a node no longer
  * alive is rebuilt from its group (pslot_read) and re-homed; then every
  * closed group whose parity page was on such a node gets it recomputed.
@@ -1441,7 +1454,7 @@ static void parity_recover(struct remote_backend *rb)
 	struct recover_arg args[RECOVER_THREADS];
 	pthread_t th[RECOVER_THREADS];
 	bool started[RECOVER_THREADS];
-	uint64_t fixed = 0, failed = 0, groups = 0, t0 = clock_now_ns();
+	uint64_t fixed = 0, failed = 0, groups = 0, regrouped = 0, t0 = clock_now_ns();
 
 	for (unsigned k = 0; k < RECOVER_THREADS; k++) {
 		args[k] = (struct recover_arg){ .rb = rb, .k = k };
@@ -1461,13 +1474,29 @@ static void parity_recover(struct remote_backend *rb)
 	for (uint32_t gid = 0; gid < rb->pt.n; gid++) {
 		pthread_mutex_lock(glock(rb, gid));
 		struct parity_group *g = &rb->pt.g[gid];
+		uint64_t slots[PARITY_MAX_N];
+		unsigned n = 0;
 		if (g->state == PG_CLOSED && g->nmem && (g->parity_lost ||
 		    g->pn == PARITY_NO_NODE ||
 		    (uint8_t)atomic_load(&rb->nodes[g->pn].gen) != g->pgen ||
-		    !atomic_load(&rb->nodes[g->pn].alive)))
-			groups += group_parity_rebuild(rb, g) == 0;
+		    !atomic_load(&rb->nodes[g->pn].alive))) {
+			int rc = group_parity_rebuild(rb, g);
+			groups += rc == 0;
+			/* No node outside the group for its parity (N + 1
+			 * nodes for groups of N, one lost): a member on a
+			 * node with room leaves for an open group, and its
+			 * node takes the parity page (recomputed then). */
+			for (unsigned k = 0; rc == -ENOSPC && k < g->nmem && !n; k++)
+				if (g->m[k].node != NO_NODE && pickable(rb, g->m[k].node))
+					slots[n++] = g->m[k].slot;
+		}
 		pthread_mutex_unlock(glock(rb, gid));
+		if (n && group_dissolve(rb, gid, slots, n))
+			regrouped++;
 	}
+	if (regrouped)
+		log_info("remote swap: %" PRIu64 " parity groups regrouped: no node "
+			 "outside them could take their parity page", regrouped);
 	atomic_fetch_add(&rb->rebuild_passes, 1);
 	atomic_fetch_add(&rb->rebuilt_pages, fixed);
 	if (fixed)
@@ -1707,10 +1736,7 @@ static int migrate_parity(struct remote_backend *rb, uint32_t gid, unsigned j,
 		}
 		exclude[pn] = true;
 	}
-	bool room = false;
-	for (unsigned k = 0; k < g->nmem; k++)
-		room |= g->m[k].node != NO_NODE && pickable(rb, g->m[k].node);
-	if (rc == -ENOSPC && room) {
+	if (rc == -ENOSPC && group_room_inside(rb, g)) {
 		/* Every node with room holds a member: the group is broken
 		 * up, its members regrouped into open groups (which close
 		 * early enough to leave a node for their parity), and its

@@ -147,6 +147,13 @@ run_mode() {
   nbdcopy "$uri" "$T_DIR/back2" || mfail "$mode: nbdcopy after node $victim died"
   cmp "$T_DIR/data" "$T_DIR/back2" || mfail "$mode: data differs after node $victim died"
   [ "$(st remote_read_errors)" = 0 ] || mfail "$mode: read errors after node $victim died"
+  # and redundant again once the recovery pass is over (groups of N over
+  # N nodes left: regrouped so that each has a node for its parity)
+  declared() { "$ctl" stats --swap "$name" | grep -q "^remote_node.$victim: dead"; }
+  t_wait 30 declared || mfail "$mode: node $victim never declared dead"
+  t_wait 60 healed || mfail "$mode: still degraded after node $victim died: $(st remote_slots_degraded) slots, $(st parity_groups_unprotected) groups"
+  nbdcopy "$uri" "$T_DIR/back3" || mfail "$mode: nbdcopy after the recovery"
+  cmp "$T_DIR/data" "$T_DIR/back3" || mfail "$mode: data differs after the recovery"
   kill "$pidd"; wait "$pidd" 2>/dev/null
   stop_cluster
 }
