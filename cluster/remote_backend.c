@@ -1772,6 +1772,7 @@ static void migrate(struct remote_backend *rb)
 	uint64_t moved[CONFIG_MAX_NODES], since[CONFIG_MAX_NODES];
 	uint8_t page[PAGE];
 	unsigned todo = 0;
+	bool cut = false;
 	uint64_t failed = 0, t0 = clock_now_ns();
 
 	for (unsigned j = 0; j < rb->nn; j++) {
@@ -1786,6 +1787,13 @@ static void migrate(struct remote_backend *rb)
 	for (uint64_t i = 0; i < rb->nslots && todo; i++) {
 		if (i % 4096 == 0 && stopping(rb))
 			return;
+		/* a node died: its recovery goes first (this thread runs
+		 * it); the next pass picks up where the node still is over */
+		if (i % 256 == 0 && (rb->copies > 1 || rb->gsize) &&
+		    atomic_load(&rb->rebuild_needed)) {
+			cut = true;
+			break;
+		}
 		pthread_mutex_lock(stripe(rb, i));
 		for (unsigned j = 0; j < rb->nn; j++) {
 			if (budget[j] <= 0)
@@ -1816,6 +1824,10 @@ static void migrate(struct remote_backend *rb)
 	for (uint32_t gid = 0; gid < rb->pt.n && todo; gid++) {
 		if (gid % 4096 == 0 && stopping(rb))
 			return;
+		if (gid % 256 == 0 && atomic_load(&rb->rebuild_needed)) {
+			cut = true;
+			break;
+		}
 		for (unsigned j = 0; j < rb->nn; j++) {
 			if (budget[j] <= 0)
 				continue;
@@ -1839,7 +1851,7 @@ static void migrate(struct remote_backend *rb)
 	}
 	uint64_t dt = clock_now_ns() - t0, total = 0;
 	for (unsigned j = 0; j < rb->nn; j++) {
-		if (!moved[j] && budget[j] > 0) {
+		if (!moved[j] && budget[j] > 0 && !cut) {
 			log_debug("remote swap: node %u is over its offer but holds "
 				  "none of our pages", rb->nodes[j].id);
 			rb->nodes[j].mig_idle_until_ns = clock_now_ns() + 10 * DOWN_NS;
