@@ -69,6 +69,30 @@ static int pmem2_fail(int rc, const char *what, const char *path)
 	return rc < 0 && rc > -4096 ? rc : -EIO;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* Fault the whole mapping in now. On tmpfs every first write to a page
+ * costs a fault that allocates and clears it; a cache that allocates
+ * blocks round-robin would pay that on its first pass through the region
+ * (measured: 4 KiB random writes at about two thirds of their steady
+ * speed for the first gigabyte). Only on tmpfs: on a disk-backed file it
+ * would dirty every page of the file. Not for locked regions (mlock
+ * already faults them in). */
+static void region_prefault(struct region *r, const char *path)
+{
+	uint64_t t0 = clock_now_ns();
+
+	if (madvise(r->base, r->size, MADV_POPULATE_WRITE) < 0) {
+		log_debug("NVRAM %s: prefault: %s (pages are faulted in on first use)",
+			  path, strerror(errno));
+		return;
+	}
+	log_info("NVRAM %s: %llu MiB faulted in in %.2f s", path,
+		 (unsigned long long)(r->size >> 20), (clock_now_ns() - t0) / 1e9);
+}
+
 int region_open(struct region **out, const char *path,
 		const struct region_opts *opts)
 {
@@ -154,6 +178,8 @@ int region_open(struct region **out, const char *path,
 			goto fail;
 		}
 		r->locked = true;
+	} else if (r->tmpfs) {
+		region_prefault(r, path);
 	}
 	log_info("NVRAM %s: %llu bytes mapped, persist granularity %s%s", path,
 		 (unsigned long long)r->size, region_granularity(r),
