@@ -1,4 +1,5 @@
-/* client.c - synchronous requests to one nvcached; see client.h. */
+/* client.c - requests to one nvcached, one at a time or a few pipelined on
+ * the connection; see client.h. */
 #include "cluster/client.h"
 
 #include "cluster/auth.h"
@@ -20,6 +21,13 @@ struct cluster_client {
 	struct auth_peer peer;
 	uint64_t next_id;
 	struct frame_hdr req, rep;
+	/* Requests sent whose replies are not taken yet, oldest first (the
+	 * node answers one connection's requests in order). */
+	struct pending {
+		uint64_t id, key, version;
+		uint32_t type, kind;
+	} q[CLUSTER_CLIENT_MAX_INFLIGHT];
+	unsigned qhead, qn;
 	char last_error[FRAME_MAX_TEXT + 64];
 };
 
@@ -125,38 +133,58 @@ static struct frame_hdr *req_init(struct cluster_client *c, uint32_t type)
 	return q;
 }
 
-/* Send c->req (+ payload), wait for the matching reply in c->rep. Returns
- * the reply's status as -errno, with *payload_out set when it carries one. */
+/* The stream cannot be trusted any more: the handle is broken for good. */
 static int fail_transport(struct cluster_client *c, int rc)
 {
 	c->broken = true;
+	c->qn = 0;      /* no reply will come */
 	conn_close(&c->c);
 	return rc;
 }
 
+/* Send c->req (+ payload) and queue it for its reply. */
 static int send_req(struct cluster_client *c, const void *payload)
 {
 	c->last_error[0] = 0;
 	if (c->broken)
 		return -ENOTCONN;
+	if (c->qn == CLUSTER_CLIENT_MAX_INFLIGHT)
+		return -EBUSY;
 	int rc = conn_send(&c->c, &c->req, payload);
-	return rc ? fail_transport(c, rc) : 0;
+	if (rc)
+		return fail_transport(c, rc);
+	struct pending *p = &c->q[(c->qhead + c->qn++) % CLUSTER_CLIENT_MAX_INFLIGHT];
+	p->id = c->req.request_id;
+	p->type = c->req.type;
+	p->kind = c->req.kind;
+	p->key = c->req.kind == FK_PARITY ? c->req.parity_group : c->req.page_id;
+	p->version = c->req.version;
+	return 0;
 }
 
-static int recv_rep(struct cluster_client *c, const uint8_t **payload_out)
+/* Receive the reply to the oldest request in flight into c->rep, *p gets
+ * that request. Returns the reply's status as -errno, with *payload_out
+ * set when it carries one. */
+static int recv_rep(struct cluster_client *c, const uint8_t **payload_out,
+		    struct pending *p)
 {
 	const char *why = "";
 	int rc;
 
 	if (c->broken)
 		return -ENOTCONN;
+	if (!c->qn)
+		return -EINVAL;         /* nothing in flight: our caller's bug */
+	*p = c->q[c->qhead];
+	c->qhead = (c->qhead + 1) % CLUSTER_CLIENT_MAX_INFLIGHT;
+	c->qn--;
 	rc = conn_recv(&c->c, &c->rep, payload_out, &why);
 	if (!rc && c->rep.type == FT_ERROR) {
 		snprintf(c->last_error, sizeof(c->last_error), "%s: %s",
 			 frame_status_name(c->rep.status), c->rep.text);
 		rc = -EPROTO;
-	} else if (!rc && (!c->rep.reply || c->rep.type != c->req.type ||
-			   c->rep.request_id != c->req.request_id)) {
+	} else if (!rc && (!c->rep.reply || c->rep.type != p->type ||
+			   c->rep.request_id != p->id)) {
 		snprintf(c->last_error, sizeof(c->last_error),
 			 "reply does not match the request");
 		rc = -EPROTO;
@@ -172,11 +200,21 @@ static int recv_rep(struct cluster_client *c, const uint8_t **payload_out)
 	return frame_status_errno(c->rep.status);
 }
 
+/* One request, one reply; nothing else may be in flight on c. */
 static int roundtrip(struct cluster_client *c, const void *payload,
 		     const uint8_t **payload_out)
 {
+	struct pending p;
+
+	if (!c->broken && c->qn)
+		return -EBUSY;
 	int rc = send_req(c, payload);
-	return rc ? rc : recv_rep(c, payload_out);
+	return rc ? rc : recv_rep(c, payload_out, &p);
+}
+
+unsigned cluster_client_pending(const struct cluster_client *c)
+{
+	return c->qn;
 }
 
 int cluster_client_page_store_start(struct cluster_client *c, uint64_t page_id,
@@ -192,7 +230,11 @@ int cluster_client_page_store_start(struct cluster_client *c, uint64_t page_id,
 
 int cluster_client_wait(struct cluster_client *c)
 {
-	return recv_rep(c, NULL);
+	struct pending p;
+
+	if (!c->broken && c->qn && c->q[c->qhead].type == FT_PAGE_FETCH)
+		return -EINVAL; /* its page needs cluster_client_wait_fetch */
+	return recv_rep(c, NULL, &p);
 }
 
 int cluster_client_page_store(struct cluster_client *c, uint64_t page_id,
@@ -225,11 +267,10 @@ int cluster_client_page_migrate(struct cluster_client *c, uint64_t page_id,
 	return roundtrip(c, page, NULL);
 }
 
-static int fetch(struct cluster_client *c, uint32_t kind, uint64_t id,
-		 uint64_t version, void *page, uint64_t *version_out)
+static int fetch_start(struct cluster_client *c, uint32_t kind, uint64_t id,
+		       uint64_t version)
 {
 	struct frame_hdr *q = req_init(c, FT_PAGE_FETCH);
-	const uint8_t *pl = NULL;
 
 	q->kind = kind;
 	if (kind == FK_PARITY)
@@ -237,12 +278,60 @@ static int fetch(struct cluster_client *c, uint32_t kind, uint64_t id,
 	else
 		q->page_id = id;
 	q->version = version;
-	int rc = roundtrip(c, NULL, &pl);
+	return send_req(c, NULL);
+}
+
+int cluster_client_page_fetch_start(struct cluster_client *c, uint64_t page_id,
+				    uint64_t version)
+{
+	return fetch_start(c, FK_DATA, page_id, version);
+}
+
+int cluster_client_parity_fetch_start(struct cluster_client *c, uint64_t group)
+{
+	return fetch_start(c, FK_PARITY, group, 0);
+}
+
+/* The reply to a fetch: it must be about the page we asked for, in the
+ * version we asked for, and carry exactly one page (the decoder checked
+ * the size against the type; we check again before copying). */
+int cluster_client_wait_fetch(struct cluster_client *c, void *page,
+			      uint64_t *version_out)
+{
+	const uint8_t *pl = NULL;
+	struct pending p;
+
+	if (!c->broken && (!c->qn || c->q[c->qhead].type != FT_PAGE_FETCH))
+		return -EINVAL;
+	int rc = recv_rep(c, &pl, &p);
+	if (c->broken)
+		return rc;      /* no reply: nothing to check */
+	uint64_t key = p.kind == FK_PARITY ? c->rep.parity_group : c->rep.page_id;
+	const char *bad = NULL;
+	if (c->rep.kind != p.kind || key != p.key)
+		bad = "fetch reply about another page";
+	else if (!rc && (c->rep.payload_len != FRAME_PAGE_SIZE || !pl))
+		bad = "fetch reply without a whole page";
+	else if (!rc && p.version && c->rep.version != p.version)
+		bad = "fetch reply with another version";
+	if (bad) {
+		snprintf(c->last_error, sizeof(c->last_error), "%s", bad);
+		return fail_transport(c, -EPROTO);
+	}
 	if (version_out && (rc == 0 || rc == -ESTALE))
 		*version_out = c->rep.version;
 	if (rc == 0)
-		memcpy(page, pl, FRAME_PAGE_SIZE); /* decoder checked the size */
+		memcpy(page, pl, FRAME_PAGE_SIZE);
 	return rc;
+}
+
+static int fetch(struct cluster_client *c, uint32_t kind, uint64_t id,
+		 uint64_t version, void *page, uint64_t *version_out)
+{
+	if (!c->broken && c->qn)
+		return -EBUSY;
+	int rc = fetch_start(c, kind, id, version);
+	return rc ? rc : cluster_client_wait_fetch(c, page, version_out);
 }
 
 int cluster_client_page_fetch(struct cluster_client *c, uint64_t page_id,

@@ -1,7 +1,7 @@
 /* client.h - talk to one nvcached: connect and authenticate, then store,
  * fetch and drop pages, apply parity XOR deltas, read the node table. This
  * is what nvswapd's remote backend calls (synchronous: one request, one
- * reply).
+ * reply; or several pipelined, see the _start calls).
  *
  * Pages are keyed by (owner, page id) and parity pages by (owner, parity
  * group); owner is fixed per handle at open (nvswapd uses its node id).
@@ -17,8 +17,8 @@
  * transport error the caller cannot know whether the delta was applied and
  * must rebuild that parity page.
  *
- * Threads: a handle serves one request at a time; give each I/O thread its
- * own handle, or serialise calls on one. Handles share nothing. No
+ * Threads: a handle belongs to one thread at a time; give each I/O thread
+ * its own handle, or serialise calls on one. Handles share nothing. No
  * allocation after open. */
 #pragma once
 #include <stddef.h>
@@ -57,16 +57,40 @@ uint64_t cluster_client_incarnation(const struct cluster_client *c);
 
 int cluster_client_page_store(struct cluster_client *c, uint64_t page_id,
 			      uint64_t version, const void *page);
-/* The same in two halves, so that one thread can have a request in flight
- * on several handles at once (a mirror's two copies): _start sends it,
- * cluster_client_wait takes the reply (same returns as page_store). Call
- * nothing else on the handle in between. */
-int cluster_client_page_store_start(struct cluster_client *c, uint64_t page_id,
-				    uint64_t version, const void *page);
-int cluster_client_wait(struct cluster_client *c);
 /* version 0: whatever is stored; *version_out (may be NULL) gets it. */
 int cluster_client_page_fetch(struct cluster_client *c, uint64_t page_id,
 			      uint64_t version, void *page, uint64_t *version_out);
+
+/* Requests in two halves, so that one thread can have requests in flight
+ * on several handles at once (a mirror's two copies, a parity group's
+ * members) or several on one handle (the node answers a connection's
+ * requests in order): _start sends one, and each wait takes the reply to
+ * the oldest one still in flight (same returns as the synchronous call).
+ * At most CLUSTER_CLIENT_MAX_INFLIGHT at once (-EBUSY beyond); while any
+ * is in flight the synchronous calls refuse with -EBUSY, and a wait of the
+ * wrong kind (cluster_client_wait for a fetch, or the other way round)
+ * or with nothing in flight gives -EINVAL; neither breaks the handle. A
+ * handle with requests in flight must be waited out or closed, never
+ * handed to other code. A fetch's reply is checked against its request
+ * (same page, the version asked for, one whole page) before its page is
+ * copied: a mismatch is -EPROTO and breaks the handle. After a transport
+ * error every request still in flight is lost (their waits: -ENOTCONN). */
+#define CLUSTER_CLIENT_MAX_INFLIGHT 16
+int cluster_client_page_store_start(struct cluster_client *c, uint64_t page_id,
+				    uint64_t version, const void *page);
+int cluster_client_page_fetch_start(struct cluster_client *c, uint64_t page_id,
+				    uint64_t version);
+int cluster_client_parity_fetch_start(struct cluster_client *c, uint64_t group);
+/* The reply to a store (or any request without a page in its reply). */
+int cluster_client_wait(struct cluster_client *c);
+/* The reply to a fetch: its page into page, its version as the
+ * synchronous fetch gives it. */
+int cluster_client_wait_fetch(struct cluster_client *c, void *page,
+			      uint64_t *version_out);
+/* Requests sent whose replies have not been taken (0 after a transport
+ * error). */
+unsigned cluster_client_pending(const struct cluster_client *c);
+
 int cluster_client_page_drop(struct cluster_client *c, uint64_t page_id,
 			     uint64_t version);
 /* Drop every page and parity page of our owner on this node (a new swap

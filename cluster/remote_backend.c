@@ -29,6 +29,7 @@
 #define GSTRIPES 256     /* group locks */
 #define POOL 4           /* open groups: the parity-logging buffers */
 #define DOWN_NS (1000ULL * 1000000ULL) /* avoid a failed node this long */
+#define RECOVER_THREADS 8 /* parity recovery workers (parity_recover) */
 
 struct rconn {
 	pthread_mutex_t lock;
@@ -273,8 +274,80 @@ static void conn_put(struct remote_backend *rb, unsigned i, struct rconn *c, int
 		cluster_client_close(c->cl);
 		c->cl = NULL;
 		mark_down(rb, i, rc);
+	} else if (c->cl && cluster_client_pending(c->cl)) {
+		/* replies still due (a caller's bug): the stream is out of
+		 * step with whoever takes it next */
+		cluster_client_close(c->cl);
+		c->cl = NULL;
 	}
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* Several fetches at once, each on a connection to its node (one per
+ * node; requests to the same node are pipelined on it), so that they cost
+ * one round trip of wall time, not one each. Connections are taken in node
+ * order, as in mirror_parallel: no two threads can each hold one the other
+ * waits for. Each request gets its own rc, as node_op/parity_op would
+ * give it; every reply is taken before a connection goes back. */
+struct fetch_req {
+	unsigned node;
+	bool parity;
+	uint64_t key, version;
+	void *page;
+	int rc;
+};
+
+static void fetch_parallel(struct remote_backend *rb, struct fetch_req *r,
+			   unsigned n)
+{
+	unsigned ord[PARITY_MAX_N + 1];
+	struct rconn *c[PARITY_MAX_N + 1];
+
+	if (n > PARITY_MAX_N + 1)
+		abort();        /* callers fetch at most a group and its parity */
+	for (unsigned k = 0; k < n; k++) {
+		unsigned j = k;
+		for (; j > 0 && r[ord[j - 1]].node > r[k].node; j--)
+			ord[j] = ord[j - 1];
+		ord[j] = k;
+	}
+	/* connect, and send every request */
+	for (unsigned j = 0; j < n; j++) {
+		struct fetch_req *q = &r[ord[j]];
+		if (j && q->node == r[ord[j - 1]].node) {
+			c[j] = c[j - 1];
+			if (!c[j]) {
+				q->rc = r[ord[j - 1]].rc;
+				continue;
+			}
+		} else if (!(c[j] = conn_get(rb, q->node, &q->rc))) {
+			continue;
+		}
+		q->rc = q->parity ?
+			cluster_client_parity_fetch_start(c[j]->cl, q->key) :
+			cluster_client_page_fetch_start(c[j]->cl, q->key, q->version);
+	}
+	/* take the replies, in the order sent */
+	for (unsigned j = 0; j < n; j++) {
+		struct fetch_req *q = &r[ord[j]];
+		if (!c[j])
+			continue;
+		if (!q->rc)
+			q->rc = cluster_client_wait_fetch(c[j]->cl, q->page, NULL);
+		if (!q->rc && !q->parity)
+			atomic_fetch_add(&rb->nodes[q->node].fetches, 1);
+	}
+	/* give each connection back once, with a transport error if any of
+	 * its requests had one (conn_put then closes it) */
+	for (unsigned j = 0; j < n; j++) {
+		if (!c[j] || (j + 1 < n && c[j + 1] == c[j]))
+			continue;
+		int worst = 0;
+		for (unsigned k = j + 1; k-- > 0 && c[k] == c[j];)
+			if (is_transport_error(r[ord[k]].rc))
+				worst = r[ord[k]].rc;
+		conn_put(rb, r[ord[j]].node, c[j], worst);
+	}
 }
 
 enum op { OP_STORE, OP_FETCH, OP_DROP };
@@ -664,15 +737,27 @@ static int group_parity_store(struct remote_backend *rb, struct parity_group *g,
  * Caller holds the group's lock. */
 static int group_parity_rebuild(struct remote_backend *rb, struct parity_group *g)
 {
-	uint8_t acc[PAGE], pg[PAGE];
+	uint8_t acc[PAGE], pg[PARITY_MAX_N][PAGE];
+	struct fetch_req r[PARITY_MAX_N];
 
 	if (g->state != PG_CLOSED)
 		return 0;
+	/* every member at once; then judged in member order */
+	for (unsigned k = 0; k < g->nmem; k++) {
+		const struct parity_member *m = &g->m[k];
+		r[k] = (struct fetch_req){ .node = m->node, .key = m->slot,
+					   .version = m->version, .page = pg[k],
+					   .rc = member_ok(rb, m) ? 0 : -EHOSTDOWN };
+	}
+	unsigned n = 0;
+	while (n < g->nmem && !r[n].rc)
+		n++;
+	if (n == g->nmem)
+		fetch_parallel(rb, r, n);
 	memset(acc, 0, PAGE);
 	for (unsigned k = 0; k < g->nmem; k++) {
 		const struct parity_member *m = &g->m[k];
-		int rc = member_ok(rb, m) ?
-			 node_op(rb, m->node, OP_FETCH, m->slot, m->version, pg) : -EHOSTDOWN;
+		int rc = r[k].rc;
 		if (rc) {
 			g->parity_lost = 1;
 			log_err("remote swap: parity group %" PRIu64 ": member slot %"
@@ -681,7 +766,7 @@ static int group_parity_rebuild(struct remote_backend *rb, struct parity_group *
 				m->slot, strerror(-rc));
 			return -EIO;
 		}
-		xor_into(acc, pg, PAGE);
+		xor_into(acc, pg[k], PAGE);
 	}
 	int rc = group_parity_store(rb, g, acc);
 	if (!rc)
@@ -712,27 +797,46 @@ static void group_apply(struct remote_backend *rb, struct parity_group *g,
 static int group_reconstruct(struct remote_backend *rb, struct parity_group *g,
 			     uint64_t slot, void *out)
 {
-	uint8_t pg[PAGE];
-	int rc;
+	uint8_t pg[PARITY_MAX_N][PAGE];
+	struct fetch_req r[PARITY_MAX_N + 1];
+	unsigned n = 0, who[PARITY_MAX_N];
 
 	if (g->state == PG_OPEN)
 		memcpy(out, g->local, PAGE);
-	else if (!parity_ok(rb, g) ||
-		 (rc = parity_op(rb, g->pn, POP_FETCH, g->pkey, 0, out)) != 0)
+	else if (!parity_ok(rb, g))
 		return -EIO;
+	/* a member we cannot ask dooms it before any I/O */
 	for (unsigned k = 0; k < g->nmem; k++) {
 		const struct parity_member *m = &g->m[k];
 		if (m->slot == slot)
 			continue;
-		rc = member_ok(rb, m) ?
-		     node_op(rb, m->node, OP_FETCH, m->slot, m->version, pg) : -EHOSTDOWN;
-		if (rc) {
+		if (!member_ok(rb, m)) {
 			log_err("remote swap: slot %" PRIu64 " cannot be rebuilt: slot %"
 				PRIu64 " of its group is lost too (%s)", slot, m->slot,
-				strerror(-rc));
+				strerror(EHOSTDOWN));
 			return -EIO;
 		}
-		xor_into(out, pg, PAGE);
+		who[n] = k;
+		r[n] = (struct fetch_req){ .node = m->node, .key = m->slot,
+					   .version = m->version, .page = pg[n] };
+		n++;
+	}
+	/* the parity page and every other member at once */
+	unsigned nr = n;
+	if (g->state != PG_OPEN)
+		r[nr++] = (struct fetch_req){ .node = g->pn, .parity = true,
+					      .key = g->pkey, .page = out };
+	fetch_parallel(rb, r, nr);
+	if (nr > n && r[n].rc)
+		return -EIO;
+	for (unsigned k = 0; k < n; k++) {
+		if (r[k].rc) {
+			log_err("remote swap: slot %" PRIu64 " cannot be rebuilt: slot %"
+				PRIu64 " of its group is lost too (%s)", slot,
+				g->m[who[k]].slot, strerror(-r[k].rc));
+			return -EIO;
+		}
+		xor_into(out, pg[k], PAGE);
 	}
 	atomic_fetch_add(&rb->reconstructs, 1);
 	return 0;
@@ -975,6 +1079,38 @@ static void pslot_unmap(struct remote_backend *rb, uint64_t i)
 	rb->slot_grp[i] = 0;
 }
 
+/* On node j, slot i's page of version old_v into old and the new one
+ * (version v) in its place, in one round trip: both requests pipelined on
+ * one connection, which the node serves in order, so the fetch sees the
+ * old page. 0 only if both succeeded. Any failure leaves the caller to
+ * pslot_write's fallback, which is right whatever the node did with the
+ * store: it reads the old page only at version old_v (else rebuilds it
+ * from the group, without this node) and drops the slot's copy. */
+static int node_fetch_store(struct remote_backend *rb, unsigned j, uint64_t i,
+			    uint64_t old_v, void *old, uint64_t v, const void *page)
+{
+	struct rnode *nd = &rb->nodes[j];
+	int rf, rs;
+	struct rconn *c = conn_get(rb, j, &rf);
+
+	if (!c)
+		return rf;
+	rf = cluster_client_page_fetch_start(c->cl, i, old_v);
+	rs = rf ? rf : cluster_client_page_store_start(c->cl, i, v, page);
+	if (!rf)
+		rf = cluster_client_wait_fetch(c->cl, old, NULL);
+	if (!rs)
+		rs = cluster_client_wait(c->cl);
+	if (!rf)
+		atomic_fetch_add(&nd->fetches, 1);
+	if (rs == -ENOSPC)
+		atomic_store(&nd->free_pages, 0);
+	else if (!rs)
+		atomic_fetch_add(&nd->stores, 1);
+	conn_put(rb, j, c, is_transport_error(rf) ? rf : rs);
+	return rf ? rf : rs;
+}
+
 /* Write slot i. An in-use slot is overwritten where it lives and old^new
  * reaches its group's parity before we return; a new slot (or one whose
  * node is lost) joins an open group. Caller holds the stripe. */
@@ -992,8 +1128,7 @@ static int pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 		pthread_mutex_lock(glock(rb, gid));
 		int idx = parity_member_find(g, i);
 		if (idx >= 0 && copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
-		    node_op(rb, s->n[0], OP_FETCH, i, s->version, old) == 0 &&
-		    node_op(rb, s->n[0], OP_STORE, i, v, (void *)page) == 0) {
+		    node_fetch_store(rb, s->n[0], i, s->version, old, v, page) == 0) {
 			g->m[idx].version = v;
 			xor_into(old, page, PAGE);      /* old ^ new */
 			group_apply(rb, g, old);
@@ -1416,10 +1551,8 @@ static bool group_room_inside(struct remote_backend *rb, const struct parity_gro
  * closed group whose parity page was on such a node gets it recomputed.
  * Runs while I/O goes on; each slot is handled under its stripe like any
  * request. Slots are shared out among RECOVER_THREADS workers so that
- * several groups' fetches are in flight at once (each rebuild is a chain
- * of round trips). */
-#define RECOVER_THREADS 8
-
+ * several groups' requests are in flight at once (each rebuild is a few
+ * round trips: the group's fetches at once, then the re-homing store). */
 struct recover_arg {
 	struct remote_backend *rb;
 	unsigned k;
@@ -2007,7 +2140,12 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		nd->cn = &rb->cfg.nodes[i];
 		nd->id = nd->cn->id;
 		nd->target = nd->id != rb->self;
-		nd->nconn = o->conns_per_node ? o->conns_per_node : 4;
+		/* parity modes: a recovery worker holds one connection on
+		 * every node of a group at once (fetch_parallel), and there
+		 * are RECOVER_THREADS of them beside the I/O threads */
+		nd->nconn = o->conns_per_node ? o->conns_per_node :
+			    o->redundancy == REMOTE_PARITY ||
+			    o->redundancy == REMOTE_PARITY_DIST ? RECOVER_THREADS + 4 : 4;
 		nd->conns = calloc(nd->nconn, sizeof(*nd->conns));
 		if (!nd->conns) {
 			remote_close(rb);

@@ -74,7 +74,7 @@ struct remote_opts {
 				 * 0: self_node */
 	uint64_t size;          /* bytes, a multiple of 4096 */
 	enum remote_redundancy redundancy;
-	unsigned conns_per_node;        /* 0: 4 */
+	unsigned conns_per_node;        /* 0: 4; parity modes 12 */
 	int timeout_ms;                 /* per request; 0: 3000 */
 	unsigned refresh_ms;            /* capacity table refresh; 0: 500 */
 	const char *spill_path;         /* local file for pages no node has

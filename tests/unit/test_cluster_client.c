@@ -4,7 +4,9 @@
  * limits, a wrong secret, a forged proof, and bad frames after the
  * handshake (error reply, connection closed, the node keeps serving); the
  * node's counters over the wire (NODE_STATS), and the client's checks of
- * them against a fake node that sends chunks that do not add up. */
+ * them against a fake node that sends chunks that do not add up; requests
+ * in flight several at once, and fetch replies checked against their
+ * requests (a fake node that answers about another page or version). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -502,6 +504,189 @@ static void node_stats_client_checks(void **state)
 	}
 }
 
+/* The split API: several requests in flight on one handle (the node
+ * answers in order) and on two handles at once; each wait takes the
+ * oldest reply, checked against its request. */
+static void split_requests_pipelined(void **state)
+{
+	static uint8_t a[3][FRAME_PAGE_SIZE], b[FRAME_PAGE_SIZE],
+		got[FRAME_PAGE_SIZE], par[FRAME_PAGE_SIZE];
+	uint64_t v = 0;
+	(void)state;
+
+	struct cluster_client *c = open_client(1, 61);
+	struct cluster_client *p = open_client(2, 61);
+	for (uint64_t k = 0; k < 3; k++) {
+		fill(a[k], k + 500);
+		assert_int_equal(cluster_client_page_store(c, k, 1, a[k]), 0);
+	}
+	fill(b, 600);
+	fill(par, 601);
+	assert_int_equal(cluster_client_parity_update(p, 9, 1, par), 0);
+
+	/* in flight on two handles at once, several on one */
+	assert_int_equal(cluster_client_parity_fetch_start(p, 9), 0);
+	assert_int_equal(cluster_client_page_fetch_start(c, 0, 1), 0);
+	assert_int_equal(cluster_client_page_fetch_start(c, 1, 1), 0);
+	/* the old page, then the new one in its place: one round trip */
+	assert_int_equal(cluster_client_page_fetch_start(c, 2, 1), 0);
+	assert_int_equal(cluster_client_page_store_start(c, 2, 2, b), 0);
+	assert_int_equal(cluster_client_page_fetch_start(c, 2, 2), 0);
+	assert_int_equal(cluster_client_page_fetch_start(c, 99, 0), 0);
+	assert_int_equal(cluster_client_page_fetch_start(c, 1, 5), 0);
+	assert_int_equal(cluster_client_pending(c), 7);
+	assert_int_equal(cluster_client_pending(p), 1);
+	/* no synchronous call meanwhile, no wait of the wrong kind */
+	assert_int_equal(cluster_client_page_fetch(c, 0, 1, got, NULL), -EBUSY);
+	assert_int_equal(cluster_client_page_store(c, 5, 1, b), -EBUSY);
+	assert_int_equal(cluster_client_wait(c), -EINVAL);
+	assert_int_equal(cluster_client_pending(c), 7);
+
+	assert_int_equal(cluster_client_wait_fetch(p, got, &v), 0);
+	assert_memory_equal(got, par, FRAME_PAGE_SIZE);
+	assert_true(v == 1);
+	for (int k = 0; k < 3; k++) {
+		memset(got, 0, sizeof(got));
+		assert_int_equal(cluster_client_wait_fetch(c, got, &v), 0);
+		assert_memory_equal(got, a[k], FRAME_PAGE_SIZE);
+		assert_true(v == 1);
+	}
+	assert_int_equal(cluster_client_wait_fetch(c, got, NULL), -EINVAL);
+	assert_int_equal(cluster_client_wait(c), 0);
+	assert_int_equal(cluster_client_wait_fetch(c, got, &v), 0);
+	assert_memory_equal(got, b, FRAME_PAGE_SIZE);
+	assert_true(v == 2);
+	assert_int_equal(cluster_client_wait_fetch(c, got, NULL), -ENOENT);
+	assert_int_equal(cluster_client_wait_fetch(c, got, &v), -ESTALE);
+	assert_true(v == 1);
+	assert_int_equal(cluster_client_pending(c), 0);
+	/* nothing in flight */
+	assert_int_equal(cluster_client_wait(c), -EINVAL);
+	assert_int_equal(cluster_client_wait_fetch(c, got, NULL), -EINVAL);
+
+	/* a bounded number in flight; the handle works on after */
+	for (int k = 0; k < CLUSTER_CLIENT_MAX_INFLIGHT; k++)
+		assert_int_equal(cluster_client_page_fetch_start(c, 0, 1), 0);
+	assert_int_equal(cluster_client_page_fetch_start(c, 0, 1), -EBUSY);
+	for (int k = 0; k < CLUSTER_CLIENT_MAX_INFLIGHT; k++) {
+		assert_int_equal(cluster_client_wait_fetch(c, got, NULL), 0);
+		assert_memory_equal(got, a[0], FRAME_PAGE_SIZE);
+	}
+	assert_int_equal(cluster_client_page_fetch(c, 1, 1, got, NULL), 0);
+	assert_memory_equal(got, a[1], FRAME_PAGE_SIZE);
+
+	for (uint64_t k = 0; k < 3; k++)
+		assert_int_equal(cluster_client_page_drop(c, k, UINT64_MAX), 0);
+	assert_int_equal(cluster_client_parity_drop(p, 9, UINT64_MAX), 0);
+	cluster_client_close(c);
+	cluster_client_close(p);
+}
+
+/* A fake node that answers fetches with a page, but perhaps not the one
+ * asked for, or closes the connection once it has a request. */
+enum ffake_mode { FF_GOOD, FF_WRONG_PAGE, FF_WRONG_VERSION, FF_WRONG_KIND,
+		  FF_CLOSE };
+struct ffake {
+	int listen_fd;
+	enum ffake_mode mode;
+};
+
+static void *ffake_main(void *arg)
+{
+	struct ffake *f = arg;
+	static struct conn c;
+	static struct frame_hdr q, r;
+	static uint8_t page[FRAME_PAGE_SIZE];
+	struct auth_identity me = { 7, 42, cfg.secret, cfg.secret_len };
+	struct auth_peer peer;
+	int fd = accept(f->listen_fd, NULL, NULL);
+
+	if (fd < 0)
+		return NULL;
+	conn_init(&c, fd);
+	conn_set_timeout(&c, 3000);
+	if (auth_server(&c, &me, NULL, NULL, &peer, NULL))
+		goto out;
+	while (!conn_recv(&c, &q, NULL, NULL) && q.type == FT_PAGE_FETCH) {
+		if (f->mode == FF_CLOSE)
+			break;
+		memset(&r, 0, sizeof(r));
+		r.type = FT_PAGE_FETCH;
+		r.reply = true;
+		r.request_id = q.request_id;
+		r.node_id = 7;
+		r.incarnation = 42;
+		r.kind = q.kind;
+		r.owner = q.owner;
+		r.page_id = q.page_id;
+		r.parity_group = q.parity_group;
+		r.version = q.version;
+		if (f->mode == FF_WRONG_PAGE)
+			r.page_id++;
+		if (f->mode == FF_WRONG_VERSION)
+			r.version++;
+		if (f->mode == FF_WRONG_KIND)
+			r.kind = FK_PARITY;
+		memset(page, (int)q.page_id, sizeof(page));
+		r.payload_len = FRAME_PAGE_SIZE;
+		if (conn_send(&c, &r, page))
+			break;
+	}
+out:
+	conn_close(&c);
+	return NULL;
+}
+
+static void fetch_reply_checks(void **state)
+{
+	static struct ffake f;
+	static uint8_t got[FRAME_PAGE_SIZE], want[FRAME_PAGE_SIZE];
+	(void)state;
+
+	for (int mode = FF_GOOD; mode <= FF_CLOSE; mode++) {
+		uint16_t port;
+		pthread_t t;
+		char err[256];
+		uint64_t v = 0;
+		struct cluster_client *c = NULL;
+
+		f.listen_fd = listen_any(&port);
+		f.mode = mode;
+		assert_int_equal(pthread_create(&t, NULL, ffake_main, &f), 0);
+		struct cluster_client_opts o = {
+			.host = "127.0.0.1", .port = port, .secret = cfg.secret,
+			.secret_len = cfg.secret_len, .timeout_ms = 3000,
+		};
+		assert_int_equal(cluster_client_open(&c, &o, err, sizeof(err)), 0);
+		assert_int_equal(cluster_client_page_fetch_start(c, 3, 4), 0);
+		assert_int_equal(cluster_client_page_fetch_start(c, 5, 4), 0);
+		memset(got, 0xee, sizeof(got));
+		int rc = cluster_client_wait_fetch(c, got, &v);
+		if (mode == FF_GOOD) {
+			assert_int_equal(rc, 0);
+			memset(want, 3, sizeof(want));
+			assert_memory_equal(got, want, FRAME_PAGE_SIZE);
+			assert_true(v == 4);
+			assert_int_equal(cluster_client_wait_fetch(c, got, NULL), 0);
+			memset(want, 5, sizeof(want));
+			assert_memory_equal(got, want, FRAME_PAGE_SIZE);
+		} else {
+			assert_int_equal(rc, mode == FF_CLOSE ? -ECONNRESET : -EPROTO);
+			if (mode != FF_CLOSE)
+				assert_true(strlen(cluster_client_last_error(c)) > 0);
+			/* nothing copied; the rest in flight is lost */
+			memset(want, 0xee, sizeof(want));
+			assert_memory_equal(got, want, FRAME_PAGE_SIZE);
+			assert_int_equal(cluster_client_pending(c), 0);
+			assert_int_equal(cluster_client_wait_fetch(c, got, NULL), -ENOTCONN);
+			assert_int_equal(cluster_client_page_fetch_start(c, 3, 4), -ENOTCONN);
+		}
+		cluster_client_close(c);
+		pthread_join(t, NULL);
+		close(f.listen_fd);
+	}
+}
+
 static void client_breaks_on_dead_node(void **state)
 {
 	static uint8_t page[FRAME_PAGE_SIZE];
@@ -529,6 +714,8 @@ int main(void)
 		cmocka_unit_test(unauthenticated_request_refused),
 		cmocka_unit_test(node_stats_over_the_wire),
 		cmocka_unit_test(node_stats_client_checks),
+		cmocka_unit_test(split_requests_pipelined),
+		cmocka_unit_test(fetch_reply_checks),
 		cmocka_unit_test(client_breaks_on_dead_node),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
