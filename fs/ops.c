@@ -873,6 +873,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 		if (!v)
 			return (void)fuse_reply_err(req, ENOMEM);
 		r = getxattr(proc, name, v, size);
+		if (r < 0 && errno == ENODATA && caps)
+			atomic_store(&ino->no_caps, true);
 		if (r < 0)
 			fuse_reply_err(req, errno);
 		else
