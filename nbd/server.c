@@ -28,6 +28,7 @@
 #define RING_ENTRIES 256
 #define TAG_ACCEPT   1ULL
 #define TAG_WAKE     2ULL
+#define NBD_SOCK_SNDBUF (4 << 20)
 #define TAG_RETRY    3ULL   /* accept failed: try again after a pause */
 #define OP_RECV      1ULL
 #define OP_SEND      2ULL
@@ -271,6 +272,15 @@ static void on_accept(struct worker *w, int res)
 		int one = 1;
 		setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
+	/* Room for a few 1 MiB replies in the socket: with the default
+	 * (~208 KiB) each 256 KiB send of a large READ waits for the client
+	 * to drain the previous one. Measured 1 MiB sequential reads, 16
+	 * connections: 0.82-0.92 of nbdkit's without, 0.98-1.14 with.
+	 * FORCE passes net.core.wmem_max when we may (root); else the
+	 * capped request still helps. */
+	int sb = NBD_SOCK_SNDBUF;
+	if (setsockopt(res, SOL_SOCKET, SO_SNDBUFFORCE, &sb, sizeof(sb)) < 0)
+		(void)setsockopt(res, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
 	wc->fd = res;
 	wc->in_use = true;
 	w->nused++;
