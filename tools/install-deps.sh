@@ -5,9 +5,11 @@ set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
       libfuse3-dev fuse3 libpmem2-dev liburing-dev
       protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libssl-dev
-      libnbd-dev libnbd-bin nbdfuse nbdkit nbd-client fio
+      libnbd-dev libnbd-bin nbdkit nbd-client fio
       mpich libmpich-dev attr util-linux procps python3 python3-matplotlib zlib1g-dev
       valgrind e2fsprogs)
+# (nbdfuse is in libnbd-bin on Debian 12; naming it made dpkg-query
+# report it missing and every run call apt-get update)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
