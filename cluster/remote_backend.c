@@ -1899,6 +1899,26 @@ static int_fast64_t migrate_budget(struct remote_backend *rb, unsigned j)
 	return atomic_load(&rb->nodes[j].over_pages);
 }
 
+/* Count one migration step off node j: rc > 0 a page moved, rc < 0 it
+ * failed; no room elsewhere, or node j no longer answering, ends this
+ * pass for j (budget 0). */
+static void mig_count(struct remote_backend *rb, unsigned j, int rc, const char *what,
+		      int_fast64_t *budget, uint64_t *moved, uint64_t *failed)
+{
+	if (rc > 0) {
+		(*moved)++;
+		(*budget)--;
+	} else if (rc < 0) {
+		(*failed)++;
+		if (rc == -ENOSPC || !usable(rb, j)) {
+			log_warn("remote swap: moving %s off node %u stopped: %s", what,
+				 rb->nodes[j].id, rc == -ENOSPC ?
+				 "no other node has room" : "it stopped answering");
+			*budget = 0;
+		}
+	}
+}
+
 static void migrate(struct remote_backend *rb)
 {
 	int_fast64_t budget[CONFIG_MAX_NODES];
@@ -1932,22 +1952,10 @@ static void migrate(struct remote_backend *rb)
 			if (budget[j] <= 0)
 				continue;
 			int rc = migrate_slot(rb, i, j, page);
-			if (rc > 0) {
-				moved[j]++;
-				budget[j]--;
-				if (++since[j] >= MIGRATE_RECHECK) {
-					since[j] = 0;
-					budget[j] = migrate_budget(rb, j);
-				}
-			} else if (rc < 0) {
-				failed++;
-				if (rc == -ENOSPC || !usable(rb, j)) {
-					log_warn("remote swap: migration off node %u "
-						 "stopped: %s", rb->nodes[j].id,
-						 rc == -ENOSPC ? "no other node has room" :
-						 "it stopped answering");
-					budget[j] = 0;
-				}
+			mig_count(rb, j, rc, "pages", &budget[j], &moved[j], &failed);
+			if (rc > 0 && ++since[j] >= MIGRATE_RECHECK) {
+				since[j] = 0;
+				budget[j] = migrate_budget(rb, j);
 			}
 			if (budget[j] <= 0)
 				todo--;
@@ -1965,19 +1973,7 @@ static void migrate(struct remote_backend *rb)
 			if (budget[j] <= 0)
 				continue;
 			int rc = migrate_parity(rb, gid, j, page);
-			if (rc > 0) {
-				moved[j]++;
-				budget[j]--;
-			} else if (rc < 0) {
-				failed++;
-				if (rc == -ENOSPC || !usable(rb, j)) {
-					log_warn("remote swap: moving parity pages off node "
-						 "%u stopped: %s", rb->nodes[j].id,
-						 rc == -ENOSPC ? "no other node has room" :
-						 "it stopped answering");
-					budget[j] = 0;
-				}
-			}
+			mig_count(rb, j, rc, "parity pages", &budget[j], &moved[j], &failed);
 			if (budget[j] <= 0)
 				todo--;
 		}

@@ -17,31 +17,14 @@ T_TIMEOUT=${T_TIMEOUT:-900}
 . "$(dirname "$0")/../system/cluster_common.bash"
 t_require_cmd fio python3 nbdcopy
 
-nvcached=$(t_bin nvcached) || exit 1
 ctl=$(t_bin nvcachectl) || exit 1
 export NVCACHE_RUN_DIR=$T_DIR/run
 runtime=${BENCH_RUNTIME:-8}
-head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
-chmod 600 "$T_DIR/secret"
 
-start_cluster() {
-  read -r -a ports < <(cluster_free_ports 6)
-  conf=$T_DIR/cluster-$1.conf
-  { echo "secret secret"
-    for i in 1 2 3 4 5 6; do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done; } >"$conf"
-  for i in 1 2 3 4 5 6; do
-    "$nvcached" --cluster "$conf" --node $i -f --heartbeat 200 --timeout 1000 \
-      >"$T_DIR/node$i.log" 2>&1 &
-    pid[$i]=$!
-    t_cleanup "kill -9 ${pid[$i]} 2>/dev/null"
-    disown "${pid[$i]}"
-  done
-  for i in 1 2 3 4 5 6; do t_wait 15 alive5 $i || t_fail "node $i not up"; done
-}
 declare -A pid
-alive5() { "$ctl" stats --node "$1" 2>/dev/null | grep -qx 'nodes_alive: 5'; }
-stop_cluster() { for i in 1 2 3 4 5 6; do kill -9 "${pid[$i]}" 2>/dev/null; done; }
-stat_val() { "$ctl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'; }
+start_cluster() { cluster_start 6 "$1"; }
+stop_cluster() { cluster_stop; }
+stat_val() { cluster_stat "$@"; }
 red() { case $1 in parity|parity-dist) echo "$1:4" ;; *) echo "$1" ;; esac; }
 
 fio_iops() {

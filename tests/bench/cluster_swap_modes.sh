@@ -20,7 +20,6 @@ mib=${BENCH_MIB:-768}
 limit=${BENCH_LIMIT:-256M}
 order=${BENCH_ORDER:-rand}
 modes=${BENCH_MODES:-none mirror parity parity-dist}
-nvcached=$(t_bin nvcached) || exit 1
 ctl=$(t_bin nvcachectl) || exit 1
 touch_bin=$(t_bin nbd-memtouch) || exit 1
 nbd_is_sanitized "$(t_bin nvswapd)" && t_skip "sanitizer build: no swap to it"
@@ -31,27 +30,11 @@ mkdir "$cg" || t_skip "no cgroup v1 memory controller"
 t_cleanup "for p in \$(cat $cg/cgroup.procs); do kill -9 \$p; done; sleep 0.2; rmdir $cg"
 echo "$limit" >"$cg/memory.limit_in_bytes"
 export NVCACHE_RUN_DIR=$T_DIR/run
-head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
-chmod 600 "$T_DIR/secret"
 
 declare -A pid secs
-stat_val() { "$ctl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'; }
-alive4() { [ "$(stat_val "$1" nodes_alive)" = 4 ]; }
-start_cluster() {
-  read -r -a ports < <(cluster_free_ports 5)
-  conf=$T_DIR/cluster-$1.conf
-  { echo "secret secret"
-    for i in 1 2 3 4 5; do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done; } >"$conf"
-  for i in 1 2 3 4 5; do
-    "$nvcached" --cluster "$conf" --node $i -f --heartbeat 200 --timeout 1000 \
-      >"$T_DIR/node$i-$1.log" 2>&1 &
-    pid[$i]=$!
-    t_cleanup "kill -9 ${pid[$i]} 2>/dev/null"
-    disown "${pid[$i]}"
-  done
-  for i in 1 2 3 4 5; do t_wait 15 alive4 $i || t_fail "node $i does not see its peers"; done
-}
-stop_cluster() { for i in 1 2 3 4 5; do kill -9 "${pid[$i]}" 2>/dev/null; done; }
+stat_val() { cluster_stat "$@"; }
+start_cluster() { cluster_start 5 "$1"; }
+stop_cluster() { cluster_stop; }
 held() { local t=0 i; for i in 2 3 4 5; do t=$((t + $(stat_val $i pages_data 2>/dev/null || echo 0))); done; echo $t; }
 red() { case $1 in parity|parity-dist) echo "$1:4" ;; *) echo "$1" ;; esac; }
 

@@ -25,3 +25,38 @@ while len(got) < int(sys.argv[1]):
 print(" ".join(map(str, got)))
 PY
 }
+
+# cluster_stat NODE KEY: one value of `nvcachectl stats --node NODE`.
+cluster_stat() {
+  "$(t_bin nvcachectl)" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'
+}
+cluster_sees() { [ "$(cluster_stat "$1" nodes_alive)" = "$2" ]; }
+
+# cluster_start N TAG: N nvcached on loopback (heartbeat 200 ms, dead after
+# 1 s) from a fresh cluster file $conf (secret in $T_DIR/secret, made if
+# missing), pids in pid[1..N], logs in $T_DIR/nodeI-TAG.log; returns once
+# every node sees the N-1 others alive. If the caller defines
+# cluster_node_args, `cluster_node_args I` prints node I's extra arguments.
+cluster_start() {
+  local n=$1 tag=$2 i ports extra
+  [ -f "$T_DIR/secret" ] || { head -c 32 /dev/urandom | base64 >"$T_DIR/secret"; chmod 600 "$T_DIR/secret"; }
+  read -r -a ports < <(cluster_free_ports "$n")
+  conf=$T_DIR/cluster-$tag.conf
+  { echo "secret secret"
+    for ((i = 1; i <= n; i++)); do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done; } >"$conf"
+  for ((i = 1; i <= n; i++)); do
+    extra=()
+    if declare -F cluster_node_args >/dev/null; then read -r -a extra < <(cluster_node_args "$i") || true; fi
+    "$(t_bin nvcached)" --cluster "$conf" --node $i -f --heartbeat 200 --timeout 1000 \
+      "${extra[@]}" >"$T_DIR/node$i-$tag.log" 2>&1 &
+    pid[$i]=$!
+    t_cleanup "kill -9 ${pid[$i]} 2>/dev/null"
+    disown "${pid[$i]}"
+  done
+  CLUSTER_N=$n
+  for ((i = 1; i <= n; i++)); do
+    t_wait 15 cluster_sees $i $((n - 1)) ||
+      t_fail "node $i does not see its peers: $(tail -3 "$T_DIR/node$i-$tag.log")"
+  done
+}
+cluster_stop() { local i; for ((i = 1; i <= CLUSTER_N; i++)); do kill -9 "${pid[$i]}" 2>/dev/null; done; }

@@ -13,31 +13,13 @@ T_TIMEOUT=${T_TIMEOUT:-240}
 . "$(dirname "$0")/nbd_common.bash"
 t_require_cmd nbdcopy nbdinfo python3 cmp
 
-nvcached=$(t_bin nvcached) || exit 1
 ctl=$(t_bin nvcachectl) || exit 1
 export NVCACHE_RUN_DIR=$T_DIR/run
-head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
-chmod 600 "$T_DIR/secret"
-stat_val() { "$ctl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'; }
-alive_is() { [ "$(stat_val "$1" nodes_alive)" = "$2" ]; }
+stat_val() { cluster_stat "$@"; }
 
-# start_cluster TAG: six fresh nodes, config in $conf, pids in pid[].
 declare -A pid
-start_cluster() {
-  read -r -a ports < <(cluster_free_ports 6)
-  conf=$T_DIR/cluster-$1.conf
-  { echo "secret secret"
-    for i in 1 2 3 4 5 6; do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done; } >"$conf"
-  for i in 1 2 3 4 5 6; do
-    "$nvcached" --cluster "$conf" --node $i -f --heartbeat 200 --timeout 1000 \
-      >"$T_DIR/node$i-$1.log" 2>&1 &
-    pid[$i]=$!
-    t_cleanup "kill -9 ${pid[$i]} 2>/dev/null"
-    disown "${pid[$i]}"
-  done
-  for i in 1 2 3 4 5 6; do t_wait 15 alive_is $i 5 || t_fail "node $i does not see its peers"; done
-}
-stop_cluster() { for i in 1 2 3 4 5 6; do kill -9 "${pid[$i]}" 2>/dev/null; done; }
+start_cluster() { cluster_start 6 "$1"; }  # six fresh nodes: $conf, pid[]
+stop_cluster() { cluster_stop; }
 
 # Bad options are refused with a clear message.
 start_cluster opts

@@ -26,9 +26,7 @@ mode=${CPK_MODE:-parity} victim=${CPK_VICTIM:-3}
 t_require_root
 t_require_cmd nbdfuse losetup mkswap swapon swapoff fusermount3 python3
 nvswapd=$(t_bin nvswapd) || exit 1
-nvcached=$(t_bin nvcached) || exit 1
 touch_bin=$(t_bin nbd-memtouch) || exit 1
-ctl=$(t_bin nvcachectl) || exit 1
 nbd_is_sanitized "$nvswapd" &&
   t_skip "sanitizer build: no mlockall under ASan, and a swap daemon whose own memory can be swapped to itself may deadlock the kernel"
 [ "$(wc -l </proc/swaps)" -le 1 ] &&
@@ -38,25 +36,9 @@ cgroot=/sys/fs/cgroup/memory
 [ -w "$cgroot/cgroup.procs" ] || t_skip "no writable cgroup v1 memory controller"
 export NVCACHE_RUN_DIR=$T_DIR/run
 
-read -r -a ports < <(cluster_free_ports 5)
-head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
-chmod 600 "$T_DIR/secret"
-conf=$T_DIR/cluster.conf
-{ echo "secret secret"
-  for i in 1 2 3 4 5; do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done; } >"$conf"
 declare -A pid
-for i in 1 2 3 4 5; do
-  "$nvcached" --cluster "$conf" --node $i -f --heartbeat 200 --timeout 1000 \
-    >"$T_DIR/node$i.log" 2>&1 &
-  pid[$i]=$!
-  t_cleanup "kill -9 ${pid[$i]} 2>/dev/null"
-done
-stat_val() { "$ctl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'; }
-alive_is() { [ "$(stat_val "$1" nodes_alive)" = "$2" ]; }
-for i in 1 2 3 4 5; do
-  t_wait 15 alive_is $i 4 ||
-    t_fail "node $i does not see its peers: $("$ctl" stats --node $i 2>&1 | grep '^node'); $(tail -5 "$T_DIR/node$i.log")"
-done
+cluster_start 5 kernel
+stat_val() { cluster_stat "$@"; }
 
 sock=$T_DIR/nbd.sock
 nbd_start "$sock" tclpar --size 768M --store remote --cluster "$conf" --node 1 \

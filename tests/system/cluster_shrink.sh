@@ -14,15 +14,11 @@ T_TIMEOUT=${T_TIMEOUT:-300}
 . "$(dirname "$0")/nbd_common.bash"
 t_require_cmd nbdcopy python3 cmp
 
-nvcached=$(t_bin nvcached) || exit 1
 ctl=$(t_bin nvcachectl) || exit 1
 export NVCACHE_RUN_DIR=$T_DIR/run
 # SHRINK_KEEP=DIR: keep the daemons' logs there
 [ -z "${SHRINK_KEEP:-}" ] || t_cleanup "mkdir -p '$SHRINK_KEEP'; cp $T_DIR/*.log '$SHRINK_KEEP'/"
-head -c 32 /dev/urandom | base64 >"$T_DIR/secret"
-chmod 600 "$T_DIR/secret"
-stat_val() { "$ctl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'; }
-alive_is() { [ "$(stat_val "$1" nodes_alive)" = "$2" ]; }
+stat_val() { cluster_stat "$@"; }
 
 # set_mem SIZE: node 4's MemAvailable (of 16 GiB)
 set_mem() {
@@ -33,25 +29,10 @@ set_mem() {
 
 # start_cluster TAG: six fresh nodes, config in $conf, pids in pid[].
 declare -A pid
-start_cluster() {
-  read -r -a ports < <(cluster_free_ports 6)
-  conf=$T_DIR/cluster-$1.conf
-  { echo "secret secret"
-    for i in 1 2 3 4 5 6; do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done; } >"$conf"
-  set_mem 8G
-  for i in 1 2 3 4 5 6; do
-    local mem=()
-    # node 4 reads its MemAvailable from a file we control
-    [ $i = 4 ] && mem=(--meminfo "$T_DIR/meminfo4" --reserve 1G)
-    "$nvcached" --cluster "$conf" --node $i -f --heartbeat 200 --timeout 1000 \
-      "${mem[@]}" >"$T_DIR/node$i-$1.log" 2>&1 &
-    pid[$i]=$!
-    t_cleanup "kill -9 ${pid[$i]} 2>/dev/null"
-    disown "${pid[$i]}"
-  done
-  for i in 1 2 3 4 5 6; do t_wait 15 alive_is $i 5 || t_fail "node $i does not see its peers"; done
-}
-stop_cluster() { for i in 1 2 3 4 5 6; do kill -9 "${pid[$i]}" 2>/dev/null; done; }
+# node 4 reads its MemAvailable from a file we control
+cluster_node_args() { [ "$1" != 4 ] || echo --meminfo "$T_DIR/meminfo4" --reserve 1G; }
+start_cluster() { set_mem 8G; cluster_start 6 "$1"; }
+stop_cluster() { cluster_stop; }
 
 # The command itself: sizes, and what is refused.
 start_cluster cmd
