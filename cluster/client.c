@@ -3,6 +3,7 @@
 #include "cluster/client.h"
 
 #include "cluster/auth.h"
+#include "cluster/batch.h"
 #include "cluster/conn.h"
 
 #include <errno.h>
@@ -28,6 +29,7 @@ struct cluster_client {
 		uint32_t type, kind;
 	} q[CLUSTER_CLIENT_MAX_INFLIGHT];
 	unsigned qhead, qn;
+	uint8_t batch_req[FRAME_BATCH_MAX * FRAME_BATCH_ENTRY];
 	char last_error[FRAME_MAX_TEXT + 64];
 };
 
@@ -232,8 +234,9 @@ int cluster_client_wait(struct cluster_client *c)
 {
 	struct pending p;
 
-	if (!c->broken && c->qn && c->q[c->qhead].type == FT_PAGE_FETCH)
-		return -EINVAL; /* its page needs cluster_client_wait_fetch */
+	if (!c->broken && c->qn && (c->q[c->qhead].type == FT_PAGE_FETCH ||
+				    c->q[c->qhead].type == FT_PAGE_FETCH_MANY))
+		return -EINVAL; /* its pages need a fetch's wait */
 	return recv_rep(c, NULL, &p);
 }
 
@@ -323,6 +326,69 @@ int cluster_client_wait_fetch(struct cluster_client *c, void *page,
 	if (rc == 0)
 		memcpy(page, pl, FRAME_PAGE_SIZE);
 	return rc;
+}
+
+int cluster_client_fetch_many_start(struct cluster_client *c,
+				    const struct cluster_fetch *f, unsigned n)
+{
+	struct batch_entry e[FRAME_BATCH_MAX];
+
+	if (n == 0 || n > FRAME_BATCH_MAX)
+		return -EINVAL;
+	for (unsigned k = 0; k < n; k++) {
+		if (f[k].kind >= FK_COUNT)
+			return -EINVAL;
+		e[k] = (struct batch_entry){ .key = f[k].key, .version = f[k].version,
+					     .kind = f[k].kind };
+	}
+	batch_request_put(c->batch_req, e, n);
+	struct frame_hdr *q = req_init(c, FT_PAGE_FETCH_MANY);
+	q->payload_len = batch_request_len(n);
+	int rc = send_req(c, c->batch_req);
+	if (!rc)
+		c->q[(c->qhead + c->qn - 1) % CLUSTER_CLIENT_MAX_INFLIGHT].key = n;
+	return rc;
+}
+
+int cluster_client_wait_fetch_many(struct cluster_client *c,
+				   struct cluster_fetch *f, unsigned n)
+{
+	const uint8_t *pl = NULL;
+	struct pending p;
+
+	if (!c->broken && (!c->qn || c->q[c->qhead].type != FT_PAGE_FETCH_MANY ||
+			   c->q[c->qhead].key != n))
+		return -EINVAL;
+	int rc = recv_rep(c, &pl, &p);
+	if (c->broken || rc)
+		return rc;
+	/* Check every result before taking any page: a reply that does not
+	 * answer our request means the stream is out of step. */
+	const char *bad = NULL;
+	for (unsigned k = 0; k < n && !bad; k++) {
+		struct batch_entry r;
+		const uint8_t *pg;
+		if (batch_result_get(pl, c->rep.payload_len, n, k, &r, &pg, &bad))
+			break;
+		if (r.key != f[k].key || r.kind != f[k].kind)
+			bad = "fetch-many reply about another page";
+		else if (r.status == FS_OK && f[k].version && r.version != f[k].version)
+			bad = "fetch-many reply with another version";
+	}
+	if (bad) {
+		snprintf(c->last_error, sizeof(c->last_error), "%s", bad);
+		return fail_transport(c, -EPROTO);
+	}
+	for (unsigned k = 0; k < n; k++) {
+		struct batch_entry r;
+		const uint8_t *pg;
+		(void)batch_result_get(pl, c->rep.payload_len, n, k, &r, &pg, &bad);
+		f[k].rc = frame_status_errno(r.status);
+		f[k].version_out = r.version;
+		if (!f[k].rc)
+			memcpy(f[k].page, pg, FRAME_PAGE_SIZE);
+	}
+	return 0;
 }
 
 static int fetch(struct cluster_client *c, uint32_t kind, uint64_t id,

@@ -87,6 +87,30 @@ int cluster_client_wait(struct cluster_client *c);
  * synchronous fetch gives it. */
 int cluster_client_wait_fetch(struct cluster_client *c, void *page,
 			      uint64_t *version_out);
+/* Up to FRAME_BATCH_MAX fetches in one request (PAGE_FETCH_MANY, layout
+ * in cluster/batch.h): what a recovery pass reads from one node, for the
+ * cost of one request instead of one per page. _start sends it (one
+ * request in flight, like the others); the wait takes its reply into the
+ * same array f: each f[k].rc gets what a single fetch would give (0,
+ * -ENOENT, -ESTALE ...), f[k].version_out the stored version, and on 0 the
+ * page is copied to f[k].page. A reply that does not answer the request
+ * entry by entry (key, kind, the version asked for) is -EPROTO and breaks
+ * the handle. The wait returns 0 when the reply came, whatever the
+ * entries' results; else the request's own error (-EOPNOTSUPP from a node
+ * that predates it) or a transport error, and the entries are unset. */
+struct cluster_fetch {
+	uint32_t kind;          /* FK_DATA or FK_PARITY */
+	uint64_t key;           /* page id, or parity group */
+	uint64_t version;       /* 0: whatever is stored */
+	void *page;             /* out: FRAME_PAGE_SIZE bytes */
+	uint64_t version_out;   /* out */
+	int rc;                 /* out */
+};
+int cluster_client_fetch_many_start(struct cluster_client *c,
+				    const struct cluster_fetch *f, unsigned n);
+int cluster_client_wait_fetch_many(struct cluster_client *c,
+				   struct cluster_fetch *f, unsigned n);
+
 /* Requests sent whose replies have not been taken (0 after a transport
  * error). */
 unsigned cluster_client_pending(const struct cluster_client *c);

@@ -207,8 +207,8 @@ int conn_recv(struct conn *c, struct frame_hdr *h, const uint8_t **payload,
 	rc = frame_prefix_parse(c->rx, &hl, &pl, why);
 	if (rc)
 		return rc;
-	if (pl > FRAME_PAGE_SIZE) {
-		*why = "payload larger than a page";
+	if (pl > FRAME_MAX_CONN_PAYLOAD) {
+		*why = "payload larger than any frame we accept";
 		return -EMSGSIZE;
 	}
 	rc = read_full(c->fd, c->rx + FRAME_PREFIX, (size_t)hl + pl);

@@ -1,7 +1,8 @@
 /* conn.h - one framed, blocking cluster connection over a stream socket.
  *
  * conn_recv reads a 16-byte prefix, checks its lengths against the caps
- * (and against this connection's payload cap, one page) before reading
+ * (and against a connection's payload cap, FRAME_MAX_CONN_PAYLOAD: a
+ * PAGE_FETCH_MANY reply, the largest frame we send) before reading
  * anything more, then reads the rest into the connection's own buffer and
  * decodes it with frame_decode. conn_send writes prefix + header + payload
  * with one sendmsg (the payload is not copied).
@@ -17,7 +18,7 @@ struct conn {
 	int fd;
 	char peer[80];          /* "127.0.0.1:40123", for log lines */
 	uint8_t tx[FRAME_MAX_HEAD];
-	uint8_t rx[FRAME_MAX_HEAD + FRAME_PAGE_SIZE];
+	uint8_t rx[FRAME_MAX_HEAD + FRAME_MAX_CONN_PAYLOAD];
 };
 
 /* Take over a connected socket (closed by conn_close). */

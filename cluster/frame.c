@@ -12,7 +12,9 @@
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_ERROR == (int)FT_ERROR, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_OWNER_RESET == (int)FT_OWNER_RESET, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_NODE_STATS == (int)FT_NODE_STATS, "proto enum");
-_Static_assert(FRAME_STATS_CHUNK <= FRAME_PAGE_SIZE, "a chunk fits a connection's buffer");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_FETCH_MANY == (int)FT_PAGE_FETCH_MANY, "proto enum");
+_Static_assert(FRAME_STATS_CHUNK <= FRAME_MAX_CONN_PAYLOAD, "a chunk fits a connection's buffer");
+_Static_assert(FRAME_MAX_CONN_PAYLOAD <= FRAME_MAX_PAYLOAD, "a batch fits a frame");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_NODE_TABLE == (int)FT_NODE_TABLE, "proto enum");
 _Static_assert((int)NVCACHE__STATUS__ST_INTERNAL == (int)FS_INTERNAL, "proto enum");
 _Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
@@ -67,6 +69,8 @@ long frame_payload_expected(uint32_t type, bool reply, uint32_t status)
 		return reply && status == FS_OK ? FRAME_PAGE_SIZE : 0;
 	case FT_NODE_STATS:
 		return reply && status == FS_OK ? -1 : 0;
+	case FT_PAGE_FETCH_MANY:
+		return !reply || status == FS_OK ? -1 : 0;
 	default:
 		return 0;
 	}
@@ -197,8 +201,12 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 		return -EPROTO;
 	}
 	long expect = frame_payload_expected(type, m->reply, status);
-	if (expect < 0 ? payload_len > FRAME_STATS_CHUNK :
-			 (long)payload_len != expect) {
+	uint32_t unit = m->reply ? FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE : FRAME_BATCH_ENTRY;
+	bool var_ok = type == FT_PAGE_FETCH_MANY ?
+		      payload_len && payload_len % unit == 0 &&
+		      payload_len / unit <= FRAME_BATCH_MAX :
+		      payload_len <= FRAME_STATS_CHUNK;
+	if (expect < 0 ? !var_ok : (long)payload_len != expect) {
 		*why = "payload size does not fit the message type";
 		return -EPROTO;
 	}
@@ -500,7 +508,7 @@ const char *frame_type_name(uint32_t type)
 		"INVALID", "HELLO", "CHALLENGE", "AUTH", "HEARTBEAT",
 		"PAGE_STORE", "PAGE_FETCH", "PAGE_DROP", "PARITY_UPDATE",
 		"MIGRATE", "UPDATE", "INVALIDATE", "NODE_TABLE", "ERROR",
-		"OWNER_RESET", "NODE_STATS",
+		"OWNER_RESET", "NODE_STATS", "PAGE_FETCH_MANY",
 	};
 	return type < FT_COUNT ? names[type] : "UNKNOWN";
 }

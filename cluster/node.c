@@ -10,6 +10,7 @@
 #include "cluster/node.h"
 
 #include "cluster/auth.h"
+#include "cluster/batch.h"
 #include "cluster/conn.h"
 #include "cluster/membership.h"
 #include "cluster/memwatch.h"
@@ -367,6 +368,9 @@ struct inbound {
 	 * then; later chunks are read from it, so they agree). */
 	char *stats;
 	size_t stats_len;
+	/* PAGE_FETCH_MANY: the reply payload (allocated at the first one:
+	 * only recovering clients send them) */
+	uint8_t *batch;
 };
 
 static ssize_t ctl_stats(struct node *n, char *out, size_t outlen);
@@ -397,6 +401,44 @@ static const void *serve_stats(struct inbound *ib, uint64_t off, int *rc)
 	r->payload_len = (uint32_t)(left < FRAME_STATS_CHUNK ? left : FRAME_STATS_CHUNK);
 	*rc = 0;
 	return r->payload_len ? ib->stats + off : NULL;
+}
+
+static uint32_t status_of(int rc);
+
+/* A PAGE_FETCH_MANY request: every entry fetched in order into one reply
+ * payload (cluster/batch.h); an entry that fails carries its own status
+ * and a zero page, the request as a whole succeeds. */
+static const void *serve_fetch_many(struct inbound *ib, const uint8_t *payload,
+				    int *rc)
+{
+	struct frame_hdr *q = &ib->req, *r = &ib->rep;
+	struct batch_entry e[FRAME_BATCH_MAX];
+	const char *why = "";
+	unsigned n;
+
+	*rc = batch_request_get(payload, q->payload_len, e, &n, &why);
+	if (*rc) {
+		log_warn("%s: refused a fetch-many request: %s", ib->c.peer, why);
+		snprintf(r->text, sizeof(r->text), "%s", why);
+		return NULL;
+	}
+	if (!ib->batch && !(ib->batch = malloc(FRAME_MAX_CONN_PAYLOAD))) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		struct pagestore_key key = { q->owner, e[k].kind, e[k].key };
+		uint8_t *pg = batch_reply_page(ib->batch, n, k);
+		uint64_t have = 0;
+		int frc = pagestore_fetch(ib->node->ps, &key, e[k].version, pg, &have);
+		if (frc)
+			memset(pg, 0, PAGESTORE_PAGE);
+		e[k].version = frc == -ENOENT ? 0 : have;
+		e[k].status = status_of(frc);
+		batch_result_put(ib->batch, k, &e[k]);
+	}
+	r->payload_len = batch_reply_len(n);
+	return ib->batch;
 }
 
 static int admit(void *arg, const struct auth_peer *p, const char **why)
@@ -443,6 +485,7 @@ static uint32_t status_of(int rc)
 	case -ENOENT: return FS_NOT_FOUND;
 	case -ENOSPC: return FS_NO_SPACE;
 	case -EOPNOTSUPP: return FS_UNSUPPORTED;
+	case -EPROTO: return FS_BAD_FRAME;
 	default: return FS_INTERNAL;
 	}
 }
@@ -513,6 +556,9 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 	}
 	case FT_NODE_STATS:
 		out = serve_stats(ib, q->page_id, &rc);
+		break;
+	case FT_PAGE_FETCH_MANY:
+		out = serve_fetch_many(ib, payload, &rc);
 		break;
 	default:
 		/* HELLO/CHALLENGE/AUTH after the handshake, UPDATE (the owner's
@@ -618,6 +664,7 @@ out:
 	conn_close(&ib->c);
 	conn_slot_release(n, ib->slot);
 	free(ib->stats);
+	free(ib->batch);
 	free(ib);
 	return NULL;
 }

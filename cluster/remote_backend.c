@@ -350,6 +350,80 @@ static void fetch_parallel(struct remote_backend *rb, struct fetch_req *r,
 	}
 }
 
+/* Many fetches at once, on any nodes (a recovery batch): each node's
+ * share goes out as PAGE_FETCH_MANY requests of up to FRAME_BATCH_MAX
+ * entries, pipelined on one connection, and every node's before any reply
+ * is taken: the set costs about one round trip and one request per 64
+ * pages, where fetch_parallel costs one request per page. Nodes are taken
+ * in index order (see fetch_parallel). node[k] is entry k's node; f[k].rc
+ * comes back as a single fetch's would, or the connection's error.
+ * tmp: scratch of n entries. At most FETCH_BATCH_NODE entries per node. */
+#define FETCH_BATCH_NODE (FRAME_BATCH_MAX * CLUSTER_CLIENT_MAX_INFLIGHT)
+
+static void fetch_batch(struct remote_backend *rb, struct cluster_fetch *f,
+			const uint8_t *node, unsigned n, struct cluster_fetch *tmp,
+			unsigned *from)
+{
+	unsigned first[CONFIG_MAX_NODES + 1] = { 0 };
+	struct rconn *c[CONFIG_MAX_NODES] = { NULL };
+	int crc[CONFIG_MAX_NODES] = { 0 };
+
+	/* group the entries by node: tmp[first[j] .. first[j+1]) */
+	for (unsigned k = 0; k < n; k++)
+		first[node[k] + 1]++;
+	for (unsigned j = 0; j < CONFIG_MAX_NODES; j++)
+		first[j + 1] += first[j];
+	{
+		unsigned at[CONFIG_MAX_NODES];
+		memcpy(at, first, sizeof(at));
+		for (unsigned k = 0; k < n; k++) {
+			from[at[node[k]]] = k;
+			tmp[at[node[k]]++] = f[k];
+		}
+	}
+	for (unsigned j = 0; j < rb->nn; j++) {
+		unsigned cnt = first[j + 1] - first[j];
+		if (!cnt)
+			continue;
+		if (cnt > FETCH_BATCH_NODE)
+			abort();        /* callers batch at most that much */
+		if (!usable(rb, j)) {
+			crc[j] = -EHOSTDOWN;
+			continue;
+		}
+		if (!(c[j] = conn_get(rb, j, &crc[j])))
+			continue;
+		for (unsigned k = first[j]; k < first[j + 1] && !crc[j]; k += FRAME_BATCH_MAX) {
+			unsigned m = first[j + 1] - k < FRAME_BATCH_MAX ?
+				     first[j + 1] - k : FRAME_BATCH_MAX;
+			crc[j] = cluster_client_fetch_many_start(c[j]->cl, &tmp[k], m);
+		}
+	}
+	for (unsigned j = 0; j < rb->nn; j++) {
+		if (!c[j])
+			continue;
+		/* take every reply that is due, even after an error */
+		for (unsigned k = first[j]; k < first[j + 1]; k += FRAME_BATCH_MAX) {
+			unsigned m = first[j + 1] - k < FRAME_BATCH_MAX ?
+				     first[j + 1] - k : FRAME_BATCH_MAX;
+			if (!cluster_client_pending(c[j]->cl))
+				break;
+			int rc = cluster_client_wait_fetch_many(c[j]->cl, &tmp[k], m);
+			if (rc && !crc[j])
+				crc[j] = rc;
+		}
+		conn_put(rb, j, c[j], crc[j]);
+	}
+	for (unsigned j = 0; j < rb->nn; j++)
+		for (unsigned k = first[j]; k < first[j + 1]; k++) {
+			struct cluster_fetch *d = &f[from[k]];
+			d->rc = crc[j] ? crc[j] : tmp[k].rc;
+			d->version_out = tmp[k].version_out;
+			if (!d->rc && d->kind == FK_DATA)
+				atomic_fetch_add(&rb->nodes[j].fetches, 1);
+		}
+}
+
 enum op { OP_STORE, OP_FETCH, OP_DROP };
 
 static int node_op(struct remote_backend *rb, unsigned i, enum op op,
@@ -990,35 +1064,24 @@ static int group_add(struct remote_backend *rb, uint64_t i, uint64_t v,
 	return rc;
 }
 
-/* Read slot i (mapped, not spilled); a page whose node is lost is rebuilt
- * from its group and stored again on a node outside the group. Caller
- * holds the stripe. */
-static int pslot_read(struct remote_backend *rb, uint64_t i, void *page)
+/* Give slot i, rebuilt (contents page; member idx of group gid, whose
+ * node is lost), a new home: the same group, on a node outside it (no
+ * parity change); failing that, an open group. Caller holds the stripe
+ * and the group's lock; returns with the group's lock released. 0 even
+ * when no node took it (the caller has the page; later reads will not). */
+static int pslot_rehome(struct remote_backend *rb, uint64_t i, uint64_t gid,
+			int idx, const void *page)
 {
 	struct slot *s = &rb->slots[i];
-
-	if (copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
-	    node_op(rb, s->n[0], OP_FETCH, i, s->version, page) == 0)
-		return 0;
-	uint64_t gid = rb->slot_grp[i] - 1;
 	struct parity_group *g = &rb->pt.g[gid];
-	pthread_mutex_lock(glock(rb, gid));
-	int idx = parity_member_find(g, i);
-	if (idx < 0 || group_reconstruct(rb, g, i, page)) {
-		pthread_mutex_unlock(glock(rb, gid));
-		atomic_fetch_add(&rb->read_errors, 1);
-		log_err("remote swap: slot %" PRIu64 " (version %" PRIu64
-			") is lost and could not be rebuilt", i, s->version);
-		return -EIO;
-	}
-	/* Re-home it: same group, a node outside it (no parity change). */
+
 	bool exclude[CONFIG_MAX_NODES] = { false };
 	group_exclude(rb, g, exclude);
 	for (unsigned tries = 0; tries < rb->nn; tries++) {
 		int n = pick(rb, exclude);
 		if (n < 0)
 			break;
-		if (node_op(rb, (unsigned)n, OP_STORE, i, s->version, page) == 0) {
+		if (node_op(rb, (unsigned)n, OP_STORE, i, s->version, (void *)page) == 0) {
 			if (s->n[0] != NO_NODE)
 				atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
 			atomic_fetch_add(&rb->nodes[n].held, 1);
@@ -1051,6 +1114,30 @@ static int pslot_read(struct remote_backend *rb, uint64_t i, void *page)
 			"it is lost after this read", i);
 	}
 	return 0;
+}
+
+/* Read slot i (mapped, not spilled); a page whose node is lost is rebuilt
+ * from its group and stored again on a node outside the group. Caller
+ * holds the stripe. */
+static int pslot_read(struct remote_backend *rb, uint64_t i, void *page)
+{
+	struct slot *s = &rb->slots[i];
+
+	if (copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
+	    node_op(rb, s->n[0], OP_FETCH, i, s->version, page) == 0)
+		return 0;
+	uint64_t gid = rb->slot_grp[i] - 1;
+	struct parity_group *g = &rb->pt.g[gid];
+	pthread_mutex_lock(glock(rb, gid));
+	int idx = parity_member_find(g, i);
+	if (idx < 0 || group_reconstruct(rb, g, i, page)) {
+		pthread_mutex_unlock(glock(rb, gid));
+		atomic_fetch_add(&rb->read_errors, 1);
+		log_err("remote swap: slot %" PRIu64 " (version %" PRIu64
+			") is lost and could not be rebuilt", i, s->version);
+		return -EIO;
+	}
+	return pslot_rehome(rb, i, gid, idx, page);
 }
 
 /* Take mapped slot i out of its group and off its node; `known`: its
@@ -1547,38 +1634,202 @@ static bool group_room_inside(struct remote_backend *rb, const struct parity_gro
 }
 
 /* Parity recovery after a node death: every slot on a node no longer
- * alive is rebuilt from its group (pslot_read) and re-homed; then every
- * closed group whose parity page was on such a node gets it recomputed.
- * Runs while I/O goes on; each slot is handled under its stripe like any
- * request. Slots are shared out among RECOVER_THREADS workers so that
- * several groups' requests are in flight at once (each rebuild is a few
- * round trips: the group's fetches at once, then the re-homing store). */
+ * alive is rebuilt from its group and re-homed; then every closed group
+ * whose parity page was on such a node gets it recomputed. Runs while I/O
+ * goes on. Slots are shared out among RECOVER_THREADS workers.
+ *
+ * A worker takes lost slots RECOVER_BATCH at a time, in three steps, so
+ * that the pages a batch needs travel in a few PAGE_FETCH_MANY requests
+ * (one per node and 64 pages) instead of one request per page:
+ *  1. plan, under each slot's stripe and group lock: note the group as it
+ *     is (members, versions, parity node and version) and what to fetch;
+ *  2. fetch everything, holding no lock (fetch_batch);
+ *  3. commit, under the stripe and group lock again: if the slot and its
+ *     group are exactly as planned, the fetched pages are a consistent
+ *     set (every change to a member or the parity page happens under the
+ *     group's lock and moves a version), so parity ^ members is the page;
+ *     it is re-homed like a read's rebuild. Anything else (a write, trim,
+ *     merge or a read's own rebuild in between, a fetch that failed, an
+ *     open group) goes the single-slot way, pslot_read. */
+#define RECOVER_BATCH 32
+#define RECOVER_FETCHES (RECOVER_BATCH * (PARITY_MAX_N + 1))
+_Static_assert(RECOVER_FETCHES <= FETCH_BATCH_NODE, "a batch fits fetch_batch");
+
 struct recover_arg {
 	struct remote_backend *rb;
 	unsigned k;
 	uint64_t fixed, failed;
 };
 
-static void *recover_worker(void *arg)
-{
-	struct recover_arg *a = arg;
-	struct remote_backend *rb = a->rb;
-	uint8_t page[PAGE];
+struct recover_job {
+	uint64_t i, version, gid;
+	uint8_t n0, g0;                 /* the lost copy's node and generation */
+	struct parity_group snap;       /* the group at planning */
+	unsigned first, cnt;            /* its fetches; the parity page first */
+};
 
-	for (uint64_t i = a->k; i < rb->nslots; i += RECOVER_THREADS) {
-		if (i % 4096 < RECOVER_THREADS && stopping(rb))
-			break;
-		struct slot *s = &rb->slots[i];
-		pthread_mutex_lock(stripe(rb, i));
-		if (s->n[0] != NO_NODE && (!copy_valid(rb, s, 0) ||
-		    !atomic_load(&rb->nodes[s->n[0]].alive))) {
-			if (pslot_read(rb, i, page) == 0)
+struct recover_buf {
+	struct recover_job job[RECOVER_BATCH];
+	struct cluster_fetch f[RECOVER_FETCHES], tmp[RECOVER_FETCHES];
+	unsigned from[RECOVER_FETCHES];
+	uint8_t node[RECOVER_FETCHES];
+	uint8_t pages[RECOVER_FETCHES][PAGE];
+	uint8_t page[PAGE];
+};
+
+static bool slot_lost(struct remote_backend *rb, const struct slot *s)
+{
+	return s->n[0] != NO_NODE && (!copy_valid(rb, s, 0) ||
+				      !atomic_load(&rb->nodes[s->n[0]].alive));
+}
+
+static bool group_same(const struct parity_group *a, const struct parity_group *b)
+{
+	if (a->state != b->state || a->nmem != b->nmem || a->pn != b->pn ||
+	    a->pgen != b->pgen || a->parity_lost != b->parity_lost ||
+	    a->pkey != b->pkey || a->pver != b->pver)
+		return false;
+	for (unsigned k = 0; k < a->nmem; k++)
+		if (a->m[k].slot != b->m[k].slot || a->m[k].version != b->m[k].version ||
+		    a->m[k].node != b->m[k].node || a->m[k].gen != b->m[k].gen)
+			return false;
+	return true;
+}
+
+/* The old way, one slot: under its stripe, if still lost. */
+static void recover_one(struct remote_backend *rb, uint64_t i, struct recover_arg *a,
+			uint8_t *page)
+{
+	pthread_mutex_lock(stripe(rb, i));
+	if (slot_lost(rb, &rb->slots[i])) {
+		if (pslot_read(rb, i, page) == 0)
+			a->fixed++;
+		else
+			a->failed++;
+	}
+	pthread_mutex_unlock(stripe(rb, i));
+}
+
+/* Step 1 for slot i: 1 planned (job filled, fetches added at b->f[*nf]),
+ * 0 not lost, -1 not batchable (recover_one it). */
+static int recover_plan(struct remote_backend *rb, uint64_t i,
+			struct recover_buf *b, struct recover_job *j, unsigned *nf)
+{
+	struct slot *s = &rb->slots[i];
+	int ret = -1;
+
+	pthread_mutex_lock(stripe(rb, i));
+	if (!slot_lost(rb, s)) {
+		pthread_mutex_unlock(stripe(rb, i));
+		return 0;
+	}
+	if (!rb->slot_grp[i]) {
+		pthread_mutex_unlock(stripe(rb, i));
+		return -1;
+	}
+	uint64_t gid = rb->slot_grp[i] - 1;
+	struct parity_group *g = &rb->pt.g[gid];
+	pthread_mutex_lock(glock(rb, gid));
+	bool ok = parity_member_find(g, i) >= 0 && parity_ok(rb, g);
+	for (unsigned k = 0; ok && k < g->nmem; k++)
+		if (g->m[k].slot != i && !member_ok(rb, &g->m[k]))
+			ok = false;
+	if (ok) {
+		*j = (struct recover_job){ .i = i, .version = s->version, .gid = gid,
+					   .n0 = s->n[0], .g0 = s->g[0], .snap = *g,
+					   .first = *nf };
+		unsigned x = *nf;
+		b->node[x] = g->pn;
+		b->f[x] = (struct cluster_fetch){ .kind = FK_PARITY, .key = g->pkey,
+						  .page = b->pages[x] };
+		x++;
+		for (unsigned k = 0; k < g->nmem; k++) {
+			if (g->m[k].slot == i)
+				continue;
+			b->node[x] = g->m[k].node;
+			b->f[x] = (struct cluster_fetch){ .kind = FK_DATA,
+				.key = g->m[k].slot, .version = g->m[k].version,
+				.page = b->pages[x] };
+			x++;
+		}
+		*nf = x;
+		j->cnt = *nf - j->first;
+		ret = 1;
+	}
+	pthread_mutex_unlock(glock(rb, gid));
+	pthread_mutex_unlock(stripe(rb, i));
+	return ret;
+}
+
+/* Step 3 for one planned slot. */
+static void recover_commit(struct remote_backend *rb, struct recover_buf *b,
+			   const struct recover_job *j, struct recover_arg *a)
+{
+	struct slot *s = &rb->slots[j->i];
+
+	pthread_mutex_lock(stripe(rb, j->i));
+	if (!slot_lost(rb, s) || s->version != j->version || s->n[0] != j->n0 ||
+	    s->g[0] != j->g0) {
+		/* rewritten or rebuilt by a read meanwhile: nothing to do,
+		 * unless it is lost again in another way */
+		if (slot_lost(rb, s)) {
+			if (pslot_read(rb, j->i, b->page) == 0)
 				a->fixed++;
 			else
 				a->failed++;
 		}
-		pthread_mutex_unlock(stripe(rb, i));
+		pthread_mutex_unlock(stripe(rb, j->i));
+		return;
 	}
+	struct parity_group *g = &rb->pt.g[j->gid];
+	pthread_mutex_lock(glock(rb, j->gid));
+	bool same = rb->slot_grp[j->i] == j->gid + 1 && group_same(g, &j->snap);
+	for (unsigned k = 0; same && k < j->cnt; k++)
+		same = b->f[j->first + k].rc == 0;
+	int idx = same ? parity_member_find(g, j->i) : -1;
+	if (idx >= 0) {
+		memcpy(b->page, b->pages[j->first], PAGE);
+		for (unsigned k = 1; k < j->cnt; k++)
+			xor_into(b->page, b->pages[j->first + k], PAGE);
+		atomic_fetch_add(&rb->reconstructs, 1);
+		(void)pslot_rehome(rb, j->i, j->gid, idx, b->page);
+		a->fixed++;
+	} else {
+		pthread_mutex_unlock(glock(rb, j->gid));
+		if (pslot_read(rb, j->i, b->page) == 0)
+			a->fixed++;
+		else
+			a->failed++;
+	}
+	pthread_mutex_unlock(stripe(rb, j->i));
+}
+
+static void *recover_worker(void *arg)
+{
+	struct recover_arg *a = arg;
+	struct remote_backend *rb = a->rb;
+	struct recover_buf *b = malloc(sizeof(*b));
+	uint8_t page[PAGE];
+
+	for (uint64_t i = a->k; i < rb->nslots && !stopping(rb);) {
+		unsigned nj = 0, nf = 0;
+		/* plan a batch (a slot the batch cannot take is done at once) */
+		for (; i < rb->nslots && nj < RECOVER_BATCH; i += RECOVER_THREADS) {
+			if (i % 4096 < RECOVER_THREADS && stopping(rb))
+				break;
+			int r = b ? recover_plan(rb, i, b, &b->job[nj], &nf) : -1;
+			if (r > 0)
+				nj++;
+			else if (r < 0)
+				recover_one(rb, i, a, page);
+		}
+		if (!nj)
+			continue;
+		fetch_batch(rb, b->f, b->node, nf, b->tmp, b->from);
+		for (unsigned k = 0; k < nj; k++)
+			recover_commit(rb, b, &b->job[k], a);
+	}
+	free(b);
 	return NULL;
 }
 

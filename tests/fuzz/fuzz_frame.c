@@ -1,11 +1,14 @@
 /* fuzz_frame.c - libFuzzer target for the cluster frame decoder: any bytes
  * must decode to a frame or an error, never crash or read out of bounds.
  * A frame that decodes must survive re-encoding and decode to the same
- * header (the encoder runs the decoder's checks too).
+ * header (the encoder runs the decoder's checks too). A fetch-many frame's
+ * payload then goes through the batch codec (cluster/batch.h), which must
+ * accept or refuse every entry without reading past the payload.
  *
  * Mutated inputs almost never carry a valid CRC, which would stop the fuzzer
  * at the CRC check; so each input is decoded twice: as given, and with its
  * CRC field recomputed, which lets mutations reach the header checks. */
+#include "cluster/batch.h"
 #include "cluster/frame.h"
 #include "common/crc32c.h"
 
@@ -18,6 +21,7 @@ static uint8_t fixed[FRAME_MAX_HEAD + FRAME_MAX_PAYLOAD];
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void one(const uint8_t *data, size_t size);
+static void batch_check(const struct frame_hdr *h, const uint8_t *pl);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -64,4 +68,32 @@ static void one(const uint8_t *data, size_t size)
 		abort();
 	if (a.payload_len && memcmp(pl, pl2, a.payload_len) != 0)
 		abort();
+	if (a.type == FT_PAGE_FETCH_MANY && a.status == FS_OK)
+		batch_check(&a, pl);
+}
+
+static void batch_check(const struct frame_hdr *h, const uint8_t *pl)
+{
+	static struct batch_entry e[FRAME_BATCH_MAX];
+	static uint8_t again[FRAME_MAX_CONN_PAYLOAD];
+	const char *why;
+	unsigned n;
+
+	if (!h->reply) {
+		if (batch_request_get(pl, h->payload_len, e, &n, &why) == 0) {
+			/* what decodes re-encodes to the same bytes */
+			batch_request_put(again, e, n);
+			if (n > FRAME_BATCH_MAX ||
+			    memcmp(again, pl, batch_request_len(n)) != 0)
+				abort();
+		}
+		return;
+	}
+	n = h->payload_len / (FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE);
+	for (unsigned k = 0; k < n; k++) {
+		const uint8_t *page;
+		if (batch_result_get(pl, h->payload_len, n, k, &e[0], &page, &why) == 0 &&
+		    (page < pl || page + FRAME_PAGE_SIZE > pl + h->payload_len))
+			abort();
+	}
 }

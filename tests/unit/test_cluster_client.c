@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "cluster/auth.h"
+#include "cluster/batch.h"
 #include "cluster/client.h"
 #include "cluster/conn.h"
 #include "cluster/node.h"
@@ -582,6 +583,114 @@ static void split_requests_pipelined(void **state)
 	cluster_client_close(p);
 }
 
+/* PAGE_FETCH_MANY against a real node: each entry answered on its own
+ * (found, any version, parity, missing, stale), pages in request order,
+ * two pipelined; the node refuses bad entries with an error reply and
+ * serves on; the client refuses what it cannot send. */
+static void fetch_many_over_the_wire(void **state)
+{
+	static uint8_t pg[70][FRAME_PAGE_SIZE], par[FRAME_PAGE_SIZE];
+	static uint8_t got[2 * FRAME_BATCH_MAX][FRAME_PAGE_SIZE];
+	static struct cluster_fetch f[2 * FRAME_BATCH_MAX];
+	static struct conn c;
+	static struct frame_hdr h, r;
+	static uint8_t raw[FRAME_BATCH_ENTRY];
+	struct auth_peer peer;
+	struct auth_identity me = { 0, 1, cfg.secret, cfg.secret_len };
+	(void)state;
+
+	struct cluster_client *cl = open_client(1, 91);
+	for (uint64_t k = 0; k < 70; k++) {
+		fill(pg[k], k + 900);
+		assert_int_equal(cluster_client_page_store(cl, k, 3, pg[k]), 0);
+	}
+	fill(par, 999);
+	assert_int_equal(cluster_client_parity_update(cl, 12, 1, par), 0);
+
+	/* 64 entries: 60 pages (even ones at their version, odd ones at any),
+	 * the parity page, a missing page, a stale version, a parity page
+	 * that does not exist */
+	for (unsigned k = 0; k < 60; k++)
+		f[k] = (struct cluster_fetch){ .kind = FK_DATA, .key = k,
+					       .version = k % 2 ? 0 : 3, .page = got[k] };
+	f[60] = (struct cluster_fetch){ .kind = FK_PARITY, .key = 12, .page = got[60] };
+	f[61] = (struct cluster_fetch){ .kind = FK_DATA, .key = 5000, .page = got[61] };
+	f[62] = (struct cluster_fetch){ .kind = FK_DATA, .key = 61, .version = 2,
+					.page = got[62] };
+	f[63] = (struct cluster_fetch){ .kind = FK_PARITY, .key = 13, .page = got[63] };
+	/* the next 6 pages in a second request, pipelined */
+	for (unsigned k = 64; k < 70; k++)
+		f[k] = (struct cluster_fetch){ .kind = FK_DATA, .key = k, .version = 3,
+					       .page = got[k] };
+	assert_int_equal(cluster_client_fetch_many_start(cl, f, 64), 0);
+	assert_int_equal(cluster_client_fetch_many_start(cl, f + 64, 6), 0);
+	assert_int_equal(cluster_client_pending(cl), 2);
+	/* waits of the wrong kind or size refuse without breaking anything */
+	assert_int_equal(cluster_client_wait(cl), -EINVAL);
+	assert_int_equal(cluster_client_wait_fetch(cl, got[0], NULL), -EINVAL);
+	assert_int_equal(cluster_client_wait_fetch_many(cl, f, 63), -EINVAL);
+	assert_int_equal(cluster_client_wait_fetch_many(cl, f, 64), 0);
+	assert_int_equal(cluster_client_wait_fetch_many(cl, f + 64, 6), 0);
+	assert_int_equal(cluster_client_pending(cl), 0);
+	for (unsigned k = 0; k < 70; k++) {
+		if (k >= 60 && k < 64)
+			continue;
+		assert_int_equal(f[k].rc, 0);
+		assert_true(f[k].version_out == 3);
+		assert_memory_equal(got[k], pg[k], FRAME_PAGE_SIZE);
+	}
+	assert_int_equal(f[60].rc, 0);
+	assert_memory_equal(got[60], par, FRAME_PAGE_SIZE);
+	assert_int_equal(f[61].rc, -ENOENT);
+	assert_int_equal(f[62].rc, -ESTALE);
+	assert_true(f[62].version_out == 3);
+	assert_int_equal(f[63].rc, -ENOENT);
+	/* too many, too few, a bad kind: refused before sending */
+	assert_int_equal(cluster_client_fetch_many_start(cl, f, FRAME_BATCH_MAX + 1), -EINVAL);
+	assert_int_equal(cluster_client_fetch_many_start(cl, f, 0), -EINVAL);
+	f[0].kind = FK_COUNT;
+	assert_int_equal(cluster_client_fetch_many_start(cl, f, 1), -EINVAL);
+	assert_int_equal(cluster_client_pending(cl), 0);
+
+	/* A request whose entry has a reserved byte set: an error reply
+	 * (bad frame), and the connection serves on. */
+	const struct cluster_node *cn = config_node_find(&cfg, 1);
+	assert_int_equal(conn_connect(&c, cn->host, cn->port, 3000), 0);
+	assert_int_equal(auth_client(&c, &me, &peer, NULL), 0);
+	struct batch_entry e = { .key = 1, .version = 3, .kind = FK_DATA };
+	batch_request_put(raw, &e, 1);
+	raw[20] = 1;
+	memset(&h, 0, sizeof(h));
+	h.type = FT_PAGE_FETCH_MANY;
+	h.request_id = 5;
+	h.owner = 91;
+	h.payload_len = FRAME_BATCH_ENTRY;
+	assert_int_equal(conn_send(&c, &h, raw), 0);
+	assert_int_equal(conn_recv(&c, &r, NULL, NULL), 0);
+	assert_true(r.reply && r.type == FT_PAGE_FETCH_MANY);
+	assert_int_equal(r.status, FS_BAD_FRAME);
+	assert_true(strlen(r.text) > 0);
+	raw[20] = 0;
+	h.request_id = 6;
+	const uint8_t *pl;
+	assert_int_equal(conn_send(&c, &h, raw), 0);
+	assert_int_equal(conn_recv(&c, &r, &pl, NULL), 0);
+	assert_int_equal(r.status, FS_OK);
+	assert_int_equal(r.payload_len, batch_reply_len(1));
+	struct batch_entry res;
+	const uint8_t *page;
+	const char *why;
+	assert_int_equal(batch_result_get(pl, r.payload_len, 1, 0, &res, &page, &why), 0);
+	assert_int_equal(res.status, FS_OK);
+	assert_memory_equal(page, pg[1], FRAME_PAGE_SIZE);
+	conn_close(&c);
+
+	for (uint64_t k = 0; k < 70; k++)
+		assert_int_equal(cluster_client_page_drop(cl, k, UINT64_MAX), 0);
+	assert_int_equal(cluster_client_parity_drop(cl, 12, UINT64_MAX), 0);
+	cluster_client_close(cl);
+}
+
 /* A fake node that answers fetches with a page, but perhaps not the one
  * asked for, or closes the connection once it has a request. */
 enum ffake_mode { FF_GOOD, FF_WRONG_PAGE, FF_WRONG_VERSION, FF_WRONG_KIND,
@@ -715,6 +824,7 @@ int main(void)
 		cmocka_unit_test(node_stats_over_the_wire),
 		cmocka_unit_test(node_stats_client_checks),
 		cmocka_unit_test(split_requests_pipelined),
+		cmocka_unit_test(fetch_many_over_the_wire),
 		cmocka_unit_test(fetch_reply_checks),
 		cmocka_unit_test(client_breaks_on_dead_node),
 	};

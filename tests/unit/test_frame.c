@@ -12,10 +12,11 @@
 #include <cmocka.h>
 
 #include "cluster/frame.h"
+#include "cluster/batch.h"
 #include "common/crc32c.h"
 #include "nvcache.pb-c.h"
 
-static uint8_t page[FRAME_PAGE_SIZE];
+static uint8_t page[FRAME_MAX_CONN_PAYLOAD];
 
 /* Encode h (+ page if its type needs one) into one contiguous buffer. */
 static size_t encode_full(const struct frame_hdr *h, uint8_t *buf, size_t len)
@@ -88,7 +89,7 @@ static void roundtrip_page_store(void **state)
 
 static void roundtrip_every_type(void **state)
 {
-	static uint8_t buf[FRAME_MAX_HEAD + FRAME_PAGE_SIZE];
+	static uint8_t buf[FRAME_MAX_HEAD + FRAME_MAX_CONN_PAYLOAD];
 	static struct frame_hdr h, d;
 	(void)state;
 
@@ -102,8 +103,11 @@ static void roundtrip_every_type(void **state)
 			h.reply = reply;
 			h.request_id = t * 1000 + reply;
 			long pe = frame_payload_expected(t, reply, FS_OK);
-			/* not fixed: a NODE_STATS chunk, 100 bytes at 900 of 1000 */
+			/* not fixed: a NODE_STATS chunk, 100 bytes at 900 of
+			 * 1000; a batch of 3 fetches */
 			h.payload_len = pe < 0 ? 100 : (uint32_t)pe;
+			if (t == FT_PAGE_FETCH_MANY)
+				h.payload_len = reply ? batch_reply_len(3) : batch_request_len(3);
 			if (t == FT_NODE_STATS) {
 				h.page_id = 900;
 				h.version = reply ? 1000 : 0;
@@ -449,6 +453,97 @@ static void node_stats_chunks(void **state)
 	assert_string_equal(frame_type_name(FT_NODE_STATS), "NODE_STATS");
 }
 
+/* PAGE_FETCH_MANY: the frame decoder takes 1..64 whole entries (and the
+ * matching reply sizes), nothing else; the codec checks the contents. */
+static void fetch_many_payloads(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD + FRAME_MAX_CONN_PAYLOAD + 64];
+	static uint8_t pl[FRAME_MAX_CONN_PAYLOAD + 64];
+	Nvcache__Header m = NVCACHE__HEADER__INIT;
+	struct frame_hdr d;
+	const char *why;
+	(void)state;
+
+	m.type = NVCACHE__MSG_TYPE__MSG_PAGE_FETCH_MANY;
+	static const uint32_t req_ok[] = { 24, 24 * 64 };
+	static const uint32_t req_bad[] = { 0, 23, 25, 24 * 65 };
+	static const uint32_t rep_ok[] = { 4120, 4120 * 64 };
+	static const uint32_t rep_bad[] = { 0, 4096, 4121, 4120 * 65 };
+	for (int reply = 0; reply <= 1; reply++) {
+		m.reply = reply;
+		const uint32_t *ok = reply ? rep_ok : req_ok, *bad = reply ? rep_bad : req_bad;
+		for (int k = 0; k < 2; k++) {
+			m.payload_len = ok[k];
+			size_t n = raw_frame(&m, pl, ok[k], buf);
+			assert_int_equal(frame_decode(buf, n, &d, NULL, &why), (ssize_t)n);
+		}
+		for (int k = 0; k < 4; k++) {
+			m.payload_len = bad[k];
+			if (bad[k] > FRAME_MAX_CONN_PAYLOAD)
+				continue;       /* the connection refuses those first */
+			size_t n = raw_frame(&m, pl, bad[k], buf);
+			assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+		}
+	}
+	/* an error reply carries nothing */
+	m.status = NVCACHE__STATUS__ST_BAD_FRAME;
+	m.payload_len = 0;
+	size_t n = raw_frame(&m, NULL, 0, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), (ssize_t)n);
+	m.payload_len = 4120;
+	n = raw_frame(&m, pl, 4120, buf);
+	assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+	/* over the cap: the encoder refuses to send it */
+	struct frame_hdr h = { 0 };
+	h.type = FT_PAGE_FETCH_MANY;
+	h.payload_len = 24 * 65;
+	assert_int_equal(frame_encode(&h, pl, buf, sizeof(buf)), -EPROTO);
+
+	/* the codec: entries and results round-trip, bad contents refused */
+	struct batch_entry e[FRAME_BATCH_MAX], back[FRAME_BATCH_MAX], r;
+	unsigned cnt = 0;
+	for (unsigned k = 0; k < 3; k++)
+		e[k] = (struct batch_entry){ .key = ~0ULL - k, .version = (uint64_t)k << 40,
+					     .kind = k % 2 };
+	batch_request_put(pl, e, 3);
+	assert_int_equal(batch_request_get(pl, batch_request_len(3), back, &cnt, &why), 0);
+	assert_int_equal(cnt, 3);
+	for (unsigned k = 0; k < 3; k++)
+		assert_true(back[k].key == e[k].key && back[k].version == e[k].version &&
+			    back[k].kind == e[k].kind);
+	assert_int_equal(batch_request_get(pl, 0, back, &cnt, &why), -EPROTO);
+	assert_int_equal(batch_request_get(pl, 25, back, &cnt, &why), -EPROTO);
+	assert_int_equal(batch_request_get(pl, 24 * 65, back, &cnt, &why), -EPROTO);
+	pl[24 + 16] = FK_COUNT;         /* entry 1: unknown kind */
+	assert_int_equal(batch_request_get(pl, batch_request_len(3), back, &cnt, &why), -EPROTO);
+	batch_request_put(pl, e, 3);
+	pl[48 + 23] = 1;                /* entry 2: reserved byte */
+	assert_int_equal(batch_request_get(pl, batch_request_len(3), back, &cnt, &why), -EPROTO);
+
+	memset(pl, 0, batch_reply_len(3));
+	for (unsigned k = 0; k < 3; k++) {
+		e[k].status = k == 2 ? FS_NOT_FOUND : FS_OK;
+		batch_result_put(pl, k, &e[k]);
+		memset(batch_reply_page(pl, 3, k), (int)k + 1, FRAME_PAGE_SIZE);
+	}
+	const uint8_t *pg;
+	for (unsigned k = 0; k < 3; k++) {
+		assert_int_equal(batch_result_get(pl, batch_reply_len(3), 3, k, &r, &pg, &why), 0);
+		assert_true(r.key == e[k].key && r.version == e[k].version &&
+			    r.kind == e[k].kind && r.status == e[k].status);
+		assert_ptr_equal(pg, pl + 3 * FRAME_BATCH_ENTRY + k * FRAME_PAGE_SIZE);
+		assert_int_equal(pg[100], k + 1);
+	}
+	assert_int_equal(batch_result_get(pl, batch_reply_len(3) - 1, 3, 0, &r, &pg, &why), -EPROTO);
+	assert_int_equal(batch_result_get(pl, batch_reply_len(3), 3, 3, &r, &pg, &why), -EPROTO);
+	pl[24 + 17] = FS_COUNT;         /* result 1: unknown status */
+	assert_int_equal(batch_result_get(pl, batch_reply_len(3), 3, 1, &r, &pg, &why), -EPROTO);
+	pl[24 + 17] = FS_OK;
+	pl[24 + 20] = 9;                /* result 1: reserved byte */
+	assert_int_equal(batch_result_get(pl, batch_reply_len(3), 3, 1, &r, &pg, &why), -EPROTO);
+	assert_string_equal(frame_type_name(FT_PAGE_FETCH_MANY), "PAGE_FETCH_MANY");
+}
+
 static void encode_refuses_invalid(void **state)
 {
 	static uint8_t buf[FRAME_MAX_HEAD];
@@ -482,6 +577,7 @@ int main(void)
 		cmocka_unit_test(unknown_types_and_enums),
 		cmocka_unit_test(wrong_body_or_payload),
 		cmocka_unit_test(node_stats_chunks),
+		cmocka_unit_test(fetch_many_payloads),
 		cmocka_unit_test(encode_refuses_invalid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,87 @@
+/* batch.c - encode and check PAGE_FETCH_MANY payloads; see batch.h. */
+#include "cluster/batch.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static bool zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+void batch_request_put(uint8_t *out, const struct batch_entry *e, unsigned n)
+{
+	memset(out, 0, batch_request_len(n));
+	for (unsigned k = 0; k < n; k++, out += FRAME_BATCH_ENTRY) {
+		put_be64(out, e[k].key);
+		put_be64(out + 8, e[k].version);
+		out[16] = (uint8_t)e[k].kind;
+	}
+}
+
+int batch_request_get(const uint8_t *p, uint32_t len, struct batch_entry *e,
+		      unsigned *n, const char **why)
+{
+	if (len == 0 || len % FRAME_BATCH_ENTRY ||
+	    len / FRAME_BATCH_ENTRY > FRAME_BATCH_MAX) {
+		*why = "fetch-many request: not 1..64 whole entries";
+		return -EPROTO;
+	}
+	*n = len / FRAME_BATCH_ENTRY;
+	for (unsigned k = 0; k < *n; k++, p += FRAME_BATCH_ENTRY) {
+		if (p[16] >= FK_COUNT || !zero(p + 17, 7)) {
+			*why = "fetch-many request: bad kind or reserved bytes";
+			return -EPROTO;
+		}
+		e[k] = (struct batch_entry){ .key = get_be64(p),
+					     .version = get_be64(p + 8),
+					     .kind = p[16] };
+	}
+	return 0;
+}
+
+void batch_result_put(uint8_t *out, unsigned k, const struct batch_entry *r)
+{
+	uint8_t *p = out + (size_t)k * FRAME_BATCH_ENTRY;
+
+	memset(p, 0, FRAME_BATCH_ENTRY);
+	put_be64(p, r->key);
+	put_be64(p + 8, r->version);
+	p[16] = (uint8_t)r->kind;
+	p[17] = (uint8_t)r->status;
+}
+
+int batch_result_get(const uint8_t *p, uint32_t len, unsigned n, unsigned k,
+		     struct batch_entry *r, const uint8_t **page, const char **why)
+{
+	if (n == 0 || n > FRAME_BATCH_MAX || k >= n || len != batch_reply_len(n)) {
+		*why = "fetch-many reply of the wrong size";
+		return -EPROTO;
+	}
+	const uint8_t *q = p + (size_t)k * FRAME_BATCH_ENTRY;
+	if (q[16] >= FK_COUNT || q[17] >= FS_COUNT || !zero(q + 18, 6)) {
+		*why = "fetch-many reply: bad kind, status or reserved bytes";
+		return -EPROTO;
+	}
+	*r = (struct batch_entry){ .key = get_be64(q), .version = get_be64(q + 8),
+				   .kind = q[16], .status = q[17] };
+	*page = p + (size_t)n * FRAME_BATCH_ENTRY + (size_t)k * FRAME_PAGE_SIZE;
+	return 0;
+}

@@ -1,0 +1,62 @@
+/* batch.h - the payload of a PAGE_FETCH_MANY request and of its reply:
+ * many page fetches in one frame, so that a recovery pass reads all it
+ * needs from a node with one request instead of one per page (each request
+ * costs two system calls and a header on both sides; a page costs a copy).
+ *
+ * Request payload: n entries of FRAME_BATCH_ENTRY bytes (big-endian)
+ *   0  u64 key      page id (kind DATA) or parity group (kind PARITY)
+ *   8  u64 version  the version asked for; 0: whatever is stored
+ *  16  u8  kind     enum frame_kind
+ *  17  7 bytes, zero
+ * Reply payload (status OK): n results of FRAME_BATCH_ENTRY bytes, in the
+ * request's order, then n pages of FRAME_PAGE_SIZE bytes:
+ *   0  u64 key      as asked
+ *   8  u64 version  the stored version (0 when the status says not found)
+ *  16  u8  kind     as asked
+ *  17  u8  status   enum frame_status of this one fetch
+ *  18  6 bytes, zero
+ * A page whose fetch failed is sent as zeros. 1 <= n <= FRAME_BATCH_MAX;
+ * frame_decode checks the payload lengths, these functions the contents.
+ * Pure functions, thread-safe. */
+#pragma once
+#include <stdint.h>
+
+#include "cluster/frame.h"
+
+struct batch_entry {
+	uint64_t key;
+	uint64_t version;
+	uint32_t kind;          /* enum frame_kind */
+	uint32_t status;        /* results only: enum frame_status */
+};
+
+/* Payload lengths for n entries. */
+static inline uint32_t batch_request_len(unsigned n)
+{
+	return n * FRAME_BATCH_ENTRY;
+}
+static inline uint32_t batch_reply_len(unsigned n)
+{
+	return n * (FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE);
+}
+
+/* Encode n request entries into out (batch_request_len(n) bytes). */
+void batch_request_put(uint8_t *out, const struct batch_entry *e, unsigned n);
+/* Decode a request payload of len bytes into e (room for FRAME_BATCH_MAX);
+ * *n gets the count. 0, or -EPROTO with *why: a length that is not a whole
+ * number of entries or over the cap, an unknown kind, reserved bytes set. */
+int batch_request_get(const uint8_t *p, uint32_t len, struct batch_entry *e,
+		      unsigned *n, const char **why);
+
+/* Result k of n into a reply payload out (batch_reply_len(n) bytes). */
+void batch_result_put(uint8_t *out, unsigned k, const struct batch_entry *r);
+/* Page k of n in a reply payload. */
+static inline uint8_t *batch_reply_page(uint8_t *out, unsigned n, unsigned k)
+{
+	return out + (uint64_t)n * FRAME_BATCH_ENTRY + (uint64_t)k * FRAME_PAGE_SIZE;
+}
+/* Decode result k of a reply payload p for n entries (len bytes). 0, or
+ * -EPROTO with *why (wrong length, unknown kind or status, reserved bytes
+ * set); *page points at its page. */
+int batch_result_get(const uint8_t *p, uint32_t len, unsigned n, unsigned k,
+		     struct batch_entry *r, const uint8_t **page, const char **why);
