@@ -24,7 +24,8 @@
  *    DIP cache policy), with a 3% hysteresis band.
  *  - Clean-first eviction: among the least recently used unprotected pages,
  *    a clean page with a valid flash copy goes first (a drop costs nothing,
- *    a write-back 64 us).
+ *    a write-back 64 us), if it has been used no more often than the page
+ *    LRU would evict (see ad_victim).
  * O(1) per access; the shadows use preallocated tables in live mode. */
 #include <string.h>
 
@@ -88,6 +89,17 @@ static uint64_t ad_heat(const struct ad_policy *a, const struct pc_page *g)
 	if (k > 31)
 		return 0;
 	return 4 * (uint64_t)(g->reads >> k) + 3 * (uint64_t)(g->writes >> k);
+}
+
+/* Aged access count, reads and writes alike: how likely a page is to be
+ * used again, for comparing eviction candidates (unweighted: the question
+ * is reuse, not what MRAM would save on it). */
+static uint64_t ad_uses(const struct ad_policy *a, const struct pc_page *g)
+{
+	uint32_t k = ad_age(a, g);
+	if (k > 31)
+		return 0;
+	return (uint64_t)(g->reads >> k) + (g->writes >> k);
 }
 
 static bool ad_hot(const struct ad_policy *a, const struct pc_page *g)
@@ -197,13 +209,33 @@ static uint32_t ad_older(struct pc *pc, uint32_t x, uint32_t y)
 }
 
 /* The page to evict from memory: LRU order over both tiers, protected hot
- * pages passed over (when protecting), a clean page preferred if it is
- * among the first few candidates. Never `keep`. */
+ * pages passed over (when protecting), and in place of LRU's victim (the
+ * first unprotected candidate) a clean page among the next few, if it has
+ * been used no more often than that victim. Never `keep`.
+ *
+ * Why the use count: clean-first does not save a write, it defers one (a
+ * dirty page is written whenever it leaves). It gains a hit if the dirty
+ * page is used again before it leaves, and it risks a fault on the clean
+ * page evicted in its place, so it pays only when the clean page is no
+ * likelier to be used again. Recency cannot tell them apart: in a cyclic
+ * pass over a region that exactly fits memory, the clean pages just
+ * behind a few dirty ones at the LRU end are about as old as those, and
+ * they are precisely the next pages the pass needs. Taking them made
+ * every access of every later pass a fault (sim_live_trace.sh's replay:
+ * 5120 flash reads at 4 MiB where LRU has 1024). Frequency can: those
+ * pages have been used more often than dirty pages written once and never
+ * touched again, and a reused page's count keeps growing while a cold
+ * one's only falls with aging, so even a cold page written many times is
+ * overtaken within a few passes. The comparison is with LRU's victim, not
+ * with every dirty page passed over: the point is never to evict a page
+ * more used than the one LRU would take; a cold clean page in place of a
+ * hot LRU victim (protection off) is still a better choice. */
 static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
 {
 	struct pc *pc = &a->base.pc;
 	uint32_t cm = a->mram.tail, cd = a->dram.tail;
 	uint32_t first = PC_NIL, any = PC_NIL;
+	uint64_t ufirst = 0;           /* uses of LRU's victim, `first` */
 	unsigned seen = 0;
 	for (unsigned step = 0; step < AD_SCAN; step++) {
 		uint32_t c = ad_older(pc, cm, cd);
@@ -229,10 +261,13 @@ static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
 				any = PC_NIL;
 			continue;
 		}
-		if (g->flash && !g->dirty)
+		uint64_t u = ad_uses(a, g);
+		if (g->flash && !g->dirty && (first == PC_NIL || u <= ufirst))
 			return c;
-		if (first == PC_NIL)
+		if (first == PC_NIL) {
 			first = c;
+			ufirst = u;
+		}
 		if (++seen >= AD_CLEAN_WINDOW)
 			break;
 	}
