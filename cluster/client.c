@@ -68,6 +68,8 @@ int cluster_client_open(struct cluster_client **out,
 		return rc;
 	}
 	c->next_id = 16;
+	/* PAGE_FETCH_MANY replies are larger than a page */
+	conn_set_max_payload(&c->c, FRAME_MAX_CONN_PAYLOAD);
 	*out = c;
 	return 0;
 }

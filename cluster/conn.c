@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -31,6 +32,8 @@ void conn_init(struct conn *c, int fd)
 	int one = 1;
 
 	c->fd = fd;
+	c->max_payload = FRAME_PAGE_SIZE;
+	c->big = NULL;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	describe_peer(c);
 }
@@ -45,11 +48,18 @@ int conn_set_timeout(struct conn *c, int ms)
 	return 0;
 }
 
+void conn_set_max_payload(struct conn *c, uint32_t max)
+{
+	c->max_payload = max < FRAME_MAX_CONN_PAYLOAD ? max : FRAME_MAX_CONN_PAYLOAD;
+}
+
 void conn_close(struct conn *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+	free(c->big);
+	c->big = NULL;
 }
 
 void conn_close_after_error(struct conn *c)
@@ -121,6 +131,7 @@ int conn_connect(struct conn *c, const char *host, uint16_t port,
 	int rc = -ENOENT;
 
 	c->fd = -1;
+	c->big = NULL;
 	snprintf(ps, sizeof(ps), "%u", port);
 	if (getaddrinfo(host, ps, &hints, &res) != 0)
 		return -ENOENT;
@@ -207,14 +218,21 @@ int conn_recv(struct conn *c, struct frame_hdr *h, const uint8_t **payload,
 	rc = frame_prefix_parse(c->rx, &hl, &pl, why);
 	if (rc)
 		return rc;
-	if (pl > FRAME_MAX_CONN_PAYLOAD) {
-		*why = "payload larger than any frame we accept";
+	if (pl > c->max_payload) {
+		*why = "payload larger than this connection accepts";
 		return -EMSGSIZE;
 	}
-	rc = read_full(c->fd, c->rx + FRAME_PREFIX, (size_t)hl + pl);
+	uint8_t *buf = c->rx;
+	if ((size_t)FRAME_PREFIX + hl + pl > sizeof(c->rx)) {
+		if (!c->big && !(c->big = malloc(FRAME_MAX_HEAD + FRAME_MAX_CONN_PAYLOAD)))
+			return -ENOMEM;
+		memcpy(c->big, c->rx, FRAME_PREFIX);
+		buf = c->big;
+	}
+	rc = read_full(c->fd, buf + FRAME_PREFIX, (size_t)hl + pl);
 	if (rc)
 		return rc;
-	ssize_t n = frame_decode(c->rx, FRAME_PREFIX + (size_t)hl + pl, h, payload, why);
+	ssize_t n = frame_decode(buf, FRAME_PREFIX + (size_t)hl + pl, h, payload, why);
 	return n < 0 ? (int)n : 0;
 }
 

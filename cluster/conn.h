@@ -1,8 +1,8 @@
 /* conn.h - one framed, blocking cluster connection over a stream socket.
  *
  * conn_recv reads a 16-byte prefix, checks its lengths against the caps
- * (and against a connection's payload cap, FRAME_MAX_CONN_PAYLOAD: a
- * PAGE_FETCH_MANY reply, the largest frame we send) before reading
+ * (and against this connection's payload cap: one page, unless raised with
+ * conn_set_max_payload) before reading
  * anything more, then reads the rest into the connection's own buffer and
  * decodes it with frame_decode. conn_send writes prefix + header + payload
  * with one sendmsg (the payload is not copied).
@@ -17,12 +17,22 @@
 struct conn {
 	int fd;
 	char peer[80];          /* "127.0.0.1:40123", for log lines */
+	uint32_t max_payload;   /* the payload cap; a page unless raised */
+	/* Frames larger than rx (up to FRAME_MAX_CONN_PAYLOAD): allocated at
+	 * the first one, so that the many connections that never see one
+	 * (under mlockall, every byte is locked RAM) stay small. */
+	uint8_t *big;
 	uint8_t tx[FRAME_MAX_HEAD];
-	uint8_t rx[FRAME_MAX_HEAD + FRAME_MAX_CONN_PAYLOAD];
+	uint8_t rx[FRAME_MAX_HEAD + FRAME_PAGE_SIZE];
 };
 
 /* Take over a connected socket (closed by conn_close). */
 void conn_init(struct conn *c, int fd);
+/* Accept payloads up to max bytes (at most FRAME_MAX_CONN_PAYLOAD: a
+ * PAGE_FETCH_MANY reply) on this connection: a client that asks for
+ * them. The larger buffer is allocated, once, when the first such frame
+ * arrives (conn_recv fails -ENOMEM if it cannot be). */
+void conn_set_max_payload(struct conn *c, uint32_t max);
 /* Bound each send and each receive; 0: wait forever. 0 or -errno. */
 int conn_set_timeout(struct conn *c, int ms);
 void conn_close(struct conn *c);

@@ -113,6 +113,7 @@ struct remote_backend {
 	atomic_int merge_needed;
 	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
+		rebuilt_batched,
 		merged_pages;
 
 	/* migration off nodes over their offer (refresher thread) */
@@ -422,6 +423,58 @@ static void fetch_batch(struct remote_backend *rb, struct cluster_fetch *f,
 			if (!d->rc && d->kind == FK_DATA)
 				atomic_fetch_add(&rb->nodes[j].fetches, 1);
 		}
+}
+
+#define RECOVER_STORES_MAX 32   /* store_batch: at most this many per call */
+
+/* Many stores at once (a recovery batch's re-homed pages): on each node
+ * up to CLUSTER_CLIENT_MAX_INFLIGHT pipelined on one connection, a new one
+ * sent as each reply comes, so that the node reads them back to back
+ * instead of waking once per page. Nodes in index order (see
+ * fetch_parallel). st[k]: slot, version, page and node of store k; its rc
+ * comes back in st[k].rc. */
+struct store_req {
+	uint64_t slot, version;
+	const void *page;
+	uint8_t node;
+	int rc;
+};
+
+static void store_batch(struct remote_backend *rb, struct store_req *st, unsigned n)
+{
+	for (unsigned j = 0; j < rb->nn; j++) {
+		unsigned todo[RECOVER_STORES_MAX], nt = 0;
+		for (unsigned k = 0; k < n; k++)
+			if (st[k].node == j)
+				todo[nt++] = k;
+		if (!nt)
+			continue;
+		int crc = 0;
+		struct rconn *c = conn_get(rb, j, &crc);
+		unsigned sent = 0, got = 0;
+		while (c && !crc && got < nt) {
+			while (sent < nt && sent - got < CLUSTER_CLIENT_MAX_INFLIGHT && !crc) {
+				struct store_req *q = &st[todo[sent]];
+				crc = cluster_client_page_store_start(c->cl, q->slot, q->version,
+								      q->page);
+				sent += !crc;
+			}
+			if (got < sent) {
+				int rc = cluster_client_wait(c->cl);
+				st[todo[got++]].rc = rc;
+				if (rc == -ENOSPC)
+					atomic_store(&rb->nodes[j].free_pages, 0);
+				else if (!rc)
+					atomic_fetch_add(&rb->nodes[j].stores, 1);
+				if (is_transport_error(rc))
+					crc = rc;
+			}
+		}
+		for (unsigned k = got; k < nt; k++)
+			st[todo[k]].rc = crc ? crc : -EIO;
+		if (c)
+			conn_put(rb, j, c, is_transport_error(crc) ? crc : 0);
+	}
 }
 
 enum op { OP_STORE, OP_FETCH, OP_DROP };
@@ -1644,14 +1697,19 @@ static bool group_room_inside(struct remote_backend *rb, const struct parity_gro
  *  1. plan, under each slot's stripe and group lock: note the group as it
  *     is (members, versions, parity node and version) and what to fetch;
  *  2. fetch everything, holding no lock (fetch_batch);
- *  3. commit, under the stripe and group lock again: if the slot and its
- *     group are exactly as planned, the fetched pages are a consistent
- *     set (every change to a member or the parity page happens under the
- *     group's lock and moves a version), so parity ^ members is the page;
- *     it is re-homed like a read's rebuild. Anything else (a write, trim,
- *     merge or a read's own rebuild in between, a fetch that failed, an
- *     open group) goes the single-slot way, pslot_read. */
+ *  3. rebuild, under the stripe and group lock again: if the slot and
+ *     its group are exactly as planned, the fetched pages are a
+ *     consistent set (every change to a member or the parity page happens
+ *     under the group's lock and moves a version), so parity ^ members is
+ *     the page; pick its new node, outside the group;
+ *  4. store the batch's pages, pipelined per node (store_batch);
+ *  5. record each new home, under the locks, if still nothing changed
+ *     (else drop the copy just stored).
+ * Anything else (a write, trim, merge or a read's own rebuild in between,
+ * a fetch or store that failed, an open group, no node outside the group)
+ * goes the single-slot way, pslot_read, which a read would take too. */
 #define RECOVER_BATCH 32
+_Static_assert(RECOVER_BATCH <= RECOVER_STORES_MAX, "a batch's stores fit store_batch");
 #define RECOVER_FETCHES (RECOVER_BATCH * (PARITY_MAX_N + 1))
 _Static_assert(RECOVER_FETCHES <= FETCH_BATCH_NODE, "a batch fits fetch_batch");
 
@@ -1666,6 +1724,8 @@ struct recover_job {
 	uint8_t n0, g0;                 /* the lost copy's node and generation */
 	struct parity_group snap;       /* the group at planning */
 	unsigned first, cnt;            /* its fetches; the parity page first */
+	uint8_t gen;                    /* the new node's generation */
+	int st;                         /* its store request; -1: none */
 };
 
 struct recover_buf {
@@ -1675,6 +1735,7 @@ struct recover_buf {
 	uint8_t node[RECOVER_FETCHES];
 	uint8_t pages[RECOVER_FETCHES][PAGE];
 	uint8_t page[PAGE];
+	struct store_req st[RECOVER_BATCH];
 };
 
 static bool slot_lost(struct remote_backend *rb, const struct slot *s)
@@ -1761,46 +1822,107 @@ static int recover_plan(struct remote_backend *rb, uint64_t i,
 	return ret;
 }
 
-/* Step 3 for one planned slot. */
-static void recover_commit(struct remote_backend *rb, struct recover_buf *b,
-			   const struct recover_job *j, struct recover_arg *a)
+/* Step 3 for one planned slot: if it and its group are as planned and
+ * every fetch worked, rebuild the page in place of the parity page and
+ * pick its new node outside the group (store request *st; 1); with no
+ * node outside the group, it leaves for an open group now (0). Otherwise
+ * the single-slot way, now (0). */
+static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
+			   struct recover_job *j, struct recover_arg *a,
+			   struct store_req *st)
 {
 	struct slot *s = &rb->slots[j->i];
+	int ret = 0;
 
 	pthread_mutex_lock(stripe(rb, j->i));
-	if (!slot_lost(rb, s) || s->version != j->version || s->n[0] != j->n0 ||
-	    s->g[0] != j->g0) {
-		/* rewritten or rebuilt by a read meanwhile: nothing to do,
-		 * unless it is lost again in another way */
+	if (!slot_lost(rb, s)) {
+		/* rebuilt by a read meanwhile */
+		pthread_mutex_unlock(stripe(rb, j->i));
+		return 0;
+	}
+	struct parity_group *g = &rb->pt.g[j->gid];
+	pthread_mutex_lock(glock(rb, j->gid));
+	bool same = s->version == j->version && s->n[0] == j->n0 && s->g[0] == j->g0 &&
+		    rb->slot_grp[j->i] == j->gid + 1 && group_same(g, &j->snap);
+	for (unsigned k = 0; same && k < j->cnt; k++)
+		same = b->f[j->first + k].rc == 0;
+	if (!same) {
+		pthread_mutex_unlock(glock(rb, j->gid));
+		if (pslot_read(rb, j->i, b->page) == 0)
+			a->fixed++;
+		else
+			a->failed++;
+		pthread_mutex_unlock(stripe(rb, j->i));
+		return 0;
+	}
+	uint8_t *page = b->pages[j->first];     /* the parity page */
+	for (unsigned k = 1; k < j->cnt; k++)
+		xor_into(page, b->pages[j->first + k], PAGE);
+	atomic_fetch_add(&rb->reconstructs, 1);
+	bool exclude[CONFIG_MAX_NODES] = { false };
+	group_exclude(rb, g, exclude);
+	int node = pick(rb, exclude);
+	if (node >= 0) {
+		*st = (struct store_req){ .slot = j->i, .version = j->version,
+					  .page = page, .node = (uint8_t)node };
+		j->gen = (uint8_t)atomic_load(&rb->nodes[node].gen);
+		pthread_mutex_unlock(glock(rb, j->gid));
+		ret = 1;
+	} else {
+		/* No node outside the group (N + 1 data nodes, one lost): out
+		 * of it and into an open group, now, as a read would. */
+		(void)pslot_rehome(rb, j->i, j->gid, parity_member_find(g, j->i), page);
+		atomic_fetch_add(&rb->rebuilt_batched, 1);
+		a->fixed++;
+	}
+	pthread_mutex_unlock(stripe(rb, j->i));
+	return ret;
+}
+
+/* Step 5, after the stores: the slot's new home is recorded if nothing
+ * changed meanwhile; a copy stored for nothing is dropped again. */
+static void recover_finish(struct remote_backend *rb, struct recover_buf *b,
+			   const struct recover_job *j, const struct store_req *st,
+			   struct recover_arg *a)
+{
+	struct slot *s = &rb->slots[j->i];
+	struct rnode *nd = &rb->nodes[st->node];
+	bool dropit = false;
+
+	pthread_mutex_lock(stripe(rb, j->i));
+	struct parity_group *g = &rb->pt.g[j->gid];
+	pthread_mutex_lock(glock(rb, j->gid));
+	bool same = slot_lost(rb, s) && s->version == j->version && s->n[0] == j->n0 &&
+		    s->g[0] == j->g0 && rb->slot_grp[j->i] == j->gid + 1 &&
+		    group_same(g, &j->snap);
+	int idx = same && !st->rc ? parity_member_find(g, j->i) : -1;
+	if (idx >= 0) {
+		atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
+		atomic_fetch_add(&nd->held, 1);
+		atomic_fetch_add(&nd->placed, 1);
+		atomic_fetch_sub(&nd->free_pages, 1);
+		s->n[0] = st->node;
+		s->g[0] = j->gen;
+		g->m[idx].node = s->n[0];
+		g->m[idx].gen = s->g[0];
+		pthread_mutex_unlock(glock(rb, j->gid));
+		atomic_fetch_add(&rb->rehomes, 1);
+		atomic_fetch_add(&rb->rebuilt_batched, 1);
+		a->fixed++;
+	} else {
+		pthread_mutex_unlock(glock(rb, j->gid));
+		/* our copy is garbage unless a read's rebuild put this very
+		 * version on the same node */
+		dropit = !st->rc && !(s->n[0] == st->node && s->version == j->version);
 		if (slot_lost(rb, s)) {
 			if (pslot_read(rb, j->i, b->page) == 0)
 				a->fixed++;
 			else
 				a->failed++;
 		}
-		pthread_mutex_unlock(stripe(rb, j->i));
-		return;
 	}
-	struct parity_group *g = &rb->pt.g[j->gid];
-	pthread_mutex_lock(glock(rb, j->gid));
-	bool same = rb->slot_grp[j->i] == j->gid + 1 && group_same(g, &j->snap);
-	for (unsigned k = 0; same && k < j->cnt; k++)
-		same = b->f[j->first + k].rc == 0;
-	int idx = same ? parity_member_find(g, j->i) : -1;
-	if (idx >= 0) {
-		memcpy(b->page, b->pages[j->first], PAGE);
-		for (unsigned k = 1; k < j->cnt; k++)
-			xor_into(b->page, b->pages[j->first + k], PAGE);
-		atomic_fetch_add(&rb->reconstructs, 1);
-		(void)pslot_rehome(rb, j->i, j->gid, idx, b->page);
-		a->fixed++;
-	} else {
-		pthread_mutex_unlock(glock(rb, j->gid));
-		if (pslot_read(rb, j->i, b->page) == 0)
-			a->fixed++;
-		else
-			a->failed++;
-	}
+	if (dropit && usable(rb, st->node))
+		(void)node_op(rb, st->node, OP_DROP, j->i, j->version, NULL);
 	pthread_mutex_unlock(stripe(rb, j->i));
 }
 
@@ -1826,8 +1948,15 @@ static void *recover_worker(void *arg)
 		if (!nj)
 			continue;
 		fetch_batch(rb, b->f, b->node, nf, b->tmp, b->from);
+		unsigned ns = 0;
+		for (unsigned k = 0; k < nj; k++) {
+			struct recover_job *j = &b->job[k];
+			j->st = recover_prepare(rb, b, j, a, &b->st[ns]) ? (int)ns++ : -1;
+		}
+		store_batch(rb, b->st, ns);
 		for (unsigned k = 0; k < nj; k++)
-			recover_commit(rb, b, &b->job[k], a);
+			if (b->job[k].st >= 0)
+				recover_finish(rb, b, &b->job[k], &b->st[b->job[k].st], a);
 	}
 	free(b);
 	return NULL;
@@ -2616,6 +2745,10 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 		    (uint64_t)atomic_load(&rb->merged_pages));
 		OUT("parity_rebuilt_pages: %" PRIu64 "\nparity_rebuild_ms_per_page: %.4f\n",
 		    rp, rp ? atomic_load(&rb->rebuild_ns) / 1e6 / (double)rp : 0.0);
+		/* of those, rebuilt by the batched path (the rest one by one,
+		 * because something changed under the batch) */
+		OUT("parity_rebuilt_batched: %" PRIu64 "\n",
+		    (uint64_t)atomic_load(&rb->rebuilt_batched));
 		OUT("parity_client_bytes: %" PRIu64 "\nparity_client_bytes_per_page: %.1f\n",
 		    local, mapped ? (double)local / (double)mapped : 0.0);
 		OUT("parity_node_bytes_per_page: %.1f\n",

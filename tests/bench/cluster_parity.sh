@@ -10,6 +10,7 @@
 #  - RAM spent on redundancy per stored page (client tables, node pages)
 #  - rebuild time per lost page: a data node holding ~10,000 pages (and
 #    ~100,000 with BENCH_BIG=1) is killed; the background pass's time / pages
+#    (BENCH_REBUILD_ONLY=1: only this part)
 # Loopback TCP on a shared 2-core machine: ratios matter, not absolutes.
 T_TIMEOUT=${T_TIMEOUT:-900}
 . "$(dirname "$0")/../system/lib.sh"
@@ -38,8 +39,11 @@ j = json.loads(t[t.index("{"):])["jobs"][0]
 print(int(j["write"]["iops"] + j["read"]["iops"]))' "$T_DIR/fio.json"
 }
 ms() { echo $(( ($2 - $1) / 1000000 )); }
+# utime + stime (clock ticks) of the given pids, summed
+cpu_ticks() { local t=0 p; for p; do t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done; echo $t; }
 ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.3f}' if b else 'nan')" "$1" "$2"; }
 
+if [ "${BENCH_REBUILD_ONLY:-0}" != 1 ]; then
 head -c 64M /dev/urandom >"$T_DIR/data"
 modes="none mirror parity parity-dist"
 declare -A fresh over w r cb nb
@@ -73,32 +77,49 @@ for m in mirror parity parity-dist; do
   echo "BENCH cluster_parity.$m.randread_4k ${r[$m]} IOPS vs none ${r[none]} IOPS ratio $(ratio "${r[$m]}" "${r[none]}")"
   echo "BENCH cluster_parity.$m.redundancy_bytes_per_page client ${cb[$m]} nodes ${nb[$m]} B"
 done
+fi
 
 # Rebuild: lose a data node holding N pages; time the background pass.
+# rebuild MODE PAGES [NODES]: with 6 nodes (4 data nodes with parity)
+# every group of 4 spans all data nodes, so a rebuilt page must leave its
+# group for an open one; with 8 it moves to a node outside its group.
 rebuild() {
-  local m=$1 pages=$2
-  start_cluster "rb$pages"
+  local m=$1 pages=$2 nodes=${3:-6} i
+  cluster_start "$nodes" "rb$pages-$nodes"
   local sock=$T_DIR/rb.sock name=brb
-  # 4 data nodes (parity: nodes 3-6): 4*pages pages put ~pages on each
-  local mib=$(( (4 * pages * 4096 + 1048575) / 1048576 ))
-  [ "$m" = parity-dist ] && mib=$(( (5 * pages * 4096 + 1048575) / 1048576 ))
+  # parity: data on nodes 3..n; parity-dist: on 2..n; ~pages on each
+  local data=$((nodes - 2))
+  [ "$m" = parity-dist ] && data=$((nodes - 1))
+  local mib=$(( (data * pages * 4096 + 1048575) / 1048576 ))
   nbd_start "$sock" $name --size $((mib + 16))M --store remote --cluster "$conf" --node 1 \
     --redundancy "$(red $m)"
   head -c ${mib}M /dev/urandom >"$T_DIR/rb"
   nbdcopy "$T_DIR/rb" "nbd+unix:///$name?socket=$sock" || t_fail "rebuild: nbdcopy"
   local lost; lost=$(stat_val 4 pages_data)
+  # CPU time of nvswapd and the surviving nodes across the pass: on a
+  # shared machine the wall time per page depends on the load; this less so
+  local procs=$NBD_PID c0
+  for ((i = 2; i <= nodes; i++)); do [ $i = 4 ] || procs+=" ${pid[$i]}"; done
+  c0=$(cpu_ticks $procs)
   kill -9 "${pid[4]}"
   done_pass() { [ "$(nbd_stat $name parity_rebuilt_pages)" -gt 0 ]; }
   t_wait 300 done_pass || t_fail "rebuild: no recovery pass"
   local per; per=$(nbd_stat $name parity_rebuild_ms_per_page)
-  echo "cluster_parity: $m: node 4 held $lost pages; rebuilt $(nbd_stat $name parity_rebuilt_pages) at $per ms/page"
-  echo "BENCH cluster_parity.$m.rebuild_ms_per_page_${pages} $per ms vs nswap 0.144 ms ratio $(ratio "$per" 0.144)"
+  local cpu; cpu=$(( $(cpu_ticks $procs) - c0 ))
+  local rebuilt; rebuilt=$(nbd_stat $name parity_rebuilt_pages)
+  local cpp; cpp=$(python3 -c "import os,sys; print(f'{int(sys.argv[1]) * 1000 / os.sysconf(\"SC_CLK_TCK\") / int(sys.argv[2]):.4f}')" "$cpu" "$rebuilt")
+  local tag=$m.rebuild_ms_per_page_${pages}
+  [ "$nodes" = 6 ] || tag+=_${nodes}nodes
+  echo "cluster_parity: $m, $nodes nodes: node 4 held $lost pages; rebuilt $rebuilt at $per ms/page ($(nbd_stat $name parity_rebuilt_batched) batched), $cpp ms of CPU per page"
+  echo "BENCH cluster_parity.$tag $per ms vs nswap 0.144 ms ratio $(ratio "$per" 0.144)"
+  echo "BENCH cluster_parity.${tag/ms_per_page/cpu_ms_per_page} $cpp ms (CPU of nvswapd and the nodes)"
   nbdcopy "nbd+unix:///$name?socket=$sock" "$T_DIR/rb2" || t_fail "rebuild: read back"
   cmp -n "${mib}M" "$T_DIR/rb" "$T_DIR/rb2" || t_fail "rebuild: data differs"
   kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
-  stop_cluster
+  cluster_stop
 }
 rebuild parity 10000
 rebuild parity-dist 10000
+rebuild parity 10000 8
 [ "${BENCH_BIG:-0}" = 1 ] && rebuild parity 100000
 exit 0

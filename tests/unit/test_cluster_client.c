@@ -673,6 +673,15 @@ static void fetch_many_over_the_wire(void **state)
 	raw[20] = 0;
 	h.request_id = 6;
 	const uint8_t *pl;
+	/* a connection that did not raise its payload cap refuses the reply
+	 * from its prefix; one that did takes it */
+	assert_int_equal(conn_send(&c, &h, raw), 0);
+	assert_int_equal(conn_recv(&c, &r, &pl, NULL), -EMSGSIZE);
+	conn_close(&c);
+	assert_int_equal(conn_connect(&c, cn->host, cn->port, 3000), 0);
+	assert_int_equal(auth_client(&c, &me, &peer, NULL), 0);
+	conn_set_max_payload(&c, ~0U);
+	assert_int_equal(c.max_payload, FRAME_MAX_CONN_PAYLOAD);
 	assert_int_equal(conn_send(&c, &h, raw), 0);
 	assert_int_equal(conn_recv(&c, &r, &pl, NULL), 0);
 	assert_int_equal(r.status, FS_OK);
