@@ -253,6 +253,28 @@ int cluster_client_page_store(struct cluster_client *c, uint64_t page_id,
 	return roundtrip(c, page, NULL);
 }
 
+int cluster_client_page_overwrite(struct cluster_client *c, uint64_t page_id,
+				  uint64_t version, uint64_t old_version,
+				  uint32_t parity_node, uint64_t group,
+				  uint64_t parity_version, const void *page)
+{
+	struct frame_hdr *q = req_init(c, FT_PAGE_OVERWRITE);
+
+	q->page_id = page_id;
+	q->version = version;
+	q->old_version = old_version;
+	q->peer_node = parity_node;
+	q->parity_group = group;
+	q->parity_version = parity_version;
+	q->payload_len = FRAME_PAGE_SIZE;
+	return roundtrip(c, page, NULL);
+}
+
+void cluster_client_set_owner(struct cluster_client *c, uint64_t owner)
+{
+	c->owner = owner;
+}
+
 int cluster_client_owner_reset(struct cluster_client *c)
 {
 	req_init(c, FT_OWNER_RESET);

@@ -125,6 +125,23 @@ int cluster_client_page_migrate(struct cluster_client *c, uint64_t page_id,
 				uint64_t version, uint32_t from_node,
 				const void *page);
 
+/* Overwrite page_id, stored at old_version, with page at version, and
+ * have the node send old ^ new to node parity_node as the parity update
+ * (group, parity_version) of our owner before it answers: an in-use
+ * overwrite in one round trip for us (Nswap's forwarding). 0: stored and
+ * the parity updated; -EREMOTEIO: stored, but the parity node did not (or
+ * not surely) take the delta, so that group's parity page must be
+ * recomputed; -ESTALE / -ENOENT: old_version is not what the node holds,
+ * nothing stored; -ENOSPC, -EIO; transport errors as above (the node may
+ * have done any part of it). */
+int cluster_client_page_overwrite(struct cluster_client *c, uint64_t page_id,
+				  uint64_t version, uint64_t old_version,
+				  uint32_t parity_node, uint64_t group,
+				  uint64_t parity_version, const void *page);
+/* Take the requests that follow for pages of owner (a node forwarding a
+ * swapping node's parity updates), not the owner given at open. */
+void cluster_client_set_owner(struct cluster_client *c, uint64_t owner);
+
 /* parity[group] ^= delta (a zero page if absent); version: max kept. */
 int cluster_client_parity_update(struct cluster_client *c, uint64_t group,
 				 uint64_t version, const void *delta);

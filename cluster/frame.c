@@ -17,6 +17,8 @@ _Static_assert(FRAME_STATS_CHUNK <= FRAME_MAX_CONN_PAYLOAD, "a chunk fits a conn
 _Static_assert(FRAME_MAX_CONN_PAYLOAD <= FRAME_MAX_PAYLOAD, "a batch fits a frame");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_NODE_TABLE == (int)FT_NODE_TABLE, "proto enum");
 _Static_assert((int)NVCACHE__STATUS__ST_INTERNAL == (int)FS_INTERNAL, "proto enum");
+_Static_assert((int)NVCACHE__STATUS__ST_PARITY_LOST == (int)FS_PARITY_LOST, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_OVERWRITE == (int)FT_PAGE_OVERWRITE, "proto enum");
 _Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
 _Static_assert((int)NVCACHE__NODE_STATE__NS_SELF == (int)FN_SELF, "proto enum");
 
@@ -64,6 +66,7 @@ long frame_payload_expected(uint32_t type, bool reply, uint32_t status)
 	case FT_PAGE_STORE:
 	case FT_PARITY_UPDATE:
 	case FT_MIGRATE:
+	case FT_PAGE_OVERWRITE:
 		return reply ? 0 : FRAME_PAGE_SIZE;
 	case FT_PAGE_FETCH:
 		return reply && status == FS_OK ? FRAME_PAGE_SIZE : 0;
@@ -145,6 +148,7 @@ static int body_expected(uint32_t type, bool reply, uint32_t status)
 	case FT_MIGRATE: return NVCACHE__HEADER__BODY_MIGRATE;
 	case FT_UPDATE: return NVCACHE__HEADER__BODY_UPDATE;
 	case FT_INVALIDATE: return NVCACHE__HEADER__BODY_INVALIDATE;
+	case FT_PAGE_OVERWRITE: return NVCACHE__HEADER__BODY_OVERWRITE;
 	default: return 0;
 	}
 }
@@ -294,6 +298,11 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 	case NVCACHE__HEADER__BODY_INVALIDATE:
 		h->peer_node = m->invalidate->new_server;
 		break;
+	case NVCACHE__HEADER__BODY_OVERWRITE:
+		h->peer_node = m->overwrite->parity_node;
+		h->old_version = m->overwrite->old_version;
+		h->parity_version = m->overwrite->parity_version;
+		break;
 	case NVCACHE__HEADER__BODY_ERROR:
 		return text_copy(h->text, m->error->text, why);
 	default:
@@ -369,6 +378,7 @@ ssize_t frame_encode(const struct frame_hdr *h, const void *payload,
 	Nvcache__Migrate mig = NVCACHE__MIGRATE__INIT;
 	Nvcache__Update upd = NVCACHE__UPDATE__INIT;
 	Nvcache__Invalidate inv = NVCACHE__INVALIDATE__INIT;
+	Nvcache__Overwrite ow = NVCACHE__OVERWRITE__INIT;
 	Nvcache__ErrorInfo err = NVCACHE__ERROR_INFO__INIT;
 	const char *why;
 
@@ -453,6 +463,12 @@ ssize_t frame_encode(const struct frame_hdr *h, const void *payload,
 		inv.new_server = h->peer_node;
 		m.invalidate = &inv;
 		break;
+	case NVCACHE__HEADER__BODY_OVERWRITE:
+		ow.parity_node = h->peer_node;
+		ow.old_version = h->old_version;
+		ow.parity_version = h->parity_version;
+		m.overwrite = &ow;
+		break;
 	case NVCACHE__HEADER__BODY_ERROR:
 		/* text is NUL-terminated within its array by contract; bound it
 		 * anyway so a caller's bug cannot make us read past it. */
@@ -508,7 +524,7 @@ const char *frame_type_name(uint32_t type)
 		"INVALID", "HELLO", "CHALLENGE", "AUTH", "HEARTBEAT",
 		"PAGE_STORE", "PAGE_FETCH", "PAGE_DROP", "PARITY_UPDATE",
 		"MIGRATE", "UPDATE", "INVALIDATE", "NODE_TABLE", "ERROR",
-		"OWNER_RESET", "NODE_STATS", "PAGE_FETCH_MANY",
+		"OWNER_RESET", "NODE_STATS", "PAGE_FETCH_MANY", "PAGE_OVERWRITE",
 	};
 	return type < FT_COUNT ? names[type] : "UNKNOWN";
 }
@@ -518,7 +534,7 @@ const char *frame_status_name(uint32_t status)
 	static const char *const names[FS_COUNT] = {
 		"ok", "stale version", "not found", "no space", "bad frame",
 		"authentication failed", "unsupported", "not authenticated",
-		"internal error",
+		"internal error", "stored, parity not updated",
 	};
 	return status < FS_COUNT ? names[status] : "unknown status";
 }
@@ -534,6 +550,7 @@ int frame_status_errno(uint32_t status)
 	case FS_AUTH_FAILED: return -EACCES;
 	case FS_UNSUPPORTED: return -EOPNOTSUPP;
 	case FS_NOT_AUTHENTICATED: return -EPERM;
+	case FS_PARITY_LOST: return -EREMOTEIO;
 	default: return -EIO;
 	}
 }

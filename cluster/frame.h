@@ -54,12 +54,13 @@ enum frame_type {
 	FT_INVALID = 0, FT_HELLO, FT_CHALLENGE, FT_AUTH, FT_HEARTBEAT,
 	FT_PAGE_STORE, FT_PAGE_FETCH, FT_PAGE_DROP, FT_PARITY_UPDATE,
 	FT_MIGRATE, FT_UPDATE, FT_INVALIDATE, FT_NODE_TABLE, FT_ERROR,
-	FT_OWNER_RESET, FT_NODE_STATS, FT_PAGE_FETCH_MANY, FT_COUNT
+	FT_OWNER_RESET, FT_NODE_STATS, FT_PAGE_FETCH_MANY, FT_PAGE_OVERWRITE,
+	FT_COUNT
 };
 enum frame_status {
 	FS_OK = 0, FS_STALE, FS_NOT_FOUND, FS_NO_SPACE, FS_BAD_FRAME,
 	FS_AUTH_FAILED, FS_UNSUPPORTED, FS_NOT_AUTHENTICATED, FS_INTERNAL,
-	FS_COUNT
+	FS_PARITY_LOST, FS_COUNT
 };
 enum frame_kind { FK_DATA = 0, FK_PARITY, FK_COUNT };
 enum frame_node_state { FN_UNKNOWN = 0, FN_ALIVE, FN_DEAD, FN_SELF, FN_COUNT };
@@ -105,8 +106,11 @@ struct frame_hdr {
 	/* NODE_TABLE reply */
 	uint32_t n_nodes;
 	struct frame_node nodes[FRAME_MAX_NODES];
-	/* MIGRATE (from), UPDATE and INVALIDATE (new server) */
+	/* MIGRATE (from), UPDATE and INVALIDATE (new server), OVERWRITE (the
+	 * parity node) */
 	uint32_t peer_node;
+	/* OVERWRITE request */
+	uint64_t old_version, parity_version;
 	/* ERROR, and any reply with a status other than FS_OK (may be "") */
 	char text[FRAME_MAX_TEXT + 1];
 };
@@ -147,5 +151,6 @@ ssize_t frame_encode(const struct frame_hdr *h, const void *payload,
 const char *frame_type_name(uint32_t type);
 const char *frame_status_name(uint32_t status);
 /* The -errno a caller reports for a reply status (FS_STALE -> -ESTALE,
- * FS_NOT_FOUND -> -ENOENT, FS_NO_SPACE -> -ENOSPC, ...). */
+ * FS_NOT_FOUND -> -ENOENT, FS_NO_SPACE -> -ENOSPC, FS_PARITY_LOST ->
+ * -EREMOTEIO, ...). */
 int frame_status_errno(uint32_t status);

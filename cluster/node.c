@@ -11,12 +11,14 @@
 
 #include "cluster/auth.h"
 #include "cluster/batch.h"
+#include "cluster/client.h"
 #include "cluster/conn.h"
 #include "cluster/membership.h"
 #include "cluster/memwatch.h"
 #include "cluster/pagestore.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/xor.h"
 #include "common/opts.h"
 
 #include <errno.h>
@@ -94,7 +96,8 @@ struct node {
 	struct peer_link links[CONFIG_MAX_NODES];
 
 	atomic_uint_fast64_t conns_total, auth_failures, bad_frames,
-		conns_refused, heartbeats_in, heartbeats_out, requests;
+		conns_refused, heartbeats_in, heartbeats_out, requests,
+		forwards, forward_errors;
 };
 
 uint64_t node_incarnation(const struct node *n)
@@ -371,6 +374,10 @@ struct inbound {
 	/* PAGE_FETCH_MANY: the reply payload (allocated at the first one:
 	 * only recovering clients send them) */
 	uint8_t *batch;
+	/* PAGE_OVERWRITE: this connection's own handle to each parity node
+	 * it forwards to (by position in the cluster file), opened at the
+	 * first need; so no lock, and no two connections wait on one */
+	struct cluster_client *fwd[CONFIG_MAX_NODES];
 };
 
 static ssize_t ctl_stats(struct node *n, char *out, size_t outlen);
@@ -441,6 +448,66 @@ static const void *serve_fetch_many(struct inbound *ib, const uint8_t *payload,
 	return ib->batch;
 }
 
+/* A PAGE_OVERWRITE request: the page stored at old_version out, the new
+ * one in, old ^ new to the parity node, then the reply (Nswap: the node
+ * that stores an in-use page forwards the XOR, so that the swapping node
+ * spends one round trip). 0, -ESTALE/-ENOENT (nothing stored), or
+ * -EREMOTEIO: stored, but the parity node did not surely take the delta
+ * (the owner recomputes that parity page). */
+static int serve_overwrite(struct inbound *ib, const struct pagestore_key *key,
+			   const uint8_t *payload)
+{
+	struct node *n = ib->node;
+	struct frame_hdr *q = &ib->req, *r = &ib->rep;
+	const struct cluster_node *pn = config_node_find(&n->cfg, q->peer_node);
+
+	if (!pn || q->peer_node == n->self) {
+		snprintf(r->text, sizeof(r->text), "parity node %u is %s", q->peer_node,
+			 pn ? "this node" : "not in the cluster file");
+		return -EPROTO;
+	}
+	int rc = pagestore_fetch(n->ps, key, q->old_version, ib->page, NULL);
+	if (rc)
+		return rc;
+	rc = pagestore_store(n->ps, key, q->version, payload);
+	if (rc)
+		return rc;
+	xor_into(ib->page, payload, PAGESTORE_PAGE);
+	struct cluster_client **cl = &ib->fwd[pn - n->cfg.nodes];
+	char err[256] = "";
+	if (!*cl) {
+		int tmo = n->timeout_ms < 2000 ? (int)n->timeout_ms : 2000;
+		rc = cluster_client_open_node(cl, &n->cfg, pn->id, 0, q->owner, tmo,
+					      err, sizeof(err));
+		if (rc)
+			*cl = NULL;
+	}
+	if (*cl) {
+		cluster_client_set_owner(*cl, q->owner);
+		rc = cluster_client_parity_update(*cl, q->parity_group, q->parity_version,
+						  ib->page);
+		if (rc)
+			snprintf(err, sizeof(err), "%s", cluster_client_last_error(*cl));
+		if (rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
+		    rc == -ENOTCONN || rc == -EPROTO) {
+			cluster_client_close(*cl);
+			*cl = NULL;
+		}
+	}
+	if (rc) {
+		atomic_fetch_add(&n->forward_errors, 1);
+		log_warn("%s: overwrite of page %" PRIu64 " of owner %" PRIu64 " stored, "
+			 "but node %u did not take its parity update (%s%s%s): the owner "
+			 "recomputes parity group %" PRIu64, ib->c.peer, q->page_id,
+			 q->owner, pn->id, strerror(-rc), err[0] ? ": " : "", err,
+			 q->parity_group);
+		snprintf(r->text, sizeof(r->text), "node %u: %s", pn->id, strerror(-rc));
+		return -EREMOTEIO;
+	}
+	atomic_fetch_add(&n->forwards, 1);
+	return 0;
+}
+
 static int admit(void *arg, const struct auth_peer *p, const char **why)
 {
 	struct node *n = arg;
@@ -486,6 +553,7 @@ static uint32_t status_of(int rc)
 	case -ENOSPC: return FS_NO_SPACE;
 	case -EOPNOTSUPP: return FS_UNSUPPORTED;
 	case -EPROTO: return FS_BAD_FRAME;
+	case -EREMOTEIO: return FS_PARITY_LOST;
 	default: return FS_INTERNAL;
 	}
 }
@@ -559,6 +627,9 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 		break;
 	case FT_PAGE_FETCH_MANY:
 		out = serve_fetch_many(ib, payload, &rc);
+		break;
+	case FT_PAGE_OVERWRITE:
+		rc = serve_overwrite(ib, &key, payload);
 		break;
 	default:
 		/* HELLO/CHALLENGE/AUTH after the handshake, UPDATE (the owner's
@@ -665,6 +736,8 @@ out:
 	conn_slot_release(n, ib->slot);
 	free(ib->stats);
 	free(ib->batch);
+	for (unsigned k = 0; k < CONFIG_MAX_NODES; k++)
+		cluster_client_close(ib->fwd[k]);
 	free(ib);
 	return NULL;
 }
@@ -1022,6 +1095,10 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	OUT("auth_failures: %" PRIu64 "\n", (uint64_t)atomic_load(&n->auth_failures));
 	OUT("bad_frames: %" PRIu64 "\n", (uint64_t)atomic_load(&n->bad_frames));
 	OUT("requests: %" PRIu64 "\n", (uint64_t)atomic_load(&n->requests));
+	/* PAGE_OVERWRITE: parity updates sent on the owners' behalf */
+	OUT("parity_forwards: %" PRIu64 "\nparity_forward_errors: %" PRIu64 "\n",
+	    (uint64_t)atomic_load(&n->forwards),
+	    (uint64_t)atomic_load(&n->forward_errors));
 	OUT("heartbeats_in: %" PRIu64 "\nheartbeats_out: %" PRIu64 "\n",
 	    (uint64_t)atomic_load(&n->heartbeats_in),
 	    (uint64_t)atomic_load(&n->heartbeats_out));

@@ -1251,6 +1251,34 @@ static int node_fetch_store(struct remote_backend *rb, unsigned j, uint64_t i,
 	return rf ? rf : rs;
 }
 
+/* On node j, slot i from version old_v to v (contents page), the node
+ * sending old ^ new to group g's parity node before it answers (see
+ * cluster_client_page_overwrite for the returns). Any failure but
+ * -EREMOTEIO leaves the caller to pslot_write's fallback, which is right
+ * whatever the node did (see node_fetch_store). Caller holds the group's
+ * lock. */
+static int node_overwrite(struct remote_backend *rb, unsigned j, uint64_t i,
+			  uint64_t v, uint64_t old_v, const struct parity_group *g,
+			  const void *page)
+{
+	struct rnode *nd = &rb->nodes[j];
+	int rc;
+	struct rconn *c = conn_get(rb, j, &rc);
+
+	if (!c)
+		return rc;
+	rc = cluster_client_page_overwrite(c->cl, i, v, old_v, rb->nodes[g->pn].id,
+					   g->pkey, g->pver + 1, page);
+	if (rc == 0 || rc == -EREMOTEIO)
+		atomic_fetch_add(&nd->stores, 1);
+	if (rc == -EREMOTEIO)
+		log_warn("remote swap: node %u stored slot %" PRIu64 " but could not "
+			 "update its parity (%s); recomputing parity group %" PRIu64,
+			 nd->id, i, cluster_client_last_error(c->cl), g->pkey & 0xffffffff);
+	conn_put(rb, j, c, rc);
+	return rc;
+}
+
 /* Write slot i. An in-use slot is overwritten where it lives and old^new
  * reaches its group's parity before we return; a new slot (or one whose
  * node is lost) joins an open group. Caller holds the stripe. */
@@ -1267,8 +1295,25 @@ static int pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 		struct parity_group *g = &rb->pt.g[gid];
 		pthread_mutex_lock(glock(rb, gid));
 		int idx = parity_member_find(g, i);
-		if (idx >= 0 && copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
-		    node_fetch_store(rb, s->n[0], i, s->version, old, v, page) == 0) {
+		bool there = idx >= 0 && copy_valid(rb, s, 0) && usable(rb, s->n[0]);
+		if (there && parity_ok(rb, g)) {
+			/* the node forwards old ^ new to the parity node */
+			rc = node_overwrite(rb, s->n[0], i, v, s->version, g, page);
+			if (rc == 0 || rc == -EREMOTEIO) {
+				g->pver++;
+				g->m[idx].version = v;
+				s->version = v;
+				if (rc == 0)
+					atomic_fetch_add(&rb->parity_updates, 1);
+				else    /* stored; the delta may be lost */
+					(void)group_parity_rebuild(rb, g);
+				pthread_mutex_unlock(glock(rb, gid));
+				return 0;
+			}
+		} else if (there &&
+			   node_fetch_store(rb, s->n[0], i, s->version, old, v, page) == 0) {
+			/* an open group (its parity is our buffer), or its
+			 * parity page lost: we apply old ^ new ourselves */
 			g->m[idx].version = v;
 			xor_into(old, page, PAGE);      /* old ^ new */
 			group_apply(rb, g, old);

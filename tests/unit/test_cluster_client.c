@@ -700,6 +700,69 @@ static void fetch_many_over_the_wire(void **state)
 	cluster_client_close(cl);
 }
 
+/* PAGE_OVERWRITE: node 1 replaces the page and sends old ^ new to node 2
+ * (the parity node) before it answers; a wrong old version stores
+ * nothing; a parity node that refuses the delta gives -EREMOTEIO with the
+ * page stored; a parity node not in the cluster file is refused. */
+static void overwrite_forwards_parity(void **state)
+{
+	static uint8_t a[FRAME_PAGE_SIZE], b[FRAME_PAGE_SIZE], c2[FRAME_PAGE_SIZE],
+		par[FRAME_PAGE_SIZE], want[FRAME_PAGE_SIZE], got[FRAME_PAGE_SIZE];
+	(void)state;
+
+	struct cluster_client *d = open_client(1, 81);   /* data node */
+	struct cluster_client *p = open_client(2, 81);   /* parity node */
+	fill(a, 810);
+	fill(b, 811);
+	fill(c2, 812);
+	fill(par, 813);
+	assert_int_equal(cluster_client_page_store(d, 4, 1, a), 0);
+	assert_int_equal(cluster_client_parity_update(p, 8, 1, par), 0);
+	uint64_t fw = stat_of(nodes[0], "parity_forwards: ");
+
+	assert_int_equal(cluster_client_page_overwrite(d, 4, 2, 1, 2, 8, 2, b), 0);
+	assert_int_equal(cluster_client_page_fetch(d, 4, 2, got, NULL), 0);
+	assert_memory_equal(got, b, FRAME_PAGE_SIZE);
+	memcpy(want, par, FRAME_PAGE_SIZE);
+	for (unsigned k = 0; k < FRAME_PAGE_SIZE; k++)
+		want[k] ^= a[k] ^ b[k];
+	uint64_t v = 0;
+	assert_int_equal(cluster_client_parity_fetch(p, 8, got, &v), 0);
+	assert_memory_equal(got, want, FRAME_PAGE_SIZE);
+	assert_true(v == 2);
+	assert_true(stat_of(nodes[0], "parity_forwards: ") == fw + 1);
+
+	/* the old version is gone: nothing stored, parity untouched */
+	assert_int_equal(cluster_client_page_overwrite(d, 4, 3, 1, 2, 8, 3, c2), -ESTALE);
+	assert_int_equal(cluster_client_page_overwrite(d, 99, 3, 1, 2, 8, 3, c2), -ENOENT);
+	assert_int_equal(cluster_client_page_fetch(d, 4, 0, got, &v), 0);
+	assert_memory_equal(got, b, FRAME_PAGE_SIZE);
+	assert_int_equal(cluster_client_parity_fetch(p, 8, got, NULL), 0);
+	assert_memory_equal(got, want, FRAME_PAGE_SIZE);
+
+	/* a parity node without room for a new parity page refuses the
+	 * delta: the page is stored all the same, and the caller told */
+	assert_true(node_ctl(nodes[1], "limit 4K", ctlbuf, sizeof(ctlbuf)) > 0);
+	assert_int_equal(cluster_client_page_overwrite(d, 4, 3, 2, 2, 9, 1, c2), -EREMOTEIO);
+	assert_true(strlen(cluster_client_last_error(d)) > 0);
+	assert_int_equal(cluster_client_page_fetch(d, 4, 3, got, NULL), 0);
+	assert_memory_equal(got, c2, FRAME_PAGE_SIZE);
+	assert_int_equal(cluster_client_parity_fetch(p, 9, got, NULL), -ENOENT);
+	assert_true(node_ctl(nodes[1], "limit 0", ctlbuf, sizeof(ctlbuf)) > 0);
+	assert_true(stat_of(nodes[0], "parity_forward_errors: ") >= 1);
+
+	/* no such parity node, or the data node itself: refused, not stored */
+	assert_int_equal(cluster_client_page_overwrite(d, 4, 4, 3, 77, 8, 3, a), -EPROTO);
+	assert_int_equal(cluster_client_page_overwrite(d, 4, 4, 3, 1, 8, 3, a), -EPROTO);
+	assert_int_equal(cluster_client_page_fetch(d, 4, 0, got, &v), 0);
+	assert_true(v == 3);
+
+	assert_int_equal(cluster_client_page_drop(d, 4, UINT64_MAX), 0);
+	assert_int_equal(cluster_client_parity_drop(p, 8, UINT64_MAX), 0);
+	cluster_client_close(d);
+	cluster_client_close(p);
+}
+
 /* A fake node that answers fetches with a page, but perhaps not the one
  * asked for, or closes the connection once it has a request. */
 enum ffake_mode { FF_GOOD, FF_WRONG_PAGE, FF_WRONG_VERSION, FF_WRONG_KIND,
@@ -834,6 +897,7 @@ int main(void)
 		cmocka_unit_test(node_stats_client_checks),
 		cmocka_unit_test(split_requests_pipelined),
 		cmocka_unit_test(fetch_many_over_the_wire),
+		cmocka_unit_test(overwrite_forwards_parity),
 		cmocka_unit_test(fetch_reply_checks),
 		cmocka_unit_test(client_breaks_on_dead_node),
 	};

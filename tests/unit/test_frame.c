@@ -123,6 +123,8 @@ static void roundtrip_every_type(void **state)
 			h.cap.used = 4096;
 			h.cap.mem_available = 3ULL << 30;
 			h.peer_node = 4;
+			h.old_version = 7;
+			h.parity_version = 9;
 			snprintf(h.text, sizeof(h.text), "bad thing %u", t);
 			if (t == FT_NODE_TABLE && reply) {
 				h.n_nodes = FRAME_MAX_NODES; /* the largest legal table */
@@ -159,6 +161,10 @@ static void roundtrip_every_type(void **state)
 				break;
 			case FT_MIGRATE: case FT_UPDATE: case FT_INVALIDATE:
 				assert_int_equal(d.peer_node, 4);
+				break;
+			case FT_PAGE_OVERWRITE:
+				assert_int_equal(d.peer_node, 4);
+				assert_true(d.old_version == 7 && d.parity_version == 9);
 				break;
 			case FT_ERROR:
 				assert_string_equal(d.text, h.text);
