@@ -14,10 +14,20 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct nbd_backend_ops {
 	int (*read)(void *priv, void *buf, uint64_t off, uint32_t len);
 	int (*write)(void *priv, const void *buf, uint64_t off, uint32_t len);
+	/* Optional (NULL: the server copies with read): zero-copy READ, see
+	 * tierstore_read_map(). iov[] gets where the bytes of [off, off +
+	 * *mapped) are, at most max iovecs. Returns their count, or -errno;
+	 * -EOPNOTSUPP: use read. After a return > 0 the caller sends from
+	 * them at once and then calls read_unmap, on the same thread, with
+	 * no other backend call between. */
+	int (*read_map)(void *priv, uint64_t off, uint32_t len,
+			struct iovec *iov, unsigned max, size_t *mapped);
+	void (*read_unmap)(void *priv);
 	/* The range's contents are no longer needed; it reads as zeros
 	 * afterwards and its memory goes back to the store. */
 	int (*trim)(void *priv, uint64_t off, uint64_t len);

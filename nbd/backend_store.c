@@ -14,6 +14,17 @@ static int st_read(void *priv, void *buf, uint64_t off, uint32_t len)
 	return tierstore_pread(priv, buf, off, len);
 }
 
+static int st_read_map(void *priv, uint64_t off, uint32_t len,
+		       struct iovec *iov, unsigned max, size_t *mapped)
+{
+	return tierstore_read_map(priv, off, len, iov, max, mapped);
+}
+
+static void st_read_unmap(void *priv)
+{
+	tierstore_read_unmap(priv);
+}
+
 static int st_write(void *priv, const void *buf, uint64_t off, uint32_t len)
 {
 	return tierstore_pwrite(priv, buf, off, len);
@@ -52,7 +63,9 @@ static void st_destroy(void *priv)
 }
 
 static const struct nbd_backend_ops store_ops = {
-	.read = st_read, .write = st_write, .trim = st_trim, .zero = st_trim,
+	.read = st_read, .write = st_write,
+	.read_map = st_read_map, .read_unmap = st_read_unmap,
+	.trim = st_trim, .zero = st_trim,
 	.flush = st_flush, .stats = st_stats, .destroy = st_destroy,
 };
 

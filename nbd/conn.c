@@ -73,6 +73,7 @@ void nbd_conn_start(struct nbd_conn *c, unsigned id)
 	c->soff = 0;
 	c->no_zeroes = false;
 	c->transmitting = false;
+	c->direct_off = c->want_out = false;
 	c->state = CONN_CFLAGS;
 	nbd_greeting_build(send_take(c, NBD_GREETING_LEN));
 	stat_add(&c->ctx->stats->conns_total, 1);
@@ -215,6 +216,7 @@ static void req_start(struct nbd_conn *c)
 		}
 		stat_add(&st->reads, 1);
 		reply(c, 0);
+		c->direct_off = false;
 		c->left = r->len;
 		c->cur = r->offset;
 		if (c->left)
@@ -280,9 +282,82 @@ static bool write_step(struct nbd_conn *c)
 	return true;
 }
 
+static bool read_failed(struct nbd_conn *c, int rc)
+{
+	/* The header already said "success": a simple reply cannot take it
+	 * back, the spec's only way out is to disconnect. */
+	log_err("connection %u: read at %llu: %s; dropping the connection",
+		c->id, (unsigned long long)c->cur, strerror(-rc));
+	c->state = CONN_DEAD;
+	return false;
+}
+
+static void read_done(struct nbd_conn *c, size_t n)
+{
+	stat_add(&c->ctx->stats->bytes_read, n);
+	c->cur += n;
+	c->left -= n;
+	if (c->left == 0)
+		c->state = CONN_REQ_HDR;
+}
+
+/* One zero-copy step of READ data: the queued replies (this READ's header
+ * last) and up to NBD_CONN_DIRECT_PAGES of data in one sendmsg. False:
+ * wait for the wire (a send or socket room). */
+static bool read_direct(struct nbd_conn *c)
+{
+	struct nbd_backend *be = c->ctx->be;
+	struct iovec iov[1 + NBD_CONN_DIRECT_PAGES];
+	size_t q = c->slen[c->sfill], mapped;
+	uint32_t take = c->left < (uint64_t)NBD_CONN_DIRECT_PAGES * PAGE
+		? (uint32_t)c->left : NBD_CONN_DIRECT_PAGES * PAGE;
+	ssize_t r;
+	int n;
+
+	/* Replies queued before ours go first: wait until none is on the
+	 * wire, then ours follow the rest of them in the same sendmsg. */
+	if (c->sbusy || c->want_out)
+		return false;
+	n = be->ops->read_map(be->priv, c->cur, take, iov + 1,
+			      NBD_CONN_DIRECT_PAGES, &mapped);
+	if (n == -EOPNOTSUPP || n == 0) {
+		c->direct_off = true;   /* copy this READ instead */
+		return true;
+	}
+	if (n < 0)
+		return read_failed(c, n);
+	iov[0] = (struct iovec){ .iov_base = c->sbuf[c->sfill], .iov_len = q };
+	r = c->ctx->send_direct(c, q ? iov : iov + 1,
+				(unsigned)n + (q ? 1 : 0));
+	be->ops->read_unmap(be->priv);
+	if (r == -EAGAIN) {
+		c->want_out = true;
+		return false;
+	}
+	if (r < 0) {
+		log_warn("connection %u: send: %s", c->id, strerror((int)-r));
+		c->state = CONN_DEAD;
+		return false;
+	}
+	if ((size_t)r < q) {
+		/* Part of the queued replies went: the rest goes the usual
+		 * way (the other buffer is empty: nothing was on the wire). */
+		c->sfill ^= 1;
+		c->sbusy = true;
+		c->soff = (size_t)r;
+		return false;
+	}
+	c->slen[c->sfill] = 0;
+	read_done(c, (size_t)r - q);
+	return true;
+}
+
 /* One step of READ data into the send buffer. False: no room yet. */
 static bool read_step(struct nbd_conn *c)
 {
+	if (c->ctx->send_direct && c->ctx->be->ops->read_map &&
+	    !c->direct_off && c->req.len >= NBD_CONN_DIRECT_MIN)
+		return read_direct(c);
 	size_t room = send_room(c);
 	size_t take = c->left < room ? c->left : room;
 	if (take < c->left) {
@@ -293,20 +368,9 @@ static bool read_step(struct nbd_conn *c)
 	struct nbd_backend *be = c->ctx->be;
 	int rc = be->ops->read(be->priv, send_take(c, take), c->cur,
 			       (uint32_t)take);
-	if (rc < 0) {
-		/* The header already said "success": a simple reply cannot
-		 * take it back, the spec's only way out is to disconnect. */
-		log_err("connection %u: read at %llu: %s; dropping the "
-			"connection", c->id, (unsigned long long)c->cur,
-			strerror(-rc));
-		c->state = CONN_DEAD;
-		return false;
-	}
-	stat_add(&c->ctx->stats->bytes_read, take);
-	c->cur += take;
-	c->left -= take;
-	if (c->left == 0)
-		c->state = CONN_REQ_HDR;
+	if (rc < 0)
+		return read_failed(c, rc);
+	read_done(c, take);
 	return true;
 }
 
@@ -413,6 +477,16 @@ void nbd_conn_sent(struct nbd_conn *c, size_t n)
 		c->soff = 0;
 		c->sbusy = false;
 	}
+}
+
+bool nbd_conn_want_writable(const struct nbd_conn *c)
+{
+	return c->want_out && c->state != CONN_DEAD;
+}
+
+void nbd_conn_writable(struct nbd_conn *c)
+{
+	c->want_out = false;
 }
 
 bool nbd_conn_dead(const struct nbd_conn *c)

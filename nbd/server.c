@@ -10,6 +10,8 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <stddef.h>
 #include <liburing.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -32,13 +34,14 @@
 #define TAG_RETRY    3ULL   /* accept failed: try again after a pause */
 #define OP_RECV      1ULL
 #define OP_SEND      2ULL
+#define OP_POLL      3ULL   /* a zero-copy READ waits for socket room */
 #define OP_MASK      3ULL
 
 struct wconn {
 	struct nbd_conn c;
 	int fd;
 	bool in_use;
-	bool recv_posted, send_posted;
+	bool recv_posted, send_posted, poll_posted;
 	bool shut;                      /* shutdown() issued */
 } __attribute__((aligned(8)));
 
@@ -185,6 +188,18 @@ static void post_wake(struct worker *w)
 	io_uring_sqe_set_data64(sqe, TAG_WAKE);
 }
 
+/* conn.c's zero-copy READ: one non-blocking sendmsg from the worker
+ * thread itself (the backend's pages are pinned only for this call). */
+static ssize_t send_direct(struct nbd_conn *c, const struct iovec *iov,
+			   unsigned n)
+{
+	struct wconn *wc = (struct wconn *)((char *)c -
+					    offsetof(struct wconn, c));
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
+	ssize_t r = sendmsg(wc->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return r < 0 ? -errno : r;
+}
+
 static void conn_release(struct worker *w, struct wconn *wc)
 {
 	nbd_conn_stop(&wc->c);
@@ -207,7 +222,7 @@ static void conn_kick(struct worker *w, struct wconn *wc)
 	    nbd_conn_send_idle(&wc->c))
 		nbd_conn_stop(&wc->c);
 	if (nbd_conn_dead(&wc->c)) {
-		if (!wc->recv_posted && !wc->send_posted) {
+		if (!wc->recv_posted && !wc->send_posted && !wc->poll_posted) {
 			conn_release(w, wc);
 		} else if (!wc->shut) {
 			/* Wakes the outstanding operations. */
@@ -221,6 +236,12 @@ static void conn_kick(struct worker *w, struct wconn *wc)
 		io_uring_prep_send(sqe, wc->fd, p, len, MSG_NOSIGNAL);
 		io_uring_sqe_set_data64(sqe, (uintptr_t)wc | OP_SEND);
 		wc->send_posted = true;
+	}
+	if (!wc->poll_posted && nbd_conn_want_writable(&wc->c) &&
+	    (sqe = sqe_get(w))) {
+		io_uring_prep_poll_add(sqe, wc->fd, POLLOUT);
+		io_uring_sqe_set_data64(sqe, (uintptr_t)wc | OP_POLL);
+		wc->poll_posted = true;
 	}
 	if (!wc->recv_posted && !nbd_conn_closing(&wc->c)) {
 		nbd_conn_recv_space(&wc->c, &rp, &len);
@@ -288,7 +309,8 @@ static void on_accept(struct worker *w, int res)
 		log_info("thread %u: all %u connection slots in use; new "
 			 "clients wait for one (--max-conns)", w->idx, w->nconns);
 	post_accept(w);
-	wc->recv_posted = wc->send_posted = wc->shut = false;
+	wc->recv_posted = wc->send_posted = wc->poll_posted = false;
+	wc->shut = false;
 	unsigned id = atomic_fetch_add(&srv->next_id, 1) + 1;
 	nbd_conn_start(&wc->c, id);
 	log_info("connection %u: accepted on %s (thread %u)", id, srv->where,
@@ -316,6 +338,18 @@ static void on_conn(struct worker *w, struct wconn *wc, uint64_t op, int res)
 			nbd_conn_stop(&wc->c);
 		} else {
 			nbd_conn_received(&wc->c, (size_t)res);
+			nbd_conn_process(&wc->c);
+		}
+	} else if (op == OP_POLL) {
+		wc->poll_posted = false;
+		if (res < 0) {
+			if (!nbd_conn_dead(&wc->c))
+				log_warn("connection %u: poll: %s", wc->c.id,
+					 strerror(-res));
+			nbd_conn_stop(&wc->c);
+		} else {
+			/* Room (or a hangup the next sendmsg reports). */
+			nbd_conn_writable(&wc->c);
 			nbd_conn_process(&wc->c);
 		}
 	} else {
@@ -409,7 +443,8 @@ int nbd_server_create(struct nbd_server **out,
 		w->srv = srv;
 		w->idx = i;
 		w->wake_fd = -1;
-		w->ctx = (struct nbd_conn_ctx){ exp, be, &w->stats };
+		w->ctx = (struct nbd_conn_ctx){ exp, be, &w->stats,
+						send_direct };
 		rc = io_uring_queue_init(RING_ENTRIES, &w->ring, 0);
 		if (rc < 0) {
 			log_err("io_uring setup: %s", strerror(-rc));

@@ -18,6 +18,7 @@
 #include <liburing.h>
 #include <linux/magic.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +35,20 @@ struct frames {                 /* one memory tier */
 	uint64_t cap;
 	uint32_t *free;             /* stack of free slots */
 	uint64_t nfree;
+	/* Freed while some tierstore_read_map() caller may still be sending
+	 * from them: reused only once no mapping is out (retire_flush). */
+	uint32_t *retired;
+	uint64_t nretired;
 };
 
 struct tierstore {
 	pthread_mutex_t lock;
+	/* Held shared by each tierstore_read_map() caller until its unmap;
+	 * taken exclusive (under lock) only to wait for those to finish
+	 * before a retired frame is reused. pins counts the holders. */
+	pthread_rwlock_t maps;
+	atomic_uint pins;
+	bool no_map;                /* MRAM latency emulated: copy instead */
 	struct policy *pol;
 	uint64_t pages;
 	uint8_t *tier;              /* per page: enum tier */
@@ -68,7 +79,8 @@ static int frames_init(struct frames *f, uint8_t *base, uint64_t cap)
 	f->base = base;
 	f->cap = cap;
 	f->free = table(cap, sizeof(uint32_t));
-	if (!f->free)
+	f->retired = table(cap, sizeof(uint32_t));
+	if (!f->free || !f->retired)
 		return -ENOMEM;
 	/* Low slots on top, so a lightly used store touches few frames. */
 	for (uint64_t i = 0; i < cap; i++)
@@ -187,6 +199,8 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 	if (!ts)
 		return -ENOMEM;
 	pthread_mutex_init(&ts->lock, NULL);
+	pthread_rwlock_init(&ts->maps, NULL);
+	ts->no_map = o->mram_lat_ns != 0;
 	model_params_default(&ts->mp);
 	ts->flash_fd = -1;
 	ts->pages = o->pages;
@@ -288,30 +302,56 @@ void tierstore_close(struct tierstore *ts)
 		munmap(ts->fr[TIER_DRAM].base, ts->dram_len);
 	if (ts->mram)
 		region_close(ts->mram);
-	free(ts->fr[0].free);
-	free(ts->fr[1].free);
+	for (unsigned t = 0; t < 2; t++) {
+		free(ts->fr[t].free);
+		free(ts->fr[t].retired);
+	}
 	policy_destroy(ts->pol);
 	free(ts->tier);
 	free(ts->slot);
 	free(ts->nreads);
 	free(ts->nwrites);
+	pthread_rwlock_destroy(&ts->maps);
 	pthread_mutex_destroy(&ts->lock);
 	free(ts);
+}
+
+/* Retired frames back to the free stack. Lock held; wait: block until
+ * every mapping is given back (none can start meanwhile: maps are taken
+ * under lock), else only when none is out now. */
+static void retire_flush(struct tierstore *ts, struct frames *f, bool wait)
+{
+	if (wait)
+		pthread_rwlock_wrlock(&ts->maps);
+	else if (pthread_rwlock_trywrlock(&ts->maps) != 0)
+		return;
+	while (f->nretired)
+		f->free[f->nfree++] = f->retired[--f->nretired];
+	pthread_rwlock_unlock(&ts->maps);
 }
 
 static int slot_take(struct tierstore *ts, unsigned t, uint32_t *s)
 {
 	struct frames *f = &ts->fr[t];
+	if (f->nretired)
+		retire_flush(ts, f, f->nfree == 0);
 	if (!f->nfree)
 		return -EIO;
 	*s = f->free[--f->nfree];
 	return 0;
 }
 
+/* A frame another thread may be sending from (a mapping is out) is not
+ * reused until that send is over: it would go out with another page's
+ * bytes. pins only rises under lock, so 0 here means no mapping of
+ * this frame can be out. */
 static void slot_put(struct tierstore *ts, unsigned t, uint32_t s)
 {
 	struct frames *f = &ts->fr[t];
-	f->free[f->nfree++] = s;
+	if (atomic_load_explicit(&ts->pins, memory_order_relaxed))
+		f->retired[f->nretired++] = s;
+	else
+		f->free[f->nfree++] = s;
 }
 
 /* Copies into and out of frames: MRAM goes through the region so that
@@ -498,6 +538,83 @@ int tierstore_pread(struct tierstore *ts, void *buf, uint64_t off, size_t len)
 	return rc;
 }
 
+int tierstore_read_map(struct tierstore *ts, uint64_t off, size_t len,
+		       struct iovec *iov, unsigned max, size_t *mapped)
+{
+	static const uint8_t zero[PG];
+	unsigned n = 0;
+	int rc = 0;
+
+	*mapped = 0;
+	if (!range_ok(ts, off, len))
+		return -EINVAL;
+	if (ts->no_map)
+		return -EOPNOTSUPP;
+	/* At most max pages: each needs one iovec at most. */
+	uint64_t first = off / PG;
+	if (len && (off + len - 1) / PG - first + 1 > max)
+		len = max ? (first + max) * PG - off : 0;
+	pthread_mutex_lock(&ts->lock);
+	/* First every access and its moves, as tierstore_pread() does; only
+	 * then the frames, so none of them is one a later page's moves freed
+	 * meanwhile. */
+	for (uint64_t o = off, left = len; left;) {
+		uint64_t p = o / PG;
+		size_t in = o % PG, k = PG - in < left ? PG - in : left;
+		unsigned t;
+		uint32_t s;
+
+		ts->st.reads++;
+		count(&ts->nreads[p]);
+		if (ts->tier[p] == TIER_NONE)
+			ts->st.zero_reads++;
+		else if ((rc = page_access(ts, p, false, in, k, &t, &s)) < 0)
+			break;
+		o += k;
+		left -= k;
+	}
+	while (rc == 0 && len) {
+		uint64_t p = off / PG;
+		size_t in = off % PG, k = PG - in < len ? PG - in : len;
+		uint8_t t = ts->tier[p];
+		uint8_t *src;
+
+		if (t == TIER_NONE)
+			src = (uint8_t *)zero + in;
+		else if (t <= TIER_DRAM)
+			src = frame(ts, t, ts->slot[p]) + in;
+		else
+			break;   /* a later page of ours evicted it: not mapped */
+		if (n && (uint8_t *)iov[n - 1].iov_base + iov[n - 1].iov_len == src) {
+			iov[n - 1].iov_len += k;
+		} else {
+			iov[n].iov_base = src;
+			iov[n++].iov_len = k;
+		}
+		*mapped += k;
+		off += k;
+		len -= k;
+	}
+	if (n) {
+		/* Shared: maps on other threads go on at once; a thread about
+		 * to reuse a retired frame waits for every map to end. */
+		pthread_rwlock_rdlock(&ts->maps);
+		atomic_fetch_add_explicit(&ts->pins, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&ts->lock);
+	if (rc < 0) {
+		*mapped = 0;
+		return rc;
+	}
+	return (int)n;
+}
+
+void tierstore_read_unmap(struct tierstore *ts)
+{
+	atomic_fetch_sub_explicit(&ts->pins, 1, memory_order_relaxed);
+	pthread_rwlock_unlock(&ts->maps);
+}
+
 int tierstore_pwrite(struct tierstore *ts, const void *buf, uint64_t off,
 		     size_t len)
 {
@@ -587,7 +704,8 @@ void tierstore_get_stats(struct tierstore *ts, struct tierstore_stats *st)
 	pthread_mutex_lock(&ts->lock);
 	*st = ts->st;
 	for (unsigned t = 0; t < 2; t++) {
-		st->pages_used[t] = ts->fr[t].cap - ts->fr[t].nfree;
+		st->pages_used[t] = ts->fr[t].cap - ts->fr[t].nfree -
+				    ts->fr[t].nretired;
 		st->pages_cap[t] = ts->fr[t].cap;
 	}
 	st->pages_cap[TIER_FLASH] = ts->flash_pages;

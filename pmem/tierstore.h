@@ -18,12 +18,14 @@
  *
  * Threads: every function may be called from any thread; one mutex guards
  * the policy, the slot tables and the page contents, so that a page moving
- * between tiers is never read half-copied. */
+ * between tiers is never read half-copied. tierstore_read_map() hands out
+ * frames past that mutex: see there for what keeps them stable. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "pmem/policy.h"
 
@@ -72,6 +74,26 @@ void tierstore_close(struct tierstore *ts);
 int tierstore_pread(struct tierstore *ts, void *buf, uint64_t off, size_t len);
 int tierstore_pwrite(struct tierstore *ts, const void *buf, uint64_t off,
 		     size_t len);
+
+/* Zero-copy read: the accesses to [off, off + len) are presented to the
+ * policy as tierstore_pread() presents them, then iov[] is filled with
+ * where the bytes are now (adjacent frames merged; a page never written
+ * points at a shared zero page). Maps at most max pages; *mapped says how
+ * many bytes from off were mapped (fewer than len when max was reached, or
+ * when the request is larger than memory and its own later pages evicted
+ * an earlier one). Returns the iovec count, or -EINVAL, -EIO, -EOPNOTSUPP
+ * (emulated MRAM latency: use tierstore_pread(), which charges it).
+ *
+ * After a return > 0 the caller MUST call tierstore_read_unmap(), soon
+ * and on the same thread, and call no other tierstore function between:
+ * until then no mapped frame is given to another page (a frame freed
+ * meanwhile is retired, and reused only once no map is out), so a send
+ * straight from the iovecs never carries another page's bytes. A write
+ * to a mapped page itself may still change bytes being sent, as with any
+ * overlapping read and write. */
+int tierstore_read_map(struct tierstore *ts, uint64_t off, size_t len,
+		       struct iovec *iov, unsigned max, size_t *mapped);
+void tierstore_read_unmap(struct tierstore *ts);
 /* The range reads as zeros afterwards; every whole page in it is freed
  * (policy_forget, memory slot back to its tier, flash copy punched out). */
 int tierstore_trim(struct tierstore *ts, uint64_t off, uint64_t len);

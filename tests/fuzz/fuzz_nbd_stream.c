@@ -19,7 +19,7 @@ static struct nbd_export exp = {
 };
 static struct nbd_backend be;
 static struct nbd_stats stats;
-static struct nbd_conn_ctx ctx = { &exp, &be, &stats };
+static struct nbd_conn_ctx ctx = { .exp = &exp, .be = &be, .stats = &stats };
 static struct nbd_conn c;
 static int ready;
 

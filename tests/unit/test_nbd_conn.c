@@ -1,10 +1,13 @@
 /* test_nbd_conn.c - the connection state machine driven by hand, over the
  * flat backend: bytes trickle in (1 byte at a time, odd chunks), sends
- * complete partially, requests larger than both buffers stream through. */
+ * complete partially, requests larger than both buffers stream through;
+ * then the same with zero-copy READs (a fake send_direct that sends short
+ * and finds the socket full now and then). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
 #include <endian.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +25,7 @@ static struct nbd_export xp = {
 };
 static struct nbd_backend be;
 static struct nbd_stats stats;
-static struct nbd_conn_ctx ctx = { &xp, &be, &stats };
+static struct nbd_conn_ctx ctx = { .exp = &xp, .be = &be, .stats = &stats };
 static struct nbd_conn c;
 
 static uint8_t *outb;     /* everything the server sent */
@@ -35,17 +38,50 @@ static unsigned next_rand(void)
 	return rnd >> 8;
 }
 
+static unsigned direct_calls;
+
+/* send_direct: every third call finds the socket full, the others send a
+ * random part of what they are given. */
+static ssize_t fake_send(struct nbd_conn *cc, const struct iovec *iov,
+			 unsigned n)
+{
+	size_t total = 0, sent = 0;
+	assert_ptr_equal(cc, &c);
+	assert_true(n >= 1 && n <= 1 + NBD_CONN_DIRECT_PAGES);
+	if (++direct_calls % 3 == 0)
+		return -EAGAIN;
+	for (unsigned i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	assert_true(total > 0);
+	size_t want = 1 + next_rand() % total;
+	for (unsigned i = 0; i < n && sent < want; i++) {
+		size_t k = iov[i].iov_len < want - sent ? iov[i].iov_len
+							 : want - sent;
+		assert_true(outn + k <= outcap);
+		memcpy(outb + outn, iov[i].iov_base, k);
+		outn += k;
+		sent += k;
+	}
+	return (ssize_t)sent;
+}
+
 /* Take what the server queued, in randomly sized partial sends. */
 static void drain(void)
 {
 	const uint8_t *p;
 	size_t len;
-	while (nbd_conn_send_next(&c, &p, &len)) {
-		size_t n = 1 + next_rand() % len;
-		assert_true(outn + n <= outcap);
-		memcpy(outb + outn, p, n);
-		outn += n;
-		nbd_conn_sent(&c, n);
+	for (;;) {
+		while (nbd_conn_send_next(&c, &p, &len)) {
+			size_t n = 1 + next_rand() % len;
+			assert_true(outn + n <= outcap);
+			memcpy(outb + outn, p, n);
+			outn += n;
+			nbd_conn_sent(&c, n);
+			nbd_conn_process(&c);
+		}
+		if (!nbd_conn_want_writable(&c))
+			break;
+		nbd_conn_writable(&c);   /* the "socket" has room again */
 		nbd_conn_process(&c);
 	}
 }
@@ -182,6 +218,21 @@ static void stream_big_requests(void **s)
 		expect_reply(100 + i, 0);
 		assert_memory_equal(take(4096), data + 28 + 4096 * i, 4096);
 	}
+	/* Small, large, small pipelined: the large READ (zero-copy when
+	 * offered) goes after the first small reply, before the second. */
+	uint8_t mix[3 * 28];
+	req(mix, NBD_CMD_READ, 0, 150, 4096, 4096);
+	req(mix + 28, NBD_CMD_READ, 0, 151, 4096 + 512, 300 * 1024);
+	req(mix + 56, NBD_CMD_READ, 0, 152, 8192, 512);
+	feed(mix, sizeof(mix), sizeof(mix));
+	drain();
+	expect_reply(150, 0);
+	take(4096);
+	expect_reply(151, 0);
+	assert_memory_equal(take(300 * 1024), data + 28, 300 * 1024);
+	expect_reply(152, 0);
+	assert_memory_equal(take(512), data + 28 + 8192 - 4096 - 512, 512);
+
 	/* Errors keep the stream in sync: a refused WRITE's payload is
 	 * skipped, the next request is served. */
 	req(data, NBD_CMD_WRITE, 0, 200, SIZE, 8192);
@@ -208,6 +259,15 @@ static void stream_big_requests(void **s)
 	assert_int_equal(atomic_load(&stats.conns_active), 0);
 }
 
+static void stream_big_requests_direct(void **s)
+{
+	ctx.send_direct = fake_send;
+	direct_calls = 0;
+	stream_big_requests(s);
+	ctx.send_direct = NULL;
+	assert_true(direct_calls > 10);
+}
+
 static void bad_magic_kills(void **s)
 {
 	(void)s;
@@ -229,6 +289,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(stream_big_requests),
+		cmocka_unit_test(stream_big_requests_direct),
 		cmocka_unit_test(bad_magic_kills),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,10 +1,13 @@
 /* test_tierstore.c - the tiered page store: zeros for pages never written,
  * data surviving moves between MRAM, DRAM and flash, sub-page
- * read-modify-write, TRIM freeing pages, counters, and refused setups. */
+ * read-modify-write, TRIM freeing pages, counters, refused setups, and
+ * zero-copy maps: the bytes pread gives, frames kept from reuse until the
+ * map is given back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +179,83 @@ static void spill_to_flash_and_back(void **s)
 	tierstore_close(ts);
 }
 
+static struct tierstore *mts;
+
+/* Writes pages 4..7 into a full memory: the first one evicts a page and
+ * needs its frame, which a map on the main thread may still be using. */
+static void *writer(void *arg)
+{
+	uint8_t b[PG];
+	(void)arg;
+	for (uint64_t p = 4; p < 8; p++) {
+		fill(b, p, 1);
+		assert_int_equal(tierstore_pwrite(mts, b, p * PG, PG), 0);
+	}
+	return NULL;
+}
+
+static void read_map_pins_frames(void **s)
+{
+	(void)s;
+	struct tierstore *ts = mts = open_store(16, 2, 2, true);
+	struct iovec iov[8];
+	uint8_t b[4 * PG], want[4 * PG];
+	size_t mapped;
+	int n;
+
+	for (uint64_t p = 0; p < 4; p++) {
+		fill(b, p, 1);
+		assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
+	}
+	/* Unaligned, across pages and into a page never written (zeros). */
+	assert_int_equal(tierstore_pread(ts, want, PG + 100, 3 * PG), 0);
+	n = tierstore_read_map(ts, PG + 100, 3 * PG, iov, 8, &mapped);
+	assert_true(n > 0);
+	assert_int_equal(mapped, 3 * PG);
+	size_t at = 0;
+	for (int i = 0; i < n; i++) {
+		memcpy(b + at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	assert_int_equal(at, 3 * PG);
+	assert_memory_equal(b, want, 3 * PG);
+	tierstore_read_unmap(ts);
+	/* max pages: the rest is left to the next call. */
+	n = tierstore_read_map(ts, 0, 4 * PG, iov, 2, &mapped);
+	assert_true(n > 0 && n <= 2);
+	assert_int_equal(mapped, 2 * PG);
+	tierstore_read_unmap(ts);
+	n = tierstore_read_map(ts, 10 * PG, PG, iov, 1, &mapped);
+	assert_int_equal(n, 1);
+	for (unsigned i = 0; i < PG; i++)
+		assert_int_equal(((uint8_t *)iov[0].iov_base)[i], 0);
+	tierstore_read_unmap(ts);
+	assert_int_equal(tierstore_read_map(ts, 15 * PG, 2 * PG, iov, 8,
+					    &mapped), -EINVAL);
+
+	/* Page 0 mapped (most recently used); another thread fills memory
+	 * with new pages: the evicted pages' frames must not be reused
+	 * while the map is out, so page 0's bytes stay what was mapped. */
+	n = tierstore_read_map(ts, 0, PG, iov, 1, &mapped);
+	assert_int_equal(n, 1);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, writer, NULL), 0);
+	usleep(100 * 1000);
+	fill(want, 0, 1);
+	assert_memory_equal(iov[0].iov_base, want, PG);
+	tierstore_read_unmap(ts);
+	pthread_join(th, NULL);
+	for (uint64_t p = 0; p < 8; p++) {
+		fill(want, p, 1);
+		assert_int_equal(tierstore_pread(ts, b, p * PG, PG), 0);
+		assert_memory_equal(b, want, PG);
+	}
+	struct tierstore_stats st;
+	tierstore_get_stats(ts, &st);
+	assert_int_equal(st.pages_used[TIER_MRAM] + st.pages_used[TIER_DRAM], 4);
+	tierstore_close(ts);
+}
+
 static void refused_setups(void **s)
 {
 	(void)s;
@@ -212,6 +292,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(zeros_and_rmw),
 		cmocka_unit_test(spill_to_flash_and_back),
+		cmocka_unit_test(read_map_pins_frames),
 		cmocka_unit_test(refused_setups),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
