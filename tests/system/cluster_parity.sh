@@ -84,6 +84,11 @@ run_mode() {
   [ "$(st remote_read_errors)" = 0 ] || mfail "$mode: read errors after one node died"
   [ "$(st parity_reconstructs)" -gt 0 ] || mfail "$mode: nothing rebuilt from parity"
   t_log "$mode: updates $(st parity_updates), rebuilt on the spot or in the background: $(st parity_reconstructs), re-homed $(st parity_rehomes)"
+  # in-use overwrites: the storing node sent old^new to the parity node
+  local fw=0 i
+  for i in 2 3 4 5 6; do [ "$i" = "$victim" ] || fw=$((fw + $(stat_val $i parity_forwards))); done
+  t_log "$mode: parity updates forwarded by the storing nodes: $fw"
+  [ "$fw" -gt 0 ] || mfail "$mode: no in-use overwrite had its node forward the parity update"
   # the background pass leaves nothing on the dead node
   gone() { local n=0; for i in 2 3 4 5 6; do [ "$i" = "$victim" ] || n=$((n + $(stat_val $i pages_data))); done; [ $n -eq "$(st remote_slots_mapped)" ]; }
   t_wait 30 gone || mfail "$mode: pages of node $victim not rebuilt elsewhere"
