@@ -11,6 +11,9 @@
 #   NBDB_TARGETS="nvswapd nvswapd-flat nbdkit nbdkit-malloc"; also
 #   nvswapd-trace (nvswapd --trace-out: the cost of the access log, for
 #   NBDB_TARGETS="nvswapd nvswapd-trace")
+#   NBDB_BASE=/path/to/other/nvswapd: an A/B of a change; adds the targets
+#   nvswapd-base and nvswapd-base-flat (that binary) and BENCH lines
+#   nvswapd vs base. The targets' order rotates from round to round.
 T_TIMEOUT=${T_TIMEOUT:-1500}
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/../system/nbd_common.bash"
@@ -18,7 +21,7 @@ t_require_cmd fio nbdkit python3
 size=${NBDB_SIZE:-1G}
 runtime=${NBDB_RUNTIME:-8}
 jobs=${NBDB_JOBS:-16}
-targets=${NBDB_TARGETS:-nvswapd nvswapd-flat nbdkit nbdkit-malloc}
+targets=${NBDB_TARGETS:-nvswapd nvswapd-flat nbdkit nbdkit-malloc${NBDB_BASE:+ nvswapd-base nvswapd-base-flat}}
 echo "nbd_fio: export $size, ${runtime} s per figure, $jobs jobs, iodepth 16, Unix sockets"
 nbd_is_sanitized "$(t_bin nvswapd)" && echo "WARNING: sanitizer build; figures are meaningless"
 
@@ -31,6 +34,10 @@ start_target() {  # start_target NAME SOCK -> sets tpid, uri
              tpid=$NBD_PID uri="nbd+unix:///benchtrc?socket=$sock" ;;
     nvswapd-flat) nbd_start "$sock" benchflat --size "$size" --store flat; tpid=$NBD_PID
              uri="nbd+unix:///benchflat?socket=$sock" ;;
+    nvswapd-base) NBD_BIN=$NBDB_BASE nbd_start "$sock" benchbase --size "$size"
+             tpid=$NBD_PID uri="nbd+unix:///benchbase?socket=$sock" ;;
+    nvswapd-base-flat) NBD_BIN=$NBDB_BASE nbd_start "$sock" benchbflat --size "$size" --store flat
+             tpid=$NBD_PID uri="nbd+unix:///benchbflat?socket=$sock" ;;
     nbdkit|nbdkit-malloc)
       local extra=()
       [ $t = nbdkit-malloc ] && extra=(allocator=malloc)
@@ -58,7 +65,7 @@ print("%.0f %.1f" % (d["iops"], d["bw_bytes"] / 1e6))
 PY
 }
 
-declare -A res uris
+declare -A res uris rr
 for t in $targets; do
   start_target "$t" "$T_DIR/$t.sock"
   uris[$t]=$uri
@@ -68,14 +75,18 @@ for t in $targets; do
 done
 # Figure by figure, the targets back to back, NBDB_ROUNDS times (best
 # kept): this machine is shared, so interleaving keeps the ratios fair.
+tlist=($targets)
 for round in $(seq "${NBDB_ROUNDS:-2}"); do
+  order=()
+  for i in "${!tlist[@]}"; do order+=("${tlist[$(( (i + round - 1) % ${#tlist[@]} ))]}"); done
   for f in "write 1m seqwrite_1m" "read 1m seqread_1m" "randwrite 4k randwrite_4k" "randread 4k randread_4k"; do
     set -- $f
-    for t in $targets; do
+    for t in "${order[@]}"; do
       r=$(run_fio "${uris[$t]}" "$1" "$2")
       echo "round $round $t $3: ${r% *} IOPS, ${r#* } MB/s"
       old=${res[$t,$3]:-0 0}
       [ "${r%% *}" -gt "${old%% *}" ] && res[$t,$3]=$r
+      rr[$round,$t,$3]=$r
     done
   done
 done
@@ -101,6 +112,22 @@ for fig in randwrite_4k randread_4k seqwrite_1m seqread_1m; do
     fi
     ratio=$(awk -v a="$val" -v b="$bestv" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "n/a" }')
     echo "BENCH nbd_${fig}_${t} $val $unit vs nbdkit_memory_best $bestv $unit ratio $ratio"
+  done
+done
+# A/B: nvswapd against the base binary, round by round (same round, so
+# the same moment of a shared machine), and the median of those ratios.
+for pair in nvswapd:nvswapd-base nvswapd-flat:nvswapd-base-flat; do
+  a=${pair%:*} b=${pair#*:}
+  [ -n "${uris[$b]:-}" ] && [ -n "${uris[$a]:-}" ] || continue
+  for fig in randwrite_4k randread_4k seqwrite_1m seqread_1m; do
+    ratios=()
+    for round in $(seq "${NBDB_ROUNDS:-2}"); do
+      x=${rr[$round,$a,$fig]:-0 0} y=${rr[$round,$b,$fig]:-0 0}
+      if [[ $fig == *_4k ]]; then x=${x% *} y=${y% *}; else x=${x#* } y=${y#* }; fi
+      ratios+=("$(awk -v a="$x" -v b="$y" 'BEGIN{ if (b>0) printf "%.3f", a/b; else print 0 }')")
+    done
+    med=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{v[NR]=$1} END{ if (NR%2) print v[(NR+1)/2]; else printf "%.3f", (v[NR/2]+v[NR/2+1])/2 }')
+    echo "BENCH nbd_${fig}_${a}_vs_base ${med} ratio_median rounds ${ratios[*]}"
   done
 done
 if [ -n "${uris[nvswapd-trace]:-}" ]; then

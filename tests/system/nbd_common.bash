@@ -4,12 +4,13 @@
 # nbd_start SOCK NAME [nvswapd options...]: start nvswapd in the foreground
 # on a Unix socket (or, with SOCK "-", on whatever --listen says), with its
 # MRAM file in $T_SHM and its control socket in $T_DIR/run. Sets NBD_PID.
+# NBD_BIN overrides the binary (a benchmark's A/B of two builds).
 nbd_start() {
   local sock=$1 name=$2; shift 2
   export NVCACHE_RUN_DIR=$T_DIR/run
   local where=()
   [ "$sock" != - ] && where=(--unix "$sock")
-  "$(t_bin nvswapd)" -f "${where[@]}" --name "$name" \
+  "${NBD_BIN:-$(t_bin nvswapd)}" -f "${where[@]}" --name "$name" \
     --nvram "$T_SHM/$name.mram" "$@" >"$T_DIR/nvswapd-$name.log" 2>&1 &
   NBD_PID=$!
   t_cleanup "kill $NBD_PID 2>/dev/null; wait $NBD_PID 2>/dev/null"
