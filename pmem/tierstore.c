@@ -348,7 +348,9 @@ static int slot_take(struct tierstore *ts, unsigned t, uint32_t *s)
 static void slot_put(struct tierstore *ts, unsigned t, uint32_t s)
 {
 	struct frames *f = &ts->fr[t];
-	if (atomic_load_explicit(&ts->pins, memory_order_relaxed))
+	/* acquire: pairs with the unmap's release, so that the sender's
+	 * reads of the frame are over before we may hand it out again */
+	if (atomic_load_explicit(&ts->pins, memory_order_acquire))
 		f->retired[f->nretired++] = s;
 	else
 		f->free[f->nfree++] = s;
@@ -611,7 +613,7 @@ int tierstore_read_map(struct tierstore *ts, uint64_t off, size_t len,
 
 void tierstore_read_unmap(struct tierstore *ts)
 {
-	atomic_fetch_sub_explicit(&ts->pins, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&ts->pins, 1, memory_order_release);
 	pthread_rwlock_unlock(&ts->maps);
 }
 
