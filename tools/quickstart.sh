@@ -41,13 +41,35 @@ stop_all() {
     rm -f $state/nbdfuse.dir
   fi
   if [ -f $state/nvswapd.pid ]; then
-    kill "$(cat $state/nvswapd.pid)" 2>/dev/null && echo "nvswapd: stopped"
+    pid=$(cat $state/nvswapd.pid)
+    if kill "$pid" 2>/dev/null; then
+      wait_exit "$pid" nvswapd
+      echo "nvswapd: stopped"
+    fi
     rm -f $state/nvswapd.pid
   fi
   if grep -q " $mnt fuse" /proc/mounts; then
-    echo "nvcachefs $mnt: writing back and unmounting..."
-    fusermount3 -u "$mnt" && echo "nvcachefs $mnt: unmounted"
+    # fusermount3 -u returns once the mount is gone; the daemon then writes
+    # every dirty block back and exits: the backing files are complete only
+    # when it has exited.
+    local fspid
+    fspid=$(pgrep -f "nvcachefs $mnt( |\$)" | head -1)
+    echo "nvcachefs $mnt: unmounting and writing back..."
+    fusermount3 -u "$mnt" || return 1
+    [ -n "$fspid" ] && wait_exit "$fspid" "nvcachefs (writing back to $backing)"
+    echo "nvcachefs $mnt: unmounted, everything written back to $backing"
   fi
+}
+
+# wait_exit PID WHAT: wait for a process we stopped, saying so every 10 s.
+wait_exit() {
+  local n=0
+  while kill -0 "$1" 2>/dev/null; do
+    sleep 0.2
+    n=$((n + 1))
+    [ $((n % 50)) -eq 0 ] && echo "  waiting for $2 to finish (pid $1, $((n / 5)) s)..."
+  done
+  return 0
 }
 
 if [ $stop -eq 1 ]; then
