@@ -58,6 +58,8 @@ stop_all() {
     fusermount3 -u "$mnt" || return 1
     [ -n "$fspid" ] && wait_exit "$fspid" "nvcachefs (writing back to $backing)"
     echo "nvcachefs $mnt: unmounted, everything written back to $backing"
+    local nv=/dev/shm/nvcache-$(echo "${mnt#/}" | tr / -).nvram
+    [ -f "$nv" ] && echo "  its NVRAM file $nv ($(du -h "$nv" | cut -f1) of RAM) is kept for the next mount; rm it to free that memory"
   fi
 }
 
