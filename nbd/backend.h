@@ -21,12 +21,15 @@ struct nbd_backend_ops {
 	int (*write)(void *priv, const void *buf, uint64_t off, uint32_t len);
 	/* Optional (NULL: the server copies with read): zero-copy READ, see
 	 * tierstore_read_map(). iov[] gets where the bytes of [off, off +
-	 * *mapped) are, at most max iovecs. Returns their count, or -errno;
+	 * *mapped) are, at most max iovecs; *seen as tierstore_read_map's
+	 * (the READ's bytes already presented to the policy). Returns their
+	 * count, or -errno;
 	 * -EOPNOTSUPP: use read. After a return > 0 the caller sends from
 	 * them at once and then calls read_unmap, on the same thread, with
 	 * no other backend call between. */
 	int (*read_map)(void *priv, uint64_t off, uint32_t len,
-			struct iovec *iov, unsigned max, size_t *mapped);
+			struct iovec *iov, unsigned max, size_t *mapped,
+			uint64_t *seen);
 	void (*read_unmap)(void *priv);
 	/* The range's contents are no longer needed; it reads as zeros
 	 * afterwards and its memory goes back to the store. */

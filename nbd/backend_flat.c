@@ -24,9 +24,11 @@ static int flat_read(void *priv, void *buf, uint64_t off, uint32_t len)
 
 /* One iovec into the mapping. Nothing to pin: pages never move here. */
 static int flat_read_map(void *priv, uint64_t off, uint32_t len,
-			 struct iovec *iov, unsigned max, size_t *mapped)
+			 struct iovec *iov, unsigned max, size_t *mapped,
+			 uint64_t *seen)
 {
 	struct flat *f = priv;
+	(void)seen;     /* no policy here */
 	if (!max)
 		return 0;
 	iov[0].iov_base = f->base + off;

@@ -15,9 +15,10 @@ static int st_read(void *priv, void *buf, uint64_t off, uint32_t len)
 }
 
 static int st_read_map(void *priv, uint64_t off, uint32_t len,
-		       struct iovec *iov, unsigned max, size_t *mapped)
+		       struct iovec *iov, unsigned max, size_t *mapped,
+		       uint64_t *seen)
 {
-	return tierstore_read_map(priv, off, len, iov, max, mapped);
+	return tierstore_read_map(priv, off, len, iov, max, mapped, seen);
 }
 
 static void st_read_unmap(void *priv)

@@ -219,6 +219,7 @@ static void req_start(struct nbd_conn *c)
 		c->direct_off = false;
 		c->left = r->len;
 		c->cur = r->offset;
+		c->read_seen = r->offset;
 		if (c->left)
 			c->state = CONN_READ_DATA;
 		return;
@@ -319,7 +320,7 @@ static bool read_direct(struct nbd_conn *c)
 	if (c->sbusy || c->want_out)
 		return false;
 	n = be->ops->read_map(be->priv, c->cur, take, iov + 1,
-			      NBD_CONN_DIRECT_PAGES, &mapped);
+			      NBD_CONN_DIRECT_PAGES, &mapped, &c->read_seen);
 	if (n == -EOPNOTSUPP || n == 0) {
 		c->direct_off = true;   /* copy this READ instead */
 		return true;

@@ -94,6 +94,8 @@ struct nbd_conn {
 	uint32_t err;               /* NBD error to reply with */
 	uint64_t cur;               /* next offset of a streaming READ/WRITE */
 	uint64_t left;              /* payload bytes still to stream/discard */
+	uint64_t read_seen;         /* zero-copy READ: presented to the policy
+				     * up to here (read_map's *seen) */
 	bool direct_off;            /* this READ is copied (backend said so) */
 	bool want_out;              /* zero-copy READ waits for socket room */
 };

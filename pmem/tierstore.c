@@ -541,7 +541,8 @@ int tierstore_pread(struct tierstore *ts, void *buf, uint64_t off, size_t len)
 }
 
 int tierstore_read_map(struct tierstore *ts, uint64_t off, size_t len,
-		       struct iovec *iov, unsigned max, size_t *mapped)
+		       struct iovec *iov, unsigned max, size_t *mapped,
+		       uint64_t *seen)
 {
 	static const uint8_t zero[PG];
 	unsigned n = 0;
@@ -566,15 +567,24 @@ int tierstore_read_map(struct tierstore *ts, uint64_t off, size_t len,
 		unsigned t;
 		uint32_t s;
 
-		ts->st.reads++;
-		count(&ts->nreads[p]);
+		/* A piece an earlier map of this READ already presented (its
+		 * send went out short): not an access again, unless the page
+		 * has left memory since and must be loaded back. */
+		bool again = o < *seen && (ts->tier[p] == TIER_NONE ||
+					   ts->tier[p] <= TIER_DRAM);
+		if (!again) {
+			ts->st.reads++;
+			count(&ts->nreads[p]);
+		}
 		if (ts->tier[p] == TIER_NONE)
-			ts->st.zero_reads++;
-		else if ((rc = page_access(ts, p, false, in, k, &t, &s)) < 0)
+			ts->st.zero_reads += !again;
+		else if (!again && (rc = page_access(ts, p, false, in, k, &t, &s)) < 0)
 			break;
 		o += k;
 		left -= k;
 	}
+	if (rc == 0 && off + len > *seen)
+		*seen = off + len;
 	while (rc == 0 && len) {
 		uint64_t p = off / PG;
 		size_t in = off % PG, k = PG - in < len ? PG - in : len;

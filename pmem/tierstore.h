@@ -90,9 +90,16 @@ int tierstore_pwrite(struct tierstore *ts, const void *buf, uint64_t off,
  * meanwhile is retired, and reused only once no map is out), so a send
  * straight from the iovecs never carries another page's bytes. A write
  * to a mapped page itself may still change bytes being sent, as with any
- * overlapping read and write. */
+ * overlapping read and write.
+ *
+ * *seen (in/out, per READ; start it at the READ's offset): the bytes below
+ * it were presented to the policy by an earlier map of the same READ
+ * whose send went out short; pieces there still in memory are not counted
+ * again (page reads, heat, --trace-out). Set to the end of what this call
+ * presented. */
 int tierstore_read_map(struct tierstore *ts, uint64_t off, size_t len,
-		       struct iovec *iov, unsigned max, size_t *mapped);
+		       struct iovec *iov, unsigned max, size_t *mapped,
+		       uint64_t *seen);
 void tierstore_read_unmap(struct tierstore *ts);
 /* The range reads as zeros afterwards; every whole page in it is freed
  * (policy_forget, memory slot back to its tier, flash copy punched out). */
