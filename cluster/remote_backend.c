@@ -284,81 +284,16 @@ static void conn_put(struct remote_backend *rb, unsigned i, struct rconn *c, int
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Several fetches at once, each on a connection to its node (one per
- * node; requests to the same node are pipelined on it), so that they cost
- * one round trip of wall time, not one each. Connections are taken in node
- * order, as in mirror_parallel: no two threads can each hold one the other
- * waits for. Each request gets its own rc, as node_op/parity_op would
- * give it; every reply is taken before a connection goes back. */
-struct fetch_req {
-	unsigned node;
-	bool parity;
-	uint64_t key, version;
-	void *page;
-	int rc;
-};
-
-static void fetch_parallel(struct remote_backend *rb, struct fetch_req *r,
-			   unsigned n)
-{
-	unsigned ord[PARITY_MAX_N + 1];
-	struct rconn *c[PARITY_MAX_N + 1];
-
-	if (n > PARITY_MAX_N + 1)
-		abort();        /* callers fetch at most a group and its parity */
-	for (unsigned k = 0; k < n; k++) {
-		unsigned j = k;
-		for (; j > 0 && r[ord[j - 1]].node > r[k].node; j--)
-			ord[j] = ord[j - 1];
-		ord[j] = k;
-	}
-	/* connect, and send every request */
-	for (unsigned j = 0; j < n; j++) {
-		struct fetch_req *q = &r[ord[j]];
-		if (j && q->node == r[ord[j - 1]].node) {
-			c[j] = c[j - 1];
-			if (!c[j]) {
-				q->rc = r[ord[j - 1]].rc;
-				continue;
-			}
-		} else if (!(c[j] = conn_get(rb, q->node, &q->rc))) {
-			continue;
-		}
-		q->rc = q->parity ?
-			cluster_client_parity_fetch_start(c[j]->cl, q->key) :
-			cluster_client_page_fetch_start(c[j]->cl, q->key, q->version);
-	}
-	/* take the replies, in the order sent */
-	for (unsigned j = 0; j < n; j++) {
-		struct fetch_req *q = &r[ord[j]];
-		if (!c[j])
-			continue;
-		if (!q->rc)
-			q->rc = cluster_client_wait_fetch(c[j]->cl, q->page, NULL);
-		if (!q->rc && !q->parity)
-			atomic_fetch_add(&rb->nodes[q->node].fetches, 1);
-	}
-	/* give each connection back once, with a transport error if any of
-	 * its requests had one (conn_put then closes it) */
-	for (unsigned j = 0; j < n; j++) {
-		if (!c[j] || (j + 1 < n && c[j + 1] == c[j]))
-			continue;
-		int worst = 0;
-		for (unsigned k = j + 1; k-- > 0 && c[k] == c[j];)
-			if (is_transport_error(r[ord[k]].rc))
-				worst = r[ord[k]].rc;
-		conn_put(rb, r[ord[j]].node, c[j], worst);
-	}
-}
-
-/* Many fetches at once, on any nodes (a recovery batch): each node's
- * share goes out as PAGE_FETCH_MANY requests of up to FRAME_BATCH_MAX
- * entries, pipelined on one connection, and every node's before any reply
- * is taken: the set costs about one round trip and one request per 64
- * pages, where fetch_parallel costs one request per page. Nodes are taken
- * in index order (see fetch_parallel). node[k] is entry k's node; f[k].rc
- * comes back as a single fetch's would, or the connection's error.
- * tmp: scratch of n entries. At most FETCH_BATCH_NODE entries per node. */
+/* Several fetches at once, on any nodes (a group's members and parity
+ * page, or a recovery batch): each node's share goes out as
+ * PAGE_FETCH_MANY requests of up to FRAME_BATCH_MAX entries, pipelined on
+ * one connection, and every node's before any reply is taken, so the set
+ * costs one round trip of wall time and one request per node and 64
+ * pages. Connections are taken in node order, as in mirror_parallel: no
+ * two threads can each hold one the other waits for; every reply is taken
+ * before a connection goes back. node[k] is entry k's node; f[k].rc comes
+ * back as a single fetch's would, or the connection's error. tmp, from:
+ * scratch of n entries. At most FETCH_BATCH_NODE entries per node. */
 #define FETCH_BATCH_NODE (FRAME_BATCH_MAX * CLUSTER_CLIENT_MAX_INFLIGHT)
 
 static void fetch_batch(struct remote_backend *rb, struct cluster_fetch *f,
@@ -431,7 +366,7 @@ static void fetch_batch(struct remote_backend *rb, struct cluster_fetch *f,
  * up to CLUSTER_CLIENT_MAX_INFLIGHT pipelined on one connection, a new one
  * sent as each reply comes, so that the node reads them back to back
  * instead of waking once per page. Nodes in index order (see
- * fetch_parallel). st[k]: slot, version, page and node of store k; its rc
+ * fetch_batch). st[k]: slot, version, page and node of store k; its rc
  * comes back in st[k].rc. */
 struct store_req {
 	uint64_t slot, version;
@@ -864,27 +799,28 @@ static int group_parity_store(struct remote_backend *rb, struct parity_group *g,
  * Caller holds the group's lock. */
 static int group_parity_rebuild(struct remote_backend *rb, struct parity_group *g)
 {
-	uint8_t acc[PAGE], pg[PARITY_MAX_N][PAGE];
-	struct fetch_req r[PARITY_MAX_N];
+	uint8_t acc[PAGE], pg[PARITY_MAX_N][PAGE], node[PARITY_MAX_N];
+	struct cluster_fetch f[PARITY_MAX_N], tmp[PARITY_MAX_N];
+	unsigned from[PARITY_MAX_N];
+	bool all = true;
 
 	if (g->state != PG_CLOSED)
 		return 0;
 	/* every member at once; then judged in member order */
 	for (unsigned k = 0; k < g->nmem; k++) {
 		const struct parity_member *m = &g->m[k];
-		r[k] = (struct fetch_req){ .node = m->node, .key = m->slot,
-					   .version = m->version, .page = pg[k],
-					   .rc = member_ok(rb, m) ? 0 : -EHOSTDOWN };
+		node[k] = m->node;
+		f[k] = (struct cluster_fetch){ .kind = FK_DATA, .key = m->slot,
+					       .version = m->version, .page = pg[k],
+					       .rc = member_ok(rb, m) ? 0 : -EHOSTDOWN };
+		all = all && !f[k].rc;
 	}
-	unsigned n = 0;
-	while (n < g->nmem && !r[n].rc)
-		n++;
-	if (n == g->nmem)
-		fetch_parallel(rb, r, n);
+	if (all)
+		fetch_batch(rb, f, node, g->nmem, tmp, from);
 	memset(acc, 0, PAGE);
 	for (unsigned k = 0; k < g->nmem; k++) {
 		const struct parity_member *m = &g->m[k];
-		int rc = r[k].rc;
+		int rc = f[k].rc;
 		if (rc) {
 			g->parity_lost = 1;
 			log_err("remote swap: parity group %" PRIu64 ": member slot %"
@@ -924,9 +860,9 @@ static void group_apply(struct remote_backend *rb, struct parity_group *g,
 static int group_reconstruct(struct remote_backend *rb, struct parity_group *g,
 			     uint64_t slot, void *out)
 {
-	uint8_t pg[PARITY_MAX_N][PAGE];
-	struct fetch_req r[PARITY_MAX_N + 1];
-	unsigned n = 0, who[PARITY_MAX_N];
+	uint8_t pg[PARITY_MAX_N][PAGE], node[PARITY_MAX_N + 1];
+	struct cluster_fetch r[PARITY_MAX_N + 1], tmp[PARITY_MAX_N + 1];
+	unsigned n = 0, who[PARITY_MAX_N], from[PARITY_MAX_N + 1];
 
 	if (g->state == PG_OPEN)
 		memcpy(out, g->local, PAGE);
@@ -944,16 +880,20 @@ static int group_reconstruct(struct remote_backend *rb, struct parity_group *g,
 			return -EIO;
 		}
 		who[n] = k;
-		r[n] = (struct fetch_req){ .node = m->node, .key = m->slot,
-					   .version = m->version, .page = pg[n] };
+		node[n] = m->node;
+		r[n] = (struct cluster_fetch){ .kind = FK_DATA, .key = m->slot,
+					       .version = m->version, .page = pg[n] };
 		n++;
 	}
 	/* the parity page and every other member at once */
 	unsigned nr = n;
-	if (g->state != PG_OPEN)
-		r[nr++] = (struct fetch_req){ .node = g->pn, .parity = true,
-					      .key = g->pkey, .page = out };
-	fetch_parallel(rb, r, nr);
+	if (g->state != PG_OPEN) {
+		node[nr] = g->pn;
+		r[nr++] = (struct cluster_fetch){ .kind = FK_PARITY, .key = g->pkey,
+						  .page = out };
+	}
+	if (nr)
+		fetch_batch(rb, r, node, nr, tmp, from);
 	if (nr > n && r[n].rc)
 		return -EIO;
 	for (unsigned k = 0; k < n; k++) {
@@ -1117,6 +1057,24 @@ static int group_add(struct remote_backend *rb, uint64_t i, uint64_t v,
 	return rc;
 }
 
+/* Slot s, member idx of group g, now lives on node n, stored there under
+ * its generation gen: the slot map, the group and the placement counters
+ * say so (its old node, if any, holds one page less of ours). Caller
+ * holds the slot's stripe and the group's lock. */
+static void pslot_moved(struct remote_backend *rb, struct slot *s,
+			struct parity_group *g, int idx, unsigned n, uint8_t gen)
+{
+	if (s->n[0] != NO_NODE)
+		atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
+	atomic_fetch_add(&rb->nodes[n].held, 1);
+	atomic_fetch_add(&rb->nodes[n].placed, 1);
+	atomic_fetch_sub(&rb->nodes[n].free_pages, 1);
+	s->n[0] = (uint8_t)n;
+	s->g[0] = gen;
+	g->m[idx].node = s->n[0];
+	g->m[idx].gen = s->g[0];
+}
+
 /* Give slot i, rebuilt (contents page; member idx of group gid, whose
  * node is lost), a new home: the same group, on a node outside it (no
  * parity change); failing that, an open group. Caller holds the stripe
@@ -1135,15 +1093,8 @@ static int pslot_rehome(struct remote_backend *rb, uint64_t i, uint64_t gid,
 		if (n < 0)
 			break;
 		if (node_op(rb, (unsigned)n, OP_STORE, i, s->version, (void *)page) == 0) {
-			if (s->n[0] != NO_NODE)
-				atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
-			atomic_fetch_add(&rb->nodes[n].held, 1);
-			atomic_fetch_add(&rb->nodes[n].placed, 1);
-			atomic_fetch_sub(&rb->nodes[n].free_pages, 1);
-			s->n[0] = (uint8_t)n;
-			s->g[0] = (uint8_t)atomic_load(&rb->nodes[n].gen);
-			g->m[idx].node = s->n[0];
-			g->m[idx].gen = s->g[0];
+			pslot_moved(rb, s, g, idx, (unsigned)n,
+				    (uint8_t)atomic_load(&rb->nodes[n].gen));
 			pthread_mutex_unlock(glock(rb, gid));
 			atomic_fetch_add(&rb->rehomes, 1);
 			return 0;
@@ -1931,7 +1882,6 @@ static void recover_finish(struct remote_backend *rb, struct recover_buf *b,
 			   struct recover_arg *a)
 {
 	struct slot *s = &rb->slots[j->i];
-	struct rnode *nd = &rb->nodes[st->node];
 	bool dropit = false;
 
 	pthread_mutex_lock(stripe(rb, j->i));
@@ -1942,14 +1892,7 @@ static void recover_finish(struct remote_backend *rb, struct recover_buf *b,
 		    group_same(g, &j->snap);
 	int idx = same && !st->rc ? parity_member_find(g, j->i) : -1;
 	if (idx >= 0) {
-		atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
-		atomic_fetch_add(&nd->held, 1);
-		atomic_fetch_add(&nd->placed, 1);
-		atomic_fetch_sub(&nd->free_pages, 1);
-		s->n[0] = st->node;
-		s->g[0] = j->gen;
-		g->m[idx].node = s->n[0];
-		g->m[idx].gen = s->g[0];
+		pslot_moved(rb, s, g, idx, st->node, j->gen);
 		pthread_mutex_unlock(glock(rb, j->gid));
 		atomic_fetch_add(&rb->rehomes, 1);
 		atomic_fetch_add(&rb->rebuilt_batched, 1);
@@ -2177,15 +2120,9 @@ static int migrate_pslot(struct remote_backend *rb, uint64_t i, unsigned j,
 		if (n < 0)
 			break;
 		if (node_op(rb, (unsigned)n, OP_STORE, i, s->version, page) == 0) {
-			atomic_fetch_add(&rb->nodes[n].held, 1);
-			atomic_fetch_add(&rb->nodes[n].placed, 1);
-			atomic_fetch_sub(&rb->nodes[n].free_pages, 1);
-			s->n[0] = (uint8_t)n;
-			s->g[0] = (uint8_t)atomic_load(&rb->nodes[n].gen);
-			g->m[idx].node = s->n[0];
-			g->m[idx].gen = s->g[0];
+			pslot_moved(rb, s, g, idx, (unsigned)n,
+				    (uint8_t)atomic_load(&rb->nodes[n].gen));
 			pthread_mutex_unlock(glock(rb, gid));
-			atomic_fetch_sub(&rb->nodes[j].held, 1);
 			(void)node_op(rb, j, OP_DROP, i, s->version, NULL);
 			return 1;
 		}
@@ -2562,7 +2499,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		nd->id = nd->cn->id;
 		nd->target = nd->id != rb->self;
 		/* parity modes: a recovery worker holds one connection on
-		 * every node of a group at once (fetch_parallel), and there
+		 * every node of a group at once (fetch_batch), and there
 		 * are RECOVER_THREADS of them beside the I/O threads */
 		nd->nconn = o->conns_per_node ? o->conns_per_node :
 			    o->redundancy == REMOTE_PARITY ||

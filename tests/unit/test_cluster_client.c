@@ -420,20 +420,30 @@ struct fake {
 	char text[FAKE_TEXT];
 };
 
+/* A fake node's side of a connection: accept one client on listen_fd and
+ * authenticate as node 7. 0, or -1 (c closed, or never opened). */
+static int fake_accept(int listen_fd, struct conn *c)
+{
+	struct auth_identity me = { 7, 42, cfg.secret, cfg.secret_len };
+	struct auth_peer peer;
+	int fd = accept(listen_fd, NULL, NULL);
+
+	c->fd = -1;
+	c->big = NULL;
+	if (fd < 0)
+		return -1;
+	conn_init(c, fd);
+	conn_set_timeout(c, 3000);
+	return auth_server(c, &me, NULL, NULL, &peer, NULL) ? -1 : 0;
+}
+
 static void *fake_main(void *arg)
 {
 	struct fake *f = arg;
 	static struct conn c;
 	static struct frame_hdr q, r;
-	struct auth_identity me = { 7, 42, cfg.secret, cfg.secret_len };
-	struct auth_peer peer;
-	int fd = accept(f->listen_fd, NULL, NULL);
 
-	if (fd < 0)
-		return NULL;
-	conn_init(&c, fd);
-	conn_set_timeout(&c, 3000);
-	if (auth_server(&c, &me, NULL, NULL, &peer, NULL))
+	if (fake_accept(f->listen_fd, &c))
 		goto out;
 	while (!conn_recv(&c, &q, NULL, NULL) && q.type == FT_NODE_STATS) {
 		size_t off = q.page_id, total = FAKE_TEXT;
@@ -778,15 +788,8 @@ static void *ffake_main(void *arg)
 	static struct conn c;
 	static struct frame_hdr q, r;
 	static uint8_t page[FRAME_PAGE_SIZE];
-	struct auth_identity me = { 7, 42, cfg.secret, cfg.secret_len };
-	struct auth_peer peer;
-	int fd = accept(f->listen_fd, NULL, NULL);
 
-	if (fd < 0)
-		return NULL;
-	conn_init(&c, fd);
-	conn_set_timeout(&c, 3000);
-	if (auth_server(&c, &me, NULL, NULL, &peer, NULL))
+	if (fake_accept(f->listen_fd, &c))
 		goto out;
 	while (!conn_recv(&c, &q, NULL, NULL) && q.type == FT_PAGE_FETCH) {
 		if (f->mode == FF_CLOSE)
