@@ -79,7 +79,16 @@ struct node {
 	pthread_cond_t cond;    /* stop, conns_active changes */
 	bool stopping;
 	unsigned conns_active;
-	int *conn_fds;          /* max_conns slots, -1 = free */
+	/* max_conns connection slots. A slot's thread is joinable: when it
+	 * ends it leaves its slot marked ended, and the slot's next user
+	 * (accept_one) or node_stop joins it. (Detached threads still
+	 * unwinding when main exits made LeakSanitizer's exit-time check
+	 * crash the sanitizer build: exit 134 on SIGTERM in CI.) */
+	struct conn_slot {
+		int fd;         /* -1: no connection */
+		bool thread;    /* a thread ran in this slot and is not joined */
+		pthread_t t;
+	} *slots;
 	uint64_t mem_total, mem_available, offer, limit_override;
 	uint64_t mem_offer;     /* what memwatch alone would offer */
 	/* The operator's shrink (node_ctl "shrink SIZE"): the offer is
@@ -652,7 +661,7 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 static void conn_slot_release(struct node *n, int slot)
 {
 	pthread_mutex_lock(&n->lock);
-	n->conn_fds[slot] = -1;
+	n->slots[slot].fd = -1;
 	n->conns_active--;
 	pthread_cond_broadcast(&n->cond);
 	pthread_mutex_unlock(&n->lock);
@@ -730,33 +739,39 @@ out:
 	/* Leave the slot table before closing: node_stop must never shut
 	 * down an fd number that close() has already given back. */
 	pthread_mutex_lock(&n->lock);
-	n->conn_fds[ib->slot] = -1;
+	n->slots[ib->slot].fd = -1;
 	pthread_mutex_unlock(&n->lock);
 	conn_close(&ib->c);
-	conn_slot_release(n, ib->slot);
 	free(ib->stats);
 	free(ib->batch);
 	for (unsigned k = 0; k < CONFIG_MAX_NODES; k++)
 		cluster_client_close(ib->fwd[k]);
+	int slot = ib->slot;
 	free(ib);
+	conn_slot_release(n, slot);
 	return NULL;
 }
 
 static void accept_one(struct node *n, int fd)
 {
 	int slot = -1;
+	bool ended = false;
+	pthread_t old;
 
 	pthread_mutex_lock(&n->lock);
 	if (!n->stopping && n->conns_active < n->max_conns) {
 		for (unsigned i = 0; i < n->max_conns; i++) {
-			if (n->conn_fds[i] < 0) {
+			if (n->slots[i].fd < 0) {
 				slot = (int)i;
 				break;
 			}
 		}
 	}
 	if (slot >= 0) {
-		n->conn_fds[slot] = fd;
+		ended = n->slots[slot].thread;
+		old = n->slots[slot].t;
+		n->slots[slot].fd = fd;
+		n->slots[slot].thread = false;
 		n->conns_active++;
 	}
 	pthread_mutex_unlock(&n->lock);
@@ -766,9 +781,11 @@ static void accept_one(struct node *n, int fd)
 		close(fd);
 		return;
 	}
+	/* The slot's previous thread has released it: it is returning. */
+	if (ended)
+		pthread_join(old, NULL);
 	struct inbound *ib = calloc(1, sizeof(*ib));
 	pthread_attr_t attr;
-	pthread_t t;
 	if (!ib)
 		goto fail;
 	ib->node = n;
@@ -777,8 +794,12 @@ static void accept_one(struct node *n, int fd)
 	atomic_fetch_add(&n->conns_total, 1);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, CONN_STACK);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&t, &attr, inbound_main, ib);
+	/* Only this thread (the acceptor) writes a slot's t, and node_stop
+	 * reads it after joining the acceptor. */
+	pthread_mutex_lock(&n->lock);
+	int rc = pthread_create(&n->slots[slot].t, &attr, inbound_main, ib);
+	n->slots[slot].thread = rc == 0;
+	pthread_mutex_unlock(&n->lock);
 	pthread_attr_destroy(&attr);
 	if (rc == 0)
 		return;
@@ -906,13 +927,13 @@ int node_start(struct node **out, const struct node_opts *o)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	n->incarnation = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 
-	n->conn_fds = malloc(sizeof(int) * n->max_conns);
-	if (!n->conn_fds) {
+	n->slots = calloc(n->max_conns, sizeof(*n->slots));
+	if (!n->slots) {
 		rc = -ENOMEM;
 		goto fail;
 	}
 	for (unsigned i = 0; i < n->max_conns; i++)
-		n->conn_fds[i] = -1;
+		n->slots[i].fd = -1;
 	if ((rc = membership_create(&n->mb, &n->cfg, n->self,
 				    (uint64_t)n->timeout_ms * 1000000ULL)))
 		goto fail;
@@ -970,9 +991,9 @@ void node_stop(struct node *n)
 	n->stopping = true;
 	pthread_cond_broadcast(&n->cond);
 	/* Wake every thread blocked in recv/send on a connection. */
-	for (unsigned i = 0; n->conn_fds && i < n->max_conns; i++)
-		if (n->conn_fds[i] >= 0)
-			shutdown(n->conn_fds[i], SHUT_RDWR);
+	for (unsigned i = 0; n->slots && i < n->max_conns; i++)
+		if (n->slots[i].fd >= 0)
+			shutdown(n->slots[i].fd, SHUT_RDWR);
 	for (unsigned i = 0; i < n->n_links; i++)
 		if (n->links[i].c && n->links[i].c->fd >= 0)
 			shutdown(n->links[i].c->fd, SHUT_RDWR);
@@ -988,11 +1009,11 @@ void node_stop(struct node *n)
 			pthread_join(n->links[i].thread, NULL);
 		free(n->links[i].c);
 	}
-	/* Connection threads are detached: wait until the last has gone. */
-	pthread_mutex_lock(&n->lock);
-	while (n->conns_active)
-		pthread_cond_wait(&n->cond, &n->lock);
-	pthread_mutex_unlock(&n->lock);
+	/* The acceptor is joined: no slot changes hands any more. Join
+	 * every connection thread, the running ones once woken above. */
+	for (unsigned i = 0; n->slots && i < n->max_conns; i++)
+		if (n->slots[i].thread)
+			pthread_join(n->slots[i].t, NULL);
 	if (n->listen_fd >= 0)
 		close(n->listen_fd);
 	if (n->stop_pipe[0] >= 0) {
@@ -1001,7 +1022,7 @@ void node_stop(struct node *n)
 	}
 	pagestore_close(n->ps);
 	membership_destroy(n->mb);
-	free(n->conn_fds);
+	free(n->slots);
 	pthread_cond_destroy(&n->cond);
 	pthread_mutex_destroy(&n->lock);
 	memset(n->cfg.secret, 0, sizeof(n->cfg.secret));

@@ -181,5 +181,5 @@ kill -TERM "${pid[3]}"
 t_wait 10 test ! -e "$NVCACHE_RUN_DIR/node-3.sock" || t_fail "node 3 did not stop on SIGTERM"
 wait "${pid[3]}" 2>/dev/null
 rc=$?
-[ $rc -eq 0 ] || t_fail "node 3 exited $rc on SIGTERM"
+[ $rc -eq 0 ] || { tail -40 "$T_DIR/node3.log" >&2; t_fail "node 3 exited $rc on SIGTERM"; }
 t_log "PASS"
