@@ -1,4 +1,5 @@
-/* batch.c - encode and check PAGE_FETCH_MANY payloads; see batch.h. */
+/* batch.c - encode and check PAGE_FETCH_MANY and PAGE_STORE_MANY
+ * payloads; see batch.h. */
 #include "cluster/batch.h"
 
 #include <errno.h>
@@ -36,6 +37,22 @@ void batch_request_put(uint8_t *out, const struct batch_entry *e, unsigned n)
 	}
 }
 
+/* n request entries at p */
+static int entries_get(const uint8_t *p, unsigned n, struct batch_entry *e,
+		       const char **why)
+{
+	for (unsigned k = 0; k < n; k++, p += FRAME_BATCH_ENTRY) {
+		if (p[16] >= FK_COUNT || !zero(p + 17, 7)) {
+			*why = "batch request: bad kind or reserved bytes";
+			return -EPROTO;
+		}
+		e[k] = (struct batch_entry){ .key = get_be64(p),
+					     .version = get_be64(p + 8),
+					     .kind = p[16] };
+	}
+	return 0;
+}
+
 int batch_request_get(const uint8_t *p, uint32_t len, struct batch_entry *e,
 		      unsigned *n, const char **why)
 {
@@ -45,16 +62,21 @@ int batch_request_get(const uint8_t *p, uint32_t len, struct batch_entry *e,
 		return -EPROTO;
 	}
 	*n = len / FRAME_BATCH_ENTRY;
-	for (unsigned k = 0; k < *n; k++, p += FRAME_BATCH_ENTRY) {
-		if (p[16] >= FK_COUNT || !zero(p + 17, 7)) {
-			*why = "fetch-many request: bad kind or reserved bytes";
-			return -EPROTO;
-		}
-		e[k] = (struct batch_entry){ .key = get_be64(p),
-					     .version = get_be64(p + 8),
-					     .kind = p[16] };
+	return entries_get(p, *n, e, why);
+}
+
+int batch_store_get(const uint8_t *p, uint32_t len, struct batch_entry *e,
+		    unsigned *n, const uint8_t **pages, const char **why)
+{
+	const uint32_t unit = FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE;
+
+	if (len == 0 || len % unit || len / unit > FRAME_BATCH_MAX) {
+		*why = "store-many request: not 1..64 whole entries with their pages";
+		return -EPROTO;
 	}
-	return 0;
+	*n = len / unit;
+	*pages = p + (size_t)*n * FRAME_BATCH_ENTRY;
+	return entries_get(p, *n, e, why);
 }
 
 void batch_result_put(uint8_t *out, unsigned k, const struct batch_entry *r)
@@ -68,6 +90,20 @@ void batch_result_put(uint8_t *out, unsigned k, const struct batch_entry *r)
 	p[17] = (uint8_t)r->status;
 }
 
+/* result k at p */
+static int result_get(const uint8_t *p, unsigned k, struct batch_entry *r,
+		      const char **why)
+{
+	const uint8_t *q = p + (size_t)k * FRAME_BATCH_ENTRY;
+	if (q[16] >= FK_COUNT || q[17] >= FS_COUNT || !zero(q + 18, 6)) {
+		*why = "batch reply: bad kind, status or reserved bytes";
+		return -EPROTO;
+	}
+	*r = (struct batch_entry){ .key = get_be64(q), .version = get_be64(q + 8),
+				   .kind = q[16], .status = q[17] };
+	return 0;
+}
+
 int batch_result_get(const uint8_t *p, uint32_t len, unsigned n, unsigned k,
 		     struct batch_entry *r, const uint8_t **page, const char **why)
 {
@@ -75,13 +111,16 @@ int batch_result_get(const uint8_t *p, uint32_t len, unsigned n, unsigned k,
 		*why = "fetch-many reply of the wrong size";
 		return -EPROTO;
 	}
-	const uint8_t *q = p + (size_t)k * FRAME_BATCH_ENTRY;
-	if (q[16] >= FK_COUNT || q[17] >= FS_COUNT || !zero(q + 18, 6)) {
-		*why = "fetch-many reply: bad kind, status or reserved bytes";
+	*page = p + (size_t)n * FRAME_BATCH_ENTRY + (size_t)k * FRAME_PAGE_SIZE;
+	return result_get(p, k, r, why);
+}
+
+int batch_store_result_get(const uint8_t *p, uint32_t len, unsigned n, unsigned k,
+			   struct batch_entry *r, const char **why)
+{
+	if (n == 0 || n > FRAME_BATCH_MAX || k >= n || len != batch_store_reply_len(n)) {
+		*why = "store-many reply of the wrong size";
 		return -EPROTO;
 	}
-	*r = (struct batch_entry){ .key = get_be64(q), .version = get_be64(q + 8),
-				   .kind = q[16], .status = q[17] };
-	*page = p + (size_t)n * FRAME_BATCH_ENTRY + (size_t)k * FRAME_PAGE_SIZE;
-	return 0;
+	return result_get(p, k, r, why);
 }

@@ -1,7 +1,9 @@
-/* batch.h - the payload of a PAGE_FETCH_MANY request and of its reply:
- * many page fetches in one frame, so that a recovery pass reads all it
- * needs from a node with one request instead of one per page (each request
- * costs two system calls and a header on both sides; a page costs a copy).
+/* batch.h - the payloads of PAGE_FETCH_MANY and PAGE_STORE_MANY requests
+ * and of their replies: many page fetches or stores in one frame, so that
+ * a recovery pass reads all it needs from a node, and stores the pages it
+ * rebuilt there, with one request instead of one per page (each request
+ * costs two system calls, a wake-up and a header on both sides; a page
+ * costs a copy).
  *
  * Request payload: n entries of FRAME_BATCH_ENTRY bytes (big-endian)
  *   0  u64 key      page id (kind DATA) or parity group (kind PARITY)
@@ -15,9 +17,15 @@
  *  16  u8  kind     as asked
  *  17  u8  status   enum frame_status of this one fetch
  *  18  6 bytes, zero
- * A page whose fetch failed is sent as zeros. 1 <= n <= FRAME_BATCH_MAX;
- * frame_decode checks the payload lengths, these functions the contents.
- * Pure functions, thread-safe. */
+ * A page whose fetch failed is sent as zeros.
+ *
+ * PAGE_STORE_MANY is the mirror image: its request carries n entries as
+ * above (key, version to store, kind), then the n pages; its reply (status
+ * OK) n results as above, without pages. An entry's status says how its
+ * store went (a full node: FS_NO_SPACE), the request as a whole succeeds.
+ *
+ * 1 <= n <= FRAME_BATCH_MAX; frame_decode checks the payload lengths,
+ * these functions the contents. Pure functions, thread-safe. */
 #pragma once
 #include <stdint.h>
 
@@ -48,7 +56,32 @@ void batch_request_put(uint8_t *out, const struct batch_entry *e, unsigned n);
 int batch_request_get(const uint8_t *p, uint32_t len, struct batch_entry *e,
 		      unsigned *n, const char **why);
 
-/* Result k of n into a reply payload out (batch_reply_len(n) bytes). */
+/* PAGE_STORE_MANY: request and reply payload lengths for n entries; the
+ * request's page k (after batch_request_put of its entries at out). */
+static inline uint32_t batch_store_len(unsigned n)
+{
+	return batch_reply_len(n);
+}
+static inline uint32_t batch_store_reply_len(unsigned n)
+{
+	return batch_request_len(n);
+}
+static inline uint8_t *batch_store_page(uint8_t *out, unsigned n, unsigned k)
+{
+	return out + (uint64_t)n * FRAME_BATCH_ENTRY + (uint64_t)k * FRAME_PAGE_SIZE;
+}
+/* Decode a PAGE_STORE_MANY request payload of len bytes: entries into e
+ * (room for FRAME_BATCH_MAX), *n, *pages at the first page. 0, or -EPROTO
+ * with *why, as batch_request_get. */
+int batch_store_get(const uint8_t *p, uint32_t len, struct batch_entry *e,
+		    unsigned *n, const uint8_t **pages, const char **why);
+/* Decode result k of a PAGE_STORE_MANY reply payload p for n entries (len
+ * bytes). 0, or -EPROTO with *why, as batch_result_get. */
+int batch_store_result_get(const uint8_t *p, uint32_t len, unsigned n, unsigned k,
+			   struct batch_entry *r, const char **why);
+
+/* Result k of n into a reply payload out (batch_reply_len(n) bytes; for a
+ * PAGE_STORE_MANY reply, batch_store_reply_len(n)). */
 void batch_result_put(uint8_t *out, unsigned k, const struct batch_entry *r);
 /* Page k of n in a reply payload. */
 static inline uint8_t *batch_reply_page(uint8_t *out, unsigned n, unsigned k)

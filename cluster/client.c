@@ -30,6 +30,7 @@ struct cluster_client {
 	} q[CLUSTER_CLIENT_MAX_INFLIGHT];
 	unsigned qhead, qn;
 	uint8_t batch_req[FRAME_BATCH_MAX * FRAME_BATCH_ENTRY];
+	uint8_t *store_req;     /* a PAGE_STORE_MANY payload, allocated at the first */
 	char last_error[FRAME_MAX_TEXT + 64];
 };
 
@@ -105,6 +106,7 @@ void cluster_client_close(struct cluster_client *c)
 	if (!c)
 		return;
 	conn_close(&c->c);
+	free(c->store_req);
 	free(c);
 }
 
@@ -237,8 +239,9 @@ int cluster_client_wait(struct cluster_client *c)
 	struct pending p;
 
 	if (!c->broken && c->qn && (c->q[c->qhead].type == FT_PAGE_FETCH ||
-				    c->q[c->qhead].type == FT_PAGE_FETCH_MANY))
-		return -EINVAL; /* its pages need a fetch's wait */
+				    c->q[c->qhead].type == FT_PAGE_FETCH_MANY ||
+				    c->q[c->qhead].type == FT_PAGE_STORE_MANY))
+		return -EINVAL; /* its results need their own wait */
 	return recv_rep(c, NULL, &p);
 }
 
@@ -412,6 +415,61 @@ int cluster_client_wait_fetch_many(struct cluster_client *c,
 		if (!f[k].rc)
 			memcpy(f[k].page, pg, FRAME_PAGE_SIZE);
 	}
+	return 0;
+}
+
+int cluster_client_store_many_start(struct cluster_client *c,
+				    const struct cluster_store *s, unsigned n)
+{
+	struct batch_entry e[FRAME_BATCH_MAX];
+
+	if (n == 0 || n > FRAME_BATCH_MAX)
+		return -EINVAL;
+	if (!c->store_req && !(c->store_req = malloc(FRAME_MAX_CONN_PAYLOAD)))
+		return -ENOMEM;
+	for (unsigned k = 0; k < n; k++) {
+		if (s[k].kind >= FK_COUNT)
+			return -EINVAL;
+		e[k] = (struct batch_entry){ .key = s[k].key, .version = s[k].version,
+					     .kind = s[k].kind };
+		memcpy(batch_store_page(c->store_req, n, k), s[k].page, FRAME_PAGE_SIZE);
+	}
+	batch_request_put(c->store_req, e, n);
+	struct frame_hdr *q = req_init(c, FT_PAGE_STORE_MANY);
+	q->payload_len = batch_store_len(n);
+	int rc = send_req(c, c->store_req);
+	if (!rc)
+		c->q[(c->qhead + c->qn - 1) % CLUSTER_CLIENT_MAX_INFLIGHT].key = n;
+	return rc;
+}
+
+int cluster_client_wait_store_many(struct cluster_client *c,
+				   struct cluster_store *s, unsigned n)
+{
+	const uint8_t *pl = NULL;
+	struct pending p;
+	struct batch_entry r[FRAME_BATCH_MAX];
+
+	if (!c->broken && (!c->qn || c->q[c->qhead].type != FT_PAGE_STORE_MANY ||
+			   c->q[c->qhead].key != n))
+		return -EINVAL;
+	int rc = recv_rep(c, &pl, &p);
+	if (c->broken || rc)
+		return rc;
+	const char *bad = NULL;
+	for (unsigned k = 0; k < n && !bad; k++) {
+		if (batch_store_result_get(pl, c->rep.payload_len, n, k, &r[k], &bad))
+			break;
+		if (r[k].key != s[k].key || r[k].kind != s[k].kind ||
+		    r[k].version != s[k].version)
+			bad = "store-many reply about another page";
+	}
+	if (bad) {
+		snprintf(c->last_error, sizeof(c->last_error), "%s", bad);
+		return fail_transport(c, -EPROTO);
+	}
+	for (unsigned k = 0; k < n; k++)
+		s[k].rc = frame_status_errno(r[k].status);
 	return 0;
 }
 

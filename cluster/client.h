@@ -111,6 +111,24 @@ int cluster_client_fetch_many_start(struct cluster_client *c,
 int cluster_client_wait_fetch_many(struct cluster_client *c,
 				   struct cluster_fetch *f, unsigned n);
 
+/* Up to FRAME_BATCH_MAX stores in one request (PAGE_STORE_MANY), the
+ * pages a recovery pass rebuilt for one node, as cluster_client_fetch_many:
+ * _start copies the pages into the request and sends it; the wait takes
+ * the reply into the same array s, each s[k].rc what a single store would
+ * give (0, -ESTALE, -ENOSPC ...). A reply about other pages is -EPROTO
+ * and breaks the handle. */
+struct cluster_store {
+	uint32_t kind;          /* FK_DATA or FK_PARITY */
+	uint64_t key;           /* page id, or parity group */
+	uint64_t version;       /* the version it is stored under */
+	const void *page;       /* FRAME_PAGE_SIZE bytes */
+	int rc;                 /* out */
+};
+int cluster_client_store_many_start(struct cluster_client *c,
+				    const struct cluster_store *s, unsigned n);
+int cluster_client_wait_store_many(struct cluster_client *c,
+				   struct cluster_store *s, unsigned n);
+
 /* Requests sent whose replies have not been taken (0 after a transport
  * error). */
 unsigned cluster_client_pending(const struct cluster_client *c);

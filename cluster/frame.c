@@ -19,6 +19,7 @@ _Static_assert((int)NVCACHE__MSG_TYPE__MSG_NODE_TABLE == (int)FT_NODE_TABLE, "pr
 _Static_assert((int)NVCACHE__STATUS__ST_INTERNAL == (int)FS_INTERNAL, "proto enum");
 _Static_assert((int)NVCACHE__STATUS__ST_PARITY_LOST == (int)FS_PARITY_LOST, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_OVERWRITE == (int)FT_PAGE_OVERWRITE, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_STORE_MANY == (int)FT_PAGE_STORE_MANY, "proto enum");
 _Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
 _Static_assert((int)NVCACHE__NODE_STATE__NS_SELF == (int)FN_SELF, "proto enum");
 
@@ -73,6 +74,7 @@ long frame_payload_expected(uint32_t type, bool reply, uint32_t status)
 	case FT_NODE_STATS:
 		return reply && status == FS_OK ? -1 : 0;
 	case FT_PAGE_FETCH_MANY:
+	case FT_PAGE_STORE_MANY:
 		return !reply || status == FS_OK ? -1 : 0;
 	default:
 		return 0;
@@ -205,8 +207,10 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 		return -EPROTO;
 	}
 	long expect = frame_payload_expected(type, m->reply, status);
-	uint32_t unit = m->reply ? FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE : FRAME_BATCH_ENTRY;
-	bool var_ok = type == FT_PAGE_FETCH_MANY ?
+	/* a batch: whole entries, with a page each where pages travel */
+	bool paged = (type == FT_PAGE_FETCH_MANY) == (bool)m->reply;
+	uint32_t unit = paged ? FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE : FRAME_BATCH_ENTRY;
+	bool var_ok = type == FT_PAGE_FETCH_MANY || type == FT_PAGE_STORE_MANY ?
 		      payload_len && payload_len % unit == 0 &&
 		      payload_len / unit <= FRAME_BATCH_MAX :
 		      payload_len <= FRAME_STATS_CHUNK;
@@ -525,6 +529,7 @@ const char *frame_type_name(uint32_t type)
 		"PAGE_STORE", "PAGE_FETCH", "PAGE_DROP", "PARITY_UPDATE",
 		"MIGRATE", "UPDATE", "INVALIDATE", "NODE_TABLE", "ERROR",
 		"OWNER_RESET", "NODE_STATS", "PAGE_FETCH_MANY", "PAGE_OVERWRITE",
+		"PAGE_STORE_MANY",
 	};
 	return type < FT_COUNT ? names[type] : "UNKNOWN";
 }

@@ -41,9 +41,10 @@
 #define FRAME_STATS_CHUNK FRAME_PAGE_SIZE
 /* Largest prefix + header a sender ever writes in one piece. */
 #define FRAME_MAX_HEAD (FRAME_PREFIX + FRAME_MAX_HEADER)
-/* PAGE_FETCH_MANY (cluster/batch.h): at most this many fetches per frame,
- * each FRAME_BATCH_ENTRY bytes in the request and in the reply (plus its
- * page). The largest payload a connection ever accepts is such a reply. */
+/* PAGE_FETCH_MANY and PAGE_STORE_MANY (cluster/batch.h): at most this
+ * many fetches or stores per frame, each FRAME_BATCH_ENTRY bytes in the
+ * request and in the reply, plus its page in a fetch's reply or a store's
+ * request. The largest payload a connection ever accepts is one of those. */
 #define FRAME_BATCH_MAX 64
 #define FRAME_BATCH_ENTRY 24
 #define FRAME_MAX_CONN_PAYLOAD (FRAME_BATCH_MAX * (FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE))
@@ -55,7 +56,7 @@ enum frame_type {
 	FT_PAGE_STORE, FT_PAGE_FETCH, FT_PAGE_DROP, FT_PARITY_UPDATE,
 	FT_MIGRATE, FT_UPDATE, FT_INVALIDATE, FT_NODE_TABLE, FT_ERROR,
 	FT_OWNER_RESET, FT_NODE_STATS, FT_PAGE_FETCH_MANY, FT_PAGE_OVERWRITE,
-	FT_COUNT
+	FT_PAGE_STORE_MANY, FT_COUNT
 };
 enum frame_status {
 	FS_OK = 0, FS_STALE, FS_NOT_FOUND, FS_NO_SPACE, FS_BAD_FRAME,
@@ -118,8 +119,9 @@ struct frame_hdr {
 /* The payload size a valid frame of this shape must carry, or -1 if it is
  * not fixed: an OK NODE_STATS reply carries 0..FRAME_STATS_CHUNK bytes of
  * text, no more than the header's version (the text's total length) minus
- * its page_id (the chunk's offset); a PAGE_FETCH_MANY request and its OK
- * reply carry 1..FRAME_BATCH_MAX whole entries (cluster/batch.h). */
+ * its page_id (the chunk's offset); a PAGE_FETCH_MANY or PAGE_STORE_MANY
+ * request and its OK reply carry 1..FRAME_BATCH_MAX whole entries
+ * (cluster/batch.h). */
 long frame_payload_expected(uint32_t type, bool reply, uint32_t status);
 
 /* Check a received 16-byte prefix and return the header and payload

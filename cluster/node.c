@@ -380,8 +380,8 @@ struct inbound {
 	 * then; later chunks are read from it, so they agree). */
 	char *stats;
 	size_t stats_len;
-	/* PAGE_FETCH_MANY: the reply payload (allocated at the first one:
-	 * only recovering clients send them) */
+	/* PAGE_FETCH_MANY, PAGE_STORE_MANY: the reply payload (allocated
+	 * at the first one: only recovering clients send them) */
 	uint8_t *batch;
 	/* PAGE_OVERWRITE: this connection's own handle to each parity node
 	 * it forwards to (by position in the cluster file), opened at the
@@ -454,6 +454,39 @@ static const void *serve_fetch_many(struct inbound *ib, const uint8_t *payload,
 		batch_result_put(ib->batch, k, &e[k]);
 	}
 	r->payload_len = batch_reply_len(n);
+	return ib->batch;
+}
+
+/* A PAGE_STORE_MANY request: every entry stored in order, each result
+ * with its own status (a full node refuses the rest with FS_NO_SPACE);
+ * the request as a whole succeeds. */
+static const void *serve_store_many(struct inbound *ib, const uint8_t *payload,
+				    int *rc)
+{
+	struct frame_hdr *q = &ib->req, *r = &ib->rep;
+	struct batch_entry e[FRAME_BATCH_MAX];
+	const uint8_t *pages;
+	const char *why = "";
+	unsigned n;
+
+	*rc = batch_store_get(payload, q->payload_len, e, &n, &pages, &why);
+	if (*rc) {
+		log_warn("%s: refused a store-many request: %s", ib->c.peer, why);
+		snprintf(r->text, sizeof(r->text), "%s", why);
+		return NULL;
+	}
+	if (!ib->batch && !(ib->batch = malloc(FRAME_MAX_CONN_PAYLOAD))) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		struct pagestore_key key = { q->owner, e[k].kind, e[k].key };
+		int src = pagestore_store(ib->node->ps, &key, e[k].version,
+					  pages + (size_t)k * PAGESTORE_PAGE);
+		e[k].status = status_of(src);
+		batch_result_put(ib->batch, k, &e[k]);
+	}
+	r->payload_len = batch_store_reply_len(n);
 	return ib->batch;
 }
 
@@ -637,6 +670,9 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 	case FT_PAGE_FETCH_MANY:
 		out = serve_fetch_many(ib, payload, &rc);
 		break;
+	case FT_PAGE_STORE_MANY:
+		out = serve_store_many(ib, payload, &rc);
+		break;
 	case FT_PAGE_OVERWRITE:
 		rc = serve_overwrite(ib, &key, payload);
 		break;
@@ -693,8 +729,11 @@ static void *inbound_main(void *arg)
 		node_heard(n, ib->peer.node_id, ib->peer.incarnation, NULL);
 	else
 		log_info("client connected from %s", ib->c.peer);
-	/* Authenticated peers may stay idle; keepalive finds dead ones. */
+	/* Authenticated peers may stay idle; keepalive finds dead ones.
+	 * They may send a PAGE_STORE_MANY (the buffer for it is allocated
+	 * at the first); before the handshake nobody can make us allocate. */
 	conn_set_timeout(&ib->c, 0);
+	conn_set_max_payload(&ib->c, FRAME_MAX_CONN_PAYLOAD);
 	int one = 1;
 	setsockopt(ib->c.fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 

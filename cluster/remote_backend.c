@@ -360,14 +360,13 @@ static void fetch_batch(struct remote_backend *rb, struct cluster_fetch *f,
 		}
 }
 
-#define RECOVER_STORES_MAX 32   /* store_batch: at most this many per call */
+#define RECOVER_STORES_MAX FRAME_BATCH_MAX /* store_batch: at most this many per call */
 
-/* Many stores at once (a recovery batch's re-homed pages): on each node
- * up to CLUSTER_CLIENT_MAX_INFLIGHT pipelined on one connection, a new one
- * sent as each reply comes, so that the node reads them back to back
- * instead of waking once per page. Nodes in index order (see
- * fetch_batch). st[k]: slot, version, page and node of store k; its rc
- * comes back in st[k].rc. */
+/* Many stores at once (a recovery batch's re-homed pages): one
+ * PAGE_STORE_MANY request per node, all sent before any reply is taken,
+ * so the set costs one round trip and one request per node instead of
+ * one per page. Nodes in index order (see fetch_batch). st[k]: slot,
+ * version, page and node of store k; its rc comes back in st[k].rc. */
 struct store_req {
 	uint64_t slot, version;
 	const void *page;
@@ -377,38 +376,54 @@ struct store_req {
 
 static void store_batch(struct remote_backend *rb, struct store_req *st, unsigned n)
 {
-	for (unsigned j = 0; j < rb->nn; j++) {
-		unsigned todo[RECOVER_STORES_MAX], nt = 0;
-		for (unsigned k = 0; k < n; k++)
-			if (st[k].node == j)
-				todo[nt++] = k;
-		if (!nt)
-			continue;
-		int crc = 0;
-		struct rconn *c = conn_get(rb, j, &crc);
-		unsigned sent = 0, got = 0;
-		while (c && !crc && got < nt) {
-			while (sent < nt && sent - got < CLUSTER_CLIENT_MAX_INFLIGHT && !crc) {
-				struct store_req *q = &st[todo[sent]];
-				crc = cluster_client_page_store_start(c->cl, q->slot, q->version,
-								      q->page);
-				sent += !crc;
-			}
-			if (got < sent) {
-				int rc = cluster_client_wait(c->cl);
-				st[todo[got++]].rc = rc;
-				if (rc == -ENOSPC)
-					atomic_store(&rb->nodes[j].free_pages, 0);
-				else if (!rc)
-					atomic_fetch_add(&rb->nodes[j].stores, 1);
-				if (is_transport_error(rc))
-					crc = rc;
-			}
+	struct cluster_store cs[RECOVER_STORES_MAX];
+	unsigned todo[RECOVER_STORES_MAX];
+	unsigned first[CONFIG_MAX_NODES + 1] = { 0 };
+	struct rconn *c[CONFIG_MAX_NODES] = { NULL };
+	int crc[CONFIG_MAX_NODES] = { 0 };
+
+	/* group by node: cs[first[j] .. first[j+1]), todo maps back */
+	for (unsigned k = 0; k < n; k++)
+		first[st[k].node + 1]++;
+	for (unsigned j = 0; j < CONFIG_MAX_NODES; j++)
+		first[j + 1] += first[j];
+	{
+		unsigned at[CONFIG_MAX_NODES];
+		memcpy(at, first, sizeof(at));
+		for (unsigned k = 0; k < n; k++) {
+			unsigned x = at[st[k].node]++;
+			todo[x] = k;
+			cs[x] = (struct cluster_store){ .kind = FK_DATA, .key = st[k].slot,
+							.version = st[k].version,
+							.page = st[k].page };
 		}
-		for (unsigned k = got; k < nt; k++)
-			st[todo[k]].rc = crc ? crc : -EIO;
-		if (c)
-			conn_put(rb, j, c, is_transport_error(crc) ? crc : 0);
+	}
+	for (unsigned j = 0; j < rb->nn; j++) {
+		unsigned cnt = first[j + 1] - first[j];
+		if (!cnt)
+			continue;
+		if (!usable(rb, j))
+			crc[j] = -EHOSTDOWN;
+		else if ((c[j] = conn_get(rb, j, &crc[j])))
+			crc[j] = cluster_client_store_many_start(c[j]->cl, &cs[first[j]], cnt);
+	}
+	for (unsigned j = 0; j < rb->nn; j++) {
+		unsigned cnt = first[j + 1] - first[j];
+		if (c[j] && cluster_client_pending(c[j]->cl)) {
+			int rc = cluster_client_wait_store_many(c[j]->cl, &cs[first[j]], cnt);
+			if (rc && !crc[j])
+				crc[j] = rc;
+		}
+		if (c[j])
+			conn_put(rb, j, c[j], is_transport_error(crc[j]) ? crc[j] : 0);
+		for (unsigned x = first[j]; x < first[j + 1]; x++) {
+			int rc = crc[j] ? crc[j] : cs[x].rc;
+			st[todo[x]].rc = rc;
+			if (rc == -ENOSPC)
+				atomic_store(&rb->nodes[j].free_pages, 0);
+			else if (!rc)
+				atomic_fetch_add(&rb->nodes[j].stores, 1);
+		}
 	}
 }
 
@@ -1698,7 +1713,7 @@ static bool group_room_inside(struct remote_backend *rb, const struct parity_gro
  *     consistent set (every change to a member or the parity page happens
  *     under the group's lock and moves a version), so parity ^ members is
  *     the page; pick its new node, outside the group;
- *  4. store the batch's pages, pipelined per node (store_batch);
+ *  4. store the batch's pages, one request per node (store_batch);
  *  5. record each new home, under the locks, if still nothing changed
  *     (else drop the copy just stored).
  * Anything else (a write, trim, merge or a read's own rebuild in between,

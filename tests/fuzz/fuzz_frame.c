@@ -22,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void one(const uint8_t *data, size_t size);
 static void batch_check(const struct frame_hdr *h, const uint8_t *pl);
+static void store_check(const struct frame_hdr *h, const uint8_t *pl);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -70,6 +71,8 @@ static void one(const uint8_t *data, size_t size)
 		abort();
 	if (a.type == FT_PAGE_FETCH_MANY && a.status == FS_OK)
 		batch_check(&a, pl);
+	if (a.type == FT_PAGE_STORE_MANY && a.status == FS_OK)
+		store_check(&a, pl);
 }
 
 static void batch_check(const struct frame_hdr *h, const uint8_t *pl)
@@ -96,4 +99,31 @@ static void batch_check(const struct frame_hdr *h, const uint8_t *pl)
 		    (page < pl || page + FRAME_PAGE_SIZE > pl + h->payload_len))
 			abort();
 	}
+}
+
+/* A PAGE_STORE_MANY the decoder let through: its entries re-encode to the
+ * same bytes and its pages lie within the payload; a reply's results are
+ * read without going past it. */
+static void store_check(const struct frame_hdr *h, const uint8_t *pl)
+{
+	static struct batch_entry e[FRAME_BATCH_MAX];
+	static uint8_t again[FRAME_MAX_CONN_PAYLOAD];
+	const uint8_t *pages;
+	const char *why;
+	unsigned n;
+
+	if (!h->reply) {
+		if (batch_store_get(pl, h->payload_len, e, &n, &pages, &why) == 0) {
+			batch_request_put(again, e, n);
+			if (n > FRAME_BATCH_MAX ||
+			    memcmp(again, pl, batch_request_len(n)) != 0 ||
+			    pages != pl + batch_request_len(n) ||
+			    pages + (size_t)n * FRAME_PAGE_SIZE != pl + h->payload_len)
+				abort();
+		}
+		return;
+	}
+	n = h->payload_len / FRAME_BATCH_ENTRY;
+	for (unsigned k = 0; k < n; k++)
+		(void)batch_store_result_get(pl, h->payload_len, n, k, &e[0], &why);
 }

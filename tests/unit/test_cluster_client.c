@@ -710,6 +710,100 @@ static void fetch_many_over_the_wire(void **state)
 	cluster_client_close(cl);
 }
 
+/* PAGE_STORE_MANY against a real node: every entry stored with its own
+ * result (new, parity kind, an older version refused as stale), two
+ * requests pipelined, the pages read back as stored; waits of the wrong
+ * kind refuse; an entry with a reserved byte set gets an error reply and
+ * the node serves on. */
+static void store_many_over_the_wire(void **state)
+{
+	static uint8_t pg[70][FRAME_PAGE_SIZE], got[FRAME_PAGE_SIZE], old[FRAME_PAGE_SIZE];
+	static uint8_t raw[FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE];
+	static struct cluster_store s[70];
+	static struct conn c;
+	static struct frame_hdr h, r;
+	struct auth_peer peer;
+	struct auth_identity me = { 0, 1, cfg.secret, cfg.secret_len };
+	uint64_t v = 0;
+	(void)state;
+
+	struct cluster_client *cl = open_client(1, 93);
+	fill(old, 5);
+	assert_int_equal(cluster_client_page_store(cl, 62, 7, old), 0);
+	for (unsigned k = 0; k < 70; k++) {
+		fill(pg[k], k + 1300);
+		s[k] = (struct cluster_store){ .kind = FK_DATA, .key = k, .version = 4,
+					       .page = pg[k] };
+	}
+	s[61].kind = FK_PARITY;        /* parity group 61 */
+	s[62].version = 6;              /* older than the stored 7: refused */
+	assert_int_equal(cluster_client_store_many_start(cl, s, 64), 0);
+	assert_int_equal(cluster_client_store_many_start(cl, s + 64, 6), 0);
+	assert_int_equal(cluster_client_pending(cl), 2);
+	assert_int_equal(cluster_client_wait(cl), -EINVAL);
+	assert_int_equal(cluster_client_wait_fetch_many(cl, NULL, 64), -EINVAL);
+	assert_int_equal(cluster_client_wait_store_many(cl, s, 63), -EINVAL);
+	assert_int_equal(cluster_client_wait_store_many(cl, s, 64), 0);
+	assert_int_equal(cluster_client_wait_store_many(cl, s + 64, 6), 0);
+	assert_int_equal(cluster_client_pending(cl), 0);
+	for (unsigned k = 0; k < 70; k++) {
+		if (k == 61 || k == 62)
+			continue;
+		assert_int_equal(s[k].rc, 0);
+		assert_int_equal(cluster_client_page_fetch(cl, k, 4, got, &v), 0);
+		assert_memory_equal(got, pg[k], FRAME_PAGE_SIZE);
+	}
+	assert_int_equal(s[61].rc, 0);
+	assert_int_equal(cluster_client_parity_fetch(cl, 61, got, &v), 0);
+	assert_memory_equal(got, pg[61], FRAME_PAGE_SIZE);
+	assert_int_equal(s[62].rc, -ESTALE);
+	assert_int_equal(cluster_client_page_fetch(cl, 62, 7, got, &v), 0);
+	assert_memory_equal(got, old, FRAME_PAGE_SIZE);
+	/* too many, too few, a bad kind: refused before sending */
+	assert_int_equal(cluster_client_store_many_start(cl, s, FRAME_BATCH_MAX + 1), -EINVAL);
+	assert_int_equal(cluster_client_store_many_start(cl, s, 0), -EINVAL);
+	s[0].kind = FK_COUNT;
+	assert_int_equal(cluster_client_store_many_start(cl, s, 1), -EINVAL);
+	assert_int_equal(cluster_client_pending(cl), 0);
+
+	/* an entry with a reserved byte set: an error reply, nothing
+	 * stored, and the connection serves on */
+	const struct cluster_node *cn = config_node_find(&cfg, 1);
+	assert_int_equal(conn_connect(&c, cn->host, cn->port, 3000), 0);
+	assert_int_equal(auth_client(&c, &me, &peer, NULL), 0);
+	struct batch_entry e = { .key = 500, .version = 1, .kind = FK_DATA };
+	batch_request_put(raw, &e, 1);
+	memcpy(raw + FRAME_BATCH_ENTRY, pg[0], FRAME_PAGE_SIZE);
+	raw[19] = 1;
+	memset(&h, 0, sizeof(h));
+	h.type = FT_PAGE_STORE_MANY;
+	h.request_id = 8;
+	h.owner = 93;
+	h.payload_len = batch_store_len(1);
+	assert_int_equal(conn_send(&c, &h, raw), 0);
+	assert_int_equal(conn_recv(&c, &r, NULL, NULL), 0);
+	assert_true(r.reply && r.type == FT_PAGE_STORE_MANY);
+	assert_int_equal(r.status, FS_BAD_FRAME);
+	assert_int_equal(cluster_client_page_fetch(cl, 500, 0, got, &v), -ENOENT);
+	raw[19] = 0;
+	h.request_id = 9;
+	const uint8_t *pl;
+	assert_int_equal(conn_send(&c, &h, raw), 0);
+	assert_int_equal(conn_recv(&c, &r, &pl, NULL), 0);
+	assert_int_equal(r.status, FS_OK);
+	assert_int_equal(r.payload_len, batch_store_reply_len(1));
+	assert_int_equal(cluster_client_page_fetch(cl, 500, 1, got, &v), 0);
+	assert_memory_equal(got, pg[0], FRAME_PAGE_SIZE);
+	conn_close(&c);
+
+	for (uint64_t k = 0; k < 70; k++)
+		if (k != 61)
+			assert_int_equal(cluster_client_page_drop(cl, k, UINT64_MAX), 0);
+	assert_int_equal(cluster_client_page_drop(cl, 500, UINT64_MAX), 0);
+	assert_int_equal(cluster_client_parity_drop(cl, 61, UINT64_MAX), 0);
+	cluster_client_close(cl);
+}
+
 /* PAGE_OVERWRITE: node 1 replaces the page and sends old ^ new to node 2
  * (the parity node) before it answers; a wrong old version stores
  * nothing; a parity node that refuses the delta gives -EREMOTEIO with the
@@ -900,6 +994,7 @@ int main(void)
 		cmocka_unit_test(node_stats_client_checks),
 		cmocka_unit_test(split_requests_pipelined),
 		cmocka_unit_test(fetch_many_over_the_wire),
+		cmocka_unit_test(store_many_over_the_wire),
 		cmocka_unit_test(overwrite_forwards_parity),
 		cmocka_unit_test(fetch_reply_checks),
 		cmocka_unit_test(client_breaks_on_dead_node),
