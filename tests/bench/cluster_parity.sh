@@ -10,7 +10,8 @@
 #  - RAM spent on redundancy per stored page (client tables, node pages)
 #  - rebuild time per lost page: a data node holding ~10,000 pages (and
 #    ~100,000 with BENCH_BIG=1) is killed; the background pass's time / pages
-#    (BENCH_REBUILD_ONLY=1: only this part)
+#    (BENCH_REBUILD_ONLY=1: only this part; BENCH_REBUILDS="parity:10000:8"
+#    picks the mode, pages and node count of each)
 # Loopback TCP on a shared 2-core machine: ratios matter, not absolutes.
 T_TIMEOUT=${T_TIMEOUT:-900}
 . "$(dirname "$0")/../system/lib.sh"
@@ -118,8 +119,11 @@ rebuild() {
   kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
   cluster_stop
 }
-rebuild parity 10000
-rebuild parity-dist 10000
-rebuild parity 10000 8
-[ "${BENCH_BIG:-0}" = 1 ] && rebuild parity 100000
+# BENCH_REBUILDS: which rebuilds, as MODE:PAGES:NODES words
+rebuilds=${BENCH_REBUILDS:-parity:10000:6 parity-dist:10000:6 parity:10000:8}
+[ "${BENCH_BIG:-0}" = 1 ] && rebuilds+=" parity:100000:8"
+for r in $rebuilds; do
+  IFS=: read -r m p n <<<"$r"
+  rebuild "$m" "$p" "$n"
+done
 exit 0
