@@ -256,10 +256,10 @@ int cluster_client_page_store(struct cluster_client *c, uint64_t page_id,
 	return roundtrip(c, page, NULL);
 }
 
-int cluster_client_page_overwrite(struct cluster_client *c, uint64_t page_id,
-				  uint64_t version, uint64_t old_version,
-				  uint32_t parity_node, uint64_t group,
-				  uint64_t parity_version, const void *page)
+static struct frame_hdr *overwrite_init(struct cluster_client *c, uint64_t page_id,
+					 uint64_t version, uint64_t old_version,
+					 uint32_t parity_node, uint64_t group,
+					 uint64_t parity_version)
 {
 	struct frame_hdr *q = req_init(c, FT_PAGE_OVERWRITE);
 
@@ -270,7 +270,27 @@ int cluster_client_page_overwrite(struct cluster_client *c, uint64_t page_id,
 	q->parity_group = group;
 	q->parity_version = parity_version;
 	q->payload_len = FRAME_PAGE_SIZE;
+	return q;
+}
+
+int cluster_client_page_overwrite(struct cluster_client *c, uint64_t page_id,
+				  uint64_t version, uint64_t old_version,
+				  uint32_t parity_node, uint64_t group,
+				  uint64_t parity_version, const void *page)
+{
+	overwrite_init(c, page_id, version, old_version, parity_node, group,
+		       parity_version);
 	return roundtrip(c, page, NULL);
+}
+
+int cluster_client_page_overwrite_start(struct cluster_client *c, uint64_t page_id,
+					uint64_t version, uint64_t old_version,
+					uint32_t parity_node, uint64_t group,
+					uint64_t parity_version, const void *page)
+{
+	overwrite_init(c, page_id, version, old_version, parity_node, group,
+		       parity_version);
+	return send_req(c, page);
 }
 
 void cluster_client_set_owner(struct cluster_client *c, uint64_t owner)

@@ -156,6 +156,12 @@ int cluster_client_page_overwrite(struct cluster_client *c, uint64_t page_id,
 				  uint64_t version, uint64_t old_version,
 				  uint32_t parity_node, uint64_t group,
 				  uint64_t parity_version, const void *page);
+/* The same, pipelined: _start sends it, cluster_client_wait takes its
+ * reply (the returns above). */
+int cluster_client_page_overwrite_start(struct cluster_client *c, uint64_t page_id,
+					uint64_t version, uint64_t old_version,
+					uint32_t parity_node, uint64_t group,
+					uint64_t parity_version, const void *page);
 /* Take the requests that follow for pages of owner (a node forwarding a
  * swapping node's parity updates), not the owner given at open. */
 void cluster_client_set_owner(struct cluster_client *c, uint64_t owner);

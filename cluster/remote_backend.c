@@ -108,6 +108,7 @@ struct remote_backend {
 		pthread_mutex_t lock;
 		int64_t gid;            /* the open group; -1: none yet */
 		uint8_t buf[PAGE];      /* its parity page */
+		struct wb_groups *wb;   /* write_pages' scratch, at its first */
 	} pool[POOL];
 	atomic_uint pool_rr;
 	atomic_int merge_needed;
@@ -368,9 +369,10 @@ static void fetch_batch(struct remote_backend *rb, struct cluster_fetch *f,
  * one per page. Nodes in index order (see fetch_batch). st[k]: slot,
  * version, page and node of store k; its rc comes back in st[k].rc. */
 struct store_req {
-	uint64_t slot, version;
+	uint64_t slot, version;        /* slot: a page id, or a parity key */
 	const void *page;
 	uint8_t node;
+	uint8_t kind;                   /* FK_DATA (0) or FK_PARITY */
 	int rc;
 };
 
@@ -393,7 +395,7 @@ static void store_batch(struct remote_backend *rb, struct store_req *st, unsigne
 		for (unsigned k = 0; k < n; k++) {
 			unsigned x = at[st[k].node]++;
 			todo[x] = k;
-			cs[x] = (struct cluster_store){ .kind = FK_DATA, .key = st[k].slot,
+			cs[x] = (struct cluster_store){ .kind = st[k].kind, .key = st[k].slot,
 							.version = st[k].version,
 							.page = st[k].page };
 		}
@@ -421,7 +423,7 @@ static void store_batch(struct remote_backend *rb, struct store_req *st, unsigne
 			st[todo[x]].rc = rc;
 			if (rc == -ENOSPC)
 				atomic_store(&rb->nodes[j].free_pages, 0);
-			else if (!rc)
+			else if (!rc && st[todo[x]].kind == FK_DATA)
 				atomic_fetch_add(&rb->nodes[j].stores, 1);
 		}
 	}
@@ -1223,11 +1225,42 @@ static int node_fetch_store(struct remote_backend *rb, unsigned j, uint64_t i,
  * -EREMOTEIO leaves the caller to pslot_write's fallback, which is right
  * whatever the node did (see node_fetch_store). Caller holds the group's
  * lock. */
+/* Node j's answer rc to an overwrite of slot i (group g): counted, and
+ * logged when the parity update did not surely happen. */
+static void overwrite_count(struct remote_backend *rb, unsigned j, uint64_t i,
+			    const struct parity_group *g, int rc,
+			    const struct cluster_client *cl)
+{
+	struct rnode *nd = &rb->nodes[j];
+
+	if (rc == 0 || rc == -EREMOTEIO)
+		atomic_fetch_add(&nd->stores, 1);
+	if (rc == -EREMOTEIO)
+		log_warn("remote swap: node %u stored slot %" PRIu64 " but could not "
+			 "update its parity (%s); recomputing parity group %" PRIu64,
+			 nd->id, i, cluster_client_last_error(cl), g->pkey & 0xffffffff);
+}
+
+/* An overwrite to version v of slot s, member idx of group g, that the
+ * node stored (rc 0 or -EREMOTEIO): the group and the slot say so, and a
+ * parity page that may have missed the delta is recomputed. Caller holds
+ * the slot's stripe and the group's lock. */
+static void overwrite_apply(struct remote_backend *rb, struct parity_group *g,
+			    int idx, struct slot *s, uint64_t v, int rc)
+{
+	g->pver++;
+	g->m[idx].version = v;
+	s->version = v;
+	if (rc == 0)
+		atomic_fetch_add(&rb->parity_updates, 1);
+	else    /* stored; the delta may be lost */
+		(void)group_parity_rebuild(rb, g);
+}
+
 static int node_overwrite(struct remote_backend *rb, unsigned j, uint64_t i,
 			  uint64_t v, uint64_t old_v, const struct parity_group *g,
 			  const void *page)
 {
-	struct rnode *nd = &rb->nodes[j];
 	int rc;
 	struct rconn *c = conn_get(rb, j, &rc);
 
@@ -1235,12 +1268,7 @@ static int node_overwrite(struct remote_backend *rb, unsigned j, uint64_t i,
 		return rc;
 	rc = cluster_client_page_overwrite(c->cl, i, v, old_v, rb->nodes[g->pn].id,
 					   g->pkey, g->pver + 1, page);
-	if (rc == 0 || rc == -EREMOTEIO)
-		atomic_fetch_add(&nd->stores, 1);
-	if (rc == -EREMOTEIO)
-		log_warn("remote swap: node %u stored slot %" PRIu64 " but could not "
-			 "update its parity (%s); recomputing parity group %" PRIu64,
-			 nd->id, i, cluster_client_last_error(c->cl), g->pkey & 0xffffffff);
+	overwrite_count(rb, j, i, g, rc, c->cl);
 	conn_put(rb, j, c, rc);
 	return rc;
 }
@@ -1266,13 +1294,7 @@ static int pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 			/* the node forwards old ^ new to the parity node */
 			rc = node_overwrite(rb, s->n[0], i, v, s->version, g, page);
 			if (rc == 0 || rc == -EREMOTEIO) {
-				g->pver++;
-				g->m[idx].version = v;
-				s->version = v;
-				if (rc == 0)
-					atomic_fetch_add(&rb->parity_updates, 1);
-				else    /* stored; the delta may be lost */
-					(void)group_parity_rebuild(rb, g);
+				overwrite_apply(rb, g, idx, s, v, rc);
 				pthread_mutex_unlock(glock(rb, gid));
 				return 0;
 			}
@@ -1471,6 +1493,472 @@ int remote_read(void *priv, void *buf, uint64_t off, uint32_t len)
 }
 
 /* Write or zero (buf NULL) a byte range. */
+/* --- many whole pages at once ---------------------------------------------
+ * The kernel swaps out in runs of pages (~75 per NBD write here). Page by
+ * page, each costs a round trip to its node, one after the other. A run's
+ * pages that need nothing but a store are stored together instead, one
+ * PAGE_STORE_MANY per node (store_batch), all nodes at once:
+ *  - without redundancy: an in-use slot on its node (overwritten in place,
+ *    as slot_write does), a new one on a node pick() gives;
+ *  - with parity: a new slot into an open group, as group_add does: the
+ *    run's new pages fill the pool entry's open groups in turn, each page
+ *    on a node outside its group, and the groups that fill up are closed
+ *    (their parity page sent) once their members are in.
+ * Every other page (mirror, in-use slots with parity, spilled slots) and
+ * any page whose store failed or whose plan no longer holds goes
+ * slot_write's way afterwards, which handles every case. The run's
+ * stripes are held throughout, taken in stripe order. */
+#define WBATCH FRAME_BATCH_MAX
+
+struct wb_plan {
+	uint64_t i;
+	const void *page;
+	int node;               /* -1: slot_write's way */
+	int64_t gid;            /* parity: the open group it joins */
+	bool inplace;           /* an in-use slot, stored over on its node */
+	int st;                 /* its store request, or -1 */
+};
+
+static int cmp_u16(const void *a, const void *b)
+{
+	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+/* The open groups a run's new pages go to, in the order they fill: for
+ * each, the nodes and count of the run's pages planned into it on top of
+ * its members, and whether it closes after them. */
+struct wb_groups {
+	unsigned n;
+	int64_t gid[WBATCH + 1];
+	bool node[WBATCH + 1][CONFIG_MAX_NODES];
+	unsigned cnt[WBATCH + 1];
+	bool full[WBATCH + 1];
+	/* allocated by this run: its parity buffer (the pool entry's one
+	 * buffer, which the groups before it use first) starts at zero */
+	bool fresh[WBATCH + 1];
+	/* the parity of each that filled up, until its page is sent */
+	uint8_t par[WBATCH + 1][PAGE];
+};
+
+/* Plan slot w->i's new page into the pool entry p's open groups (parity).
+ * Returns false if the page must go slot_write's way. Caller holds the
+ * stripes and p->lock. */
+static bool wb_plan_parity(struct remote_backend *rb, struct ppool *p,
+			   struct wb_groups *G, struct wb_plan *w)
+{
+	for (unsigned attempt = 0; attempt < 2; attempt++) {
+		bool fresh = false;
+		if (p->gid < 0) {
+			if (G->n > WBATCH)
+				return false;
+			/* no buffer yet: the pool entry's one buffer may
+			 * still be the parity of the group before it, whose
+			 * members go in at commit */
+			p->gid = parity_group_alloc(&rb->pt, NULL);
+			if (p->gid < 0) {
+				atomic_store(&rb->merge_needed, 1);
+				return false;
+			}
+			fresh = true;
+		}
+		if (!G->n || G->gid[G->n - 1] != p->gid) {
+			G->gid[G->n] = p->gid;
+			memset(G->node[G->n], 0, sizeof(G->node[G->n]));
+			G->cnt[G->n] = 0;
+			G->full[G->n] = false;
+			G->fresh[G->n] = fresh;
+			G->n++;
+		}
+		unsigned k = G->n - 1;
+		struct parity_group *g = &rb->pt.g[p->gid];
+		bool exclude[CONFIG_MAX_NODES] = { false };
+		pthread_mutex_lock(glock(rb, (uint64_t)p->gid));
+		group_exclude(rb, g, exclude);
+		unsigned nmem = g->nmem;
+		pthread_mutex_unlock(glock(rb, (uint64_t)p->gid));
+		for (unsigned j = 0; j < CONFIG_MAX_NODES; j++)
+			exclude[j] = exclude[j] || G->node[k][j];
+		int node = pick(rb, exclude);
+		if (node < 0) {
+			if (nmem + G->cnt[k] == 0)
+				return false;
+			/* nobody left outside it: close it, take a new one */
+			G->full[k] = true;
+			p->gid = -1;
+			continue;
+		}
+		G->node[k][node] = true;
+		G->cnt[k]++;
+		w->node = node;
+		w->gid = G->gid[k];
+		/* full, or no node left that is not in it (group_add's rule) */
+		exclude[node] = true;
+		bool pnode_ok = rb->pnode >= 0 && usable(rb, (unsigned)rb->pnode) &&
+				!over_offer(rb, (unsigned)rb->pnode);
+		if (nmem + G->cnt[k] >= rb->gsize ||
+		    pick_count(rb, exclude) <= (pnode_ok ? 0u : 1u)) {
+			G->full[k] = true;
+			p->gid = -1;
+		}
+		return true;
+	}
+	return false;
+}
+
+/* The run's in-use slots with parity: each overwritten on its node, which
+ * forwards old ^ new to the group's parity node (PAGE_OVERWRITE, as
+ * pslot_write does), all at once: pipelined per node, every node at the
+ * same time. The groups' locks are held throughout, taken in lock-stripe
+ * order. Members of one group (on distinct nodes) go at once too, each
+ * delta with the next parity version: the parity node XORs them in
+ * whatever order they come (XOR commutes; it keeps the highest version).
+ * Whatever does not work out is left (node -1) for pslot_write, which is
+ * right whatever the node did (see node_fetch_store). Nobody else holds
+ * two group locks, nor takes one while holding a connection. */
+static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsigned n)
+{
+	bool used[GSTRIPES] = { false };
+	unsigned cand[WBATCH], nc = 0;
+	int midx[WBATCH];
+	int rcs[WBATCH];
+	uint64_t pv[WBATCH];    /* the parity version its delta carries */
+
+	for (unsigned k = 0; k < n; k++) {
+		struct slot *s = &rb->slots[w[k].i];
+		if (w[k].node != -1 || !slot_mapped(s) || !rb->slot_grp[w[k].i])
+			continue;
+		uint64_t gid = rb->slot_grp[w[k].i] - 1;
+		used[gid % GSTRIPES] = true;
+		w[k].gid = (int64_t)gid;
+		cand[nc++] = k;
+	}
+	if (nc < 2) {
+		for (unsigned c = 0; c < nc; c++)
+			w[cand[c]].gid = -1;
+		return;
+	}
+	for (unsigned x = 0; x < GSTRIPES; x++)
+		if (used[x])
+			pthread_mutex_lock(&rb->glocks[x]);
+	/* which can go: as pslot_write's first case */
+	unsigned ok = 0;
+	for (unsigned c = 0; c < nc; c++) {
+		struct wb_plan *x = &w[cand[c]];
+		struct slot *s = &rb->slots[x->i];
+		struct parity_group *g = &rb->pt.g[x->gid];
+		midx[c] = parity_member_find(g, x->i);
+		rcs[c] = -EAGAIN;
+		pv[c] = 0;
+		if (midx[c] >= 0 && copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
+		    parity_ok(rb, g)) {
+			x->node = s->n[0];
+			pv[c] = g->pver + 1;
+			for (unsigned e = 0; e < c; e++)
+				if (w[cand[e]].gid == x->gid && pv[e] >= pv[c])
+					pv[c] = pv[e] + 1;
+			ok++;
+		}
+	}
+	for (unsigned j = 0; ok && j < rb->nn; j++) {
+		unsigned todo[WBATCH], nt = 0;
+		for (unsigned c = 0; c < nc; c++)
+			if (w[cand[c]].node == (int)j)
+				todo[nt++] = c;
+		if (!nt)
+			continue;
+		int crc = 0;
+		struct rconn *cn = conn_get(rb, j, &crc);
+		unsigned sent = 0, got = 0;
+		while (cn && !crc && got < nt) {
+			while (sent < nt && sent - got < CLUSTER_CLIENT_MAX_INFLIGHT && !crc) {
+				struct wb_plan *x = &w[cand[todo[sent]]];
+				const struct parity_group *g = &rb->pt.g[x->gid];
+				const struct slot *s = &rb->slots[x->i];
+				crc = cluster_client_page_overwrite_start(cn->cl, x->i, s->version + 1,
+						s->version, rb->nodes[g->pn].id, g->pkey,
+						pv[todo[sent]], x->page);
+				sent += !crc;
+			}
+			if (got < sent) {
+				unsigned c = todo[got++];
+				rcs[c] = cluster_client_wait(cn->cl);
+				overwrite_count(rb, j, w[cand[c]].i, &rb->pt.g[w[cand[c]].gid],
+						rcs[c], cn->cl);
+				if (is_transport_error(rcs[c]))
+					crc = rcs[c];
+			}
+		}
+		if (cn)
+			conn_put(rb, j, cn, crc);
+	}
+	/* results: a group's version past every delta sent (some may have
+	 * arrived whatever the answer); a member stored has its new
+	 * version; a parity page that may have missed a delta is recomputed
+	 * once all are in */
+	for (unsigned c = 0; c < nc; c++) {
+		struct parity_group *g = &rb->pt.g[w[cand[c]].gid];
+		if (pv[c] > g->pver)
+			g->pver = pv[c];
+	}
+	for (unsigned c = 0; c < nc; c++) {
+		struct wb_plan *x = &w[cand[c]];
+		struct slot *s = &rb->slots[x->i];
+		struct parity_group *g = &rb->pt.g[x->gid];
+		if (rcs[c] == 0 || rcs[c] == -EREMOTEIO) {
+			g->m[midx[c]].version = s->version + 1;
+			s->version++;
+			if (rcs[c] == 0)
+				atomic_fetch_add(&rb->parity_updates, 1);
+			x->node = -2;   /* done */
+		} else {
+			x->node = -1;
+		}
+	}
+	for (unsigned c = 0; c < nc; c++) {
+		bool again = false;
+		for (unsigned e = 0; e < c; e++)
+			again |= rcs[e] == -EREMOTEIO && w[cand[e]].gid == w[cand[c]].gid;
+		if (rcs[c] == -EREMOTEIO && !again)
+			(void)group_parity_rebuild(rb, &rb->pt.g[w[cand[c]].gid]);
+	}
+	for (unsigned c = 0; c < nc; c++)
+		w[cand[c]].gid = -1;
+	for (unsigned x = GSTRIPES; x-- > 0;)
+		if (used[x])
+			pthread_mutex_unlock(&rb->glocks[x]);
+}
+
+/* The groups of a run that filled up (G->full, their parity in G->par):
+ * closed, their parity pages sent at once, one PAGE_STORE_MANY per parity
+ * node (a fresh group's parity page does not exist on any node yet, so
+ * storing it is what group_close's first parity update does). Their
+ * locks are held throughout, in lock-stripe order. A group whose page no
+ * node took goes group_close's way. */
+static void close_batch(struct remote_backend *rb, struct wb_groups *G)
+{
+	bool used[GSTRIPES] = { false };
+	struct store_req st[WBATCH + 1];
+	int sq[WBATCH + 1];
+	unsigned ns = 0;
+
+	for (unsigned q = 0; q < G->n; q++)
+		if (G->full[q])
+			used[G->gid[q] % GSTRIPES] = true;
+	for (unsigned x = 0; x < GSTRIPES; x++)
+		if (used[x])
+			pthread_mutex_lock(&rb->glocks[x]);
+	for (unsigned q = 0; q < G->n; q++) {
+		sq[q] = -1;
+		if (!G->full[q])
+			continue;
+		struct parity_group *g = &rb->pt.g[G->gid[q]];
+		bool exclude[CONFIG_MAX_NODES] = { false };
+		for (unsigned k = 0; k < g->nmem; k++)
+			if (g->m[k].node != NO_NODE)
+				exclude[g->m[k].node] = true;
+		int pn;
+		if (rb->pnode >= 0 && !exclude[rb->pnode] && usable(rb, (unsigned)rb->pnode) &&
+		    !over_offer(rb, (unsigned)rb->pnode)) {
+			pn = rb->pnode;
+		} else {
+			if (rb->pnode >= 0)
+				exclude[rb->pnode] = true;
+			pn = pick(rb, exclude);
+		}
+		g->state = PG_CLOSED;
+		g->pn = PARITY_NO_NODE;
+		if (pn < 0)
+			continue;
+		sq[q] = (int)ns;
+		st[ns++] = (struct store_req){ .slot = g->pkey, .version = g->pver + 1,
+					       .page = g->local, .node = (uint8_t)pn,
+					       .kind = FK_PARITY };
+	}
+	if (ns)
+		store_batch(rb, st, ns);
+	for (unsigned q = 0; q < G->n; q++) {
+		if (!G->full[q])
+			continue;
+		struct parity_group *g = &rb->pt.g[G->gid[q]];
+		if (sq[q] >= 0 && st[sq[q]].rc == 0) {
+			unsigned pn = st[sq[q]].node;
+			atomic_fetch_add(&rb->nodes[pn].held, 1);
+			g->pn = (uint8_t)pn;
+			g->pgen = (uint8_t)atomic_load(&rb->nodes[pn].gen);
+			g->pver++;
+			g->parity_lost = 0;
+			g->local = NULL;
+			atomic_fetch_add(&rb->parity_sends, 1);
+		} else {
+			(void)group_parity_store(rb, g, g->local);
+			g->local = NULL;
+		}
+	}
+	for (unsigned x = GSTRIPES; x-- > 0;)
+		if (used[x])
+			pthread_mutex_unlock(&rb->glocks[x]);
+}
+
+/* Slots i0 .. i0+n-1 (n <= WBATCH), whole pages from buf (NULL: zeros). */
+static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i0,
+		       unsigned n)
+{
+	static const uint8_t zeros[PAGE];
+	struct wb_plan w[WBATCH];
+	struct store_req st[WBATCH];
+	uint16_t order[WBATCH];
+	unsigned ns = 0;
+	struct ppool *p = NULL;
+	struct wb_groups *G = NULL;
+	int rc = 0;
+
+	for (unsigned k = 0; k < n; k++)
+		order[k] = (uint16_t)((i0 + k) % STRIPES);
+	qsort(order, n, sizeof(order[0]), cmp_u16);
+	for (unsigned k = 0; k < n; k++)
+		pthread_mutex_lock(&rb->stripes[order[k]]);
+
+	if (rb->gsize) {
+		unsigned start = atomic_fetch_add(&rb->pool_rr, 1);
+		for (unsigned k = 0; k < POOL && !p; k++) {
+			struct ppool *t = &rb->pool[(start + k) % POOL];
+			if (pthread_mutex_trylock(&t->lock) == 0)
+				p = t;
+		}
+		if (!p) {
+			p = &rb->pool[start % POOL];
+			pthread_mutex_lock(&p->lock);
+		}
+		if (!p->wb)
+			p->wb = malloc(sizeof(*p->wb));
+		if (!p->wb) {
+			pthread_mutex_unlock(&p->lock);
+			p = NULL;       /* every page slot_write's way */
+		} else {
+			G = p->wb;
+			G->n = 0;
+		}
+	}
+	/* plan */
+	for (unsigned k = 0; k < n; k++) {
+		uint64_t i = i0 + k;
+		struct slot *s = &rb->slots[i];
+		w[k] = (struct wb_plan){ .i = i, .page = buf ? buf + (size_t)k * PAGE : zeros,
+					 .node = -1, .gid = -1, .st = -1 };
+		if (rb->copies != 1 || s->spilled)
+			continue;
+		if (rb->gsize) {
+			if (!p || slot_mapped(s) || rb->slot_grp[i] ||
+			    !wb_plan_parity(rb, p, G, &w[k]))
+				w[k].node = -1;
+		} else if (slot_mapped(s)) {
+			int old = copy_valid(rb, s, 0) ? s->n[0] : -1;
+			if (old >= 0 && usable(rb, (unsigned)old) && !over_offer(rb, (unsigned)old)) {
+				w[k].node = old;
+				w[k].inplace = true;
+			}
+		} else if (s->n[0] == NO_NODE) {
+			bool exclude[CONFIG_MAX_NODES] = { false };
+			w[k].node = pick(rb, exclude);
+		}
+		if (w[k].node >= 0) {
+			w[k].st = (int)ns;
+			st[ns++] = (struct store_req){ .slot = i, .version = s->version + 1,
+						       .page = w[k].page, .node = (uint8_t)w[k].node };
+		}
+	}
+	/* store */
+	if (ns)
+		store_batch(rb, st, ns);
+	/* commit: without parity page by page; with parity group by group
+	 * (they share the pool entry's buffer: each is closed, its parity
+	 * page sent, before the next one's members go in) */
+	for (unsigned q = 0; q < (G ? G->n : 1); q++) {
+		struct parity_group *g = G ? &rb->pt.g[G->gid[q]] : NULL;
+		if (G && G->fresh[q]) {
+			/* the group before it is closed: the buffer is its */
+			pthread_mutex_lock(glock(rb, (uint64_t)G->gid[q]));
+			memset(p->buf, 0, PAGE);
+			g->local = p->buf;
+			pthread_mutex_unlock(glock(rb, (uint64_t)G->gid[q]));
+		}
+		for (unsigned k = 0; k < n; k++) {
+			struct wb_plan *x = &w[k];
+			if (x->st < 0 || (G && x->gid != G->gid[q]))
+				continue;
+			struct slot *s = &rb->slots[x->i];
+			struct rnode *nd = &rb->nodes[x->node];
+			uint64_t v = s->version + 1;
+			if (st[x->st].rc) {
+				x->st = -1;     /* slot_write's way */
+				continue;
+			}
+			if (g) {
+				uint8_t gen = (uint8_t)atomic_load(&nd->gen);
+				pthread_mutex_lock(glock(rb, (uint64_t)x->gid));
+				int arc = parity_member_add(g, rb->gsize, x->i, v,
+							    (uint8_t)x->node, gen);
+				if (!arc) {
+					xor_into(g->local, x->page, PAGE);
+					rb->slot_grp[x->i] = (uint32_t)x->gid + 1;
+					s->n[0] = (uint8_t)x->node;
+					s->g[0] = gen;
+				}
+				pthread_mutex_unlock(glock(rb, (uint64_t)x->gid));
+				if (arc) {
+					/* the group changed under us (a member
+					 * moved to that node): our copy is garbage */
+					(void)node_op(rb, (unsigned)x->node, OP_DROP, x->i, v, NULL);
+					x->st = -1;
+					continue;
+				}
+			} else if (!x->inplace) {
+				s->n[0] = (uint8_t)x->node;
+				s->g[0] = (uint8_t)atomic_load(&nd->gen);
+			}
+			if (!x->inplace) {
+				atomic_fetch_add(&nd->placed, 1);
+				atomic_fetch_add(&nd->held, 1);
+				atomic_fetch_sub(&nd->free_pages, 1);
+				atomic_fetch_add(&rb->mapped, 1);
+			}
+			s->version = v;
+			x->node = -2;   /* done */
+		}
+		if (G && G->full[q]) {
+			/* filled up: it keeps its parity in a buffer of its
+			 * own until close_batch sends it (the pool entry's
+			 * goes to the next group); or nothing went in after
+			 * all: it is freed (a later page opens another) */
+			pthread_mutex_lock(glock(rb, (uint64_t)G->gid[q]));
+			if (g->nmem) {
+				memcpy(G->par[q], p->buf, PAGE);
+				g->local = G->par[q];
+			} else {
+				parity_group_free(&rb->pt, (uint32_t)G->gid[q]);
+				G->full[q] = false;
+			}
+			pthread_mutex_unlock(glock(rb, (uint64_t)G->gid[q]));
+		}
+	}
+	if (G) {
+		close_batch(rb, G);
+		pthread_mutex_unlock(&p->lock);
+	}
+	if (rb->gsize)
+		overwrite_batch(rb, w, n);
+	/* everything else, one page at a time */
+	for (unsigned k = 0; k < n; k++)
+		if (w[k].node != -2) {
+			int r = slot_write(rb, w[k].i, w[k].page);
+			if (r && !rc)
+				rc = r;
+		}
+	for (unsigned k = n; k-- > 0;)
+		pthread_mutex_unlock(&rb->stripes[order[k]]);
+	return rc;
+}
+
 static int write_range(struct remote_backend *rb, const void *buf, uint64_t off,
 		       uint64_t len)
 {
@@ -1482,6 +1970,18 @@ static int write_range(struct remote_backend *rb, const void *buf, uint64_t off,
 		uint64_t i = off / PAGE;
 		uint32_t in = (uint32_t)(off % PAGE);
 		uint32_t n = PAGE - in < len ? PAGE - in : (uint32_t)len;
+		if (in == 0 && len >= 2 * PAGE) {
+			/* a run of whole pages */
+			uint64_t k = len / PAGE < WBATCH ? len / PAGE : WBATCH;
+			rc = write_pages(rb, buf, i, (unsigned)k);
+			if (rc)
+				return rc;
+			if (buf)
+				buf = (const uint8_t *)buf + k * PAGE;
+			off += k * PAGE;
+			len -= k * PAGE;
+			continue;
+		}
 		pthread_mutex_lock(stripe(rb, i));
 		if (in == 0 && n == PAGE) {
 			rc = slot_write(rb, i, buf ? buf : zeros);
@@ -2631,8 +3131,10 @@ void remote_close(struct remote_backend *rb)
 	free(rb->slots);
 	free(rb->slot_grp);
 	parity_table_fini(&rb->pt);
-	for (unsigned k = 0; k < POOL; k++)
+	for (unsigned k = 0; k < POOL; k++) {
 		pthread_mutex_destroy(&rb->pool[k].lock);
+		free(rb->pool[k].wb);
+	}
 	for (unsigned k = 0; k < GSTRIPES; k++)
 		pthread_mutex_destroy(&rb->glocks[k]);
 	memset(rb->cfg.secret, 0, sizeof(rb->cfg.secret));

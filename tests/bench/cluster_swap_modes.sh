@@ -73,7 +73,7 @@ run() {
     echo "$tag: workload FAILED: $(cat "$T_DIR/touch-$tag.out")"
   fi
   local st; st=$("$ctl" stats --swap "$name")
-  echo "$tag: ${secs[$tag]} s ($(cat "$T_DIR/touch-$tag.out")); $(grep -E '^(remote_slots_mapped|remote_read_errors|parity_reconstructs|parity_rebuilt_pages|parity_rebuild_ms_per_page|parity_updates|parity_sends|remote_trims|remote_remirrors):' <<<"$st" | tr '\n' ' ')"
+  echo "$tag: ${secs[$tag]} s ($(cat "$T_DIR/touch-$tag.out")); $(grep -E '^(nbd_writes|nbd_bytes_written|nbd_reads|nbd_bytes_read|remote_slots_mapped|remote_read_errors|parity_reconstructs|parity_rebuilt_pages|parity_rebuild_ms_per_page|parity_updates|parity_sends|remote_trims|remote_remirrors):' <<<"$st" | tr '\n' ' ')"
   swapoff "$dev"; losetup -d "$dev"; fusermount3 -u "$mnt"; wait "$fpid" 2>/dev/null
   kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
   stop_cluster
