@@ -232,7 +232,9 @@ static void mark_down(struct remote_backend *rb, unsigned i, int rc)
 }
 
 /* A locked connection to node i, connected; NULL with *rc on failure. */
-static struct rconn *conn_get(struct remote_backend *rb, unsigned i, int *rc)
+/* A connection to node i, waiting for one to be free unless !wait (then
+ * NULL with *rc -EBUSY when all are taken). */
+static struct rconn *conn_take(struct remote_backend *rb, unsigned i, int *rc, bool wait)
 {
 	struct rnode *nd = &rb->nodes[i];
 	unsigned start = atomic_fetch_add(&nd->rr, 1);
@@ -242,6 +244,10 @@ static struct rconn *conn_get(struct remote_backend *rb, unsigned i, int *rc)
 		struct rconn *t = &nd->conns[(start + k) % nd->nconn];
 		if (pthread_mutex_trylock(&t->lock) == 0)
 			c = t;
+	}
+	if (!c && !wait) {
+		*rc = -EBUSY;
+		return NULL;
 	}
 	if (!c) {
 		c = &nd->conns[start % nd->nconn];
@@ -267,6 +273,11 @@ static struct rconn *conn_get(struct remote_backend *rb, unsigned i, int *rc)
 		saw_incarnation(rb, i, cluster_client_incarnation(c->cl));
 	}
 	return c;
+}
+
+static struct rconn *conn_get(struct remote_backend *rb, unsigned i, int *rc)
+{
+	return conn_take(rb, i, rc, true);
 }
 
 /* After an operation on c: drop a broken connection. */
@@ -1660,36 +1671,58 @@ static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsign
 		}
 	}
 	for (unsigned j = 0; ok && j < rb->nn; j++) {
-		unsigned todo[WBATCH], nt = 0;
+		/* the node serves a connection's requests one after the other,
+		 * each waiting for its parity node: up to OW_CONNS connections,
+		 * the extra ones only if free */
+		enum { OW_CONNS = 3 };
+		unsigned todo[OW_CONNS][WBATCH], nt[OW_CONNS] = { 0 }, all = 0;
+		unsigned sent[OW_CONNS] = { 0 }, got[OW_CONNS] = { 0 };
+		struct rconn *cn[OW_CONNS] = { NULL };
+		int crc[OW_CONNS] = { 0 };
+		unsigned m = 0;
 		for (unsigned c = 0; c < nc; c++)
-			if (w[cand[c]].node == (int)j)
-				todo[nt++] = c;
-		if (!nt)
+			all += w[cand[c]].node == (int)j;
+		if (!all)
 			continue;
-		int crc = 0;
-		struct rconn *cn = conn_get(rb, j, &crc);
-		unsigned sent = 0, got = 0;
-		while (cn && !crc && got < nt) {
-			while (sent < nt && sent - got < CLUSTER_CLIENT_MAX_INFLIGHT && !crc) {
-				struct wb_plan *x = &w[cand[todo[sent]]];
-				const struct parity_group *g = &rb->pt.g[x->gid];
-				const struct slot *s = &rb->slots[x->i];
-				crc = cluster_client_page_overwrite_start(cn->cl, x->i, s->version + 1,
-						s->version, rb->nodes[g->pn].id, g->pkey,
-						pv[todo[sent]], x->page);
-				sent += !crc;
+		cn[m] = conn_get(rb, j, &crc[m]);
+		if (!cn[m++])
+			continue;
+		while (m < OW_CONNS && all > 8 * m &&
+		       (cn[m] = conn_take(rb, j, &crc[m], false)))
+			m++;
+		for (unsigned c = 0, r = 0; c < nc; c++)
+			if (w[cand[c]].node == (int)j) {
+				todo[r][nt[r]++] = c;
+				r = (r + 1) % m;
 			}
-			if (got < sent) {
-				unsigned c = todo[got++];
-				rcs[c] = cluster_client_wait(cn->cl);
-				overwrite_count(rb, j, w[cand[c]].i, &rb->pt.g[w[cand[c]].gid],
-						rcs[c], cn->cl);
-				if (is_transport_error(rcs[c]))
-					crc = rcs[c];
+		for (bool busy = true; busy;) {
+			busy = false;
+			for (unsigned u = 0; u < m; u++)
+				while (!crc[u] && sent[u] < nt[u] &&
+				       sent[u] - got[u] < CLUSTER_CLIENT_MAX_INFLIGHT) {
+					unsigned c = todo[u][sent[u]];
+					struct wb_plan *x = &w[cand[c]];
+					const struct parity_group *g = &rb->pt.g[x->gid];
+					const struct slot *s = &rb->slots[x->i];
+					crc[u] = cluster_client_page_overwrite_start(cn[u]->cl, x->i,
+							s->version + 1, s->version,
+							rb->nodes[g->pn].id, g->pkey, pv[c], x->page);
+					sent[u] += !crc[u];
+				}
+			for (unsigned u = 0; u < m; u++) {
+				if (got[u] < sent[u]) {
+					unsigned c = todo[u][got[u]++];
+					rcs[c] = cluster_client_wait(cn[u]->cl);
+					overwrite_count(rb, j, w[cand[c]].i,
+							&rb->pt.g[w[cand[c]].gid], rcs[c], cn[u]->cl);
+					if (is_transport_error(rcs[c]))
+						crc[u] = rcs[c];
+				}
+				busy |= got[u] < sent[u] || (!crc[u] && sent[u] < nt[u]);
 			}
 		}
-		if (cn)
-			conn_put(rb, j, cn, crc);
+		for (unsigned u = 0; u < m; u++)
+			conn_put(rb, j, cn[u], crc[u]);
 	}
 	/* results: a group's version past every delta sent (some may have
 	 * arrived whatever the answer); a member stored has its new

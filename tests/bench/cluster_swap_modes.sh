@@ -8,7 +8,7 @@
 # the same workload when a data node is killed with SIGKILL once 100 MiB
 # are out and recovery runs beside it (Nswap: 0.3 %).
 #
-#   BENCH_MIB=768 BENCH_LIMIT=256M BENCH_ORDER=rand BENCH_MODES="none mirror parity parity-dist"
+#   BENCH_MIB=768 BENCH_LIMIT=256M BENCH_ORDER=rand BENCH_MODES="none mirror parity parity-dist" BENCH_KILL=1
 # Loopback TCP on a shared 2-core machine: ratios matter, not absolutes.
 T_TIMEOUT=${T_TIMEOUT:-1800}
 . "$(dirname "$0")/../system/lib.sh"
@@ -81,7 +81,8 @@ run() {
 ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.3f}' if b else 'nan')" "$1" "$2"; }
 
 for m in $modes; do run "$m" 0; done
-for m in $modes; do [ "$m" = none ] || run "$m" 1; done
+# BENCH_KILL=0: no run with a node killed midway
+[ "${BENCH_KILL:-1}" = 0 ] || for m in $modes; do [ "$m" = none ] || run "$m" 1; done
 for m in $modes; do
   echo "BENCH cluster_swap.$m.${order}_${mib}M_in_$limit ${secs[$m-0]} s vs none ${secs[none-0]:-0} s ratio $(ratio "${secs[$m-0]}" "${secs[none-0]:-0}")"
 done
