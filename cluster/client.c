@@ -30,7 +30,6 @@ struct cluster_client {
 	} q[CLUSTER_CLIENT_MAX_INFLIGHT];
 	unsigned qhead, qn;
 	uint8_t batch_req[FRAME_BATCH_MAX * FRAME_BATCH_ENTRY];
-	uint8_t *store_req;     /* a PAGE_STORE_MANY payload, allocated at the first */
 	char last_error[FRAME_MAX_TEXT + 64];
 };
 
@@ -106,7 +105,6 @@ void cluster_client_close(struct cluster_client *c)
 	if (!c)
 		return;
 	conn_close(&c->c);
-	free(c->store_req);
 	free(c);
 }
 
@@ -148,15 +146,15 @@ static int fail_transport(struct cluster_client *c, int rc)
 	return rc;
 }
 
-/* Send c->req (+ payload) and queue it for its reply. */
-static int send_req(struct cluster_client *c, const void *payload)
+/* Send c->req (+ payload in npl pieces) and queue it for its reply. */
+static int send_req_iov(struct cluster_client *c, const struct iovec *pl, unsigned npl)
 {
 	c->last_error[0] = 0;
 	if (c->broken)
 		return -ENOTCONN;
 	if (c->qn == CLUSTER_CLIENT_MAX_INFLIGHT)
 		return -EBUSY;
-	int rc = conn_send(&c->c, &c->req, payload);
+	int rc = conn_sendv(&c->c, &c->req, pl, npl);
 	if (rc)
 		return fail_transport(c, rc);
 	struct pending *p = &c->q[(c->qhead + c->qn++) % CLUSTER_CLIENT_MAX_INFLIGHT];
@@ -166,6 +164,13 @@ static int send_req(struct cluster_client *c, const void *payload)
 	p->key = c->req.kind == FK_PARITY ? c->req.parity_group : c->req.page_id;
 	p->version = c->req.version;
 	return 0;
+}
+
+static int send_req(struct cluster_client *c, const void *payload)
+{
+	struct iovec iov = { .iov_base = (void *)payload, .iov_len = c->req.payload_len };
+
+	return send_req_iov(c, &iov, c->req.payload_len ? 1 : 0);
 }
 
 /* Receive the reply to the oldest request in flight into c->rep, *p gets
@@ -442,22 +447,25 @@ int cluster_client_store_many_start(struct cluster_client *c,
 				    const struct cluster_store *s, unsigned n)
 {
 	struct batch_entry e[FRAME_BATCH_MAX];
+	struct iovec iov[FRAME_BATCH_MAX + 1];
 
 	if (n == 0 || n > FRAME_BATCH_MAX)
 		return -EINVAL;
-	if (!c->store_req && !(c->store_req = malloc(FRAME_MAX_CONN_PAYLOAD)))
-		return -ENOMEM;
 	for (unsigned k = 0; k < n; k++) {
-		if (s[k].kind >= FK_COUNT)
+		if (s[k].kind >= FK_COUNT || !s[k].page)
 			return -EINVAL;
 		e[k] = (struct batch_entry){ .key = s[k].key, .version = s[k].version,
 					     .kind = s[k].kind };
-		memcpy(batch_store_page(c->store_req, n, k), s[k].page, FRAME_PAGE_SIZE);
+		/* the pages go from where they are: no copy */
+		iov[k + 1] = (struct iovec){ .iov_base = (void *)s[k].page,
+					     .iov_len = FRAME_PAGE_SIZE };
 	}
-	batch_request_put(c->store_req, e, n);
+	/* the entries in the buffer fetch-many requests use */
+	batch_request_put(c->batch_req, e, n);
+	iov[0] = (struct iovec){ .iov_base = c->batch_req, .iov_len = batch_request_len(n) };
 	struct frame_hdr *q = req_init(c, FT_PAGE_STORE_MANY);
 	q->payload_len = batch_store_len(n);
-	int rc = send_req(c, c->store_req);
+	int rc = send_req_iov(c, iov, n + 1);
 	if (!rc)
 		c->q[(c->qhead + c->qn - 1) % CLUSTER_CLIENT_MAX_INFLIGHT].key = n;
 	return rc;
@@ -538,6 +546,18 @@ int cluster_client_parity_update(struct cluster_client *c, uint64_t group,
 	q->version = version;
 	q->payload_len = FRAME_PAGE_SIZE;
 	return roundtrip(c, delta, NULL);
+}
+
+int cluster_client_parity_store(struct cluster_client *c, uint64_t group,
+				uint64_t version, const void *page)
+{
+	struct frame_hdr *q = req_init(c, FT_PAGE_STORE);
+
+	q->kind = FK_PARITY;
+	q->parity_group = group;
+	q->version = version;
+	q->payload_len = FRAME_PAGE_SIZE;
+	return roundtrip(c, page, NULL);
 }
 
 int cluster_client_parity_fetch(struct cluster_client *c, uint64_t group,

@@ -166,6 +166,10 @@ int cluster_client_page_overwrite_start(struct cluster_client *c, uint64_t page_
  * swapping node's parity updates), not the owner given at open. */
 void cluster_client_set_owner(struct cluster_client *c, uint64_t owner);
 
+/* parity[group] = page, whatever was there at an older version (-ESTALE
+ * if newer). */
+int cluster_client_parity_store(struct cluster_client *c, uint64_t group,
+				uint64_t version, const void *page);
 /* parity[group] ^= delta (a zero page if absent); version: max kept. */
 int cluster_client_parity_update(struct cluster_client *c, uint64_t group,
 				 uint64_t version, const void *delta);

@@ -151,14 +151,27 @@ int conn_connect(struct conn *c, const char *host, uint16_t port,
 
 int conn_send(struct conn *c, const struct frame_hdr *h, const void *payload)
 {
-	ssize_t hl = frame_encode(h, payload, c->tx, sizeof(c->tx));
+	struct iovec iov = { .iov_base = (void *)payload, .iov_len = h->payload_len };
+
+	if (h->payload_len && !payload)
+		return -EINVAL;
+	return conn_sendv(c, h, &iov, h->payload_len ? 1 : 0);
+}
+
+int conn_sendv(struct conn *c, const struct frame_hdr *h, const struct iovec *pl,
+	       unsigned npl)
+{
+	struct iovec iov[CONN_MAX_IOV + 1];
+
+	if (npl > CONN_MAX_IOV)
+		return -EINVAL;
+	ssize_t hl = frame_encode_iov(h, pl, npl, c->tx, sizeof(c->tx));
 	if (hl < 0)
 		return (int)hl;
-	struct iovec iov[2] = {
-		{ .iov_base = c->tx, .iov_len = (size_t)hl },
-		{ .iov_base = (void *)payload, .iov_len = h->payload_len },
-	};
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = h->payload_len ? 2 : 1 };
+	iov[0] = (struct iovec){ .iov_base = c->tx, .iov_len = (size_t)hl };
+	for (unsigned k = 0; k < npl; k++)
+		iov[k + 1] = pl[k];
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = npl + 1 };
 	size_t left = (size_t)hl + h->payload_len;
 
 	while (left) {

@@ -49,6 +49,11 @@ int conn_connect(struct conn *c, const char *host, uint16_t port,
 /* Send one frame. 0 or -errno (-EPIPE/-ECONNRESET: peer gone,
  * -ETIMEDOUT, or the frame_encode error for an invalid h). */
 int conn_send(struct conn *c, const struct frame_hdr *h, const void *payload);
+/* The same with the payload in npl pieces (at most CONN_MAX_IOV): a
+ * batch's entries and its pages, sent from where they are. */
+#define CONN_MAX_IOV (FRAME_BATCH_MAX + 1)
+int conn_sendv(struct conn *c, const struct frame_hdr *h, const struct iovec *pl,
+	       unsigned npl);
 /* Receive one frame into *h. 0, or:
  *   -ECONNRESET  the peer closed (cleanly between frames or mid-frame);
  *   -ETIMEDOUT   nothing within the timeout;

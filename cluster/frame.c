@@ -369,6 +369,25 @@ ssize_t frame_decode(const uint8_t *buf, size_t len, struct frame_hdr *out,
 ssize_t frame_encode(const struct frame_hdr *h, const void *payload,
 		     uint8_t *out, size_t outlen)
 {
+	struct iovec iov = { .iov_base = (void *)payload, .iov_len = h->payload_len };
+
+	if (h->payload_len && !payload)
+		return -EINVAL;
+	return frame_encode_iov(h, &iov, h->payload_len ? 1 : 0, out, outlen);
+}
+
+ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
+			 unsigned niov, uint8_t *out, size_t outlen)
+{
+	size_t plen = 0;
+
+	for (unsigned k = 0; k < niov; k++) {
+		if (iov[k].iov_len && !iov[k].iov_base)
+			return -EINVAL;
+		plen += iov[k].iov_len;
+	}
+	if (plen != h->payload_len)
+		return -EINVAL;
 	Nvcache__Header m = NVCACHE__HEADER__INIT;
 	Nvcache__Hello hello = NVCACHE__HELLO__INIT;
 	Nvcache__Challenge chal = NVCACHE__CHALLENGE__INIT;
@@ -386,7 +405,7 @@ ssize_t frame_encode(const struct frame_hdr *h, const void *payload,
 	Nvcache__ErrorInfo err = NVCACHE__ERROR_INFO__INIT;
 	const char *why;
 
-	if (outlen < FRAME_MAX_HEAD || (h->payload_len && !payload))
+	if (outlen < FRAME_MAX_HEAD)
 		return -EINVAL;
 	if (h->payload_len > FRAME_MAX_PAYLOAD || h->n_nodes > FRAME_MAX_NODES)
 		return -EMSGSIZE;
@@ -516,8 +535,8 @@ ssize_t frame_encode(const struct frame_hdr *h, const void *payload,
 	put_be32(out + 8, h->payload_len);
 	uint32_t crc = crc32c(0, out, 12);
 	crc = crc32c(crc, out + FRAME_PREFIX, hl);
-	if (h->payload_len)
-		crc = crc32c(crc, payload, h->payload_len);
+	for (unsigned k = 0; k < niov; k++)
+		crc = crc32c(crc, iov[k].iov_base, iov[k].iov_len);
 	put_be32(out + 12, crc);
 	return (ssize_t)(FRAME_PREFIX + hl);
 }

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #define FRAME_MAGIC 0x4E56434CU /* "NVCL" */
 #define FRAME_VERSION 1
@@ -148,6 +149,11 @@ ssize_t frame_decode(const uint8_t *buf, size_t len, struct frame_hdr *out,
  * would not pass frame_decode (we never send what we would refuse). */
 ssize_t frame_encode(const struct frame_hdr *h, const void *payload,
 		     uint8_t *out, size_t outlen);
+/* The same for a payload in niov pieces (their lengths add up to
+ * h->payload_len, else -EINVAL): a batch's entries and the pages where
+ * they are, without gathering them first. */
+ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
+			 unsigned niov, uint8_t *out, size_t outlen);
 
 /* Names for logs. */
 const char *frame_type_name(uint32_t type);

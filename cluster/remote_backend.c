@@ -47,6 +47,10 @@ struct rnode {
 	 * runs later than ours). Without this the verdict flaps while the
 	 * cluster agrees, and a recovery pass can run under a stale "alive". */
 	atomic_int declared_dead;
+	/* Our owner's pages an earlier device left there are dropped (at
+	 * open, or once it first answers): until then nothing of ours goes
+	 * there, since the drop would take it too. */
+	atomic_int reset_done;
 	atomic_uint_fast64_t dead_inc;
 	atomic_int_fast64_t free_pages; /* estimate: offer - use */
 	/* Pages it holds beyond its offer, per its last report (it shrank:
@@ -108,7 +112,7 @@ struct remote_backend {
 		pthread_mutex_t lock;
 		int64_t gid;            /* the open group; -1: none yet */
 		uint8_t buf[PAGE];      /* its parity page */
-		struct wb_groups *wb;   /* write_pages' scratch, at its first */
+		struct wb_groups *wb;   /* write_pages' scratch (parity) */
 	} pool[POOL];
 	atomic_uint pool_rr;
 	atomic_int merge_needed;
@@ -192,7 +196,7 @@ static bool is_transport_error(int rc)
 static bool usable(struct remote_backend *rb, unsigned i)
 {
 	struct rnode *nd = &rb->nodes[i];
-	return nd->target && atomic_load(&nd->alive) &&
+	return nd->target && atomic_load(&nd->alive) && atomic_load(&nd->reset_done) &&
 	       clock_now_ns() >= atomic_load(&nd->down_until_ns);
 }
 
@@ -699,7 +703,11 @@ static void mirror_parallel(struct remote_backend *rb, uint64_t i, uint64_t v,
 
 /* --- parity modes (see remote_backend.h and cluster/parity.h) -------------
  * Lock order: a slot's stripe, then a parity-pool entry, then a group's
- * lock stripe; nobody holds two group locks or two pool entries. Every
+ * lock stripe; connections inside those. Nobody holds two pool entries;
+ * only write_pages holds several stripes, and its close_batch and
+ * overwrite_batch several group locks, each set taken in index order
+ * (nobody else takes a second one, or waits for one holding a
+ * connection). Every
  * change of a grouped slot's node or version happens under its group's
  * lock, so a group's member list read under that lock is consistent with
  * the nodes' contents and the parity page. */
@@ -723,7 +731,7 @@ static bool parity_ok(struct remote_backend *rb, const struct parity_group *g)
 	       usable(rb, g->pn);
 }
 
-enum pop { POP_UPDATE, POP_FETCH, POP_DROP };
+enum pop { POP_UPDATE, POP_STORE, POP_FETCH, POP_DROP };
 
 static int parity_op(struct remote_backend *rb, unsigned i, enum pop op,
 		     uint64_t key, uint64_t version, void *page)
@@ -736,6 +744,9 @@ static int parity_op(struct remote_backend *rb, unsigned i, enum pop op,
 	switch (op) {
 	case POP_UPDATE:
 		rc = cluster_client_parity_update(c->cl, key, version, page);
+		break;
+	case POP_STORE:
+		rc = cluster_client_parity_store(c->cl, key, version, page);
 		break;
 	case POP_FETCH:
 		rc = cluster_client_parity_fetch(c->cl, key, page, NULL);
@@ -791,9 +802,9 @@ static int group_parity_store(struct remote_backend *rb, struct parity_group *g,
 			pn = pick(rb, exclude);
 		if (pn < 0)
 			break;
-		if (pn == oldpn)
-			(void)parity_op(rb, (unsigned)pn, POP_DROP, g->pkey, UINT64_MAX, NULL);
-		rc = parity_op(rb, (unsigned)pn, POP_UPDATE, g->pkey, ++g->pver, (void *)page);
+		/* a store, not an update: it replaces whatever an earlier
+		 * attempt that timed out may have left there */
+		rc = parity_op(rb, (unsigned)pn, POP_STORE, g->pkey, ++g->pver, (void *)page);
 		if (!rc) {
 			if (oldpn != PARITY_NO_NODE && oldpn != pn) {
 				atomic_fetch_sub(&rb->nodes[oldpn].held, 1);
@@ -1520,11 +1531,13 @@ int remote_read(void *priv, void *buf, uint64_t off, uint32_t len)
  * slot_write's way afterwards, which handles every case. The run's
  * stripes are held throughout, taken in stripe order. */
 #define WBATCH FRAME_BATCH_MAX
+_Static_assert(WBATCH <= RECOVER_STORES_MAX, "a run's stores fit store_batch");
 
 struct wb_plan {
 	uint64_t i;
 	const void *page;
 	int node;               /* -1: slot_write's way */
+	uint8_t gen;            /* node's generation when planned */
 	int64_t gid;            /* parity: the open group it joins */
 	bool inplace;           /* an in-use slot, stored over on its node */
 	int st;                 /* its store request, or -1 */
@@ -1560,8 +1573,8 @@ static bool wb_plan_parity(struct remote_backend *rb, struct ppool *p,
 	for (unsigned attempt = 0; attempt < 2; attempt++) {
 		bool fresh = false;
 		if (p->gid < 0) {
-			if (G->n > WBATCH)
-				return false;
+			if (G->n >= WBATCH)
+				return false;   /* close_batch sends at most that many */
 			/* no buffer yet: the pool entry's one buffer may
 			 * still be the parity of the group before it, whose
 			 * members go in at commit */
@@ -1624,8 +1637,8 @@ static bool wb_plan_parity(struct remote_backend *rb, struct ppool *p,
  * delta with the next parity version: the parity node XORs them in
  * whatever order they come (XOR commutes; it keeps the highest version).
  * Whatever does not work out is left (node -1) for pslot_write, which is
- * right whatever the node did (see node_fetch_store). Nobody else holds
- * two group locks, nor takes one while holding a connection. */
+ * right whatever the node did (see node_fetch_store). See the lock order
+ * at the top of the parity section. */
 static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsigned n)
 {
 	bool used[GSTRIPES] = { false };
@@ -1785,6 +1798,13 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 		if (!G->full[q])
 			continue;
 		struct parity_group *g = &rb->pt.g[G->gid[q]];
+		if (!g->nmem) {
+			/* trims emptied it meanwhile */
+			g->local = NULL;
+			parity_group_free(&rb->pt, (uint32_t)G->gid[q]);
+			G->full[q] = false;
+			continue;
+		}
 		bool exclude[CONFIG_MAX_NODES] = { false };
 		for (unsigned k = 0; k < g->nmem; k++)
 			if (g->m[k].node != NO_NODE)
@@ -1813,12 +1833,15 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 		if (!G->full[q])
 			continue;
 		struct parity_group *g = &rb->pt.g[G->gid[q]];
+		/* past the version sent, whatever came of it: a page that
+		 * arrived after all is overwritten by any later store */
+		if (sq[q] >= 0)
+			g->pver++;
 		if (sq[q] >= 0 && st[sq[q]].rc == 0) {
 			unsigned pn = st[sq[q]].node;
 			atomic_fetch_add(&rb->nodes[pn].held, 1);
 			g->pn = (uint8_t)pn;
 			g->pgen = (uint8_t)atomic_load(&rb->nodes[pn].gen);
-			g->pver++;
 			g->parity_lost = 0;
 			g->local = NULL;
 			atomic_fetch_add(&rb->parity_sends, 1);
@@ -1826,6 +1849,9 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 			(void)group_parity_store(rb, g, g->local);
 			g->local = NULL;
 		}
+		/* fewer members than planned (a store failed): merged later */
+		if (parity_group_sparse(g, rb->gsize))
+			atomic_store(&rb->merge_needed, 1);
 	}
 	for (unsigned x = GSTRIPES; x-- > 0;)
 		if (used[x])
@@ -1862,15 +1888,8 @@ static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i
 			p = &rb->pool[start % POOL];
 			pthread_mutex_lock(&p->lock);
 		}
-		if (!p->wb)
-			p->wb = malloc(sizeof(*p->wb));
-		if (!p->wb) {
-			pthread_mutex_unlock(&p->lock);
-			p = NULL;       /* every page slot_write's way */
-		} else {
-			G = p->wb;
-			G->n = 0;
-		}
+		G = p->wb;      /* allocated at open */
+		G->n = 0;
 	}
 	/* plan */
 	for (unsigned k = 0; k < n; k++) {
@@ -1895,6 +1914,9 @@ static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i
 			w[k].node = pick(rb, exclude);
 		}
 		if (w[k].node >= 0) {
+			/* before the store: a restart after it makes the
+			 * copy lost, not valid */
+			w[k].gen = (uint8_t)atomic_load(&rb->nodes[w[k].node].gen);
 			w[k].st = (int)ns;
 			st[ns++] = (struct store_req){ .slot = i, .version = s->version + 1,
 						       .page = w[k].page, .node = (uint8_t)w[k].node };
@@ -1927,7 +1949,7 @@ static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i
 				continue;
 			}
 			if (g) {
-				uint8_t gen = (uint8_t)atomic_load(&nd->gen);
+				uint8_t gen = x->gen;
 				pthread_mutex_lock(glock(rb, (uint64_t)x->gid));
 				int arc = parity_member_add(g, rb->gsize, x->i, v,
 							    (uint8_t)x->node, gen);
@@ -1947,7 +1969,7 @@ static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i
 				}
 			} else if (!x->inplace) {
 				s->n[0] = (uint8_t)x->node;
-				s->g[0] = (uint8_t)atomic_load(&nd->gen);
+				s->g[0] = x->gen;
 			}
 			if (!x->inplace) {
 				atomic_fetch_add(&nd->placed, 1);
@@ -2910,6 +2932,29 @@ static void migrate(struct remote_backend *rb)
 		atomic_fetch_add(&rb->migrate_ns, dt);
 }
 
+/* Nodes that did not answer at open: once they are alive, the pages of
+ * an earlier device with our owner id go, and they may take ours. */
+static void reset_late_nodes(struct remote_backend *rb)
+{
+	for (unsigned i = 0; i < rb->nn; i++) {
+		struct rnode *nd = &rb->nodes[i];
+		if (!nd->target || atomic_load(&nd->reset_done) || !atomic_load(&nd->alive) ||
+		    clock_now_ns() < atomic_load(&nd->down_until_ns))
+			continue;
+		int e;
+		struct rconn *c = conn_get(rb, i, &e);
+		if (!c)
+			continue;
+		e = cluster_client_owner_reset(c->cl);
+		conn_put(rb, i, c, e);
+		if (!e) {
+			atomic_store(&nd->reset_done, 1);
+			log_info("remote swap: node %u answers now: it takes pages from here on",
+				 nd->id);
+		}
+	}
+}
+
 static void *refresher_main(void *arg)
 {
 	struct remote_backend *rb = arg;
@@ -2933,6 +2978,7 @@ static void *refresher_main(void *arg)
 			break;
 		if (refresh(rb))
 			log_debug("remote swap: no node answered the table refresh");
+		reset_late_nodes(rb);
 		atomic_store(&rb->recovering, 1);
 		if (rb->gsize && atomic_exchange(&rb->rebuild_needed, 0))
 			parity_recover(rb);
@@ -3100,6 +3146,14 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 			remote_close(rb);
 			return -ENOMEM;
 		}
+		/* write_pages' scratch, now: nothing is allocated on the
+		 * swap-out path (mlockall: it would be locked, when memory
+		 * is short) */
+		for (unsigned k = 0; k < POOL; k++)
+			if (!(rb->pool[k].wb = malloc(sizeof(*rb->pool[k].wb)))) {
+				remote_close(rb);
+				return -ENOMEM;
+			}
 	}
 	/* Each node's own report of its capacity, to start with; and a clean
 	 * slate: pages an earlier device with our owner id left are dropped. */
@@ -3113,6 +3167,8 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		if (c) {
 			e = cluster_client_owner_reset(c->cl);
 			conn_put(rb, i, c, e);
+			if (!e)
+				atomic_store(&rb->nodes[i].reset_done, 1);
 		}
 	}
 	if (rc) {
