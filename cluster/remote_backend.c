@@ -79,6 +79,9 @@ struct slot {
 	uint8_t n[2];                   /* node index, NO_NODE: none */
 	uint8_t g[2];                   /* the node's generation at placement */
 	uint8_t spilled;                /* in the local spill file, not on nodes */
+	/* Its page was lost (rebuilt for one read, then no node took it):
+	 * reads give EIO, never zeros, until a write or a trim. */
+	uint8_t lost;
 };
 
 struct remote_backend {
@@ -1150,11 +1153,12 @@ static int pslot_rehome(struct remote_backend *rb, uint64_t i, uint64_t gid,
 		atomic_fetch_add(&rb->rehomes, 1);
 	else {
 		/* no node has room for it: this read gets it, later ones
-		 * will not */
+		 * an error (not zeros) */
 		atomic_fetch_sub(&rb->mapped, 1);
 		atomic_fetch_add(&rb->write_errors, 1);
+		s->lost = 1;
 		log_err("remote swap: slot %" PRIu64 " rebuilt but no node took it: "
-			"it is lost after this read", i);
+			"it is lost after this read (later reads fail with EIO)", i);
 	}
 	return 0;
 }
@@ -1356,8 +1360,12 @@ static int slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 	bool done[2] = { false, false };
 	int rc = 0;
 
-	if (rb->gsize)
-		return pslot_write(rb, i, page);
+	if (rb->gsize) {
+		rc = pslot_write(rb, i, page);
+		if (!rc)
+			s->lost = 0;
+		return rc;
+	}
 	if (rb->copies == 2)
 		mirror_parallel(rb, i, v, page, done);
 	for (unsigned r = 0; r < rb->copies; r++) {
@@ -1412,6 +1420,8 @@ static int slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 		atomic_fetch_sub(&rb->mapped, 1);
 	if (rc)
 		atomic_fetch_add(&rb->write_errors, 1);
+	else
+		s->lost = 0;
 	return rc;
 }
 
@@ -1422,6 +1432,10 @@ static int slot_read(struct remote_backend *rb, uint64_t i, void *page)
 	int got = -1;
 	bool lost[2] = { false, false };
 
+	if (s->lost) {
+		atomic_fetch_add(&rb->read_errors, 1);
+		return -EIO;
+	}
 	if (!slot_mapped(s)) {
 		memset(page, 0, PAGE);
 		atomic_fetch_add(&rb->zero_reads, 1);
@@ -1978,6 +1992,7 @@ static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i
 				atomic_fetch_add(&rb->mapped, 1);
 			}
 			s->version = v;
+			s->lost = 0;
 			x->node = -2;   /* done */
 		}
 		if (G && G->full[q]) {
@@ -2090,6 +2105,7 @@ int remote_trim(void *priv, uint64_t off, uint64_t len)
 	for (uint64_t i = first; i < end; i++) {
 		pthread_mutex_lock(stripe(rb, i));
 		struct slot *s = &rb->slots[i];
+		s->lost = 0;            /* trimmed: zeros are right */
 		if (slot_mapped(s)) {
 			if (rb->gsize)
 				pslot_unmap(rb, i);
@@ -2606,9 +2622,10 @@ static uint64_t group_dissolve(struct remote_backend *rb, uint32_t gid,
 			if (group_add(rb, j, s->version, page, node) == 0) {
 				moved++;
 			} else {
-				/* nowhere to go: the page is lost */
+				/* nowhere to go: the page is lost (reads say so) */
 				atomic_fetch_sub(&rb->nodes[node].held, 1);
 				s->n[0] = NO_NODE;
+				s->lost = 1;
 				atomic_fetch_sub(&rb->mapped, 1);
 				atomic_fetch_add(&rb->write_errors, 1);
 				log_err("remote swap: slot %" PRIu64 " dropped while "
@@ -2715,6 +2732,7 @@ static int migrate_pslot(struct remote_backend *rb, uint64_t i, unsigned j,
 		return s->n[0] == j ? -ENOSPC : 1;
 	atomic_fetch_sub(&rb->nodes[j].held, 1);
 	(void)node_op(rb, j, OP_DROP, i, s->version, NULL);
+	s->lost = 1;
 	atomic_fetch_sub(&rb->mapped, 1);
 	atomic_fetch_add(&rb->write_errors, 1);
 	log_err("remote swap: slot %" PRIu64 " lost while migrating it off node %u: "
@@ -3061,6 +3079,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		rb->slots[i].n[0] = rb->slots[i].n[1] = NO_NODE;
 		rb->slots[i].g[0] = rb->slots[i].g[1] = 0;
 		rb->slots[i].spilled = 0;
+		rb->slots[i].lost = 0;
 	}
 	if (o->spill_path) {
 		struct statfs sfs;
