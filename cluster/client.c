@@ -380,6 +380,33 @@ int cluster_client_wait_fetch(struct cluster_client *c, void *page,
 	return rc;
 }
 
+/* Send a batch request of n entries (payload in npl pieces, len bytes)
+ * and remember n, which its wait must name. */
+static int send_batch(struct cluster_client *c, uint32_t type, unsigned n,
+		      const struct iovec *pl, unsigned npl, uint32_t len)
+{
+	struct frame_hdr *q = req_init(c, type);
+
+	q->payload_len = len;
+	int rc = send_req_iov(c, pl, npl);
+	if (!rc)
+		c->q[(c->qhead + c->qn - 1) % CLUSTER_CLIENT_MAX_INFLIGHT].key = n;
+	return rc;
+}
+
+/* The reply to the oldest request, which must be a batch of this type
+ * and n entries (-EINVAL, nothing taken, otherwise). */
+static int recv_batch(struct cluster_client *c, uint32_t type, unsigned n,
+		      const uint8_t **pl)
+{
+	struct pending p;
+
+	if (!c->broken && (!c->qn || c->q[c->qhead].type != type ||
+			   c->q[c->qhead].key != n))
+		return -EINVAL;
+	return recv_rep(c, pl, &p);
+}
+
 int cluster_client_fetch_many_start(struct cluster_client *c,
 				    const struct cluster_fetch *f, unsigned n)
 {
@@ -394,24 +421,15 @@ int cluster_client_fetch_many_start(struct cluster_client *c,
 					     .kind = f[k].kind };
 	}
 	batch_request_put(c->batch_req, e, n);
-	struct frame_hdr *q = req_init(c, FT_PAGE_FETCH_MANY);
-	q->payload_len = batch_request_len(n);
-	int rc = send_req(c, c->batch_req);
-	if (!rc)
-		c->q[(c->qhead + c->qn - 1) % CLUSTER_CLIENT_MAX_INFLIGHT].key = n;
-	return rc;
+	struct iovec iov = { .iov_base = c->batch_req, .iov_len = batch_request_len(n) };
+	return send_batch(c, FT_PAGE_FETCH_MANY, n, &iov, 1, iov.iov_len);
 }
 
 int cluster_client_wait_fetch_many(struct cluster_client *c,
 				   struct cluster_fetch *f, unsigned n)
 {
 	const uint8_t *pl = NULL;
-	struct pending p;
-
-	if (!c->broken && (!c->qn || c->q[c->qhead].type != FT_PAGE_FETCH_MANY ||
-			   c->q[c->qhead].key != n))
-		return -EINVAL;
-	int rc = recv_rep(c, &pl, &p);
+	int rc = recv_batch(c, FT_PAGE_FETCH_MANY, n, &pl);
 	if (c->broken || rc)
 		return rc;
 	/* Check every result before taking any page: a reply that does not
@@ -463,25 +481,15 @@ int cluster_client_store_many_start(struct cluster_client *c,
 	/* the entries in the buffer fetch-many requests use */
 	batch_request_put(c->batch_req, e, n);
 	iov[0] = (struct iovec){ .iov_base = c->batch_req, .iov_len = batch_request_len(n) };
-	struct frame_hdr *q = req_init(c, FT_PAGE_STORE_MANY);
-	q->payload_len = batch_store_len(n);
-	int rc = send_req_iov(c, iov, n + 1);
-	if (!rc)
-		c->q[(c->qhead + c->qn - 1) % CLUSTER_CLIENT_MAX_INFLIGHT].key = n;
-	return rc;
+	return send_batch(c, FT_PAGE_STORE_MANY, n, iov, n + 1, batch_store_len(n));
 }
 
 int cluster_client_wait_store_many(struct cluster_client *c,
 				   struct cluster_store *s, unsigned n)
 {
 	const uint8_t *pl = NULL;
-	struct pending p;
 	struct batch_entry r[FRAME_BATCH_MAX];
-
-	if (!c->broken && (!c->qn || c->q[c->qhead].type != FT_PAGE_STORE_MANY ||
-			   c->q[c->qhead].key != n))
-		return -EINVAL;
-	int rc = recv_rep(c, &pl, &p);
+	int rc = recv_batch(c, FT_PAGE_STORE_MANY, n, &pl);
 	if (c->broken || rc)
 		return rc;
 	const char *bad = NULL;

@@ -421,6 +421,21 @@ static const void *serve_stats(struct inbound *ib, uint64_t off, int *rc)
 
 static uint32_t status_of(int rc);
 
+/* A batch request that did not decode (rc, why): logged, and said in the
+ * reply. Else the connection's reply buffer for it (NULL, *rc -ENOMEM). */
+static uint8_t *batch_reply_buf(struct inbound *ib, const char *what, int *rc,
+				const char *why)
+{
+	if (*rc) {
+		log_warn("%s: refused a %s request: %s", ib->c.peer, what, why);
+		snprintf(ib->rep.text, sizeof(ib->rep.text), "%s", why);
+		return NULL;
+	}
+	if (!ib->batch && !(ib->batch = malloc(FRAME_MAX_CONN_PAYLOAD)))
+		*rc = -ENOMEM;
+	return ib->batch;
+}
+
 /* A PAGE_FETCH_MANY request: every entry fetched in order into one reply
  * payload (cluster/batch.h); an entry that fails carries its own status
  * and a zero page, the request as a whole succeeds. */
@@ -433,15 +448,8 @@ static const void *serve_fetch_many(struct inbound *ib, const uint8_t *payload,
 	unsigned n;
 
 	*rc = batch_request_get(payload, q->payload_len, e, &n, &why);
-	if (*rc) {
-		log_warn("%s: refused a fetch-many request: %s", ib->c.peer, why);
-		snprintf(r->text, sizeof(r->text), "%s", why);
+	if (!batch_reply_buf(ib, "fetch-many", rc, why))
 		return NULL;
-	}
-	if (!ib->batch && !(ib->batch = malloc(FRAME_MAX_CONN_PAYLOAD))) {
-		*rc = -ENOMEM;
-		return NULL;
-	}
 	for (unsigned k = 0; k < n; k++) {
 		struct pagestore_key key = { q->owner, e[k].kind, e[k].key };
 		uint8_t *pg = batch_reply_page(ib->batch, n, k);
@@ -470,15 +478,8 @@ static const void *serve_store_many(struct inbound *ib, const uint8_t *payload,
 	unsigned n;
 
 	*rc = batch_store_get(payload, q->payload_len, e, &n, &pages, &why);
-	if (*rc) {
-		log_warn("%s: refused a store-many request: %s", ib->c.peer, why);
-		snprintf(r->text, sizeof(r->text), "%s", why);
+	if (!batch_reply_buf(ib, "store-many", rc, why))
 		return NULL;
-	}
-	if (!ib->batch && !(ib->batch = malloc(FRAME_MAX_CONN_PAYLOAD))) {
-		*rc = -ENOMEM;
-		return NULL;
-	}
 	for (unsigned k = 0; k < n; k++) {
 		struct pagestore_key key = { q->owner, e[k].kind, e[k].key };
 		int src = pagestore_store(ib->node->ps, &key, e[k].version,

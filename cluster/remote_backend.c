@@ -993,6 +993,21 @@ static void group_remove(struct remote_backend *rb, uint64_t gid, unsigned idx,
 		atomic_store(&rb->merge_needed, 1);
 }
 
+/* A parity-pool entry, locked: a free one if any, else the next in turn. */
+static struct ppool *pool_take(struct remote_backend *rb)
+{
+	unsigned start = atomic_fetch_add(&rb->pool_rr, 1);
+
+	for (unsigned k = 0; k < POOL; k++) {
+		struct ppool *t = &rb->pool[(start + k) % POOL];
+		if (pthread_mutex_trylock(&t->lock) == 0)
+			return t;
+	}
+	struct ppool *p = &rb->pool[start % POOL];
+	pthread_mutex_lock(&p->lock);
+	return p;
+}
+
 /* Put slot i (version v, contents page) into an open group, on a node
  * outside it. have: a node already holding this version of the page
  * (kept if the group allows), or -1. Caller holds slot i's stripe. */
@@ -1000,19 +1015,9 @@ static int group_add(struct remote_backend *rb, uint64_t i, uint64_t v,
 		     const void *page, int have)
 {
 	struct slot *s = &rb->slots[i];
-	unsigned start = atomic_fetch_add(&rb->pool_rr, 1);
-	struct ppool *p = NULL;
+	struct ppool *p = pool_take(rb);
 	int rc = -ENOSPC;
 
-	for (unsigned k = 0; k < POOL && !p; k++) {
-		struct ppool *t = &rb->pool[(start + k) % POOL];
-		if (pthread_mutex_trylock(&t->lock) == 0)
-			p = t;
-	}
-	if (!p) {
-		p = &rb->pool[start % POOL];
-		pthread_mutex_lock(&p->lock);
-	}
 	for (unsigned attempt = 0; attempt < 3; attempt++) {
 		if (p->gid < 0) {
 			p->gid = parity_group_alloc(&rb->pt, p->buf);
@@ -1892,16 +1897,7 @@ static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i
 		pthread_mutex_lock(&rb->stripes[order[k]]);
 
 	if (rb->gsize) {
-		unsigned start = atomic_fetch_add(&rb->pool_rr, 1);
-		for (unsigned k = 0; k < POOL && !p; k++) {
-			struct ppool *t = &rb->pool[(start + k) % POOL];
-			if (pthread_mutex_trylock(&t->lock) == 0)
-				p = t;
-		}
-		if (!p) {
-			p = &rb->pool[start % POOL];
-			pthread_mutex_lock(&p->lock);
-		}
+		p = pool_take(rb);
 		G = p->wb;      /* allocated at open */
 		G->n = 0;
 	}

@@ -467,13 +467,7 @@ static void parity_runs_one_data_node(void **state)
 	(void)state;
 	start_nodes();
 	memset(shadow, 0, sizeof(shadow));
-	struct remote_backend *rb = NULL;
-	struct remote_opts o = {
-		.cfg = &cfg, .self_node = 0, .owner = 45, .size = DEV,
-		.redundancy = REMOTE_PARITY, .conns_per_node = 2, .timeout_ms = 2000,
-		.refresh_ms = 100,
-	};
-	assert_int_equal(remote_open(&rb, &o), 0);
+	struct remote_backend *rb = open_rb(REMOTE_PARITY);
 	/* one page into each pool entry's open group (groups of 2: each
 	 * stays open), on nodes 2 and 3 */
 	for (uint32_t p = 0; p < 4; p++) {

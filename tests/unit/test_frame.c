@@ -461,6 +461,34 @@ static void node_stats_chunks(void **state)
 	assert_string_equal(frame_type_name(FT_NODE_STATS), "NODE_STATS");
 }
 
+/* A batch type's payload sizes at the decoder: the two good ones of the
+ * request and of the reply decode, the four bad ones do not (those over
+ * a connection's cap are refused earlier, from the prefix). */
+static void batch_sizes(Nvcache__Header *m, uint8_t *pl, uint8_t *buf,
+			const uint32_t req_ok[2], const uint32_t req_bad[4],
+			const uint32_t rep_ok[2], const uint32_t rep_bad[4])
+{
+	struct frame_hdr d;
+	const char *why;
+
+	for (int reply = 0; reply <= 1; reply++) {
+		m->reply = reply;
+		const uint32_t *ok = reply ? rep_ok : req_ok, *bad = reply ? rep_bad : req_bad;
+		for (int k = 0; k < 2; k++) {
+			m->payload_len = ok[k];
+			size_t n = raw_frame(m, pl, ok[k], buf);
+			assert_int_equal(frame_decode(buf, n, &d, NULL, &why), (ssize_t)n);
+		}
+		for (int k = 0; k < 4; k++) {
+			m->payload_len = bad[k];
+			if (bad[k] > FRAME_MAX_CONN_PAYLOAD)
+				continue;
+			size_t n = raw_frame(m, pl, bad[k], buf);
+			assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
+		}
+	}
+}
+
 /* PAGE_FETCH_MANY: the frame decoder takes 1..64 whole entries (and the
  * matching reply sizes), nothing else; the codec checks the contents. */
 static void fetch_many_payloads(void **state)
@@ -477,22 +505,7 @@ static void fetch_many_payloads(void **state)
 	static const uint32_t req_bad[] = { 0, 23, 25, 24 * 65 };
 	static const uint32_t rep_ok[] = { 4120, 4120 * 64 };
 	static const uint32_t rep_bad[] = { 0, 4096, 4121, 4120 * 65 };
-	for (int reply = 0; reply <= 1; reply++) {
-		m.reply = reply;
-		const uint32_t *ok = reply ? rep_ok : req_ok, *bad = reply ? rep_bad : req_bad;
-		for (int k = 0; k < 2; k++) {
-			m.payload_len = ok[k];
-			size_t n = raw_frame(&m, pl, ok[k], buf);
-			assert_int_equal(frame_decode(buf, n, &d, NULL, &why), (ssize_t)n);
-		}
-		for (int k = 0; k < 4; k++) {
-			m.payload_len = bad[k];
-			if (bad[k] > FRAME_MAX_CONN_PAYLOAD)
-				continue;       /* the connection refuses those first */
-			size_t n = raw_frame(&m, pl, bad[k], buf);
-			assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
-		}
-	}
+	batch_sizes(&m, pl, buf, req_ok, req_bad, rep_ok, rep_bad);
 	/* an error reply carries nothing */
 	m.status = NVCACHE__STATUS__ST_BAD_FRAME;
 	m.payload_len = 0;
@@ -560,7 +573,6 @@ static void store_many_payloads(void **state)
 	static uint8_t buf[FRAME_MAX_HEAD + FRAME_MAX_CONN_PAYLOAD + 64];
 	static uint8_t pl[FRAME_MAX_CONN_PAYLOAD + 64];
 	Nvcache__Header m = NVCACHE__HEADER__INIT;
-	struct frame_hdr d;
 	const char *why;
 	(void)state;
 
@@ -569,22 +581,7 @@ static void store_many_payloads(void **state)
 	static const uint32_t req_bad[] = { 0, 24, 4121, 4120 * 65 };
 	static const uint32_t rep_ok[] = { 24, 24 * 64 };
 	static const uint32_t rep_bad[] = { 0, 23, 4120, 24 * 65 };
-	for (int reply = 0; reply <= 1; reply++) {
-		m.reply = reply;
-		const uint32_t *ok = reply ? rep_ok : req_ok, *bad = reply ? rep_bad : req_bad;
-		for (int k = 0; k < 2; k++) {
-			m.payload_len = ok[k];
-			size_t n = raw_frame(&m, pl, ok[k], buf);
-			assert_int_equal(frame_decode(buf, n, &d, NULL, &why), (ssize_t)n);
-		}
-		for (int k = 0; k < 4; k++) {
-			m.payload_len = bad[k];
-			if (bad[k] > FRAME_MAX_CONN_PAYLOAD)
-				continue;       /* the connection refuses those first */
-			size_t n = raw_frame(&m, pl, bad[k], buf);
-			assert_int_equal(frame_decode(buf, n, &d, NULL, &why), -EPROTO);
-		}
-	}
+	batch_sizes(&m, pl, buf, req_ok, req_bad, rep_ok, rep_bad);
 
 	/* the codec: entries, pages and results round-trip */
 	struct batch_entry e[FRAME_BATCH_MAX], back[FRAME_BATCH_MAX], r;
