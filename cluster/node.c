@@ -85,7 +85,11 @@ struct node {
 	 * unwinding when main exits made LeakSanitizer's exit-time check
 	 * crash the sanitizer build: exit 134 on SIGTERM in CI.) */
 	struct conn_slot {
-		int fd;         /* -1: no connection */
+		int fd;         /* -1: no connection (to shut down at stop) */
+		/* taken, from accept_one until its thread's very last step
+		 * (conn_slot_release): the fd goes -1 before the close, but
+		 * the slot is not free before the thread is done with it */
+		bool busy;
 		bool thread;    /* a thread ran in this slot and is not joined */
 		pthread_t t;
 	} *slots;
@@ -699,6 +703,7 @@ static void conn_slot_release(struct node *n, int slot)
 {
 	pthread_mutex_lock(&n->lock);
 	n->slots[slot].fd = -1;
+	n->slots[slot].busy = false;
 	n->conns_active--;
 	pthread_cond_broadcast(&n->cond);
 	pthread_mutex_unlock(&n->lock);
@@ -801,7 +806,7 @@ static void accept_one(struct node *n, int fd)
 	pthread_mutex_lock(&n->lock);
 	if (!n->stopping && n->conns_active < n->max_conns) {
 		for (unsigned i = 0; i < n->max_conns; i++) {
-			if (n->slots[i].fd < 0) {
+			if (!n->slots[i].busy) {
 				slot = (int)i;
 				break;
 			}
@@ -811,6 +816,7 @@ static void accept_one(struct node *n, int fd)
 		ended = n->slots[slot].thread;
 		old = n->slots[slot].t;
 		n->slots[slot].fd = fd;
+		n->slots[slot].busy = true;
 		n->slots[slot].thread = false;
 		n->conns_active++;
 	}
