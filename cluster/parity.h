@@ -13,9 +13,10 @@
  *
  * Threads: nothing here locks; the caller serialises access to a group
  * (remote_backend.c: the group's lock stripe) and to the free list
- * (parity_table_alloc/free take the table's own mutex). */
+ * (parity_group_alloc/free take the table's own mutex). */
 #pragma once
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,22 +50,44 @@ struct parity_group {
 	struct parity_member m[PARITY_MAX_N];
 };
 
+/* The group table grows by chunks, and a chunk never moves: a group's
+ * address stays valid while other threads allocate. It starts with room
+ * for the usual layout (groups of N) and grows, up to `max`, only when the
+ * layout degrades: with few nodes left groups shrink (a one-member group
+ * is a mirror), and a full table used to mean dropped pages. */
+#define PARITY_CHUNK 1024u      /* groups per chunk (~224 KiB) */
+
 struct parity_table {
-	struct parity_group *g;
-	uint32_t n;
-	uint32_t *free;         /* stack of free group ids */
+	struct parity_group **chunk;    /* max / PARITY_CHUNK (rounded up) */
+	_Atomic uint32_t n;             /* ids below n exist */
+	uint32_t max;
+	uint32_t *free;         /* stack of free group ids, room for max */
 	uint32_t nfree;
 	uint32_t epoch;
+	uint32_t grows;         /* chunks added after init */
 	unsigned gsize;         /* N: data pages per group */
-	pthread_mutex_t lock;   /* the free list */
+	pthread_mutex_t lock;   /* the free list, growth */
 };
 
-/* ngroups groups of up to gsize (2..PARITY_MAX_N) members. 0 or -EINVAL,
- * -ENOMEM. */
-int parity_table_init(struct parity_table *t, uint32_t ngroups, unsigned gsize);
+/* ngroups groups now (at least 1), up to max_groups later (>= ngroups), of
+ * up to gsize (2..PARITY_MAX_N) members. 0 or -EINVAL, -ENOMEM. */
+int parity_table_init(struct parity_table *t, uint32_t ngroups,
+		      uint32_t max_groups, unsigned gsize);
 void parity_table_fini(struct parity_table *t);
-/* A fresh OPEN group (no members, parity buffer local), its id; -ENOSPC
- * when every group is in use. */
+static inline struct parity_group *parity_group_at(struct parity_table *t, uint32_t id)
+{
+	return &t->chunk[id / PARITY_CHUNK][id % PARITY_CHUNK];
+}
+/* How many ids exist now (acquire: their chunks are there). */
+static inline uint32_t parity_table_size(struct parity_table *t)
+{
+	return atomic_load_explicit(&t->n, memory_order_acquire);
+}
+/* Bytes the table holds now: its chunks and the free list. */
+uint64_t parity_table_bytes(struct parity_table *t);
+/* A fresh OPEN group (no members, parity buffer local), its id; the table
+ * grows by a chunk when every group is in use; -ENOSPC at max (or when
+ * the chunk cannot be allocated). */
 int64_t parity_group_alloc(struct parity_table *t, uint8_t *local);
 void parity_group_free(struct parity_table *t, uint32_t id);
 uint32_t parity_groups_used(struct parity_table *t);

@@ -967,7 +967,7 @@ static void group_close(struct remote_backend *rb, struct parity_group *g)
 static void group_remove(struct remote_backend *rb, uint64_t gid, unsigned idx,
 			 const void *old)
 {
-	struct parity_group *g = &rb->pt.g[gid];
+	struct parity_group *g = parity_group_at(&rb->pt, gid);
 
 	rb->slot_grp[g->m[idx].slot] = 0;
 	parity_member_remove(g, idx);
@@ -1008,6 +1008,20 @@ static struct ppool *pool_take(struct remote_backend *rb)
 	return p;
 }
 
+/* A fresh open group; says so when the table had to grow for it (groups
+ * got small: few nodes left). -ENOSPC at the table's end. */
+static int64_t group_alloc(struct remote_backend *rb, uint8_t *buf)
+{
+	uint32_t had = parity_table_size(&rb->pt);
+	int64_t gid = parity_group_alloc(&rb->pt, buf);
+	uint32_t now = parity_table_size(&rb->pt);
+	if (now > had)
+		log_info("remote swap: parity group table grown to %u groups "
+			 "(%" PRIu64 " KiB): groups got small", now,
+			 parity_table_bytes(&rb->pt) >> 10);
+	return gid;
+}
+
 /* Put slot i (version v, contents page) into an open group, on a node
  * outside it. have: a node already holding this version of the page
  * (kept if the group allows), or -1. Caller holds slot i's stripe. */
@@ -1020,7 +1034,7 @@ static int group_add(struct remote_backend *rb, uint64_t i, uint64_t v,
 
 	for (unsigned attempt = 0; attempt < 3; attempt++) {
 		if (p->gid < 0) {
-			p->gid = parity_group_alloc(&rb->pt, p->buf);
+			p->gid = group_alloc(rb, p->buf);
 			if (p->gid < 0) {
 				atomic_store(&rb->merge_needed, 1);
 				log_warn("remote swap: every parity group is in use; "
@@ -1030,7 +1044,7 @@ static int group_add(struct remote_backend *rb, uint64_t i, uint64_t v,
 			}
 		}
 		uint64_t gid = (uint64_t)p->gid;
-		struct parity_group *g = &rb->pt.g[gid];
+		struct parity_group *g = parity_group_at(&rb->pt, gid);
 		bool exclude[CONFIG_MAX_NODES] = { false };
 		int node = -1;
 
@@ -1131,7 +1145,7 @@ static int pslot_rehome(struct remote_backend *rb, uint64_t i, uint64_t gid,
 			int idx, const void *page)
 {
 	struct slot *s = &rb->slots[i];
-	struct parity_group *g = &rb->pt.g[gid];
+	struct parity_group *g = parity_group_at(&rb->pt, gid);
 
 	bool exclude[CONFIG_MAX_NODES] = { false };
 	group_exclude(rb, g, exclude);
@@ -1179,7 +1193,7 @@ static int pslot_read(struct remote_backend *rb, uint64_t i, void *page)
 	    node_op(rb, s->n[0], OP_FETCH, i, s->version, page) == 0)
 		return 0;
 	uint64_t gid = rb->slot_grp[i] - 1;
-	struct parity_group *g = &rb->pt.g[gid];
+	struct parity_group *g = parity_group_at(&rb->pt, gid);
 	pthread_mutex_lock(glock(rb, gid));
 	int idx = parity_member_find(g, i);
 	if (idx < 0 || group_reconstruct(rb, g, i, page)) {
@@ -1199,7 +1213,7 @@ static void pslot_unmap(struct remote_backend *rb, uint64_t i)
 	struct slot *s = &rb->slots[i];
 	uint8_t old[PAGE];
 	uint64_t gid = rb->slot_grp[i] - 1;
-	struct parity_group *g = &rb->pt.g[gid];
+	struct parity_group *g = parity_group_at(&rb->pt, gid);
 
 	pthread_mutex_lock(glock(rb, gid));
 	int idx = parity_member_find(g, i);
@@ -1317,7 +1331,7 @@ static int pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 
 	if (was_mapped) {
 		uint64_t gid = rb->slot_grp[i] - 1;
-		struct parity_group *g = &rb->pt.g[gid];
+		struct parity_group *g = parity_group_at(&rb->pt, gid);
 		pthread_mutex_lock(glock(rb, gid));
 		int idx = parity_member_find(g, i);
 		bool there = idx >= 0 && copy_valid(rb, s, 0) && usable(rb, s->n[0]);
@@ -1597,7 +1611,7 @@ static bool wb_plan_parity(struct remote_backend *rb, struct ppool *p,
 			/* no buffer yet: the pool entry's one buffer may
 			 * still be the parity of the group before it, whose
 			 * members go in at commit */
-			p->gid = parity_group_alloc(&rb->pt, NULL);
+			p->gid = group_alloc(rb, NULL);
 			if (p->gid < 0) {
 				atomic_store(&rb->merge_needed, 1);
 				return false;
@@ -1613,7 +1627,7 @@ static bool wb_plan_parity(struct remote_backend *rb, struct ppool *p,
 			G->n++;
 		}
 		unsigned k = G->n - 1;
-		struct parity_group *g = &rb->pt.g[p->gid];
+		struct parity_group *g = parity_group_at(&rb->pt, p->gid);
 		bool exclude[CONFIG_MAX_NODES] = { false };
 		pthread_mutex_lock(glock(rb, (uint64_t)p->gid));
 		group_exclude(rb, g, exclude);
@@ -1688,7 +1702,7 @@ static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsign
 	for (unsigned c = 0; c < nc; c++) {
 		struct wb_plan *x = &w[cand[c]];
 		struct slot *s = &rb->slots[x->i];
-		struct parity_group *g = &rb->pt.g[x->gid];
+		struct parity_group *g = parity_group_at(&rb->pt, x->gid);
 		midx[c] = parity_member_find(g, x->i);
 		rcs[c] = -EAGAIN;
 		pv[c] = 0;
@@ -1734,7 +1748,7 @@ static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsign
 				       sent[u] - got[u] < CLUSTER_CLIENT_MAX_INFLIGHT) {
 					unsigned c = todo[u][sent[u]];
 					struct wb_plan *x = &w[cand[c]];
-					const struct parity_group *g = &rb->pt.g[x->gid];
+					const struct parity_group *g = parity_group_at(&rb->pt, x->gid);
 					const struct slot *s = &rb->slots[x->i];
 					crc[u] = cluster_client_page_overwrite_start(cn[u]->cl, x->i,
 							s->version + 1, s->version,
@@ -1746,7 +1760,7 @@ static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsign
 					unsigned c = todo[u][got[u]++];
 					rcs[c] = cluster_client_wait(cn[u]->cl);
 					overwrite_count(rb, j, w[cand[c]].i,
-							&rb->pt.g[w[cand[c]].gid], rcs[c], cn[u]->cl);
+							parity_group_at(&rb->pt, w[cand[c]].gid), rcs[c], cn[u]->cl);
 					if (is_transport_error(rcs[c]))
 						crc[u] = rcs[c];
 				}
@@ -1761,14 +1775,14 @@ static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsign
 	 * version; a parity page that may have missed a delta is recomputed
 	 * once all are in */
 	for (unsigned c = 0; c < nc; c++) {
-		struct parity_group *g = &rb->pt.g[w[cand[c]].gid];
+		struct parity_group *g = parity_group_at(&rb->pt, w[cand[c]].gid);
 		if (pv[c] > g->pver)
 			g->pver = pv[c];
 	}
 	for (unsigned c = 0; c < nc; c++) {
 		struct wb_plan *x = &w[cand[c]];
 		struct slot *s = &rb->slots[x->i];
-		struct parity_group *g = &rb->pt.g[x->gid];
+		struct parity_group *g = parity_group_at(&rb->pt, x->gid);
 		if (rcs[c] == 0 || rcs[c] == -EREMOTEIO) {
 			g->m[midx[c]].version = s->version + 1;
 			s->version++;
@@ -1784,7 +1798,7 @@ static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsign
 		for (unsigned e = 0; e < c; e++)
 			again |= rcs[e] == -EREMOTEIO && w[cand[e]].gid == w[cand[c]].gid;
 		if (rcs[c] == -EREMOTEIO && !again)
-			(void)group_parity_rebuild(rb, &rb->pt.g[w[cand[c]].gid]);
+			(void)group_parity_rebuild(rb, parity_group_at(&rb->pt, w[cand[c]].gid));
 	}
 	for (unsigned c = 0; c < nc; c++)
 		w[cand[c]].gid = -1;
@@ -1816,7 +1830,7 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 		sq[q] = -1;
 		if (!G->full[q])
 			continue;
-		struct parity_group *g = &rb->pt.g[G->gid[q]];
+		struct parity_group *g = parity_group_at(&rb->pt, G->gid[q]);
 		if (!g->nmem) {
 			/* trims emptied it meanwhile */
 			g->local = NULL;
@@ -1851,7 +1865,7 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 	for (unsigned q = 0; q < G->n; q++) {
 		if (!G->full[q])
 			continue;
-		struct parity_group *g = &rb->pt.g[G->gid[q]];
+		struct parity_group *g = parity_group_at(&rb->pt, G->gid[q]);
 		/* past the version sent, whatever came of it: a page that
 		 * arrived after all is overwritten by any later store */
 		if (sq[q] >= 0)
@@ -1939,7 +1953,7 @@ static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i
 	 * (they share the pool entry's buffer: each is closed, its parity
 	 * page sent, before the next one's members go in) */
 	for (unsigned q = 0; q < (G ? G->n : 1); q++) {
-		struct parity_group *g = G ? &rb->pt.g[G->gid[q]] : NULL;
+		struct parity_group *g = G ? parity_group_at(&rb->pt, G->gid[q]) : NULL;
 		if (G && G->fresh[q]) {
 			/* the group before it is closed: the buffer is its */
 			pthread_mutex_lock(glock(rb, (uint64_t)G->gid[q]));
@@ -2367,7 +2381,7 @@ static int recover_plan(struct remote_backend *rb, uint64_t i,
 		return -1;
 	}
 	uint64_t gid = rb->slot_grp[i] - 1;
-	struct parity_group *g = &rb->pt.g[gid];
+	struct parity_group *g = parity_group_at(&rb->pt, gid);
 	pthread_mutex_lock(glock(rb, gid));
 	bool ok = parity_member_find(g, i) >= 0 && parity_ok(rb, g);
 	for (unsigned k = 0; ok && k < g->nmem; k++)
@@ -2418,7 +2432,7 @@ static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
 		pthread_mutex_unlock(stripe(rb, j->i));
 		return 0;
 	}
-	struct parity_group *g = &rb->pt.g[j->gid];
+	struct parity_group *g = parity_group_at(&rb->pt, j->gid);
 	pthread_mutex_lock(glock(rb, j->gid));
 	bool same = s->version == j->version && s->n[0] == j->n0 && s->g[0] == j->g0 &&
 		    rb->slot_grp[j->i] == j->gid + 1 && group_same(g, &j->snap);
@@ -2467,7 +2481,7 @@ static void recover_finish(struct remote_backend *rb, struct recover_buf *b,
 	bool dropit = false;
 
 	pthread_mutex_lock(stripe(rb, j->i));
-	struct parity_group *g = &rb->pt.g[j->gid];
+	struct parity_group *g = parity_group_at(&rb->pt, j->gid);
 	pthread_mutex_lock(glock(rb, j->gid));
 	bool same = slot_lost(rb, s) && s->version == j->version && s->n[0] == j->n0 &&
 		    s->g[0] == j->g0 && rb->slot_grp[j->i] == j->gid + 1 &&
@@ -2554,9 +2568,9 @@ static void parity_recover(struct remote_backend *rb)
 	uint64_t dt = clock_now_ns() - t0;
 	if (stopping(rb))
 		return;
-	for (uint32_t gid = 0; gid < rb->pt.n; gid++) {
+	for (uint32_t gid = 0; gid < parity_table_size(&rb->pt); gid++) {
 		pthread_mutex_lock(glock(rb, gid));
-		struct parity_group *g = &rb->pt.g[gid];
+		struct parity_group *g = parity_group_at(&rb->pt, gid);
 		uint64_t slots[PARITY_MAX_N];
 		unsigned n = 0;
 		if (g->state == PG_CLOSED && g->nmem && (g->parity_lost ||
@@ -2599,7 +2613,7 @@ static void parity_recover(struct remote_backend *rb)
 static uint64_t group_dissolve(struct remote_backend *rb, uint32_t gid,
 			       const uint64_t *slots, unsigned n)
 {
-	struct parity_group *g = &rb->pt.g[gid];
+	struct parity_group *g = parity_group_at(&rb->pt, gid);
 	uint8_t page[PAGE];
 	uint64_t moved = 0;
 
@@ -2640,13 +2654,13 @@ static void parity_merge(struct remote_backend *rb)
 {
 	uint64_t moved = 0;
 
-	for (uint32_t gid = 0; gid < rb->pt.n; gid++) {
+	for (uint32_t gid = 0; gid < parity_table_size(&rb->pt); gid++) {
 		uint64_t slots[PARITY_MAX_N];
 		unsigned n = 0;
 		if (gid % 4096 == 0 && stopping(rb))
 			return;
 		pthread_mutex_lock(glock(rb, gid));
-		struct parity_group *g = &rb->pt.g[gid];
+		struct parity_group *g = parity_group_at(&rb->pt, gid);
 		if (parity_group_sparse(g, rb->gsize))
 			for (n = 0; n < g->nmem; n++)
 				slots[n] = g->m[n].slot;
@@ -2686,7 +2700,7 @@ static int migrate_pslot(struct remote_backend *rb, uint64_t i, unsigned j,
 	if (s->n[0] != j || !copy_valid(rb, s, 0) || !rb->slot_grp[i])
 		return 0;
 	uint64_t gid = rb->slot_grp[i] - 1;
-	struct parity_group *g = &rb->pt.g[gid];
+	struct parity_group *g = parity_group_at(&rb->pt, gid);
 	pthread_mutex_lock(glock(rb, gid));
 	int idx = parity_member_find(g, i);
 	int rc = idx < 0 ? 0 : node_op(rb, j, OP_FETCH, i, s->version, page);
@@ -2776,7 +2790,7 @@ static int migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
 static int migrate_parity(struct remote_backend *rb, uint32_t gid, unsigned j,
 			  uint8_t *page)
 {
-	struct parity_group *g = &rb->pt.g[gid];
+	struct parity_group *g = parity_group_at(&rb->pt, gid);
 	int rc = 0;
 
 	pthread_mutex_lock(glock(rb, gid));
@@ -2908,7 +2922,7 @@ static void migrate(struct remote_backend *rb)
 		}
 		pthread_mutex_unlock(stripe(rb, i));
 	}
-	for (uint32_t gid = 0; gid < rb->pt.n && todo; gid++) {
+	for (uint32_t gid = 0; gid < parity_table_size(&rb->pt) && todo; gid++) {
 		if (gid % 4096 == 0 && stopping(rb))
 			return;
 		if (gid % 256 == 0 && atomic_load(&rb->rebuild_needed)) {
@@ -3153,11 +3167,15 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 			for (unsigned i = 0; i < rb->nn && rb->pnode < 0; i++)
 				if (rb->nodes[i].target)
 					rb->pnode = (int)i;
-		/* every live group has a page; sparse ones get merged */
-		uint64_t ng = rb->nslots / 2 + 64;
+		/* Every live group has a page; sparse ones get merged, so
+		 * half a group per slot is room enough while groups hold
+		 * two or more. With few nodes left groups shrink to one
+		 * member (its parity page is then a mirror): the table
+		 * grows, up to a group per slot and the open ones. */
+		uint64_t ng = rb->nslots / 2 + 64, maxg = rb->nslots + POOL + 64;
 		rb->slot_grp = calloc(rb->nslots, sizeof(*rb->slot_grp));
-		if (!rb->slot_grp || ng > UINT32_MAX ||
-		    parity_table_init(&rb->pt, (uint32_t)ng, rb->gsize)) {
+		if (!rb->slot_grp || maxg >= UINT32_MAX ||
+		    parity_table_init(&rb->pt, (uint32_t)ng, (uint32_t)maxg, rb->gsize)) {
 			remote_close(rb);
 			return -ENOMEM;
 		}
@@ -3280,9 +3298,9 @@ static struct degraded count_degraded(struct remote_backend *rb)
 				}
 		pthread_mutex_unlock(stripe(rb, i));
 	}
-	for (uint32_t gid = 0; gid < rb->pt.n; gid++) {
+	for (uint32_t gid = 0; gid < parity_table_size(&rb->pt); gid++) {
 		pthread_mutex_lock(glock(rb, gid));
-		const struct parity_group *g = &rb->pt.g[gid];
+		const struct parity_group *g = parity_group_at(&rb->pt, gid);
 		bool bad = g->state == PG_CLOSED && g->nmem &&
 			   (g->parity_lost || node_gone(rb, g->pn, g->pgen));
 		for (unsigned k = 0; k < g->nmem && g->state != PG_FREE; k++)
@@ -3329,7 +3347,7 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 		uint64_t rp = atomic_load(&rb->rebuilt_pages);
 		/* client RAM for redundancy: the group table, the slot ->
 		 * group map and the parity-logging buffers */
-		uint64_t local = (uint64_t)rb->pt.n * sizeof(struct parity_group) +
+		uint64_t local = parity_table_bytes(&rb->pt) +
 				 rb->nslots * sizeof(uint32_t) + sizeof(rb->pool);
 		OUT("parity_group_size: %u\n", rb->gsize);
 		if (rb->pnode >= 0)

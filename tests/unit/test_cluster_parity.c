@@ -126,10 +126,10 @@ static void test_merge(void **st)
 	struct parity_table t;
 	uint8_t buf[P], pa[P], pb[P], zero[P] = { 0 }, pages[4][P];
 	(void)st;
-	assert_int_equal(parity_table_init(&t, 8, 4), 0);
+	assert_int_equal(parity_table_init(&t, 8, 8, 4), 0);
 	int64_t a = parity_group_alloc(&t, NULL), b = parity_group_alloc(&t, NULL);
 	assert_true(a >= 0 && b >= 0 && a != b);
-	struct parity_group *ga = &t.g[a], *gb = &t.g[b];
+	struct parity_group *ga = parity_group_at(&t, (uint32_t)a), *gb = parity_group_at(&t, (uint32_t)b);
 	ga->state = gb->state = PG_CLOSED;
 	for (unsigned k = 0; k < 4; k++)
 		fill(pages[k], k + 40);
@@ -143,7 +143,7 @@ static void test_merge(void **st)
 	assert_true(parity_group_sparse(ga, 4) && parity_group_sparse(gb, 4));
 	int64_t c = parity_group_alloc(&t, buf);
 	assert_true(c >= 0);
-	struct parity_group *gc = &t.g[c];
+	struct parity_group *gc = parity_group_at(&t, (uint32_t)c);
 	assert_int_equal(gc->state, PG_OPEN);
 	assert_memory_equal(buf, zero, P);
 	struct parity_group *src[2] = { ga, gb };
@@ -196,30 +196,68 @@ static void test_member_rules(void **st)
 	assert_int_equal(g.nmem, 1);
 }
 
+/* The table grows by chunks when every group is in use, up to its max;
+ * groups already handed out keep their address (other threads hold them). */
+static void test_table_grows(void **st)
+{
+	struct parity_table t;
+	const uint32_t max = 2 * PARITY_CHUNK + 5;
+	(void)st;
+	assert_int_equal(parity_table_init(&t, 4, 3, 4), -EINVAL);
+	assert_int_equal(parity_table_init(&t, 3, max, 4), 0);
+	uint64_t bytes0 = parity_table_bytes(&t);
+	bool *seen = calloc(max, sizeof(*seen));
+	assert_non_null(seen);
+	struct parity_group *first = NULL;
+	for (uint32_t k = 0; k < max; k++) {
+		int64_t id = parity_group_alloc(&t, NULL);
+		assert_true(id >= 0 && id < max);
+		assert_false(seen[id]);
+		seen[id] = true;
+		struct parity_group *g = parity_group_at(&t, (uint32_t)id);
+		assert_int_equal(g->state, PG_OPEN);
+		g->nmem = 1;    /* in use: must survive growth untouched */
+		if (!first)
+			first = g;
+		assert_true(parity_table_size(&t) >= k + 1);
+	}
+	assert_int_equal(parity_table_size(&t), max);
+	assert_int_equal(parity_group_alloc(&t, NULL), -ENOSPC);
+	assert_int_equal(parity_groups_used(&t), max);
+	assert_ptr_equal(parity_group_at(&t, 0), first);
+	assert_int_equal(first->nmem, 1);
+	assert_true(parity_table_bytes(&t) > bytes0);
+	/* a freed id is reused before anything else */
+	parity_group_free(&t, 7);
+	assert_int_equal(parity_group_alloc(&t, NULL), 7);
+	free(seen);
+	parity_table_fini(&t);
+}
+
 static void test_table(void **st)
 {
 	struct parity_table t;
 	uint8_t buf[P];
 	(void)st;
-	assert_int_equal(parity_table_init(&t, 4, 1), -EINVAL);
-	assert_int_equal(parity_table_init(&t, 4, PARITY_MAX_N + 1), -EINVAL);
-	assert_int_equal(parity_table_init(&t, 3, 4), 0);
+	assert_int_equal(parity_table_init(&t, 4, 4, 1), -EINVAL);
+	assert_int_equal(parity_table_init(&t, 4, 4, PARITY_MAX_N + 1), -EINVAL);
+	assert_int_equal(parity_table_init(&t, 3, 3, 4), 0);
 	int64_t id[3];
 	for (unsigned k = 0; k < 3; k++)
 		assert_true((id[k] = parity_group_alloc(&t, NULL)) >= 0);
 	assert_int_equal(parity_group_alloc(&t, NULL), -ENOSPC);
 	assert_int_equal(parity_groups_used(&t), 3);
-	uint64_t key = t.g[id[1]].pkey;
+	uint64_t key = parity_group_at(&t, (uint32_t)id[1])->pkey;
 	parity_group_free(&t, (uint32_t)id[1]);
 	assert_int_equal(parity_groups_used(&t), 2);
 	memset(buf, 0xaa, P);
 	int64_t again = parity_group_alloc(&t, buf);
 	assert_int_equal(again, id[1]);
 	/* a reused id gets a new key: no old parity page can be mistaken */
-	assert_true(t.g[again].pkey != key);
-	assert_int_equal(t.g[again].pkey & 0xffffffff, (uint64_t)again);
+	assert_true(parity_group_at(&t, (uint32_t)again)->pkey != key);
+	assert_int_equal(parity_group_at(&t, (uint32_t)again)->pkey & 0xffffffff, (uint64_t)again);
 	assert_int_equal(buf[0], 0);    /* the buffer starts as zeros */
-	assert_int_equal(t.g[again].pn, PARITY_NO_NODE);
+	assert_int_equal(parity_group_at(&t, (uint32_t)again)->pn, PARITY_NO_NODE);
 	parity_table_fini(&t);
 }
 
@@ -232,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_member_rules),
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_table_grows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
