@@ -544,8 +544,8 @@ int cluster_client_page_drop(struct cluster_client *c, uint64_t page_id,
 	return drop(c, FK_DATA, page_id, version);
 }
 
-int cluster_client_parity_update(struct cluster_client *c, uint64_t group,
-				 uint64_t version, const void *delta)
+static void parity_update_init(struct cluster_client *c, uint64_t group,
+			       uint64_t version)
 {
 	struct frame_hdr *q = req_init(c, FT_PARITY_UPDATE);
 
@@ -553,7 +553,20 @@ int cluster_client_parity_update(struct cluster_client *c, uint64_t group,
 	q->parity_group = group;
 	q->version = version;
 	q->payload_len = FRAME_PAGE_SIZE;
+}
+
+int cluster_client_parity_update(struct cluster_client *c, uint64_t group,
+				 uint64_t version, const void *delta)
+{
+	parity_update_init(c, group, version);
 	return roundtrip(c, delta, NULL);
+}
+
+int cluster_client_parity_update_start(struct cluster_client *c, uint64_t group,
+				       uint64_t version, const void *delta)
+{
+	parity_update_init(c, group, version);
+	return send_req(c, delta);
 }
 
 int cluster_client_parity_store(struct cluster_client *c, uint64_t group,

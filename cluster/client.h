@@ -173,6 +173,10 @@ int cluster_client_parity_store(struct cluster_client *c, uint64_t group,
 /* parity[group] ^= delta (a zero page if absent); version: max kept. */
 int cluster_client_parity_update(struct cluster_client *c, uint64_t group,
 				 uint64_t version, const void *delta);
+/* The same, pipelined: _start sends it (the delta may be reused on
+ * return), cluster_client_wait takes its reply. */
+int cluster_client_parity_update_start(struct cluster_client *c, uint64_t group,
+				       uint64_t version, const void *delta);
 int cluster_client_parity_fetch(struct cluster_client *c, uint64_t group,
 				void *page, uint64_t *version_out);
 int cluster_client_parity_drop(struct cluster_client *c, uint64_t group,

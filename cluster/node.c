@@ -373,6 +373,18 @@ static void *link_main(void *arg)
 
 /* --- inbound: the page service ------------------------------------------ */
 
+/* An overwrite whose delta is on its way to the parity node: what its
+ * reply and its log line need. A connection keeps up to OW_PIPE of them:
+ * a swapping node sends runs of overwrites on one connection, and waiting
+ * for each parity node's answer before reading the next request made that
+ * run two round trips per page. Replies still leave in request order. */
+#define OW_PIPE 8
+struct ow_pending {
+	uint64_t request_id, owner, page_id, group, version;
+	uint32_t kind;
+	unsigned pn;            /* the parity node's index in the config */
+};
+
 struct inbound {
 	struct node *node;
 	struct conn c;
@@ -391,6 +403,11 @@ struct inbound {
 	 * it forwards to (by position in the cluster file), opened at the
 	 * first need; so no lock, and no two connections wait on one */
 	struct cluster_client *fwd[CONFIG_MAX_NODES];
+	/* Overwrites whose parity updates are in flight, oldest first, and
+	 * the frame their replies are made in (ow_flush) */
+	struct ow_pending ow[OW_PIPE];
+	unsigned now;
+	struct frame_hdr orep;
 };
 
 static ssize_t ctl_stats(struct node *n, char *out, size_t outlen);
@@ -424,6 +441,9 @@ static const void *serve_stats(struct inbound *ib, uint64_t off, int *rc)
 }
 
 static uint32_t status_of(int rc);
+static void reply_status(struct frame_hdr *r, int rc);
+static int ow_end(struct inbound *ib, const struct ow_pending *p, int rc,
+		  const char *err, struct frame_hdr *r);
 
 /* A batch request that did not decode (rc, why): logged, and said in the
  * reply. Else the connection's reply buffer for it (NULL, *rc -ENOMEM). */
@@ -500,19 +520,27 @@ static const void *serve_store_many(struct inbound *ib, const uint8_t *payload,
  * that stores an in-use page forwards the XOR, so that the swapping node
  * spends one round trip). 0, -ESTALE/-ENOENT (nothing stored), or
  * -EREMOTEIO: stored, but the parity node did not surely take the delta
- * (the owner recomputes that parity page). */
-static int serve_overwrite(struct inbound *ib, const struct pagestore_key *key,
-			   const uint8_t *payload)
+ * (the owner recomputes that parity page).
+ *
+ * In two halves, so that a connection can have several in flight (see
+ * ow_flush): ow_begin does the local part and sends the delta (1), or
+ * fails (the reply's rc, its text in ib->rep); ow_end takes the parity
+ * node's answer (rc: the wait's) into reply r. */
+static int ow_begin(struct inbound *ib, const struct pagestore_key *key,
+		    const uint8_t *payload, struct ow_pending *p)
 {
 	struct node *n = ib->node;
 	struct frame_hdr *q = &ib->req, *r = &ib->rep;
 	const struct cluster_node *pn = config_node_find(&n->cfg, q->peer_node);
 
+	*p = (struct ow_pending){ q->request_id, q->owner, q->page_id,
+				  q->parity_group, q->version, q->kind, 0 };
 	if (!pn || q->peer_node == n->self) {
 		snprintf(r->text, sizeof(r->text), "parity node %u is %s", q->peer_node,
 			 pn ? "this node" : "not in the cluster file");
 		return -EPROTO;
 	}
+	p->pn = (unsigned)(pn - n->cfg.nodes);
 	int rc = pagestore_fetch(n->ps, key, q->old_version, ib->page, NULL);
 	if (rc)
 		return rc;
@@ -520,39 +548,65 @@ static int serve_overwrite(struct inbound *ib, const struct pagestore_key *key,
 	if (rc)
 		return rc;
 	xor_into(ib->page, payload, PAGESTORE_PAGE);
-	struct cluster_client **cl = &ib->fwd[pn - n->cfg.nodes];
+	struct cluster_client **cl = &ib->fwd[p->pn];
 	char err[256] = "";
 	if (!*cl) {
 		int tmo = n->timeout_ms < 2000 ? (int)n->timeout_ms : 2000;
 		rc = cluster_client_open_node(cl, &n->cfg, pn->id, 0, q->owner, tmo,
 					      err, sizeof(err));
-		if (rc)
+		if (rc) {
 			*cl = NULL;
-	}
-	if (*cl) {
-		cluster_client_set_owner(*cl, q->owner);
-		rc = cluster_client_parity_update(*cl, q->parity_group, q->parity_version,
-						  ib->page);
-		if (rc)
-			snprintf(err, sizeof(err), "%s", cluster_client_last_error(*cl));
-		if (rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
-		    rc == -ENOTCONN || rc == -EPROTO) {
-			cluster_client_close(*cl);
-			*cl = NULL;
+			return ow_end(ib, p, rc, err, r);
 		}
 	}
+	cluster_client_set_owner(*cl, q->owner);
+	rc = cluster_client_parity_update_start(*cl, q->parity_group,
+						q->parity_version, ib->page);
+	return rc ? ow_end(ib, p, rc, NULL, r) : 1;
+}
+
+/* The second half; err: what failed, when not the forwarding
+ * connection's own last error. 0 or -EREMOTEIO. */
+static int ow_end(struct inbound *ib, const struct ow_pending *p, int rc,
+		  const char *err, struct frame_hdr *r)
+{
+	struct node *n = ib->node;
+	struct cluster_client **cl = &ib->fwd[p->pn];
+	char why[256] = "";
+
+	if (err)
+		snprintf(why, sizeof(why), "%s", err);
+	else if (rc && *cl)
+		snprintf(why, sizeof(why), "%s", cluster_client_last_error(*cl));
+	if (*cl && (rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
+		    rc == -ENOTCONN || rc == -EPROTO)) {
+		cluster_client_close(*cl);
+		*cl = NULL;
+	}
 	if (rc) {
+		uint32_t pid = n->cfg.nodes[p->pn].id;
 		atomic_fetch_add(&n->forward_errors, 1);
 		log_warn("%s: overwrite of page %" PRIu64 " of owner %" PRIu64 " stored, "
 			 "but node %u did not take its parity update (%s%s%s): the owner "
-			 "recomputes parity group %" PRIu64, ib->c.peer, q->page_id,
-			 q->owner, pn->id, strerror(-rc), err[0] ? ": " : "", err,
-			 q->parity_group);
-		snprintf(r->text, sizeof(r->text), "node %u: %s", pn->id, strerror(-rc));
+			 "recomputes parity group %" PRIu64, ib->c.peer, p->page_id,
+			 p->owner, pid, strerror(-rc), why[0] ? ": " : "", why,
+			 p->group);
+		snprintf(r->text, sizeof(r->text), "node %u: %s", pid, strerror(-rc));
 		return -EREMOTEIO;
 	}
 	atomic_fetch_add(&n->forwards, 1);
 	return 0;
+}
+
+/* One at a time (nothing of this connection's in flight). */
+static int serve_overwrite(struct inbound *ib, const struct pagestore_key *key,
+			   const uint8_t *payload)
+{
+	struct ow_pending p;
+	int rc = ow_begin(ib, key, payload, &p);
+	if (rc != 1)
+		return rc;
+	return ow_end(ib, &p, cluster_client_wait(ib->fwd[p.pn]), NULL, &ib->rep);
 }
 
 static int admit(void *arg, const struct auth_peer *p, const char **why)
@@ -689,14 +743,78 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 			 frame_type_name(q->type));
 		break;
 	}
+	reply_status(r, rc);
+	return out;
+}
+
+/* A reply's status for rc, and its text. */
+static void reply_status(struct frame_hdr *r, int rc)
+{
 	r->status = status_of(rc);
 	if (rc == -ESTALE && !r->text[0])
-		snprintf(r->text, sizeof(r->text), "stale version %" PRIu64, q->version);
+		snprintf(r->text, sizeof(r->text), "stale version %" PRIu64, r->version);
 	if (r->status == FS_OK)
 		r->text[0] = 0;
 	if (r->type != FT_NODE_TABLE || r->status != FS_OK)
 		r->n_nodes = 0;
-	return out;
+}
+
+/* The replies of the overwrites in flight, in order: each waits for its
+ * parity node's answer. 0, or the send's error (the connection is done). */
+static int ow_flush(struct inbound *ib)
+{
+	struct node *n = ib->node;
+	struct frame_hdr *r = &ib->orep;
+	int err = 0;
+
+	for (unsigned k = 0; k < ib->now; k++) {
+		const struct ow_pending *p = &ib->ow[k];
+		struct cluster_client *cl = ib->fwd[p->pn];
+		int rc = cl ? cluster_client_wait(cl) : -ENOTCONN;
+		memset(r, 0, sizeof(*r));
+		r->type = FT_PAGE_OVERWRITE;
+		r->reply = true;
+		r->request_id = p->request_id;
+		r->node_id = n->self;
+		r->incarnation = n->incarnation;
+		r->kind = p->kind;
+		r->owner = p->owner;
+		r->page_id = p->page_id;
+		r->parity_group = p->group;
+		r->version = p->version;
+		rc = ow_end(ib, p, rc, cl ? NULL : "its connection failed earlier", r);
+		reply_status(r, rc);
+		if (!err)
+			err = conn_send(&ib->c, r, NULL);
+	}
+	ib->now = 0;
+	return err;
+}
+
+/* An overwrite, pipelined: 1 when it is in flight (its reply comes from
+ * ow_flush), else 0 with ib->rep its reply (it failed before the parity
+ * node was asked: that reply must wait for the ones in flight). */
+static int ow_pipe(struct inbound *ib, const uint8_t *payload)
+{
+	struct frame_hdr *q = &ib->req;
+	struct pagestore_key key = { q->owner, q->kind, q->page_id };
+
+	reply_init(ib);
+	atomic_fetch_add(&ib->node->requests, 1);
+	int rc = ow_begin(ib, &key, payload, &ib->ow[ib->now]);
+	if (rc == 1) {
+		ib->now++;
+		return 1;
+	}
+	reply_status(&ib->rep, rc);
+	return 0;
+}
+
+/* More of a request already here (the peer sent a run)? */
+static bool input_waiting(const struct inbound *ib)
+{
+	struct pollfd pf = { .fd = ib->c.fd, .events = POLLIN };
+	return poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN);
 }
 
 static void conn_slot_release(struct node *n, int slot)
@@ -775,6 +893,24 @@ static void *inbound_main(void *arg)
 					"a reply where a request was expected");
 			break;
 		}
+		/* Overwrites go on while more requests wait: their parity
+		 * updates overlap; anything else waits for their replies. */
+		if (ib->req.type == FT_PAGE_OVERWRITE && ib->req.kind == FK_DATA &&
+		    ow_pipe(ib, payload)) {
+			if (ib->now < OW_PIPE && input_waiting(ib))
+				continue;
+			if (ow_flush(ib))
+				break;
+			continue;
+		}
+		if (ib->req.type == FT_PAGE_OVERWRITE && ib->req.kind == FK_DATA) {
+			/* failed before its parity node was asked */
+			if (ow_flush(ib) || conn_send(&ib->c, &ib->rep, NULL))
+				break;
+			continue;
+		}
+		if (ow_flush(ib))
+			break;
 		const void *out = serve(ib, payload, &close_after);
 		rc = conn_send(&ib->c, &ib->rep, out);
 		if (rc || close_after)

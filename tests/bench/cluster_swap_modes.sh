@@ -87,7 +87,7 @@ for m in $modes; do
   echo "BENCH cluster_swap.$m.${order}_${mib}M_in_$limit ${secs[$m-0]} s vs none ${secs[none-0]:-0} s ratio $(ratio "${secs[$m-0]}" "${secs[none-0]:-0}")"
 done
 for m in $modes; do
-  [ "$m" = none ] && continue
+  [ "$m" = none ] || [ "${BENCH_KILL:-1}" = 0 ] && continue
   echo "BENCH cluster_swap.$m.node_killed_midway ${secs[$m-1]} s vs no failure ${secs[$m-0]} s ratio $(ratio "${secs[$m-1]}" "${secs[$m-0]}")"
 done
 exit 0

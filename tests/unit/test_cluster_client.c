@@ -867,6 +867,60 @@ static void overwrite_forwards_parity(void **state)
 	cluster_client_close(p);
 }
 
+/* A run of PAGE_OVERWRITEs on one connection, more than the node keeps
+ * in flight, with two that fail before the parity node is asked (a stale
+ * old version, an unknown parity node) in the middle: every reply comes
+ * back in order with its own result, and the parity page holds exactly
+ * the deltas of the ones that succeeded. */
+static void overwrites_pipelined(void **state)
+{
+	enum { N = 12 };
+	static uint8_t old[N][FRAME_PAGE_SIZE], nw[N][FRAME_PAGE_SIZE],
+		par[FRAME_PAGE_SIZE], want[FRAME_PAGE_SIZE], got[FRAME_PAGE_SIZE];
+	(void)state;
+
+	struct cluster_client *d = open_client(1, 82);
+	struct cluster_client *p = open_client(2, 82);
+	fill(par, 820);
+	assert_int_equal(cluster_client_parity_update(p, 30, 1, par), 0);
+	memcpy(want, par, FRAME_PAGE_SIZE);
+	for (unsigned k = 0; k < N; k++) {
+		fill(old[k], 821 + k);
+		fill(nw[k], 851 + k);
+		assert_int_equal(cluster_client_page_store(d, 20 + k, 1, old[k]), 0);
+	}
+	for (unsigned k = 0; k < N; k++) {
+		uint64_t oldv = k == 4 ? 7 : 1;         /* 4: stale */
+		uint32_t pn = k == 6 ? 77 : 2;          /* 6: no such node */
+		assert_int_equal(cluster_client_page_overwrite_start(d, 20 + k, 2, oldv, pn,
+								    30, 2 + k, nw[k]), 0);
+	}
+	for (unsigned k = 0; k < N; k++) {
+		int want_rc = k == 4 ? -ESTALE : k == 6 ? -EPROTO : 0;
+		assert_int_equal(cluster_client_wait(d), want_rc);
+		if (want_rc)
+			continue;
+		for (unsigned b = 0; b < FRAME_PAGE_SIZE; b++)
+			want[b] ^= old[k][b] ^ nw[k][b];
+	}
+	for (unsigned k = 0; k < N; k++) {
+		uint64_t v = 0;
+		assert_int_equal(cluster_client_page_fetch(d, 20 + k, 0, got, &v), 0);
+		bool stored = k != 4 && k != 6;
+		assert_true(v == (stored ? 2u : 1u));
+		assert_memory_equal(got, stored ? nw[k] : old[k], FRAME_PAGE_SIZE);
+	}
+	uint64_t v = 0;
+	assert_int_equal(cluster_client_parity_fetch(p, 30, got, &v), 0);
+	assert_memory_equal(got, want, FRAME_PAGE_SIZE);
+	assert_true(v == N + 1);
+	for (unsigned k = 0; k < N; k++)
+		assert_int_equal(cluster_client_page_drop(d, 20 + k, UINT64_MAX), 0);
+	assert_int_equal(cluster_client_parity_drop(p, 30, UINT64_MAX), 0);
+	cluster_client_close(d);
+	cluster_client_close(p);
+}
+
 /* A fake node that answers fetches with a page, but perhaps not the one
  * asked for, or closes the connection once it has a request. */
 enum ffake_mode { FF_GOOD, FF_WRONG_PAGE, FF_WRONG_VERSION, FF_WRONG_KIND,
@@ -996,6 +1050,7 @@ int main(void)
 		cmocka_unit_test(fetch_many_over_the_wire),
 		cmocka_unit_test(store_many_over_the_wire),
 		cmocka_unit_test(overwrite_forwards_parity),
+		cmocka_unit_test(overwrites_pipelined),
 		cmocka_unit_test(fetch_reply_checks),
 		cmocka_unit_test(client_breaks_on_dead_node),
 	};
