@@ -54,8 +54,9 @@ int policy_create_ops(struct policy **out, const struct policy_ops *ops,
 	if (!p->cfg.access_lines)
 		p->cfg.access_lines = cfg->max_pages ? 64 : 1;
 	int rc = reserve && !cfg->max_pages
-		 ? pc_init_fixed_hash(&p->pc, &p->cfg, &p->ctr, reserve, ops->ranks)
-		 : pc_init(&p->pc, &p->cfg, &p->ctr, ops->ranks);
+		 ? pc_init_fixed_hash(&p->pc, &p->cfg, &p->ctr, reserve,
+				      ops->ranks || ops->own_rank)
+		 : pc_init(&p->pc, &p->cfg, &p->ctr, ops->ranks || ops->own_rank);
 	if (rc == 0 && ops->init)
 		rc = ops->init(p);
 	if (rc < 0) {

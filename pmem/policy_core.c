@@ -318,15 +318,30 @@ static uint32_t pc_select_desc(uint32_t *a, uint64_t n, uint64_t k)
 	return a[want];
 }
 
-uint32_t pc_profile_step(struct pc *pc, uint64_t k, bool age)
+uint32_t *pc_scratch(struct pc *pc)
 {
-	uint64_t nz = 0;
 	if (!pc->max_pages && !pc->no_grow) {
-		/* nvsim may allocate here; on failure rank without scratch:
-		 * nobody is hot this epoch, which is safe. */
+		/* nvsim may allocate here; on failure the caller ranks
+		 * without scratch: nobody is hot this epoch, which is safe. */
 		free(pc->scratch);
 		pc->scratch = malloc((size_t)pc->n * sizeof(uint32_t) + 1);
 	}
+	return pc->scratch;
+}
+
+uint32_t pc_kth(struct pc *pc, uint64_t n, uint64_t k)
+{
+	if (k == 0 || n == 0 || !pc->scratch)
+		return UINT32_MAX;
+	if (k >= n)
+		return 1;
+	return pc_select_desc(pc->scratch, n, k);
+}
+
+uint32_t pc_profile_step(struct pc *pc, uint64_t k, bool age)
+{
+	uint64_t nz = 0;
+	pc_scratch(pc);
 	for (uint32_t i = 0; i < pc->n; i++) {
 		struct pc_page *g = &pc->pg[i];
 		uint32_t p = g->prof;
@@ -340,11 +355,5 @@ uint32_t pc_profile_step(struct pc *pc, uint64_t k, bool age)
 		if (p && pc->scratch)
 			pc->scratch[nz++] = p;
 	}
-	if (k == 0 || !pc->scratch)
-		return UINT32_MAX;
-	if (nz == 0)
-		return UINT32_MAX;
-	if (k >= nz)
-		return 1;
-	return pc_select_desc(pc->scratch, nz, k);
+	return pc_kth(pc, nz, k);
 }

@@ -109,6 +109,13 @@ static inline bool pc_full(const struct pc *pc, enum tier t)
  * from policy_set_profile), return the profile value of the k-th hottest
  * page (>= 1), or UINT32_MAX when k == 0 or nothing was accessed. */
 uint32_t pc_profile_step(struct pc *pc, uint64_t k, bool age);
+/* For a policy that ranks by its own measure: the scratch array, room for
+ * every page in the table (nvsim reallocates it here, and may return NULL
+ * when memory ran out: rank nothing then); fill it with nonzero values,
+ * n of them, and pc_kth() gives the k-th largest (>= 1), or UINT32_MAX
+ * when k == 0, n == 0 or there is no scratch. pc_kth reorders scratch. */
+uint32_t *pc_scratch(struct pc *pc);
+uint32_t pc_kth(struct pc *pc, uint64_t n, uint64_t k);
 
 /* The policy object: a policy's own struct starts with this. */
 struct policy;
@@ -116,6 +123,8 @@ struct policy_ops {
 	const char *name;
 	size_t size;          /* of the policy's struct */
 	bool ranks;           /* calls pc_profile_step (needs scratch) */
+	bool own_rank;        /* ranks by its own measure with pc_scratch
+				* (needs scratch, ignores set_profile) */
 	int (*init)(struct policy *p);           /* after pc_init */
 	void (*fini)(struct policy *p);          /* optional */
 	/* Serve an access to page index i: emit moves, return the tier. */
