@@ -16,12 +16,16 @@
  *    stops ping-pong (TPP's concern); a page must be hot, i.e. touched
  *    repeatedly, before it is even considered (two-touch filter).
  *    One DRAM frame is kept free so a swap between tiers needs no flash I/O.
- *  - Protect or not (the paper's MRAM-hit-rate switch, measured instead of
- *    guessed): two sampled shadows (1 page in 2^s, capacities scaled) run
- *    this very policy with protection held off and held on over the same
- *    stream; each epoch, their decayed flash costs decide whether hot and
- *    warm MRAM pages are protected from eviction (set dueling, as in the
- *    DIP cache policy), with a 3% hysteresis band.
+ *  - What MRAM keeps (the paper's MRAM-hit-rate switch, measured instead of
+ *    guessed): three modes - nothing protected; hot and warm MRAM pages
+ *    protected from eviction; or a pin set, as online mram-fixed: each
+ *    epoch the MRAM-full of hottest pages is ranked, pinned in MRAM and
+ *    never evicted, which survives sweeps larger than memory that cool
+ *    every page's heat (MG's V-cycles). Three sampled shadows (1 page in
+ *    2^s, capacities scaled) run this very policy held in each mode over
+ *    the same stream; each epoch, their decayed modelled times decide the
+ *    mode (set dueling, as in the DIP cache policy), with a 3% hysteresis
+ *    band.
  *  - Clean-first eviction: among the least recently used unprotected pages,
  *    a clean page with a valid flash copy goes first (a drop costs nothing,
  *    a write-back 64 us), if it has been used no more often than the page
@@ -31,8 +35,16 @@
 
 #include "pmem/policy_core.h"
 
-enum { AD_MRAM = 1, AD_DRAM = 2 };
+enum { AD_MRAM = 1, AD_DRAM = 2, AD_PINNED = 3 };   /* list tags */
+/* What the policy keeps in MRAM, chosen each epoch by its shadows. */
+enum ad_mode {
+	AD_OFF,          /* nothing protected: LRU plus paid promotions */
+	AD_PROTECT,      /* hot and warm pages protected from eviction */
+	AD_PIN,          /* online mram-fixed: a ranked pin set in MRAM */
+	AD_MODES
+};
 #define AD_KNOWN 1u           /* flags: page counted in the histogram */
+#define AD_PINF 2u            /* flags: in the pin set (ranked each epoch) */
 #define AD_BUCKETS 48
 #define AD_NONE AD_BUCKETS     /* threshold: nothing is hot */
 #define AD_SCAN 8              /* victim candidates looked at */
@@ -48,22 +60,23 @@ enum { AD_MRAM = 1, AD_DRAM = 2 };
 struct ad_policy {
 	struct policy base;
 	struct pc_list mram, dram;
+	struct pc_list pin;        /* AD_PIN: pinned pages in MRAM */
 	uint64_t hist[AD_BUCKETS];
 	uint32_t e;                /* epochs so far */
 	unsigned thr;              /* hot bucket threshold */
 	uint32_t pending;          /* hot DRAM page that found no free frame */
-	bool protect;
-	struct policy *sh[2];      /* shadows: protection off, on */
-	int force;                 /* shadows: -1 = decide, 0/1 = fixed */
-	uint64_t sh_cost[2];       /* their flash cost at the last epoch */
-	double sh_avg[2];          /* decayed sums of their epoch costs */
+	enum ad_mode mode;
+	struct policy *sh[AD_MODES]; /* shadows, one held in each mode */
+	int force;                 /* shadows: -1 = decide, else the mode */
+	uint64_t sh_cost[AD_MODES];  /* their modelled time at the last epoch */
+	double sh_avg[AD_MODES];   /* decayed sums of their epoch costs */
 	unsigned s;                /* sample 1 page in 2^s */
 	uint64_t since_thr;
 };
 
 static struct pc_list *ad_list(struct ad_policy *a, uint8_t tag)
 {
-	return tag == AD_MRAM ? &a->mram : &a->dram;
+	return tag == AD_MRAM ? &a->mram : tag == AD_PINNED ? &a->pin : &a->dram;
 }
 
 static unsigned ad_bucket(uint64_t h)
@@ -160,12 +173,20 @@ static void ad_threshold(struct ad_policy *a)
 	a->since_thr = 0;
 }
 
+static bool ad_pinned(const struct ad_policy *a, const struct pc_page *g)
+{
+	return a->mode == AD_PIN && (g->flags & AD_PINF);
+}
+
 static void ad_push(struct ad_policy *a, uint32_t i, enum tier t)
 {
-	if (t == TIER_MRAM)
-		pc_list_push(&a->base.pc, &a->mram, AD_MRAM, i);
+	struct pc *pc = &a->base.pc;
+	if (t == TIER_DRAM)
+		pc_list_push(pc, &a->dram, AD_DRAM, i);
+	else if (ad_pinned(a, pc_pg(pc, i)))
+		pc_list_push(pc, &a->pin, AD_PINNED, i);
 	else
-		pc_list_push(&a->base.pc, &a->dram, AD_DRAM, i);
+		pc_list_push(pc, &a->mram, AD_MRAM, i);
 }
 
 /* A page moved down keeps (about) its place in recency: it was MRAM's
@@ -193,10 +214,10 @@ static void ad_reset(struct policy *p, uint32_t i)
 	a->hist[0]++;
 	g->hb = 0;
 	g->stamp = a->e;
-	if (a->sh[0]) {
-		policy_forget(a->sh[0], g->key);
-		policy_forget(a->sh[1], g->key);
-	}
+	g->flags &= ~AD_PINF;   /* new contents: unranked until next epoch */
+	if (a->sh[0])
+		for (int k = 0; k < AD_MODES; k++)
+			policy_forget(a->sh[k], g->key);
 }
 
 static uint32_t ad_older(struct pc *pc, uint32_t x, uint32_t y)
@@ -250,13 +271,14 @@ static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
 			continue;
 		if (any == PC_NIL)
 			any = c;
-		if (a->protect && ad_kept(a, g)) {
+		if (a->mode == AD_PROTECT && ad_kept(a, g)) {
 			/* Second chance while hot: to the head of its list,
 			 * so hot pages never clog the tail (pinning, but
 			 * only as long as they stay hot). */
-			struct pc_list *l = ad_list(a, g->list);
+			uint8_t tag = g->list;
+			struct pc_list *l = ad_list(a, tag);
 			pc_list_del(pc, l, c);
-			pc_list_push(pc, l, l == &a->mram ? AD_MRAM : AD_DRAM, c);
+			pc_list_push(pc, l, tag, c);
 			if (any == c)
 				any = PC_NIL;
 			continue;
@@ -280,6 +302,9 @@ static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
 	if (v == keep)
 		v = ad_older(pc, pc_pg(pc, a->mram.tail == keep ? keep : a->dram.tail)->prev,
 			     a->mram.tail == keep ? a->dram.tail : a->mram.tail);
+	/* Only pinned pages in memory (no DRAM): one of them must go. */
+	if (v == PC_NIL)
+		v = a->pin.tail == keep ? pc_pg(pc, keep)->prev : a->pin.tail;
 	return v;
 }
 
@@ -343,8 +368,76 @@ static void ad_shadow(struct ad_policy *a, uint64_t key, bool write)
 		return;
 	struct tier_move mv[POLICY_MAX_MOVES];
 	enum tier t;
-	policy_access(a->sh[0], key, write, mv, &t);
-	policy_access(a->sh[1], key, write, mv, &t);
+	for (int k = 0; k < AD_MODES; k++)
+		policy_access(a->sh[k], key, write, mv, &t);
+}
+
+/* Pinned page i (off every list, not in MRAM) goes to MRAM, where the pin
+ * set has room. A full MRAM still holds an unpinned page (the pin set is
+ * smaller than MRAM); its least recently used one goes down to DRAM, or to
+ * flash when it is older than DRAM's least recently used page (as
+ * mram-fixed does: there is no frame to swap through). */
+static void ad_pin_up(struct ad_policy *a, uint32_t i)
+{
+	struct pc *pc = &a->base.pc;
+	uint32_t v = a->mram.tail;
+	if (pc_full(pc, TIER_MRAM) && v != PC_NIL) {
+		bool room = !pc_full(pc, TIER_DRAM);
+		uint32_t t = a->dram.tail;
+		if (!room && t != PC_NIL &&
+		    pc_pg(pc, t)->last < pc_pg(pc, v)->last) {
+			ad_unlink(&a->base, t);
+			pc_evict(pc, t);
+			room = true;
+		}
+		pc_list_del(pc, &a->mram, v);
+		if (room) {
+			pc_bring(pc, v, TIER_DRAM);
+			ad_push_cold(a, v);
+		} else {
+			pc_evict(pc, v);
+		}
+	}
+	pc_bring(pc, i, TIER_MRAM);
+	pc_list_push(pc, &a->pin, AD_PINNED, i);
+}
+
+/* AD_PIN, online mram-fixed: the pin set (ranked each epoch by heat) goes
+ * to MRAM and is never evicted; every other page is LRU-swapped in DRAM
+ * and borrows an MRAM frame only when DRAM has none free, so it does not
+ * take the frames the pin set needs. */
+static enum tier ad_pin_access(struct ad_policy *a, uint32_t i)
+{
+	struct pc *pc = &a->base.pc;
+	struct pc_page *g = pc_pg(pc, i);
+	bool up = (g->flags & AD_PINF) && g->tier != TIER_MRAM &&
+		  a->pin.len < pc->capy[TIER_MRAM];
+	if (g->tier == TIER_MRAM || g->tier == TIER_DRAM) {
+		enum tier t = (enum tier)g->tier;
+		pc_list_del(pc, ad_list(a, g->list), i);
+		if (!up) {
+			ad_push(a, i, t);
+			return t;
+		}
+	}
+	if (up) {
+		ad_pin_up(a, i);
+		return TIER_MRAM;
+	}
+	enum tier to;
+	if (!pc_full(pc, TIER_DRAM)) {
+		to = TIER_DRAM;
+	} else if (!pc_full(pc, TIER_MRAM)) {
+		to = TIER_MRAM;
+	} else {
+		uint32_t v = ad_victim(a, i);
+		to = (enum tier)pc_pg(pc, v)->tier;
+		ad_unlink(&a->base, v);
+		pc_evict(pc, v);
+	}
+	pc_bring(pc, i, to);
+	ad_push(a, i, to);
+	return to;
 }
 
 static enum tier ad_access(struct policy *p, uint32_t i, bool write)
@@ -356,6 +449,8 @@ static enum tier ad_access(struct policy *p, uint32_t i, bool write)
 	ad_shadow(a, g->key, write);
 	if (++a->since_thr >= AD_T_EVERY)
 		ad_threshold(a);
+	if (a->mode == AD_PIN)
+		return ad_pin_access(a, i);
 
 	if (g->tier == TIER_MRAM || g->tier == TIER_DRAM) {
 		enum tier t = (enum tier)g->tier;
@@ -410,12 +505,111 @@ static enum tier ad_access(struct policy *p, uint32_t i, bool write)
 	return to;
 }
 
+/* A shadow's modelled time so far, in ns (the paper's Table 2): flash
+ * reads and writes, MRAM<->DRAM copies (64 lines read and written), and
+ * the memory accesses themselves, so that where nothing goes to flash the
+ * mode that serves more from MRAM wins. */
 static uint64_t ad_shadow_cost(struct policy *s)
 {
 	struct policy_counters c;
 	policy_get_counters(s, &c);
-	/* Flash time in us (Table 2): what the residency choice costs. */
-	return c.loads * 35 + c.writes_back * 64;
+	uint64_t lines = s->cfg.access_lines;
+	return c.loads * 35000 + c.writes_back * 64000 + c.migrations * 2400 +
+	       (c.served[TIER_MRAM] * 30 + c.served[TIER_DRAM] * 45) * lines / 2;
+}
+
+static void ad_rank(struct ad_policy *a);
+
+/* A flash read (35 us) for each page of the pin set not yet in MRAM: what
+ * entering AD_PIN costs beyond what the pin shadow, pinned all along,
+ * shows. Each such page displaces an MRAM page down to DRAM, which pushes
+ * DRAM's least recently used page out, and that one is likely read back. */
+static uint64_t ad_pin_entry_cost(struct ad_policy *a)
+{
+	struct pc *pc = &a->base.pc;
+	uint64_t n = 0;
+	ad_rank(a);
+	for (uint32_t i = 0; i < pc->n; i++) {
+		struct pc_page *g = pc_pg(pc, i);
+		n += (g->flags & AD_PINF) && g->tier != TIER_MRAM;
+	}
+	return n * 35000;
+}
+
+/* Set dueling: each epoch, the mode whose shadow cost least over the
+ * recent epochs, if it beats the current one clearly (3%, and for AD_PIN
+ * by the cost of moving the pin set in too: without it, one epoch in
+ * which the pin shadow did well switches in, and the move costs more
+ * than the epochs after it save - cg-small at MRAM 2M + DRAM 4M). */
+static void ad_duel(struct ad_policy *a)
+{
+	int best = (int)a->mode;
+	for (int k = 0; k < AD_MODES; k++) {
+		uint64_t now = ad_shadow_cost(a->sh[k]);
+		uint64_t c = now - a->sh_cost[k];
+		a->sh_cost[k] = now;
+		/* Decayed over ~8 epochs: the verdict follows real changes,
+		 * not the phase-to-phase noise of an iterative code. */
+		a->sh_avg[k] = a->sh_avg[k] * 0.875 + (double)c;
+		if (a->sh_avg[k] < a->sh_avg[best])
+			best = k;
+	}
+	double entry = 0;
+	if (best == AD_PIN && a->mode != AD_PIN)
+		entry = (double)ad_pin_entry_cost(a);
+	if (a->sh_avg[best] * 1.03 + entry < a->sh_avg[a->mode])
+		a->mode = (enum ad_mode)best;
+}
+
+/* The pin set: the mram_pages hottest pages by aged heat (ties broken by
+ * table order), flagged AD_PINF. O(pages), once per epoch, as
+ * mram-fixed's ranking. */
+static void ad_rank(struct ad_policy *a)
+{
+	struct pc *pc = &a->base.pc;
+	uint32_t *sc = pc_scratch(pc);
+	uint64_t n = 0, k = a->base.cfg.mram_pages, taken = 0;
+	for (uint32_t i = 0; i < pc->n; i++) {
+		struct pc_page *g = pc_pg(pc, i);
+		uint64_t h = ad_heat(a, g);
+		g->flags &= ~AD_PINF;
+		if (h && sc)
+			sc[n++] = h > UINT32_MAX ? UINT32_MAX : (uint32_t)h;
+	}
+	uint32_t thr = pc_kth(pc, n, k);
+	if (!sc || n == 0)
+		return;
+	/* Above the k-th value first, then ties while there is room. */
+	for (int tie = 0; tie < 2; tie++)
+		for (uint32_t i = 0; i < pc->n && taken < k; i++) {
+			struct pc_page *g = pc_pg(pc, i);
+			uint64_t h = ad_heat(a, g);
+			uint32_t h32 = h > UINT32_MAX ? UINT32_MAX : (uint32_t)h;
+			if (h && (tie ? h32 == thr : h32 > thr) &&
+			    !(g->flags & AD_PINF)) {
+				g->flags |= AD_PINF;
+				taken++;
+			}
+		}
+}
+
+/* File MRAM pages again after a ranking or a change of mode: pinned ones
+ * (AD_PIN only) on the pin list, the others on the MRAM list, each in
+ * recency order (merged from the old lists' cold ends). */
+static void ad_refile(struct ad_policy *a)
+{
+	struct pc *pc = &a->base.pc;
+	struct pc_list src[2] = { a->mram, a->pin };
+	pc_list_init(&a->mram);
+	pc_list_init(&a->pin);
+	for (;;) {
+		uint32_t x = pc_list_tail(&src[0]), y = pc_list_tail(&src[1]);
+		uint32_t v = ad_older(pc, x, y);
+		if (v == PC_NIL)
+			break;
+		pc_list_del(pc, v == x ? &src[0] : &src[1], v);
+		ad_push(a, v, TIER_MRAM);
+	}
 }
 
 static void ad_epoch(struct policy *p)
@@ -426,46 +620,51 @@ static void ad_epoch(struct policy *p)
 	memmove(&a->hist[1], &a->hist[2], (AD_BUCKETS - 2) * sizeof(uint64_t));
 	a->hist[AD_BUCKETS - 1] = 0;
 	ad_threshold(a);
-	if (!a->sh[0] || a->force >= 0)
-		return;
-	uint64_t c[2];
-	for (int k = 0; k < 2; k++) {
-		uint64_t now = ad_shadow_cost(a->sh[k]);
-		c[k] = now - a->sh_cost[k];
-		a->sh_cost[k] = now;
-		/* Decayed over ~8 epochs: the verdict follows real changes,
-		 * not the phase-to-phase noise of an iterative code. */
-		a->sh_avg[k] = a->sh_avg[k] * 0.875 + (double)c[k];
-	}
-	/* Switch only on a clear (3%) difference. */
-	if (a->protect && a->sh_avg[1] > a->sh_avg[0] * 0.97)
-		a->protect = false;
-	else if (!a->protect && a->sh_avg[1] * 1.03 < a->sh_avg[0])
-		a->protect = true;
+	if (a->sh[0] && a->force < 0)
+		ad_duel(a);
+	if (a->mode == AD_PIN)
+		ad_rank(a);
+	if (a->mode == AD_PIN || a->pin.len)
+		ad_refile(a);
 }
 
-static const struct policy_ops ad_shadow_ops[2];
+static const struct policy_ops ad_shadow_ops[AD_MODES];
 
 static int ad_init_common(struct policy *p, int force)
 {
 	struct ad_policy *a = (struct ad_policy *)p;
 	pc_list_init(&a->mram);
 	pc_list_init(&a->dram);
+	pc_list_init(&a->pin);
 	a->thr = AD_NONE;
 	a->pending = PC_NIL;
 	a->force = force;
-	a->protect = force == 1;
+	a->mode = force < 0 ? AD_OFF : (enum ad_mode)force;
 	return 0;
 }
 
 static int ad_init_shadow_off(struct policy *p)
 {
-	return ad_init_common(p, 0);
+	return ad_init_common(p, AD_OFF);
 }
 
 static int ad_init_shadow_on(struct policy *p)
 {
-	return ad_init_common(p, 1);
+	return ad_init_common(p, AD_PROTECT);
+}
+
+static int ad_init_shadow_pin(struct policy *p)
+{
+	return ad_init_common(p, AD_PIN);
+}
+
+static void ad_fini(struct policy *p)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	for (int k = 0; k < AD_MODES; k++) {
+		policy_destroy(a->sh[k]);
+		a->sh[k] = NULL;
+	}
 }
 
 static int ad_init(struct policy *p)
@@ -492,29 +691,20 @@ static int ad_init(struct policy *p)
 		reserve = r > (1u << 30) ? (1u << 30) : (uint32_t)r;
 	}
 	int rc = 0;
-	for (int k = 0; k < 2 && rc == 0; k++)
+	for (int k = 0; k < AD_MODES && rc == 0; k++)
 		rc = policy_create_ops(&a->sh[k], &ad_shadow_ops[k], &sc, reserve);
 	if (rc < 0) {
-		policy_destroy(a->sh[0]);
-		policy_destroy(a->sh[1]);
-		a->sh[0] = a->sh[1] = NULL;
+		ad_fini(p);
 		return rc;
 	}
 	return 0;
-}
-
-static void ad_fini(struct policy *p)
-{
-	struct ad_policy *a = (struct ad_policy *)p;
-	policy_destroy(a->sh[0]);
-	policy_destroy(a->sh[1]);
-	a->sh[0] = a->sh[1] = NULL;
 }
 
 const struct policy_ops policy_adaptive_ops = {
 	.name = "adaptive",
 	.size = sizeof(struct ad_policy),
 	.ranks = false,
+	.own_rank = true,
 	.init = ad_init,
 	.fini = ad_fini,
 	.access = ad_access,
@@ -523,12 +713,16 @@ const struct policy_ops policy_adaptive_ops = {
 	.reset = ad_reset,
 };
 
-/* The shadows: adaptive itself with protection held off / on. */
-static const struct policy_ops ad_shadow_ops[2] = {
+/* The shadows: adaptive itself held in each mode. */
+static const struct policy_ops ad_shadow_ops[AD_MODES] = {
 	{ .name = "adaptive-unprotected", .size = sizeof(struct ad_policy),
 	  .init = ad_init_shadow_off, .fini = ad_fini, .access = ad_access,
 	  .unlink = ad_unlink, .epoch = ad_epoch, .reset = ad_reset },
 	{ .name = "adaptive-protected", .size = sizeof(struct ad_policy),
 	  .init = ad_init_shadow_on, .fini = ad_fini, .access = ad_access,
 	  .unlink = ad_unlink, .epoch = ad_epoch, .reset = ad_reset },
+	{ .name = "adaptive-pinned", .size = sizeof(struct ad_policy),
+	  .own_rank = true, .init = ad_init_shadow_pin, .fini = ad_fini,
+	  .access = ad_access, .unlink = ad_unlink, .epoch = ad_epoch,
+	  .reset = ad_reset },
 };
