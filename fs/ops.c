@@ -295,6 +295,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* O_TRUNC reaches open(), so a truncating open never prefetches */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* Every change to a file's data goes through this mount (keep_cache at
+	 * open says the same), so the kernel's page cache is never stale.
+	 * libfuse turns AUTO_INVAL_DATA on by default: the kernel then drops a
+	 * file's cached pages whenever a getattr shows a new mtime, which is
+	 * after every write here, and a read right after a write (MPI-IO's
+	 * write phase, then its read phase) came back through FUSE. */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
