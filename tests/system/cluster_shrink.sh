@@ -101,8 +101,8 @@ run_mode() {
   # (over_offer=0 alone held before the grow, the node being empty; the
   # placement needs the grown offer, which reaches nvswapd with the
   # node's next capacity report: free pages above 0)
-  over0() { "$ctl" stats --swap "$name" | grep -q "^remote_node.$sn: up free_pages=[1-9][0-9]* .* over_offer=0$"; }
-  t_wait 30 over0 || mfail "$mode: nvswapd does not see node $sn's grown offer: $("$ctl" stats --swap "$name" | grep "^remote_node.$sn:")"
+  grown() { "$ctl" stats --swap "$name" | grep -q "^remote_node.$sn: up free_pages=[1-9][0-9]* .* over_offer=0$"; }
+  t_wait 30 grown || mfail "$mode: nvswapd does not see node $sn's grown offer: $("$ctl" stats --swap "$name" | grep "^remote_node.$sn:")"
   head -c 16M /dev/urandom | dd of="$T_DIR/data" bs=1M seek=32 conv=notrunc status=none
   nbdcopy "$T_DIR/data" "$uri" || mfail "$mode: nbdcopy after the grow"
   local again; again=$(stat_val $sn pages)
