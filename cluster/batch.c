@@ -1,5 +1,6 @@
-/* batch.c - encode and check PAGE_FETCH_MANY and PAGE_STORE_MANY
- * payloads; see batch.h. */
+/* batch.c - encode and check the payloads of the batch requests
+ * (PAGE_FETCH_MANY, PAGE_STORE_MANY, PARITY_UPDATE_MANY,
+ * PAGE_OVERWRITE_MANY) and their replies; see batch.h. */
 #include "cluster/batch.h"
 
 #include <errno.h>
@@ -9,6 +10,17 @@ static void put_be64(uint8_t *p, uint64_t v)
 {
 	for (int i = 7; i >= 0; i--, v >>= 8)
 		p[i] = (uint8_t)v;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static uint64_t get_be64(const uint8_t *p)
@@ -123,4 +135,43 @@ int batch_store_result_get(const uint8_t *p, uint32_t len, unsigned n, unsigned 
 		return -EPROTO;
 	}
 	return result_get(p, k, r, why);
+}
+
+void batch_ow_put(uint8_t *out, const struct batch_ow *e, unsigned n)
+{
+	memset(out, 0, (size_t)n * FRAME_OW_ENTRY);
+	for (unsigned k = 0; k < n; k++, out += FRAME_OW_ENTRY) {
+		put_be64(out, e[k].key);
+		put_be64(out + 8, e[k].version);
+		put_be64(out + 16, e[k].old_version);
+		put_be64(out + 24, e[k].group);
+		put_be64(out + 32, e[k].parity_version);
+		put_be32(out + 40, e[k].parity_node);
+	}
+}
+
+int batch_ow_get(const uint8_t *p, uint32_t len, struct batch_ow *e,
+		 unsigned *n, const uint8_t **pages, const char **why)
+{
+	const uint32_t unit = FRAME_OW_ENTRY + FRAME_PAGE_SIZE;
+
+	if (len == 0 || len % unit || len / unit > FRAME_BATCH_MAX) {
+		*why = "overwrite-many request: not 1..64 whole entries with their pages";
+		return -EPROTO;
+	}
+	*n = len / unit;
+	*pages = p + (size_t)*n * FRAME_OW_ENTRY;
+	for (unsigned k = 0; k < *n; k++, p += FRAME_OW_ENTRY) {
+		uint32_t pn = get_be32(p + 40);
+		if (pn > FRAME_MAX_NODE_ID || !zero(p + 44, 4)) {
+			*why = "overwrite-many request: bad parity node or reserved bytes";
+			return -EPROTO;
+		}
+		e[k] = (struct batch_ow){ .key = get_be64(p), .version = get_be64(p + 8),
+					  .old_version = get_be64(p + 16),
+					  .group = get_be64(p + 24),
+					  .parity_version = get_be64(p + 32),
+					  .parity_node = pn };
+	}
+	return 0;
 }

@@ -1,5 +1,5 @@
-/* batch.h - the payloads of PAGE_FETCH_MANY and PAGE_STORE_MANY requests
- * and of their replies: many page fetches or stores in one frame, so that
+/* batch.h - the payloads of PAGE_FETCH_MANY, PAGE_STORE_MANY,
+ * PARITY_UPDATE_MANY and PAGE_OVERWRITE_MANY requests and of their replies: many page fetches or stores in one frame, so that
  * a recovery pass reads all it needs from a node, and stores the pages it
  * rebuilt there, with one request instead of one per page (each request
  * costs two system calls, a wake-up and a header on both sides; a page
@@ -23,6 +23,21 @@
  * above (key, version to store, kind), then the n pages; its reply (status
  * OK) n results as above, without pages. An entry's status says how its
  * store went (a full node: FS_NO_SPACE), the request as a whole succeeds.
+ *
+ * PARITY_UPDATE_MANY is a PAGE_STORE_MANY of kind PARITY entries (key =
+ * group, version = parity version, page = the XOR delta to apply).
+ *
+ * PAGE_OVERWRITE_MANY's request carries n entries of FRAME_OW_ENTRY bytes,
+ * then the n new pages:
+ *   0  u64 key             page id (kind DATA)
+ *   8  u64 version         the new version
+ *  16  u64 old_version     the version being replaced
+ *  24  u64 group           its parity group
+ *  32  u64 parity_version  for the group's parity update
+ *  40  u32 parity_node     the node holding the group's parity page
+ *  44  4 bytes, zero
+ * its reply (status OK) n results as PAGE_STORE_MANY's (kind DATA, the new
+ * version), each with PAGE_OVERWRITE's status.
  *
  * 1 <= n <= FRAME_BATCH_MAX; frame_decode checks the payload lengths,
  * these functions the contents. Pure functions, thread-safe. */
@@ -93,3 +108,29 @@ static inline uint8_t *batch_reply_page(uint8_t *out, unsigned n, unsigned k)
  * set); *page points at its page. */
 int batch_result_get(const uint8_t *p, uint32_t len, unsigned n, unsigned k,
 		     struct batch_entry *r, const uint8_t **page, const char **why);
+
+/* One PAGE_OVERWRITE_MANY request entry. */
+struct batch_ow {
+	uint64_t key, version, old_version, group, parity_version;
+	uint32_t parity_node;
+};
+
+/* PAGE_OVERWRITE_MANY request payload length for n entries, and its page k
+ * (after batch_ow_put of its entries at out); the reply's length is
+ * batch_store_reply_len(n). */
+static inline uint32_t batch_ow_len(unsigned n)
+{
+	return n * (FRAME_OW_ENTRY + FRAME_PAGE_SIZE);
+}
+static inline uint8_t *batch_ow_page(uint8_t *out, unsigned n, unsigned k)
+{
+	return out + (uint64_t)n * FRAME_OW_ENTRY + (uint64_t)k * FRAME_PAGE_SIZE;
+}
+/* Encode n overwrite entries into out (n * FRAME_OW_ENTRY bytes). */
+void batch_ow_put(uint8_t *out, const struct batch_ow *e, unsigned n);
+/* Decode a PAGE_OVERWRITE_MANY request payload of len bytes: entries into
+ * e (room for FRAME_BATCH_MAX), *n, *pages at the first page. 0, or
+ * -EPROTO with *why: not 1..64 whole entries with their pages, a parity
+ * node id over FRAME_MAX_NODE_ID, reserved bytes set. */
+int batch_ow_get(const uint8_t *p, uint32_t len, struct batch_ow *e,
+		 unsigned *n, const uint8_t **pages, const char **why);

@@ -29,7 +29,7 @@ struct cluster_client {
 		uint32_t type, kind;
 	} q[CLUSTER_CLIENT_MAX_INFLIGHT];
 	unsigned qhead, qn;
-	uint8_t batch_req[FRAME_BATCH_MAX * FRAME_BATCH_ENTRY];
+	uint8_t batch_req[FRAME_BATCH_MAX * FRAME_OW_ENTRY];
 	char last_error[FRAME_MAX_TEXT + 64];
 };
 
@@ -245,7 +245,9 @@ int cluster_client_wait(struct cluster_client *c)
 
 	if (!c->broken && c->qn && (c->q[c->qhead].type == FT_PAGE_FETCH ||
 				    c->q[c->qhead].type == FT_PAGE_FETCH_MANY ||
-				    c->q[c->qhead].type == FT_PAGE_STORE_MANY))
+				    c->q[c->qhead].type == FT_PAGE_STORE_MANY ||
+				    c->q[c->qhead].type == FT_PARITY_UPDATE_MANY ||
+				    c->q[c->qhead].type == FT_PAGE_OVERWRITE_MANY))
 		return -EINVAL; /* its results need their own wait */
 	return recv_rep(c, NULL, &p);
 }
@@ -396,13 +398,18 @@ static int send_batch(struct cluster_client *c, uint32_t type, unsigned n,
 
 /* The reply to the oldest request, which must be a batch of this type
  * and n entries (-EINVAL, nothing taken, otherwise). */
+static bool batch_next(const struct cluster_client *c, uint32_t type, unsigned n)
+{
+	return c->broken || (c->qn && c->q[c->qhead].type == type &&
+			     c->q[c->qhead].key == n);
+}
+
 static int recv_batch(struct cluster_client *c, uint32_t type, unsigned n,
 		      const uint8_t **pl)
 {
 	struct pending p;
 
-	if (!c->broken && (!c->qn || c->q[c->qhead].type != type ||
-			   c->q[c->qhead].key != n))
+	if (!batch_next(c, type, n))
 		return -EINVAL;
 	return recv_rep(c, pl, &p);
 }
@@ -461,8 +468,9 @@ int cluster_client_wait_fetch_many(struct cluster_client *c,
 	return 0;
 }
 
-int cluster_client_store_many_start(struct cluster_client *c,
-				    const struct cluster_store *s, unsigned n)
+/* PAGE_STORE_MANY or PARITY_UPDATE_MANY (the same payloads). */
+static int store_many_start(struct cluster_client *c, uint32_t type,
+			    const struct cluster_store *s, unsigned n)
 {
 	struct batch_entry e[FRAME_BATCH_MAX];
 	struct iovec iov[FRAME_BATCH_MAX + 1];
@@ -470,7 +478,8 @@ int cluster_client_store_many_start(struct cluster_client *c,
 	if (n == 0 || n > FRAME_BATCH_MAX)
 		return -EINVAL;
 	for (unsigned k = 0; k < n; k++) {
-		if (s[k].kind >= FK_COUNT || !s[k].page)
+		if (s[k].kind >= FK_COUNT || !s[k].page ||
+		    (type == FT_PARITY_UPDATE_MANY && s[k].kind != FK_PARITY))
 			return -EINVAL;
 		e[k] = (struct batch_entry){ .key = s[k].key, .version = s[k].version,
 					     .kind = s[k].kind };
@@ -481,32 +490,116 @@ int cluster_client_store_many_start(struct cluster_client *c,
 	/* the entries in the buffer fetch-many requests use */
 	batch_request_put(c->batch_req, e, n);
 	iov[0] = (struct iovec){ .iov_base = c->batch_req, .iov_len = batch_request_len(n) };
-	return send_batch(c, FT_PAGE_STORE_MANY, n, iov, n + 1, batch_store_len(n));
+	return send_batch(c, type, n, iov, n + 1, batch_store_len(n));
 }
 
-int cluster_client_wait_store_many(struct cluster_client *c,
-				   struct cluster_store *s, unsigned n)
+/* Its reply: n results, each about the entry asked (key, kind and
+ * version), their statuses as errnos into rcs. A result about
+ * something else breaks the handle (-EPROTO). */
+static int results_take(struct cluster_client *c, uint32_t type, unsigned n,
+			const struct batch_entry *asked, int *rcs)
 {
 	const uint8_t *pl = NULL;
 	struct batch_entry r[FRAME_BATCH_MAX];
-	int rc = recv_batch(c, FT_PAGE_STORE_MANY, n, &pl);
+	int rc = recv_batch(c, type, n, &pl);
 	if (c->broken || rc)
 		return rc;
 	const char *bad = NULL;
 	for (unsigned k = 0; k < n && !bad; k++) {
 		if (batch_store_result_get(pl, c->rep.payload_len, n, k, &r[k], &bad))
 			break;
-		if (r[k].key != s[k].key || r[k].kind != s[k].kind ||
-		    r[k].version != s[k].version)
-			bad = "store-many reply about another page";
+		if (r[k].key != asked[k].key || r[k].kind != asked[k].kind ||
+		    r[k].version != asked[k].version)
+			bad = "batch reply about another page";
 	}
 	if (bad) {
 		snprintf(c->last_error, sizeof(c->last_error), "%s", bad);
 		return fail_transport(c, -EPROTO);
 	}
 	for (unsigned k = 0; k < n; k++)
-		s[k].rc = frame_status_errno(r[k].status);
+		rcs[k] = frame_status_errno(r[k].status);
 	return 0;
+}
+
+static int store_many_wait(struct cluster_client *c, uint32_t type,
+			   struct cluster_store *s, unsigned n)
+{
+	struct batch_entry asked[FRAME_BATCH_MAX] = { { 0 } };
+	int rcs[FRAME_BATCH_MAX];
+
+	if (n == 0 || n > FRAME_BATCH_MAX || !batch_next(c, type, n))
+		return -EINVAL;
+	for (unsigned k = 0; k < n; k++)
+		asked[k] = (struct batch_entry){ .key = s[k].key, .version = s[k].version,
+						 .kind = s[k].kind };
+	int rc = results_take(c, type, n, asked, rcs);
+	for (unsigned k = 0; !rc && k < n; k++)
+		s[k].rc = rcs[k];
+	return rc;
+}
+
+int cluster_client_store_many_start(struct cluster_client *c,
+				    const struct cluster_store *s, unsigned n)
+{
+	return store_many_start(c, FT_PAGE_STORE_MANY, s, n);
+}
+
+int cluster_client_wait_store_many(struct cluster_client *c,
+				   struct cluster_store *s, unsigned n)
+{
+	return store_many_wait(c, FT_PAGE_STORE_MANY, s, n);
+}
+
+int cluster_client_parity_update_many_start(struct cluster_client *c,
+					    const struct cluster_store *s, unsigned n)
+{
+	return store_many_start(c, FT_PARITY_UPDATE_MANY, s, n);
+}
+
+int cluster_client_wait_parity_update_many(struct cluster_client *c,
+					   struct cluster_store *s, unsigned n)
+{
+	return store_many_wait(c, FT_PARITY_UPDATE_MANY, s, n);
+}
+
+int cluster_client_overwrite_many_start(struct cluster_client *c,
+					const struct cluster_overwrite *o, unsigned n)
+{
+	struct batch_ow e[FRAME_BATCH_MAX];
+	struct iovec iov[FRAME_BATCH_MAX + 1];
+
+	if (n == 0 || n > FRAME_BATCH_MAX)
+		return -EINVAL;
+	for (unsigned k = 0; k < n; k++) {
+		if (!o[k].page || o[k].parity_node > FRAME_MAX_NODE_ID)
+			return -EINVAL;
+		e[k] = (struct batch_ow){ o[k].page_id, o[k].version, o[k].old_version,
+					  o[k].group, o[k].parity_version,
+					  o[k].parity_node };
+		iov[k + 1] = (struct iovec){ .iov_base = (void *)o[k].page,
+					     .iov_len = FRAME_PAGE_SIZE };
+	}
+	batch_ow_put(c->batch_req, e, n);
+	iov[0] = (struct iovec){ .iov_base = c->batch_req,
+				 .iov_len = (size_t)n * FRAME_OW_ENTRY };
+	return send_batch(c, FT_PAGE_OVERWRITE_MANY, n, iov, n + 1, batch_ow_len(n));
+}
+
+int cluster_client_wait_overwrite_many(struct cluster_client *c,
+				       struct cluster_overwrite *o, unsigned n)
+{
+	struct batch_entry asked[FRAME_BATCH_MAX] = { { 0 } };
+	int rcs[FRAME_BATCH_MAX];
+
+	if (n == 0 || n > FRAME_BATCH_MAX || !batch_next(c, FT_PAGE_OVERWRITE_MANY, n))
+		return -EINVAL;
+	for (unsigned k = 0; k < n; k++)
+		asked[k] = (struct batch_entry){ .key = o[k].page_id,
+						 .version = o[k].version, .kind = FK_DATA };
+	int rc = results_take(c, FT_PAGE_OVERWRITE_MANY, n, asked, rcs);
+	for (unsigned k = 0; !rc && k < n; k++)
+		o[k].rc = rcs[k];
+	return rc;
 }
 
 static int fetch(struct cluster_client *c, uint32_t kind, uint64_t id,

@@ -129,6 +129,36 @@ int cluster_client_store_many_start(struct cluster_client *c,
 int cluster_client_wait_store_many(struct cluster_client *c,
 				   struct cluster_store *s, unsigned n);
 
+/* Up to FRAME_BATCH_MAX parity updates in one request
+ * (PARITY_UPDATE_MANY): s[k].kind FK_PARITY, key the group, version the
+ * parity version, page the XOR delta; each s[k].rc what a single
+ * cluster_client_parity_update would give. As the store batch above. */
+int cluster_client_parity_update_many_start(struct cluster_client *c,
+					    const struct cluster_store *s, unsigned n);
+int cluster_client_wait_parity_update_many(struct cluster_client *c,
+					   struct cluster_store *s, unsigned n);
+
+/* Up to FRAME_BATCH_MAX overwrites in one request (PAGE_OVERWRITE_MANY):
+ * each as cluster_client_page_overwrite below, o[k].rc its return (0,
+ * -EREMOTEIO, -ESTALE, -ENOENT, -ENOSPC ...). The node stores them in
+ * order and sends the deltas on as one request per parity node, so a swap
+ * run's in-use pages on one node cost four frames, not four per page. The
+ * wait's own return and a reply about other pages: as the batches above. */
+struct cluster_overwrite {
+	uint64_t page_id;
+	uint64_t version;       /* the new version */
+	uint64_t old_version;   /* the version being replaced */
+	uint64_t group;         /* its parity group */
+	uint64_t parity_version;
+	uint32_t parity_node;   /* the node holding the group's parity page */
+	const void *page;       /* FRAME_PAGE_SIZE bytes */
+	int rc;                 /* out */
+};
+int cluster_client_overwrite_many_start(struct cluster_client *c,
+					const struct cluster_overwrite *o, unsigned n);
+int cluster_client_wait_overwrite_many(struct cluster_client *c,
+				       struct cluster_overwrite *o, unsigned n);
+
 /* Requests sent whose replies have not been taken (0 after a transport
  * error). */
 unsigned cluster_client_pending(const struct cluster_client *c);

@@ -20,6 +20,8 @@ _Static_assert((int)NVCACHE__STATUS__ST_INTERNAL == (int)FS_INTERNAL, "proto enu
 _Static_assert((int)NVCACHE__STATUS__ST_PARITY_LOST == (int)FS_PARITY_LOST, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_OVERWRITE == (int)FT_PAGE_OVERWRITE, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_STORE_MANY == (int)FT_PAGE_STORE_MANY, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_OVERWRITE_MANY == (int)FT_PAGE_OVERWRITE_MANY, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_PARITY_UPDATE_MANY == (int)FT_PARITY_UPDATE_MANY, "proto enum");
 _Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
 _Static_assert((int)NVCACHE__NODE_STATE__NS_SELF == (int)FN_SELF, "proto enum");
 
@@ -75,6 +77,8 @@ long frame_payload_expected(uint32_t type, bool reply, uint32_t status)
 		return reply && status == FS_OK ? -1 : 0;
 	case FT_PAGE_FETCH_MANY:
 	case FT_PAGE_STORE_MANY:
+	case FT_PAGE_OVERWRITE_MANY:
+	case FT_PARITY_UPDATE_MANY:
 		return !reply || status == FS_OK ? -1 : 0;
 	default:
 		return 0;
@@ -208,12 +212,15 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 	}
 	long expect = frame_payload_expected(type, m->reply, status);
 	/* a batch: whole entries, with a page each where pages travel */
+	bool batch = type == FT_PAGE_FETCH_MANY || type == FT_PAGE_STORE_MANY ||
+		     type == FT_PAGE_OVERWRITE_MANY || type == FT_PARITY_UPDATE_MANY;
 	bool paged = (type == FT_PAGE_FETCH_MANY) == (bool)m->reply;
-	uint32_t unit = paged ? FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE : FRAME_BATCH_ENTRY;
-	bool var_ok = type == FT_PAGE_FETCH_MANY || type == FT_PAGE_STORE_MANY ?
-		      payload_len && payload_len % unit == 0 &&
-		      payload_len / unit <= FRAME_BATCH_MAX :
-		      payload_len <= FRAME_STATS_CHUNK;
+	uint32_t entry = type == FT_PAGE_OVERWRITE_MANY && !m->reply ?
+			 FRAME_OW_ENTRY : FRAME_BATCH_ENTRY;
+	uint32_t unit = paged ? entry + FRAME_PAGE_SIZE : entry;
+	bool var_ok = batch ? payload_len && payload_len % unit == 0 &&
+			      payload_len / unit <= FRAME_BATCH_MAX :
+			      payload_len <= FRAME_STATS_CHUNK;
 	if (expect < 0 ? !var_ok : (long)payload_len != expect) {
 		*why = "payload size does not fit the message type";
 		return -EPROTO;
@@ -548,7 +555,7 @@ const char *frame_type_name(uint32_t type)
 		"PAGE_STORE", "PAGE_FETCH", "PAGE_DROP", "PARITY_UPDATE",
 		"MIGRATE", "UPDATE", "INVALIDATE", "NODE_TABLE", "ERROR",
 		"OWNER_RESET", "NODE_STATS", "PAGE_FETCH_MANY", "PAGE_OVERWRITE",
-		"PAGE_STORE_MANY",
+		"PAGE_STORE_MANY", "PAGE_OVERWRITE_MANY", "PARITY_UPDATE_MANY",
 	};
 	return type < FT_COUNT ? names[type] : "UNKNOWN";
 }

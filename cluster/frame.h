@@ -42,13 +42,16 @@
 #define FRAME_STATS_CHUNK FRAME_PAGE_SIZE
 /* Largest prefix + header a sender ever writes in one piece. */
 #define FRAME_MAX_HEAD (FRAME_PREFIX + FRAME_MAX_HEADER)
-/* PAGE_FETCH_MANY and PAGE_STORE_MANY (cluster/batch.h): at most this
- * many fetches or stores per frame, each FRAME_BATCH_ENTRY bytes in the
- * request and in the reply, plus its page in a fetch's reply or a store's
- * request. The largest payload a connection ever accepts is one of those. */
+/* PAGE_FETCH_MANY, PAGE_STORE_MANY, PARITY_UPDATE_MANY and
+ * PAGE_OVERWRITE_MANY (cluster/batch.h): at most this many per frame, each
+ * FRAME_BATCH_ENTRY bytes in the request and in the reply (an overwrite's
+ * request entry FRAME_OW_ENTRY), plus its page in a fetch's reply or the
+ * others' request. The largest payload a connection ever accepts is an
+ * overwrite batch's request. */
 #define FRAME_BATCH_MAX 64
 #define FRAME_BATCH_ENTRY 24
-#define FRAME_MAX_CONN_PAYLOAD (FRAME_BATCH_MAX * (FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE))
+#define FRAME_OW_ENTRY 48
+#define FRAME_MAX_CONN_PAYLOAD (FRAME_BATCH_MAX * (FRAME_OW_ENTRY + FRAME_PAGE_SIZE))
 
 /* Values of the enums in nvcache.proto (kept equal; checked at build time
  * in frame.c). */
@@ -57,7 +60,7 @@ enum frame_type {
 	FT_PAGE_STORE, FT_PAGE_FETCH, FT_PAGE_DROP, FT_PARITY_UPDATE,
 	FT_MIGRATE, FT_UPDATE, FT_INVALIDATE, FT_NODE_TABLE, FT_ERROR,
 	FT_OWNER_RESET, FT_NODE_STATS, FT_PAGE_FETCH_MANY, FT_PAGE_OVERWRITE,
-	FT_PAGE_STORE_MANY, FT_COUNT
+	FT_PAGE_STORE_MANY, FT_PAGE_OVERWRITE_MANY, FT_PARITY_UPDATE_MANY, FT_COUNT
 };
 enum frame_status {
 	FS_OK = 0, FS_STALE, FS_NOT_FOUND, FS_NO_SPACE, FS_BAD_FRAME,
@@ -120,9 +123,9 @@ struct frame_hdr {
 /* The payload size a valid frame of this shape must carry, or -1 if it is
  * not fixed: an OK NODE_STATS reply carries 0..FRAME_STATS_CHUNK bytes of
  * text, no more than the header's version (the text's total length) minus
- * its page_id (the chunk's offset); a PAGE_FETCH_MANY or PAGE_STORE_MANY
- * request and its OK reply carry 1..FRAME_BATCH_MAX whole entries
- * (cluster/batch.h). */
+ * its page_id (the chunk's offset); a PAGE_FETCH_MANY, PAGE_STORE_MANY,
+ * PARITY_UPDATE_MANY or PAGE_OVERWRITE_MANY request and its OK reply carry
+ * 1..FRAME_BATCH_MAX whole entries (cluster/batch.h). */
 long frame_payload_expected(uint32_t type, bool reply, uint32_t status);
 
 /* Check a received 16-byte prefix and return the header and payload

@@ -396,9 +396,11 @@ struct inbound {
 	 * then; later chunks are read from it, so they agree). */
 	char *stats;
 	size_t stats_len;
-	/* PAGE_FETCH_MANY, PAGE_STORE_MANY: the reply payload (allocated
-	 * at the first one: only recovering clients send them) */
+	/* The batches (PAGE_FETCH_MANY, PAGE_STORE_MANY, ...): the reply
+	 * payload; PAGE_OVERWRITE_MANY: the deltas (each allocated at the
+	 * first need: not every peer sends them) */
 	uint8_t *batch;
+	struct ow_many *om;
 	/* PAGE_OVERWRITE: this connection's own handle to each parity node
 	 * it forwards to (by position in the cluster file), opened at the
 	 * first need; so no lock, and no two connections wait on one */
@@ -515,6 +517,211 @@ static const void *serve_store_many(struct inbound *ib, const uint8_t *payload,
 	return ib->batch;
 }
 
+/* A PARITY_UPDATE_MANY request: every entry's delta XORed into its
+ * parity page in order, each result with its own status, as a
+ * PARITY_UPDATE would answer it. */
+static const void *serve_parity_update_many(struct inbound *ib,
+					    const uint8_t *payload, int *rc)
+{
+	struct frame_hdr *q = &ib->req, *r = &ib->rep;
+	struct batch_entry e[FRAME_BATCH_MAX];
+	const uint8_t *pages;
+	const char *why = "";
+	unsigned n;
+
+	*rc = batch_store_get(payload, q->payload_len, e, &n, &pages, &why);
+	for (unsigned k = 0; !*rc && k < n; k++)
+		if (e[k].kind != FK_PARITY) {
+			why = "parity-update-many request: an entry not of kind PARITY";
+			*rc = -EPROTO;
+		}
+	if (!batch_reply_buf(ib, "parity-update-many", rc, why))
+		return NULL;
+	for (unsigned k = 0; k < n; k++) {
+		struct pagestore_key key = { q->owner, FK_PARITY, e[k].key };
+		int xrc = pagestore_xor(ib->node->ps, &key, e[k].version,
+					pages + (size_t)k * PAGESTORE_PAGE);
+		e[k].status = status_of(xrc);
+		batch_result_put(ib->batch, k, &e[k]);
+	}
+	r->payload_len = batch_store_reply_len(n);
+	return ib->batch;
+}
+
+/* The forwarding handle to the parity node at config index pn (opened at
+ * the first need; owner set). NULL with *rc and err on failure. */
+static struct cluster_client *fwd_get(struct inbound *ib, unsigned pn, uint64_t owner,
+				      int *rc, char *err, size_t errlen)
+{
+	struct node *n = ib->node;
+	struct cluster_client **cl = &ib->fwd[pn];
+
+	if (!*cl) {
+		int tmo = n->timeout_ms < 2000 ? (int)n->timeout_ms : 2000;
+		*rc = cluster_client_open_node(cl, &n->cfg, n->cfg.nodes[pn].id, 0, owner,
+					       tmo, err, errlen);
+		if (*rc) {
+			*cl = NULL;
+			return NULL;
+		}
+	}
+	cluster_client_set_owner(*cl, owner);
+	return *cl;
+}
+
+/* The forwarding handle to pn failed with rc: closed when the connection
+ * is done for (the next forward opens a new one). */
+static void fwd_failed(struct inbound *ib, unsigned pn, int rc)
+{
+	struct cluster_client **cl = &ib->fwd[pn];
+
+	if (*cl && (rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
+		    rc == -ENOTCONN || rc == -EPROTO)) {
+		cluster_client_close(*cl);
+		*cl = NULL;
+	}
+}
+
+/* A PAGE_OVERWRITE_MANY's working state (allocated at the first one):
+ * the deltas, and their parity updates in runs, one run per parity node. */
+struct ow_many {
+	uint8_t deltas[FRAME_BATCH_MAX][PAGESTORE_PAGE];
+	struct cluster_store s[FRAME_BATCH_MAX];
+	unsigned idx[FRAME_BATCH_MAX];  /* s[x]'s entry number */
+	struct ow_fwd {
+		unsigned pn;            /* the parity node's config index */
+		unsigned first, cnt;    /* its run in s */
+		int rc;                 /* the request's own */
+		char err[200];
+	} fw[FRAME_BATCH_MAX];
+};
+
+/* The deltas of an overwrite batch sent, every parity node's at once, and
+ * their answers into res: FS_PARITY_LOST where a delta was not surely
+ * taken (logged once per parity node). */
+static void ow_many_forward(struct inbound *ib, struct ow_many *om, unsigned nfw,
+			    struct batch_entry *res)
+{
+	struct node *n = ib->node;
+	uint64_t owner = ib->req.owner;
+
+	for (unsigned f = 0; f < nfw; f++) {
+		struct ow_fwd *w = &om->fw[f];
+		struct cluster_client *cl = fwd_get(ib, w->pn, owner, &w->rc, w->err,
+						    sizeof(w->err));
+		if (cl)
+			w->rc = cluster_client_parity_update_many_start(cl, &om->s[w->first],
+									w->cnt);
+	}
+	for (unsigned f = 0; f < nfw; f++) {
+		struct ow_fwd *w = &om->fw[f];
+		struct cluster_client *cl = ib->fwd[w->pn];
+		if (!w->rc)
+			w->rc = cluster_client_wait_parity_update_many(cl, &om->s[w->first],
+								       w->cnt);
+		if (w->rc && cl && !w->err[0])
+			snprintf(w->err, sizeof(w->err), "%s", cluster_client_last_error(cl));
+		unsigned lost = 0;
+		int first = 0;
+		for (unsigned x = w->first; x < w->first + w->cnt; x++) {
+			int frc = w->rc ? w->rc : om->s[x].rc;
+			if (!frc) {
+				atomic_fetch_add(&n->forwards, 1);
+				continue;
+			}
+			first = first ? first : frc;
+			lost++;
+			atomic_fetch_add(&n->forward_errors, 1);
+			res[om->idx[x]].status = FS_PARITY_LOST;
+		}
+		if (lost)
+			log_warn("%s: %u overwrites of owner %" PRIu64 " stored, but node %u "
+				 "did not take their parity updates (%s%s%s): the owner "
+				 "recomputes those groups", ib->c.peer, lost, owner,
+				 n->cfg.nodes[w->pn].id, strerror(-first),
+				 w->err[0] ? ": " : "", w->err);
+		if (w->rc)
+			fwd_failed(ib, w->pn, w->rc);
+	}
+}
+
+/* A PAGE_OVERWRITE_MANY request: each entry as a PAGE_OVERWRITE (old page
+ * out, new one in), in order; then the deltas, one PARITY_UPDATE_MANY per
+ * parity node; then one reply with a status per entry. The request is
+ * refused whole when an entry names a parity node that is not in the
+ * cluster file, or this node. */
+static const void *serve_overwrite_many(struct inbound *ib, const uint8_t *payload,
+					int *rc)
+{
+	struct node *n = ib->node;
+	struct frame_hdr *q = &ib->req, *r = &ib->rep;
+	struct batch_ow e[FRAME_BATCH_MAX];
+	struct batch_entry res[FRAME_BATCH_MAX];
+	unsigned pidx[FRAME_BATCH_MAX], nfw = 0, cnt = 0;
+	const uint8_t *pages;
+	const char *why = "";
+
+	*rc = batch_ow_get(payload, q->payload_len, e, &cnt, &pages, &why);
+	for (unsigned k = 0; !*rc && k < cnt; k++) {
+		const struct cluster_node *pn = config_node_find(&n->cfg, e[k].parity_node);
+		if (!pn || e[k].parity_node == n->self) {
+			why = pn ? "overwrite-many request: the parity node is this node" :
+				   "overwrite-many request: a parity node not in the cluster file";
+			*rc = -EPROTO;
+		} else {
+			pidx[k] = (unsigned)(pn - n->cfg.nodes);
+		}
+	}
+	if (!batch_reply_buf(ib, "overwrite-many", rc, why))
+		return NULL;
+	if (!ib->om && !(ib->om = malloc(sizeof(*ib->om)))) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	struct ow_many *om = ib->om;
+	/* the local part; each stored entry's parity node gets a run */
+	for (unsigned k = 0; k < cnt; k++) {
+		struct pagestore_key key = { q->owner, FK_DATA, e[k].key };
+		const uint8_t *pg = pages + (size_t)k * PAGESTORE_PAGE;
+		int lrc = pagestore_fetch(n->ps, &key, e[k].old_version, om->deltas[k], NULL);
+		if (!lrc)
+			lrc = pagestore_store(n->ps, &key, e[k].version, pg);
+		res[k] = (struct batch_entry){ e[k].key, e[k].version, FK_DATA,
+					       status_of(lrc) };
+		if (lrc)
+			continue;
+		xor_into(om->deltas[k], pg, PAGESTORE_PAGE);
+		unsigned f = 0;
+		while (f < nfw && om->fw[f].pn != pidx[k])
+			f++;
+		if (f == nfw)
+			om->fw[nfw++] = (struct ow_fwd){ .pn = pidx[k] };
+		om->fw[f].cnt++;
+	}
+	/* the runs laid out one after the other, entries in request order */
+	for (unsigned f = 0, at = 0; f < nfw; f++) {
+		om->fw[f].first = at;
+		at += om->fw[f].cnt;
+		om->fw[f].cnt = 0;
+	}
+	for (unsigned k = 0; k < cnt; k++) {
+		if (res[k].status != FS_OK)
+			continue;
+		unsigned f = 0;
+		while (om->fw[f].pn != pidx[k])
+			f++;
+		unsigned x = om->fw[f].first + om->fw[f].cnt++;
+		om->idx[x] = k;
+		om->s[x] = (struct cluster_store){ FK_PARITY, e[k].group, e[k].parity_version,
+						   om->deltas[k], 0 };
+	}
+	ow_many_forward(ib, om, nfw, res);
+	for (unsigned k = 0; k < cnt; k++)
+		batch_result_put(ib->batch, k, &res[k]);
+	r->payload_len = batch_store_reply_len(cnt);
+	return ib->batch;
+}
+
 /* A PAGE_OVERWRITE request: the page stored at old_version out, the new
  * one in, old ^ new to the parity node, then the reply (Nswap: the node
  * that stores an in-use page forwards the XOR, so that the swapping node
@@ -548,19 +755,11 @@ static int ow_begin(struct inbound *ib, const struct pagestore_key *key,
 	if (rc)
 		return rc;
 	xor_into(ib->page, payload, PAGESTORE_PAGE);
-	struct cluster_client **cl = &ib->fwd[p->pn];
 	char err[256] = "";
-	if (!*cl) {
-		int tmo = n->timeout_ms < 2000 ? (int)n->timeout_ms : 2000;
-		rc = cluster_client_open_node(cl, &n->cfg, pn->id, 0, q->owner, tmo,
-					      err, sizeof(err));
-		if (rc) {
-			*cl = NULL;
-			return ow_end(ib, p, rc, err, r);
-		}
-	}
-	cluster_client_set_owner(*cl, q->owner);
-	rc = cluster_client_parity_update_start(*cl, q->parity_group,
+	struct cluster_client *cl = fwd_get(ib, p->pn, q->owner, &rc, err, sizeof(err));
+	if (!cl)
+		return ow_end(ib, p, rc, err, r);
+	rc = cluster_client_parity_update_start(cl, q->parity_group,
 						q->parity_version, ib->page);
 	return rc ? ow_end(ib, p, rc, NULL, r) : 1;
 }
@@ -578,11 +777,7 @@ static int ow_end(struct inbound *ib, const struct ow_pending *p, int rc,
 		snprintf(why, sizeof(why), "%s", err);
 	else if (rc && *cl)
 		snprintf(why, sizeof(why), "%s", cluster_client_last_error(*cl));
-	if (*cl && (rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
-		    rc == -ENOTCONN || rc == -EPROTO)) {
-		cluster_client_close(*cl);
-		*cl = NULL;
-	}
+	fwd_failed(ib, p->pn, rc);
 	if (rc) {
 		uint32_t pid = n->cfg.nodes[p->pn].id;
 		atomic_fetch_add(&n->forward_errors, 1);
@@ -734,6 +929,12 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 		break;
 	case FT_PAGE_OVERWRITE:
 		rc = serve_overwrite(ib, &key, payload);
+		break;
+	case FT_PAGE_OVERWRITE_MANY:
+		out = serve_overwrite_many(ib, payload, &rc);
+		break;
+	case FT_PARITY_UPDATE_MANY:
+		out = serve_parity_update_many(ib, payload, &rc);
 		break;
 	default:
 		/* HELLO/CHALLENGE/AUTH after the handshake, UPDATE (the owner's
@@ -925,6 +1126,7 @@ out:
 	conn_close(&ib->c);
 	free(ib->stats);
 	free(ib->batch);
+	free(ib->om);
 	for (unsigned k = 0; k < CONFIG_MAX_NODES; k++)
 		cluster_client_close(ib->fwd[k]);
 	int slot = ib->slot;

@@ -1662,10 +1662,67 @@ static bool wb_plan_parity(struct remote_backend *rb, struct ppool *p,
 	return false;
 }
 
+/* The overwrites of overwrite_batch that can go (node set), one
+ * PAGE_OVERWRITE_MANY per node, every node's sent before any answer is
+ * taken; each one's answer into rcs[c] (-EAGAIN: not sent). Caller holds
+ * the groups' locks. */
+static void overwrite_send(struct remote_backend *rb, struct wb_plan *w,
+			   const unsigned *cand, unsigned nc, const uint64_t *pv,
+			   int *rcs)
+{
+	/* each node's overwrites one run in o, in the run's order */
+	struct cluster_overwrite o[WBATCH];
+	unsigned oc[WBATCH], first[CONFIG_MAX_NODES + 1] = { 0 };
+	unsigned no[CONFIG_MAX_NODES] = { 0 };
+	struct rconn *cn[CONFIG_MAX_NODES] = { NULL };
+	int crc[CONFIG_MAX_NODES] = { 0 };
+
+	for (unsigned c = 0; c < nc; c++)
+		if (w[cand[c]].node >= 0)
+			first[w[cand[c]].node + 1]++;
+	for (unsigned j = 0; j < rb->nn; j++)
+		first[j + 1] += first[j];
+	for (unsigned c = 0; c < nc; c++) {
+		struct wb_plan *x = &w[cand[c]];
+		if (x->node < 0)
+			continue;
+		const struct parity_group *g = parity_group_at(&rb->pt, x->gid);
+		const struct slot *s = &rb->slots[x->i];
+		unsigned j = (unsigned)x->node, at = first[j] + no[j]++;
+		oc[at] = c;
+		o[at] = (struct cluster_overwrite){
+			.page_id = x->i, .version = s->version + 1,
+			.old_version = s->version, .group = g->pkey,
+			.parity_version = pv[c], .parity_node = rb->nodes[g->pn].id,
+			.page = x->page };
+	}
+	for (unsigned j = 0; j < rb->nn; j++) {
+		if (!no[j] || !(cn[j] = conn_get(rb, j, &crc[j])))
+			continue;
+		crc[j] = cluster_client_overwrite_many_start(cn[j]->cl, &o[first[j]], no[j]);
+	}
+	for (unsigned j = 0; j < rb->nn; j++) {
+		if (!cn[j])
+			continue;
+		if (!crc[j])
+			crc[j] = cluster_client_wait_overwrite_many(cn[j]->cl, &o[first[j]],
+								    no[j]);
+		for (unsigned at = first[j]; at < first[j] + no[j]; at++) {
+			unsigned c = oc[at];
+			rcs[c] = crc[j] ? crc[j] : o[at].rc;
+			overwrite_count(rb, j, w[cand[c]].i,
+					parity_group_at(&rb->pt, w[cand[c]].gid), rcs[c],
+					cn[j]->cl);
+		}
+		conn_put(rb, j, cn[j], crc[j]);
+	}
+}
+
 /* The run's in-use slots with parity: each overwritten on its node, which
- * forwards old ^ new to the group's parity node (PAGE_OVERWRITE, as
- * pslot_write does), all at once: pipelined per node, every node at the
- * same time. The groups' locks are held throughout, taken in lock-stripe
+ * forwards old ^ new to the group's parity node (as pslot_write's
+ * PAGE_OVERWRITE does), all at once: one PAGE_OVERWRITE_MANY per node,
+ * every node at the same time, each node's deltas one PARITY_UPDATE_MANY
+ * per parity node. The groups' locks are held throughout, taken in lock-stripe
  * order. Members of one group (on distinct nodes) go at once too, each
  * delta with the next parity version: the parity node XORs them in
  * whatever order they come (XOR commutes; it keeps the highest version).
@@ -1716,60 +1773,8 @@ static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsign
 			ok++;
 		}
 	}
-	for (unsigned j = 0; ok && j < rb->nn; j++) {
-		/* the node serves a connection's requests one after the other,
-		 * each waiting for its parity node: up to OW_CONNS connections,
-		 * the extra ones only if free */
-		enum { OW_CONNS = 3 };
-		unsigned todo[OW_CONNS][WBATCH], nt[OW_CONNS] = { 0 }, all = 0;
-		unsigned sent[OW_CONNS] = { 0 }, got[OW_CONNS] = { 0 };
-		struct rconn *cn[OW_CONNS] = { NULL };
-		int crc[OW_CONNS] = { 0 };
-		unsigned m = 0;
-		for (unsigned c = 0; c < nc; c++)
-			all += w[cand[c]].node == (int)j;
-		if (!all)
-			continue;
-		cn[m] = conn_get(rb, j, &crc[m]);
-		if (!cn[m++])
-			continue;
-		while (m < OW_CONNS && all > 8 * m &&
-		       (cn[m] = conn_take(rb, j, &crc[m], false)))
-			m++;
-		for (unsigned c = 0, r = 0; c < nc; c++)
-			if (w[cand[c]].node == (int)j) {
-				todo[r][nt[r]++] = c;
-				r = (r + 1) % m;
-			}
-		for (bool busy = true; busy;) {
-			busy = false;
-			for (unsigned u = 0; u < m; u++)
-				while (!crc[u] && sent[u] < nt[u] &&
-				       sent[u] - got[u] < CLUSTER_CLIENT_MAX_INFLIGHT) {
-					unsigned c = todo[u][sent[u]];
-					struct wb_plan *x = &w[cand[c]];
-					const struct parity_group *g = parity_group_at(&rb->pt, x->gid);
-					const struct slot *s = &rb->slots[x->i];
-					crc[u] = cluster_client_page_overwrite_start(cn[u]->cl, x->i,
-							s->version + 1, s->version,
-							rb->nodes[g->pn].id, g->pkey, pv[c], x->page);
-					sent[u] += !crc[u];
-				}
-			for (unsigned u = 0; u < m; u++) {
-				if (got[u] < sent[u]) {
-					unsigned c = todo[u][got[u]++];
-					rcs[c] = cluster_client_wait(cn[u]->cl);
-					overwrite_count(rb, j, w[cand[c]].i,
-							parity_group_at(&rb->pt, w[cand[c]].gid), rcs[c], cn[u]->cl);
-					if (is_transport_error(rcs[c]))
-						crc[u] = rcs[c];
-				}
-				busy |= got[u] < sent[u] || (!crc[u] && sent[u] < nt[u]);
-			}
-		}
-		for (unsigned u = 0; u < m; u++)
-			conn_put(rb, j, cn[u], crc[u]);
-	}
+	if (ok)
+		overwrite_send(rb, w, cand, nc, pv, rcs);
 	/* results: a group's version past every delta sent (some may have
 	 * arrived whatever the answer); a member stored has its new
 	 * version; a parity page that may have missed a delta is recomputed

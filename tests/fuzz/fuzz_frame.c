@@ -1,9 +1,10 @@
 /* fuzz_frame.c - libFuzzer target for the cluster frame decoder: any bytes
  * must decode to a frame or an error, never crash or read out of bounds.
  * A frame that decodes must survive re-encoding and decode to the same
- * header (the encoder runs the decoder's checks too). A fetch-many frame's
- * payload then goes through the batch codec (cluster/batch.h), which must
- * accept or refuse every entry without reading past the payload.
+ * header (the encoder runs the decoder's checks too). A batch frame's
+ * payload (fetch, store, parity update or overwrite many) then goes
+ * through the batch codec (cluster/batch.h), which must accept or refuse
+ * every entry without reading past the payload.
  *
  * Mutated inputs almost never carry a valid CRC, which would stop the fuzzer
  * at the CRC check; so each input is decoded twice: as given, and with its
@@ -23,6 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void one(const uint8_t *data, size_t size);
 static void batch_check(const struct frame_hdr *h, const uint8_t *pl);
 static void store_check(const struct frame_hdr *h, const uint8_t *pl);
+static void overwrite_check(const struct frame_hdr *h, const uint8_t *pl);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -71,8 +73,11 @@ static void one(const uint8_t *data, size_t size)
 		abort();
 	if (a.type == FT_PAGE_FETCH_MANY && a.status == FS_OK)
 		batch_check(&a, pl);
-	if (a.type == FT_PAGE_STORE_MANY && a.status == FS_OK)
+	if ((a.type == FT_PAGE_STORE_MANY || a.type == FT_PARITY_UPDATE_MANY) &&
+	    a.status == FS_OK)
 		store_check(&a, pl);
+	if (a.type == FT_PAGE_OVERWRITE_MANY && a.status == FS_OK)
+		overwrite_check(&a, pl);
 }
 
 static void batch_check(const struct frame_hdr *h, const uint8_t *pl)
@@ -126,4 +131,28 @@ static void store_check(const struct frame_hdr *h, const uint8_t *pl)
 	n = h->payload_len / FRAME_BATCH_ENTRY;
 	for (unsigned k = 0; k < n; k++)
 		(void)batch_store_result_get(pl, h->payload_len, n, k, &e[0], &why);
+}
+
+/* A PAGE_OVERWRITE_MANY the decoder let through: as store_check, with the
+ * overwrite entries' codec; its reply is a store batch's. */
+static void overwrite_check(const struct frame_hdr *h, const uint8_t *pl)
+{
+	static struct batch_ow e[FRAME_BATCH_MAX];
+	static uint8_t again[FRAME_BATCH_MAX * FRAME_OW_ENTRY];
+	const uint8_t *pages;
+	const char *why;
+	unsigned n;
+
+	if (!h->reply) {
+		if (batch_ow_get(pl, h->payload_len, e, &n, &pages, &why) == 0) {
+			batch_ow_put(again, e, n);
+			if (n > FRAME_BATCH_MAX ||
+			    memcmp(again, pl, (size_t)n * FRAME_OW_ENTRY) != 0 ||
+			    pages != pl + (size_t)n * FRAME_OW_ENTRY ||
+			    pages + (size_t)n * FRAME_PAGE_SIZE != pl + h->payload_len)
+				abort();
+		}
+		return;
+	}
+	store_check(h, pl);
 }

@@ -921,6 +921,103 @@ static void overwrites_pipelined(void **state)
 	cluster_client_close(p);
 }
 
+/* PAGE_OVERWRITE_MANY: node 1 stores each entry and sends the deltas to
+ * node 2 as one PARITY_UPDATE_MANY; each entry gets its own result: a
+ * stale old version stores nothing, a delta the parity node refuses (no
+ * room for a new parity page) gives -EREMOTEIO with the page stored, the
+ * rest 0; the parity pages hold exactly the deltas taken. Two requests
+ * pipelined; a request naming an unknown parity node is refused whole
+ * and stores nothing; waits of the wrong kind and bad entries refuse. */
+static void overwrite_many_forwards_parity(void **state)
+{
+	enum { N = 70 };
+	static uint8_t old[N][FRAME_PAGE_SIZE], nw[N][FRAME_PAGE_SIZE],
+		par[FRAME_PAGE_SIZE], want[FRAME_PAGE_SIZE], got[FRAME_PAGE_SIZE];
+	static struct cluster_overwrite o[N];
+	static struct cluster_store ps[1];
+	(void)state;
+
+	struct cluster_client *d = open_client(1, 83);
+	struct cluster_client *p = open_client(2, 83);
+	fill(par, 830);
+	assert_int_equal(cluster_client_parity_update(p, 40, 1, par), 0);
+	memcpy(want, par, FRAME_PAGE_SIZE);
+	for (unsigned k = 0; k < N; k++) {
+		fill(old[k], 1831 + k);
+		fill(nw[k], 1931 + k);
+		assert_int_equal(cluster_client_page_store(d, 100 + k, 1, old[k]), 0);
+		/* even entries: group 40 (its parity page exists); odd: group
+		 * 41, a new parity page the full parity node refuses; 3: stale */
+		o[k] = (struct cluster_overwrite){ .page_id = 100 + k, .version = 2,
+			.old_version = k == 3 ? 5 : 1, .group = k % 2 ? 41 : 40,
+			.parity_version = 2 + k, .parity_node = 2, .page = nw[k] };
+	}
+	uint64_t fw = stat_of(nodes[0], "parity_forwards: ");
+	uint64_t fwe = stat_of(nodes[0], "parity_forward_errors: ");
+	assert_true(node_ctl(nodes[1], "limit 4K", ctlbuf, sizeof(ctlbuf)) > 0);
+	assert_int_equal(cluster_client_overwrite_many_start(d, o, 64), 0);
+	assert_int_equal(cluster_client_overwrite_many_start(d, o + 64, N - 64), 0);
+	assert_int_equal(cluster_client_wait(d), -EINVAL);
+	assert_int_equal(cluster_client_wait_store_many(d, NULL, 64), -EINVAL);
+	assert_int_equal(cluster_client_wait_overwrite_many(d, o, 63), -EINVAL);
+	assert_int_equal(cluster_client_wait_overwrite_many(d, o, 64), 0);
+	assert_int_equal(cluster_client_wait_overwrite_many(d, o + 64, N - 64), 0);
+	assert_true(node_ctl(nodes[1], "limit 0", ctlbuf, sizeof(ctlbuf)) > 0);
+	unsigned lost = 0, taken = 0;
+	for (unsigned k = 0; k < N; k++) {
+		int want_rc = k == 3 ? -ESTALE : k % 2 ? -EREMOTEIO : 0;
+		assert_int_equal(o[k].rc, want_rc);
+		lost += want_rc == -EREMOTEIO;
+		if (want_rc == 0) {
+			taken++;
+			for (unsigned b = 0; b < FRAME_PAGE_SIZE; b++)
+				want[b] ^= old[k][b] ^ nw[k][b];
+		}
+		uint64_t v = 0;
+		assert_int_equal(cluster_client_page_fetch(d, 100 + k, 0, got, &v), 0);
+		assert_true(v == (k == 3 ? 1u : 2u));
+		assert_memory_equal(got, k == 3 ? old[k] : nw[k], FRAME_PAGE_SIZE);
+	}
+	uint64_t v = 0;
+	assert_int_equal(cluster_client_parity_fetch(p, 40, got, &v), 0);
+	assert_memory_equal(got, want, FRAME_PAGE_SIZE);
+	assert_true(v == 2 + N - 2);    /* the highest parity version taken */
+	assert_int_equal(cluster_client_parity_fetch(p, 41, got, NULL), -ENOENT);
+	assert_true(stat_of(nodes[0], "parity_forwards: ") == fw + taken);
+	assert_true(stat_of(nodes[0], "parity_forward_errors: ") == fwe + lost);
+
+	/* one entry names a node not in the cluster file, another this very
+	 * node: the request is refused whole, nothing stored */
+	o[0] = (struct cluster_overwrite){ .page_id = 100, .version = 3, .old_version = 2,
+					   .group = 40, .parity_version = 99,
+					   .parity_node = 77, .page = old[0] };
+	assert_int_equal(cluster_client_overwrite_many_start(d, o, 1), 0);
+	assert_int_equal(cluster_client_wait_overwrite_many(d, o, 1), -EPROTO);
+	o[0].parity_node = 1;
+	assert_int_equal(cluster_client_overwrite_many_start(d, o, 1), 0);
+	assert_int_equal(cluster_client_wait_overwrite_many(d, o, 1), -EPROTO);
+	assert_int_equal(cluster_client_page_fetch(d, 100, 0, got, &v), 0);
+	assert_true(v == 2);
+	assert_memory_equal(got, nw[0], FRAME_PAGE_SIZE);
+	/* refused before sending: too many, none, no page, a data entry in
+	 * a parity update batch */
+	assert_int_equal(cluster_client_overwrite_many_start(d, o, FRAME_BATCH_MAX + 1), -EINVAL);
+	assert_int_equal(cluster_client_overwrite_many_start(d, o, 0), -EINVAL);
+	o[0].page = NULL;
+	assert_int_equal(cluster_client_overwrite_many_start(d, o, 1), -EINVAL);
+	ps[0] = (struct cluster_store){ .kind = FK_DATA, .key = 40, .version = 500,
+					.page = par };
+	assert_int_equal(cluster_client_parity_update_many_start(p, ps, 1), -EINVAL);
+	assert_int_equal(cluster_client_pending(d), 0);
+	assert_int_equal(cluster_client_pending(p), 0);
+
+	for (unsigned k = 0; k < N; k++)
+		assert_int_equal(cluster_client_page_drop(d, 100 + k, UINT64_MAX), 0);
+	assert_int_equal(cluster_client_parity_drop(p, 40, UINT64_MAX), 0);
+	cluster_client_close(d);
+	cluster_client_close(p);
+}
+
 /* A fake node that answers fetches with a page, but perhaps not the one
  * asked for, or closes the connection once it has a request. */
 enum ffake_mode { FF_GOOD, FF_WRONG_PAGE, FF_WRONG_VERSION, FF_WRONG_KIND,
@@ -1051,6 +1148,7 @@ int main(void)
 		cmocka_unit_test(store_many_over_the_wire),
 		cmocka_unit_test(overwrite_forwards_parity),
 		cmocka_unit_test(overwrites_pipelined),
+		cmocka_unit_test(overwrite_many_forwards_parity),
 		cmocka_unit_test(fetch_reply_checks),
 		cmocka_unit_test(client_breaks_on_dead_node),
 	};

@@ -108,8 +108,10 @@ static void roundtrip_every_type(void **state)
 			h.payload_len = pe < 0 ? 100 : (uint32_t)pe;
 			if (t == FT_PAGE_FETCH_MANY)
 				h.payload_len = reply ? batch_reply_len(3) : batch_request_len(3);
-			if (t == FT_PAGE_STORE_MANY)
+			if (t == FT_PAGE_STORE_MANY || t == FT_PARITY_UPDATE_MANY)
 				h.payload_len = reply ? batch_store_reply_len(3) : batch_store_len(3);
+			if (t == FT_PAGE_OVERWRITE_MANY)
+				h.payload_len = reply ? batch_store_reply_len(3) : batch_ow_len(3);
 			if (t == FT_NODE_STATS) {
 				h.page_id = 900;
 				h.version = reply ? 1000 : 0;
@@ -621,6 +623,66 @@ static void store_many_payloads(void **state)
 	assert_string_equal(frame_type_name(FT_PAGE_STORE_MANY), "PAGE_STORE_MANY");
 }
 
+/* PARITY_UPDATE_MANY has PAGE_STORE_MANY's sizes; PAGE_OVERWRITE_MANY's
+ * request entries are FRAME_OW_ENTRY bytes, its replies a store batch's.
+ * The overwrite codec round-trips and refuses bad contents. */
+static void overwrite_many_payloads(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD + FRAME_MAX_CONN_PAYLOAD + 64];
+	static uint8_t pl[FRAME_MAX_CONN_PAYLOAD + 64];
+	Nvcache__Header m = NVCACHE__HEADER__INIT;
+	const char *why;
+	(void)state;
+
+	m.type = NVCACHE__MSG_TYPE__MSG_PARITY_UPDATE_MANY;
+	static const uint32_t pu_req_ok[] = { 4120, 4120 * 64 };
+	static const uint32_t pu_req_bad[] = { 0, 24, 4121, 4120 * 65 };
+	static const uint32_t pu_rep_ok[] = { 24, 24 * 64 };
+	static const uint32_t pu_rep_bad[] = { 0, 23, 4120, 24 * 65 };
+	batch_sizes(&m, pl, buf, pu_req_ok, pu_req_bad, pu_rep_ok, pu_rep_bad);
+	m.type = NVCACHE__MSG_TYPE__MSG_PAGE_OVERWRITE_MANY;
+	static const uint32_t ow_req_ok[] = { 4144, 4144 * 64 };
+	static const uint32_t ow_req_bad[] = { 0, 4120, 4145, 4144 * 65 };
+	static const uint32_t ow_rep_ok[] = { 24, 24 * 64 };
+	static const uint32_t ow_rep_bad[] = { 0, 47, 4144, 24 * 65 };
+	batch_sizes(&m, pl, buf, ow_req_ok, ow_req_bad, ow_rep_ok, ow_rep_bad);
+	assert_int_equal(FRAME_MAX_CONN_PAYLOAD, 4144 * 64);
+
+	struct batch_ow e[FRAME_BATCH_MAX], back[FRAME_BATCH_MAX];
+	const uint8_t *pages;
+	unsigned cnt = 0;
+	for (unsigned k = 0; k < 3; k++) {
+		e[k] = (struct batch_ow){ .key = ~0ULL - k, .version = k + 2,
+					  .old_version = k + 1, .group = 1000 + k,
+					  .parity_version = (uint64_t)k << 40,
+					  .parity_node = FRAME_MAX_NODE_ID - k };
+		memset(batch_ow_page(pl, 3, k), (int)k + 5, FRAME_PAGE_SIZE);
+	}
+	batch_ow_put(pl, e, 3);
+	assert_int_equal(batch_ow_get(pl, batch_ow_len(3), back, &cnt, &pages, &why), 0);
+	assert_int_equal(cnt, 3);
+	assert_ptr_equal(pages, pl + 3 * FRAME_OW_ENTRY);
+	for (unsigned k = 0; k < 3; k++) {
+		assert_true(back[k].key == e[k].key && back[k].version == e[k].version &&
+			    back[k].old_version == e[k].old_version &&
+			    back[k].group == e[k].group &&
+			    back[k].parity_version == e[k].parity_version &&
+			    back[k].parity_node == e[k].parity_node);
+		assert_int_equal(pages[k * FRAME_PAGE_SIZE + 9], k + 5);
+	}
+	assert_int_equal(batch_ow_get(pl, batch_store_len(3), back, &cnt, &pages, &why), -EPROTO);
+	assert_int_equal(batch_ow_get(pl, batch_ow_len(3) + 1, back, &cnt, &pages, &why), -EPROTO);
+	assert_int_equal(batch_ow_get(pl, 0, back, &cnt, &pages, &why), -EPROTO);
+	assert_int_equal(batch_ow_get(pl, batch_ow_len(65), back, &cnt, &pages, &why), -EPROTO);
+	pl[48 + 40] = 0xff;             /* entry 1: parity node over the cap */
+	assert_int_equal(batch_ow_get(pl, batch_ow_len(3), back, &cnt, &pages, &why), -EPROTO);
+	batch_ow_put(pl, e, 3);
+	pl[96 + 47] = 1;                /* entry 2: reserved byte */
+	assert_int_equal(batch_ow_get(pl, batch_ow_len(3), back, &cnt, &pages, &why), -EPROTO);
+	assert_string_equal(frame_type_name(FT_PAGE_OVERWRITE_MANY), "PAGE_OVERWRITE_MANY");
+	assert_string_equal(frame_type_name(FT_PARITY_UPDATE_MANY), "PARITY_UPDATE_MANY");
+}
+
 static void encode_refuses_invalid(void **state)
 {
 	static uint8_t buf[FRAME_MAX_HEAD];
@@ -656,6 +718,7 @@ int main(void)
 		cmocka_unit_test(node_stats_chunks),
 		cmocka_unit_test(fetch_many_payloads),
 		cmocka_unit_test(store_many_payloads),
+		cmocka_unit_test(overwrite_many_payloads),
 		cmocka_unit_test(encode_refuses_invalid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
