@@ -26,6 +26,8 @@
  *
  * PARITY_UPDATE_MANY is a PAGE_STORE_MANY of kind PARITY entries (key =
  * group, version = parity version, page = the XOR delta to apply).
+ * PAGE_DROP_MANY's request carries PAGE_FETCH_MANY's entries (version: drop
+ * if the stored one is not newer), its reply a PAGE_STORE_MANY's.
  *
  * PAGE_OVERWRITE_MANY's request carries n entries of FRAME_OW_ENTRY bytes,
  * then the n new pages:

@@ -247,7 +247,8 @@ int cluster_client_wait(struct cluster_client *c)
 				    c->q[c->qhead].type == FT_PAGE_FETCH_MANY ||
 				    c->q[c->qhead].type == FT_PAGE_STORE_MANY ||
 				    c->q[c->qhead].type == FT_PARITY_UPDATE_MANY ||
-				    c->q[c->qhead].type == FT_PAGE_OVERWRITE_MANY))
+				    c->q[c->qhead].type == FT_PAGE_OVERWRITE_MANY ||
+				    c->q[c->qhead].type == FT_PAGE_DROP_MANY))
 		return -EINVAL; /* its results need their own wait */
 	return recv_rep(c, NULL, &p);
 }
@@ -560,6 +561,30 @@ int cluster_client_wait_parity_update_many(struct cluster_client *c,
 					   struct cluster_store *s, unsigned n)
 {
 	return store_many_wait(c, FT_PARITY_UPDATE_MANY, s, n);
+}
+
+int cluster_client_drop_many_start(struct cluster_client *c,
+				   const struct cluster_store *s, unsigned n)
+{
+	struct batch_entry e[FRAME_BATCH_MAX];
+
+	if (n == 0 || n > FRAME_BATCH_MAX)
+		return -EINVAL;
+	for (unsigned k = 0; k < n; k++) {
+		if (s[k].kind >= FK_COUNT)
+			return -EINVAL;
+		e[k] = (struct batch_entry){ .key = s[k].key, .version = s[k].version,
+					     .kind = s[k].kind };
+	}
+	batch_request_put(c->batch_req, e, n);
+	struct iovec iov = { .iov_base = c->batch_req, .iov_len = batch_request_len(n) };
+	return send_batch(c, FT_PAGE_DROP_MANY, n, &iov, 1, iov.iov_len);
+}
+
+int cluster_client_wait_drop_many(struct cluster_client *c, struct cluster_store *s,
+				  unsigned n)
+{
+	return store_many_wait(c, FT_PAGE_DROP_MANY, s, n);
 }
 
 int cluster_client_overwrite_many_start(struct cluster_client *c,

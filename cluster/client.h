@@ -138,6 +138,15 @@ int cluster_client_parity_update_many_start(struct cluster_client *c,
 int cluster_client_wait_parity_update_many(struct cluster_client *c,
 					   struct cluster_store *s, unsigned n);
 
+/* Up to FRAME_BATCH_MAX drops in one request (PAGE_DROP_MANY): s[k].kind,
+ * key and version as cluster_client_page_drop's (page unused); each
+ * s[k].rc what a single drop would give (0, -ENOENT, -ESTALE). As the
+ * store batch above. */
+int cluster_client_drop_many_start(struct cluster_client *c,
+				   const struct cluster_store *s, unsigned n);
+int cluster_client_wait_drop_many(struct cluster_client *c, struct cluster_store *s,
+				  unsigned n);
+
 /* Up to FRAME_BATCH_MAX overwrites in one request (PAGE_OVERWRITE_MANY):
  * each as cluster_client_page_overwrite below, o[k].rc its return (0,
  * -EREMOTEIO, -ESTALE, -ENOENT, -ENOSPC ...). The node stores them in

@@ -22,6 +22,7 @@ _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_OVERWRITE == (int)FT_PAGE_OVERWR
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_STORE_MANY == (int)FT_PAGE_STORE_MANY, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_OVERWRITE_MANY == (int)FT_PAGE_OVERWRITE_MANY, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PARITY_UPDATE_MANY == (int)FT_PARITY_UPDATE_MANY, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_DROP_MANY == (int)FT_PAGE_DROP_MANY, "proto enum");
 _Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
 _Static_assert((int)NVCACHE__NODE_STATE__NS_SELF == (int)FN_SELF, "proto enum");
 
@@ -79,6 +80,7 @@ long frame_payload_expected(uint32_t type, bool reply, uint32_t status)
 	case FT_PAGE_STORE_MANY:
 	case FT_PAGE_OVERWRITE_MANY:
 	case FT_PARITY_UPDATE_MANY:
+	case FT_PAGE_DROP_MANY:
 		return !reply || status == FS_OK ? -1 : 0;
 	default:
 		return 0;
@@ -213,8 +215,10 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 	long expect = frame_payload_expected(type, m->reply, status);
 	/* a batch: whole entries, with a page each where pages travel */
 	bool batch = type == FT_PAGE_FETCH_MANY || type == FT_PAGE_STORE_MANY ||
-		     type == FT_PAGE_OVERWRITE_MANY || type == FT_PARITY_UPDATE_MANY;
-	bool paged = (type == FT_PAGE_FETCH_MANY) == (bool)m->reply;
+		     type == FT_PAGE_OVERWRITE_MANY || type == FT_PARITY_UPDATE_MANY ||
+		     type == FT_PAGE_DROP_MANY;
+	bool paged = type != FT_PAGE_DROP_MANY &&
+		     (type == FT_PAGE_FETCH_MANY) == (bool)m->reply;
 	uint32_t entry = type == FT_PAGE_OVERWRITE_MANY && !m->reply ?
 			 FRAME_OW_ENTRY : FRAME_BATCH_ENTRY;
 	uint32_t unit = paged ? entry + FRAME_PAGE_SIZE : entry;
@@ -556,6 +560,7 @@ const char *frame_type_name(uint32_t type)
 		"MIGRATE", "UPDATE", "INVALIDATE", "NODE_TABLE", "ERROR",
 		"OWNER_RESET", "NODE_STATS", "PAGE_FETCH_MANY", "PAGE_OVERWRITE",
 		"PAGE_STORE_MANY", "PAGE_OVERWRITE_MANY", "PARITY_UPDATE_MANY",
+		"PAGE_DROP_MANY",
 	};
 	return type < FT_COUNT ? names[type] : "UNKNOWN";
 }

@@ -42,8 +42,8 @@
 #define FRAME_STATS_CHUNK FRAME_PAGE_SIZE
 /* Largest prefix + header a sender ever writes in one piece. */
 #define FRAME_MAX_HEAD (FRAME_PREFIX + FRAME_MAX_HEADER)
-/* PAGE_FETCH_MANY, PAGE_STORE_MANY, PARITY_UPDATE_MANY and
- * PAGE_OVERWRITE_MANY (cluster/batch.h): at most this many per frame, each
+/* PAGE_FETCH_MANY, PAGE_STORE_MANY, PARITY_UPDATE_MANY, PAGE_OVERWRITE_MANY
+ * and PAGE_DROP_MANY (cluster/batch.h): at most this many per frame, each
  * FRAME_BATCH_ENTRY bytes in the request and in the reply (an overwrite's
  * request entry FRAME_OW_ENTRY), plus its page in a fetch's reply or the
  * others' request. The largest payload a connection ever accepts is an
@@ -60,7 +60,8 @@ enum frame_type {
 	FT_PAGE_STORE, FT_PAGE_FETCH, FT_PAGE_DROP, FT_PARITY_UPDATE,
 	FT_MIGRATE, FT_UPDATE, FT_INVALIDATE, FT_NODE_TABLE, FT_ERROR,
 	FT_OWNER_RESET, FT_NODE_STATS, FT_PAGE_FETCH_MANY, FT_PAGE_OVERWRITE,
-	FT_PAGE_STORE_MANY, FT_PAGE_OVERWRITE_MANY, FT_PARITY_UPDATE_MANY, FT_COUNT
+	FT_PAGE_STORE_MANY, FT_PAGE_OVERWRITE_MANY, FT_PARITY_UPDATE_MANY,
+	FT_PAGE_DROP_MANY, FT_COUNT
 };
 enum frame_status {
 	FS_OK = 0, FS_STALE, FS_NOT_FOUND, FS_NO_SPACE, FS_BAD_FRAME,
@@ -124,7 +125,8 @@ struct frame_hdr {
  * not fixed: an OK NODE_STATS reply carries 0..FRAME_STATS_CHUNK bytes of
  * text, no more than the header's version (the text's total length) minus
  * its page_id (the chunk's offset); a PAGE_FETCH_MANY, PAGE_STORE_MANY,
- * PARITY_UPDATE_MANY or PAGE_OVERWRITE_MANY request and its OK reply carry
+ * PARITY_UPDATE_MANY, PAGE_OVERWRITE_MANY or PAGE_DROP_MANY request and its
+ * OK reply carry
  * 1..FRAME_BATCH_MAX whole entries (cluster/batch.h). */
 long frame_payload_expected(uint32_t type, bool reply, uint32_t status);
 

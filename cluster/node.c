@@ -548,6 +548,28 @@ static const void *serve_parity_update_many(struct inbound *ib,
 	return ib->batch;
 }
 
+/* A PAGE_DROP_MANY request: every entry dropped in order (a page or a
+ * parity page), each result with its own status, as a PAGE_DROP would
+ * answer it. */
+static const void *serve_drop_many(struct inbound *ib, const uint8_t *payload, int *rc)
+{
+	struct frame_hdr *q = &ib->req, *r = &ib->rep;
+	struct batch_entry e[FRAME_BATCH_MAX];
+	const char *why = "";
+	unsigned n;
+
+	*rc = batch_request_get(payload, q->payload_len, e, &n, &why);
+	if (!batch_reply_buf(ib, "drop-many", rc, why))
+		return NULL;
+	for (unsigned k = 0; k < n; k++) {
+		struct pagestore_key key = { q->owner, e[k].kind, e[k].key };
+		e[k].status = status_of(pagestore_drop(ib->node->ps, &key, e[k].version));
+		batch_result_put(ib->batch, k, &e[k]);
+	}
+	r->payload_len = batch_store_reply_len(n);
+	return ib->batch;
+}
+
 /* The forwarding handle to the parity node at config index pn (opened at
  * the first need; owner set). NULL with *rc and err on failure. */
 static struct cluster_client *fwd_get(struct inbound *ib, unsigned pn, uint64_t owner,
@@ -935,6 +957,9 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 		break;
 	case FT_PARITY_UPDATE_MANY:
 		out = serve_parity_update_many(ib, payload, &rc);
+		break;
+	case FT_PAGE_DROP_MANY:
+		out = serve_drop_many(ib, payload, &rc);
 		break;
 	default:
 		/* HELLO/CHALLENGE/AUTH after the handshake, UPDATE (the owner's

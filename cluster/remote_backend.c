@@ -385,7 +385,8 @@ static void fetch_batch(struct remote_backend *rb, struct cluster_fetch *f,
  * PAGE_STORE_MANY request per node, all sent before any reply is taken,
  * so the set costs one round trip and one request per node instead of
  * one per page. Nodes in index order (see fetch_batch). st[k]: slot,
- * version, page and node of store k; its rc comes back in st[k].rc. */
+ * version, page and node of store k; its rc comes back in st[k].rc.
+ * node_batch does the same for parity updates and drops. */
 struct store_req {
 	uint64_t slot, version;        /* slot: a page id, or a parity key */
 	const void *page;
@@ -394,7 +395,33 @@ struct store_req {
 	int rc;
 };
 
-static void store_batch(struct remote_backend *rb, struct store_req *st, unsigned n)
+/* What a batch of store_reqs asks of their nodes: PAGE_STORE_MANY,
+ * PARITY_UPDATE_MANY (page: the delta) or PAGE_DROP_MANY (version: drop
+ * if not newer; page unused). */
+enum batch_op { BO_STORE, BO_PARITY_UPDATE, BO_DROP };
+
+static int batch_start(struct cluster_client *cl, enum batch_op op,
+		       const struct cluster_store *cs, unsigned n)
+{
+	switch (op) {
+	case BO_STORE: return cluster_client_store_many_start(cl, cs, n);
+	case BO_PARITY_UPDATE: return cluster_client_parity_update_many_start(cl, cs, n);
+	default: return cluster_client_drop_many_start(cl, cs, n);
+	}
+}
+
+static int batch_wait(struct cluster_client *cl, enum batch_op op,
+		      struct cluster_store *cs, unsigned n)
+{
+	switch (op) {
+	case BO_STORE: return cluster_client_wait_store_many(cl, cs, n);
+	case BO_PARITY_UPDATE: return cluster_client_wait_parity_update_many(cl, cs, n);
+	default: return cluster_client_wait_drop_many(cl, cs, n);
+	}
+}
+
+static void node_batch(struct remote_backend *rb, enum batch_op op,
+		       struct store_req *st, unsigned n)
 {
 	struct cluster_store cs[RECOVER_STORES_MAX];
 	unsigned todo[RECOVER_STORES_MAX];
@@ -425,12 +452,12 @@ static void store_batch(struct remote_backend *rb, struct store_req *st, unsigne
 		if (!usable(rb, j))
 			crc[j] = -EHOSTDOWN;
 		else if ((c[j] = conn_get(rb, j, &crc[j])))
-			crc[j] = cluster_client_store_many_start(c[j]->cl, &cs[first[j]], cnt);
+			crc[j] = batch_start(c[j]->cl, op, &cs[first[j]], cnt);
 	}
 	for (unsigned j = 0; j < rb->nn; j++) {
 		unsigned cnt = first[j + 1] - first[j];
 		if (c[j] && cluster_client_pending(c[j]->cl)) {
-			int rc = cluster_client_wait_store_many(c[j]->cl, &cs[first[j]], cnt);
+			int rc = batch_wait(c[j]->cl, op, &cs[first[j]], cnt);
 			if (rc && !crc[j])
 				crc[j] = rc;
 		}
@@ -439,12 +466,19 @@ static void store_batch(struct remote_backend *rb, struct store_req *st, unsigne
 		for (unsigned x = first[j]; x < first[j + 1]; x++) {
 			int rc = crc[j] ? crc[j] : cs[x].rc;
 			st[todo[x]].rc = rc;
+			if (op != BO_STORE)
+				continue;
 			if (rc == -ENOSPC)
 				atomic_store(&rb->nodes[j].free_pages, 0);
 			else if (!rc && st[todo[x]].kind == FK_DATA)
 				atomic_fetch_add(&rb->nodes[j].stores, 1);
 		}
 	}
+}
+
+static void store_batch(struct remote_backend *rb, struct store_req *st, unsigned n)
+{
+	node_batch(rb, BO_STORE, st, n);
 }
 
 enum op { OP_STORE, OP_FETCH, OP_DROP };
@@ -2100,6 +2134,208 @@ int remote_write(void *priv, const void *buf, uint64_t off, uint32_t len)
 	return write_range(rb, buf, off, len);
 }
 
+/* A TRIM's slots, batched: the kernel discards freed swap slots in
+ * ranges of hundreds of pages, and page by page a trim cost a drop per
+ * page, with parity a fetch, a parity update and a drop, each a round
+ * trip. TRIM_BATCH slots at a time (two copies each fit a node_batch). */
+#define TRIM_BATCH (RECOVER_STORES_MAX / 2)
+
+/* Scratch of trim_groups: each group a chunk touches. */
+struct trim_group {
+	uint64_t gid;
+	unsigned cut;           /* its members trimmed here */
+	bool need_old, failed;
+	uint8_t delta[PAGE];    /* closed groups: XOR of the trimmed pages */
+};
+struct trim_scratch {
+	struct trim_group g[TRIM_BATCH];
+	uint8_t old[TRIM_BATCH][PAGE];
+	struct cluster_fetch f[TRIM_BATCH], tmp[TRIM_BATCH];
+	unsigned from[TRIM_BATCH];
+	uint8_t node[TRIM_BATCH];
+};
+
+/* The grouped slots of a trim chunk out of their parity groups, as
+ * group_remove does one by one, with the group locks held throughout:
+ * the old pages that an open group's buffer or a closed group's parity
+ * needs are fetched at once (none when every member of the group goes),
+ * the deltas go to the parity nodes as one PARITY_UPDATE_MANY each, and
+ * emptied groups' parity pages as one PAGE_DROP_MANY each. done[k]: slot
+ * k left its group here; the others (a copy not readable, a fetch that
+ * failed) are left to pslot_unmap. Caller holds the stripes. */
+static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
+			struct trim_scratch *t, bool *done)
+{
+	bool used[GSTRIPES] = { false };
+	int tg[TRIM_BATCH];             /* slot k's entry in t->g, or -1 */
+	unsigned ng = 0, nf = 0;
+
+	for (unsigned k = 0; k < n; k++) {
+		const struct slot *s = &rb->slots[i0 + k];
+		tg[k] = -1;
+		if (!slot_mapped(s) || s->spilled || !rb->slot_grp[i0 + k] ||
+		    !copy_valid(rb, s, 0) || !usable(rb, s->n[0]))
+			continue;
+		uint64_t gid = rb->slot_grp[i0 + k] - 1;
+		unsigned q = 0;
+		while (q < ng && t->g[q].gid != gid)
+			q++;
+		if (q == ng)
+			t->g[ng++] = (struct trim_group){ .gid = gid };
+		tg[k] = (int)q;
+		used[gid % GSTRIPES] = true;
+	}
+	if (!ng)
+		return;
+	for (unsigned x = 0; x < GSTRIPES; x++)
+		if (used[x])
+			pthread_mutex_lock(&rb->glocks[x]);
+	for (unsigned k = 0; k < n; k++) {
+		if (tg[k] < 0)
+			continue;
+		struct parity_group *g = parity_group_at(&rb->pt, t->g[tg[k]].gid);
+		if (parity_member_find(g, i0 + k) < 0)
+			tg[k] = -1;     /* not where the map says: the slow way */
+		else
+			t->g[tg[k]].cut++;
+	}
+	/* which old pages are needed: an open group's buffer takes every
+	 * one; a closed group's parity only if members stay */
+	for (unsigned q = 0; q < ng; q++) {
+		struct trim_group *x = &t->g[q];
+		const struct parity_group *g = parity_group_at(&rb->pt, x->gid);
+		x->need_old = g->state == PG_OPEN || (x->cut < g->nmem && parity_ok(rb, g));
+	}
+	for (unsigned k = 0; k < n; k++) {
+		const struct slot *s = &rb->slots[i0 + k];
+		if (tg[k] < 0 || !t->g[tg[k]].need_old)
+			continue;
+		t->node[nf] = s->n[0];
+		t->f[nf] = (struct cluster_fetch){ .kind = FK_DATA, .key = i0 + k,
+						   .version = s->version, .page = t->old[nf] };
+		nf++;
+	}
+	if (nf) {
+		unsigned slot_of[TRIM_BATCH];
+		for (unsigned e = 0; e < nf; e++)
+			slot_of[e] = (unsigned)(t->f[e].key - i0);
+		fetch_batch(rb, t->f, t->node, nf, t->tmp, t->from);
+		for (unsigned e = 0; e < nf; e++)
+			if (t->f[e].rc)
+				t->g[tg[slot_of[e]]].failed = true;
+	}
+	/* out of their groups; a group with a failed fetch wholly the slow way */
+	for (unsigned q = 0; q < ng; q++)
+		memset(t->g[q].delta, 0, PAGE);
+	for (unsigned k = 0, e = 0; k < n; k++) {
+		if (tg[k] < 0)
+			continue;
+		struct trim_group *x = &t->g[tg[k]];
+		const uint8_t *old = NULL;
+		if (x->need_old)
+			old = t->old[e++];
+		if (x->failed)
+			continue;
+		struct parity_group *g = parity_group_at(&rb->pt, x->gid);
+		rb->slot_grp[i0 + k] = 0;
+		parity_member_remove(g, (unsigned)parity_member_find(g, i0 + k));
+		if (old)
+			xor_into(g->state == PG_OPEN ? g->local : x->delta, old, PAGE);
+		done[k] = true;
+	}
+	/* the closed groups' parity: deltas, or the page dropped */
+	struct store_req up[TRIM_BATCH], dr[TRIM_BATCH];
+	unsigned nu = 0, nd = 0, uq[TRIM_BATCH];
+	for (unsigned q = 0; q < ng; q++) {
+		struct trim_group *x = &t->g[q];
+		struct parity_group *g = parity_group_at(&rb->pt, x->gid);
+		if (x->failed || g->state == PG_OPEN)
+			continue;
+		if (!g->nmem) {
+			if (g->pn != PARITY_NO_NODE) {
+				atomic_fetch_sub(&rb->nodes[g->pn].held, 1);
+				if (usable(rb, g->pn))
+					dr[nd++] = (struct store_req){ .slot = g->pkey,
+						.version = UINT64_MAX, .node = g->pn,
+						.kind = FK_PARITY };
+			}
+			parity_group_free(&rb->pt, (uint32_t)x->gid);
+			continue;
+		}
+		if (x->need_old) {
+			uq[nu] = q;
+			up[nu++] = (struct store_req){ .slot = g->pkey, .version = ++g->pver,
+						       .page = x->delta, .node = g->pn,
+						       .kind = FK_PARITY };
+		} else {
+			(void)group_parity_rebuild(rb, g);
+		}
+		if (parity_group_sparse(g, rb->gsize))
+			atomic_store(&rb->merge_needed, 1);
+	}
+	if (nu)
+		node_batch(rb, BO_PARITY_UPDATE, up, nu);
+	for (unsigned u = 0; u < nu; u++) {
+		if (up[u].rc == 0)
+			atomic_fetch_add(&rb->parity_updates, 1);
+		else    /* the delta may be lost: recomputed from the members */
+			(void)group_parity_rebuild(rb, parity_group_at(&rb->pt, t->g[uq[u]].gid));
+	}
+	if (nd)
+		node_batch(rb, BO_DROP, dr, nd);
+	for (unsigned x = GSTRIPES; x-- > 0;)
+		if (used[x])
+			pthread_mutex_unlock(&rb->glocks[x]);
+}
+
+/* Trim slots i0 .. i0+n-1 (n <= TRIM_BATCH): unmapped, their copies
+ * dropped in one PAGE_DROP_MANY per node (and, with parity, out of their
+ * groups: trim_groups). */
+static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n,
+		       struct trim_scratch *t)
+{
+	uint16_t order[TRIM_BATCH];
+	bool done[TRIM_BATCH] = { false };
+	struct store_req dr[RECOVER_STORES_MAX];
+	unsigned nd = 0;
+
+	for (unsigned k = 0; k < n; k++)
+		order[k] = (uint16_t)((i0 + k) % STRIPES);
+	qsort(order, n, sizeof(order[0]), cmp_u16);
+	for (unsigned k = 0; k < n; k++)
+		pthread_mutex_lock(&rb->stripes[order[k]]);
+	if (rb->gsize && t)
+		trim_groups(rb, i0, n, t, done);
+	for (unsigned k = 0; k < n; k++) {
+		uint64_t i = i0 + k;
+		struct slot *s = &rb->slots[i];
+		s->lost = 0;            /* trimmed: zeros are right */
+		if (!slot_mapped(s))
+			continue;       /* the version stays: a late copy can
+					 * never pass for current */
+		if (rb->gsize && !done[k])
+			pslot_unmap(rb, i);
+		for (unsigned r = 0; r < rb->copies; r++) {
+			if (s->n[r] == NO_NODE)
+				continue;
+			atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
+			if (copy_valid(rb, s, r) && usable(rb, s->n[r]))
+				dr[nd++] = (struct store_req){ .slot = i, .version = UINT64_MAX,
+							       .node = s->n[r], .kind = FK_DATA };
+			s->n[r] = NO_NODE;
+		}
+		spill_forget(rb, i);
+		atomic_fetch_sub(&rb->mapped, 1);
+	}
+	if (nd)
+		node_batch(rb, BO_DROP, dr, nd);
+	for (unsigned x = 0; x < nd; x++)
+		if (dr[x].rc == 0)
+			atomic_fetch_add(&rb->nodes[dr[x].node].free_pages, 1);
+	for (unsigned k = n; k-- > 0;)
+		pthread_mutex_unlock(&rb->stripes[order[k]]);
+}
+
 int remote_trim(void *priv, uint64_t off, uint64_t len)
 {
 	struct remote_backend *rb = priv;
@@ -2117,20 +2353,12 @@ int remote_trim(void *priv, uint64_t off, uint64_t len)
 	if ((off + len) % PAGE &&
 	    (rc = write_range(rb, NULL, end * PAGE, off + len - end * PAGE)))
 		return rc;
-	for (uint64_t i = first; i < end; i++) {
-		pthread_mutex_lock(stripe(rb, i));
-		struct slot *s = &rb->slots[i];
-		s->lost = 0;            /* trimmed: zeros are right */
-		if (slot_mapped(s)) {
-			if (rb->gsize)
-				pslot_unmap(rb, i);
-			slot_unmap_remote(rb, i);
-			spill_forget(rb, i);
-			atomic_fetch_sub(&rb->mapped, 1);
-		}
-		/* the version stays: a late copy can never pass for current */
-		pthread_mutex_unlock(stripe(rb, i));
-	}
+	/* with parity, the scratch for the groups' pages (without it, the
+	 * page-by-page way) */
+	struct trim_scratch *t = rb->gsize ? malloc(sizeof(*t)) : NULL;
+	for (uint64_t i = first; i < end; i += TRIM_BATCH)
+		trim_pages(rb, i, end - i < TRIM_BATCH ? (unsigned)(end - i) : TRIM_BATCH, t);
+	free(t);
 	return 0;
 }
 
