@@ -2,7 +2,7 @@
  * must decode to a frame or an error, never crash or read out of bounds.
  * A frame that decodes must survive re-encoding and decode to the same
  * header (the encoder runs the decoder's checks too). A batch frame's
- * payload (fetch, store, parity update or overwrite many) then goes
+ * payload (fetch, store, parity update, overwrite or drop many) then goes
  * through the batch codec (cluster/batch.h), which must accept or refuse
  * every entry without reading past the payload.
  *
@@ -25,6 +25,7 @@ static void one(const uint8_t *data, size_t size);
 static void batch_check(const struct frame_hdr *h, const uint8_t *pl);
 static void store_check(const struct frame_hdr *h, const uint8_t *pl);
 static void overwrite_check(const struct frame_hdr *h, const uint8_t *pl);
+static void drop_check(const struct frame_hdr *h, const uint8_t *pl);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -78,6 +79,8 @@ static void one(const uint8_t *data, size_t size)
 		store_check(&a, pl);
 	if (a.type == FT_PAGE_OVERWRITE_MANY && a.status == FS_OK)
 		overwrite_check(&a, pl);
+	if (a.type == FT_PAGE_DROP_MANY && a.status == FS_OK)
+		drop_check(&a, pl);
 }
 
 static void batch_check(const struct frame_hdr *h, const uint8_t *pl)
@@ -150,6 +153,27 @@ static void overwrite_check(const struct frame_hdr *h, const uint8_t *pl)
 			    memcmp(again, pl, (size_t)n * FRAME_OW_ENTRY) != 0 ||
 			    pages != pl + (size_t)n * FRAME_OW_ENTRY ||
 			    pages + (size_t)n * FRAME_PAGE_SIZE != pl + h->payload_len)
+				abort();
+		}
+		return;
+	}
+	store_check(h, pl);
+}
+
+/* A PAGE_DROP_MANY the decoder let through: its request's entries
+ * re-encode to the same bytes; its reply is a store batch's. */
+static void drop_check(const struct frame_hdr *h, const uint8_t *pl)
+{
+	static struct batch_entry e[FRAME_BATCH_MAX];
+	static uint8_t again[FRAME_BATCH_MAX * FRAME_BATCH_ENTRY];
+	const char *why;
+	unsigned n;
+
+	if (!h->reply) {
+		if (batch_request_get(pl, h->payload_len, e, &n, &why) == 0) {
+			batch_request_put(again, e, n);
+			if (n > FRAME_BATCH_MAX || batch_request_len(n) != h->payload_len ||
+			    memcmp(again, pl, batch_request_len(n)) != 0)
 				abort();
 		}
 		return;

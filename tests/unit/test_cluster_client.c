@@ -1018,6 +1018,41 @@ static void overwrite_many_forwards_parity(void **state)
 	cluster_client_close(p);
 }
 
+/* PAGE_DROP_MANY: each entry dropped with its own result, a page or a
+ * parity page; an absent one is -ENOENT, a newer stored version -ESTALE
+ * (kept); the rest are gone afterwards. */
+static void drop_many_over_the_wire(void **state)
+{
+	static uint8_t pg[FRAME_PAGE_SIZE], got[FRAME_PAGE_SIZE];
+	static struct cluster_store s[4];
+	(void)state;
+
+	struct cluster_client *cl = open_client(1, 84);
+	fill(pg, 840);
+	assert_int_equal(cluster_client_page_store(cl, 1, 3, pg), 0);
+	assert_int_equal(cluster_client_page_store(cl, 2, 9, pg), 0);
+	assert_int_equal(cluster_client_parity_store(cl, 7, 1, pg), 0);
+	s[0] = (struct cluster_store){ .kind = FK_DATA, .key = 1, .version = UINT64_MAX };
+	s[1] = (struct cluster_store){ .kind = FK_DATA, .key = 2, .version = 5 };
+	s[2] = (struct cluster_store){ .kind = FK_DATA, .key = 3, .version = UINT64_MAX };
+	s[3] = (struct cluster_store){ .kind = FK_PARITY, .key = 7, .version = UINT64_MAX };
+	assert_int_equal(cluster_client_drop_many_start(cl, s, 4), 0);
+	assert_int_equal(cluster_client_wait(cl), -EINVAL);
+	assert_int_equal(cluster_client_wait_drop_many(cl, s, 4), 0);
+	assert_int_equal(s[0].rc, 0);
+	assert_int_equal(s[1].rc, -ESTALE);
+	assert_int_equal(s[2].rc, -ENOENT);
+	assert_int_equal(s[3].rc, 0);
+	assert_int_equal(cluster_client_page_fetch(cl, 1, 0, got, NULL), -ENOENT);
+	assert_int_equal(cluster_client_page_fetch(cl, 2, 9, got, NULL), 0);
+	assert_int_equal(cluster_client_parity_fetch(cl, 7, got, NULL), -ENOENT);
+	s[0].kind = FK_COUNT;
+	assert_int_equal(cluster_client_drop_many_start(cl, s, 1), -EINVAL);
+	assert_int_equal(cluster_client_drop_many_start(cl, s, 0), -EINVAL);
+	assert_int_equal(cluster_client_page_drop(cl, 2, UINT64_MAX), 0);
+	cluster_client_close(cl);
+}
+
 /* A fake node that answers fetches with a page, but perhaps not the one
  * asked for, or closes the connection once it has a request. */
 enum ffake_mode { FF_GOOD, FF_WRONG_PAGE, FF_WRONG_VERSION, FF_WRONG_KIND,
@@ -1149,6 +1184,7 @@ int main(void)
 		cmocka_unit_test(overwrite_forwards_parity),
 		cmocka_unit_test(overwrites_pipelined),
 		cmocka_unit_test(overwrite_many_forwards_parity),
+		cmocka_unit_test(drop_many_over_the_wire),
 		cmocka_unit_test(fetch_reply_checks),
 		cmocka_unit_test(client_breaks_on_dead_node),
 	};

@@ -112,6 +112,8 @@ static void roundtrip_every_type(void **state)
 				h.payload_len = reply ? batch_store_reply_len(3) : batch_store_len(3);
 			if (t == FT_PAGE_OVERWRITE_MANY)
 				h.payload_len = reply ? batch_store_reply_len(3) : batch_ow_len(3);
+			if (t == FT_PAGE_DROP_MANY)
+				h.payload_len = reply ? batch_store_reply_len(3) : batch_request_len(3);
 			if (t == FT_NODE_STATS) {
 				h.page_id = 900;
 				h.version = reply ? 1000 : 0;
@@ -624,7 +626,8 @@ static void store_many_payloads(void **state)
 }
 
 /* PARITY_UPDATE_MANY has PAGE_STORE_MANY's sizes; PAGE_OVERWRITE_MANY's
- * request entries are FRAME_OW_ENTRY bytes, its replies a store batch's.
+ * request entries are FRAME_OW_ENTRY bytes, its replies a store batch's;
+ * PAGE_DROP_MANY carries entries only.
  * The overwrite codec round-trips and refuses bad contents. */
 static void overwrite_many_payloads(void **state)
 {
@@ -681,6 +684,15 @@ static void overwrite_many_payloads(void **state)
 	assert_int_equal(batch_ow_get(pl, batch_ow_len(3), back, &cnt, &pages, &why), -EPROTO);
 	assert_string_equal(frame_type_name(FT_PAGE_OVERWRITE_MANY), "PAGE_OVERWRITE_MANY");
 	assert_string_equal(frame_type_name(FT_PARITY_UPDATE_MANY), "PARITY_UPDATE_MANY");
+
+	/* PAGE_DROP_MANY: entries without pages both ways */
+	m.type = NVCACHE__MSG_TYPE__MSG_PAGE_DROP_MANY;
+	static const uint32_t dr_req_ok[] = { 24, 24 * 64 };
+	static const uint32_t dr_req_bad[] = { 0, 23, 4120, 24 * 65 };
+	static const uint32_t dr_rep_ok[] = { 24, 24 * 64 };
+	static const uint32_t dr_rep_bad[] = { 0, 25, 4120, 24 * 65 };
+	batch_sizes(&m, pl, buf, dr_req_ok, dr_req_bad, dr_rep_ok, dr_rep_bad);
+	assert_string_equal(frame_type_name(FT_PAGE_DROP_MANY), "PAGE_DROP_MANY");
 }
 
 static void encode_refuses_invalid(void **state)
