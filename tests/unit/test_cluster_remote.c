@@ -536,6 +536,18 @@ static void parity_trims_keep_groups(void **state)
 	check_all(rb);
 	assert_true(stat(rb, "parity_reconstructs: ") > 0);
 	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
+	/* trims with the node gone: slots whose copy was there go the
+	 * page-by-page way (rebuilt to take them out), the rest batched;
+	 * the groups still add up */
+	mapped = stat(rb, "remote_slots_mapped: ");
+	assert_int_equal(remote_trim(rb, 60 * 4096, 50 * 4096), 0);
+	memset(shadow + 60 * 4096, 0, 50 * 4096);
+	uint64_t were = 0;
+	for (uint32_t p = 60; p < 110; p++)
+		were += !(p >= 11 && p < 51) && p != 101;
+	assert_int_equal(stat(rb, "remote_slots_mapped: "), mapped - were);
+	check_all(rb);
+	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
 	remote_close(rb);
 	stop_nodes();
 }
