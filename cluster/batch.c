@@ -1,6 +1,6 @@
 /* batch.c - encode and check the payloads of the batch requests
  * (PAGE_FETCH_MANY, PAGE_STORE_MANY, PARITY_UPDATE_MANY,
- * PAGE_OVERWRITE_MANY) and their replies; see batch.h. */
+ * PAGE_OVERWRITE_MANY, PAGE_DROP_MANY) and their replies; see batch.h. */
 #include "cluster/batch.h"
 
 #include <errno.h>

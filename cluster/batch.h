@@ -1,5 +1,6 @@
 /* batch.h - the payloads of PAGE_FETCH_MANY, PAGE_STORE_MANY,
- * PARITY_UPDATE_MANY and PAGE_OVERWRITE_MANY requests and of their replies: many page fetches or stores in one frame, so that
+ * PARITY_UPDATE_MANY, PAGE_OVERWRITE_MANY and PAGE_DROP_MANY requests and
+ * of their replies: many page fetches or stores in one frame, so that
  * a recovery pass reads all it needs from a node, and stores the pages it
  * rebuilt there, with one request instead of one per page (each request
  * costs two system calls, a wake-up and a header on both sides; a page

@@ -383,6 +383,7 @@ struct ow_pending {
 	uint64_t request_id, owner, page_id, group, version;
 	uint32_t kind;
 	unsigned pn;            /* the parity node's index in the config */
+	unsigned gen;           /* fwd_gen[pn] when its delta was sent */
 };
 
 struct inbound {
@@ -405,6 +406,9 @@ struct inbound {
 	 * it forwards to (by position in the cluster file), opened at the
 	 * first need; so no lock, and no two connections wait on one */
 	struct cluster_client *fwd[CONFIG_MAX_NODES];
+	/* bumped when fwd[k] is closed: a reply due on the old handle is
+	 * never taken from a new one (ow_flush) */
+	unsigned fwd_gen[CONFIG_MAX_NODES];
 	/* Overwrites whose parity updates are in flight, oldest first, and
 	 * the frame their replies are made in (ow_flush) */
 	struct ow_pending ow[OW_PIPE];
@@ -601,6 +605,7 @@ static void fwd_failed(struct inbound *ib, unsigned pn, int rc)
 		    rc == -ENOTCONN || rc == -EPROTO)) {
 		cluster_client_close(*cl);
 		*cl = NULL;
+		ib->fwd_gen[pn]++;
 	}
 }
 
@@ -763,7 +768,7 @@ static int ow_begin(struct inbound *ib, const struct pagestore_key *key,
 	const struct cluster_node *pn = config_node_find(&n->cfg, q->peer_node);
 
 	*p = (struct ow_pending){ q->request_id, q->owner, q->page_id,
-				  q->parity_group, q->version, q->kind, 0 };
+				  q->parity_group, q->version, q->kind, 0, 0 };
 	if (!pn || q->peer_node == n->self) {
 		snprintf(r->text, sizeof(r->text), "parity node %u is %s", q->peer_node,
 			 pn ? "this node" : "not in the cluster file");
@@ -781,6 +786,7 @@ static int ow_begin(struct inbound *ib, const struct pagestore_key *key,
 	struct cluster_client *cl = fwd_get(ib, p->pn, q->owner, &rc, err, sizeof(err));
 	if (!cl)
 		return ow_end(ib, p, rc, err, r);
+	p->gen = ib->fwd_gen[p->pn];
 	rc = cluster_client_parity_update_start(cl, q->parity_group,
 						q->parity_version, ib->page);
 	return rc ? ow_end(ib, p, rc, NULL, r) : 1;
@@ -995,8 +1001,12 @@ static int ow_flush(struct inbound *ib)
 
 	for (unsigned k = 0; k < ib->now; k++) {
 		const struct ow_pending *p = &ib->ow[k];
-		struct cluster_client *cl = ib->fwd[p->pn];
-		int rc = cl ? cluster_client_wait(cl) : -ENOTCONN;
+		/* its handle failed and was closed (by a later overwrite):
+		 * the delta's fate is unknown, and a new handle's reply is
+		 * another's */
+		struct cluster_client *cl = ib->fwd_gen[p->pn] == p->gen ? ib->fwd[p->pn] : NULL;
+		/* -ECANCELED: no reason to close a newer handle (fwd_failed) */
+		int rc = cl ? cluster_client_wait(cl) : -ECANCELED;
 		memset(r, 0, sizeof(*r));
 		r->type = FT_PAGE_OVERWRITE;
 		r->reply = true;

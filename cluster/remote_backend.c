@@ -116,6 +116,7 @@ struct remote_backend {
 		int64_t gid;            /* the open group; -1: none yet */
 		uint8_t buf[PAGE];      /* its parity page */
 		struct wb_groups *wb;   /* write_pages' scratch (parity) */
+		struct trim_scratch *trim;      /* trim_pages' (parity) */
 	} pool[POOL];
 	atomic_uint pool_rr;
 	atomic_int merge_needed;
@@ -741,8 +742,9 @@ static void mirror_parallel(struct remote_backend *rb, uint64_t i, uint64_t v,
 /* --- parity modes (see remote_backend.h and cluster/parity.h) -------------
  * Lock order: a slot's stripe, then a parity-pool entry, then a group's
  * lock stripe; connections inside those. Nobody holds two pool entries;
- * only write_pages holds several stripes, and its close_batch and
- * overwrite_batch several group locks, each set taken in index order
+ * only write_pages and trim_pages hold several stripes, and write_pages'
+ * close_batch and overwrite_batch and trim_pages' trim_groups several
+ * group locks, each set taken in index order
  * (nobody else takes a second one, or waits for one holding a
  * connection). Every
  * change of a grouped slot's node or version happens under its group's
@@ -2180,8 +2182,12 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 		unsigned q = 0;
 		while (q < ng && t->g[q].gid != gid)
 			q++;
-		if (q == ng)
-			t->g[ng++] = (struct trim_group){ .gid = gid };
+		if (q == ng) {  /* its delta is zeroed when needed, below */
+			struct trim_group *x = &t->g[ng++];
+			x->gid = gid;
+			x->cut = 0;
+			x->need_old = x->failed = false;
+		}
 		tg[k] = (int)q;
 		used[gid % GSTRIPES] = true;
 	}
@@ -2199,12 +2205,13 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 		else
 			t->g[tg[k]].cut++;
 	}
-	/* which old pages are needed: an open group's buffer takes every
-	 * one; a closed group's parity only if members stay */
+	/* which old pages are needed: only where members stay, for an open
+	 * group's buffer or a closed group's parity (an open group left
+	 * empty gets a zero buffer) */
 	for (unsigned q = 0; q < ng; q++) {
 		struct trim_group *x = &t->g[q];
 		const struct parity_group *g = parity_group_at(&rb->pt, x->gid);
-		x->need_old = g->state == PG_OPEN || (x->cut < g->nmem && parity_ok(rb, g));
+		x->need_old = x->cut < g->nmem && (g->state == PG_OPEN || parity_ok(rb, g));
 	}
 	for (unsigned k = 0; k < n; k++) {
 		const struct slot *s = &rb->slots[i0 + k];
@@ -2226,7 +2233,8 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 	}
 	/* out of their groups; a group with a failed fetch wholly the slow way */
 	for (unsigned q = 0; q < ng; q++)
-		memset(t->g[q].delta, 0, PAGE);
+		if (t->g[q].need_old)
+			memset(t->g[q].delta, 0, PAGE);
 	for (unsigned k = 0, e = 0; k < n; k++) {
 		if (tg[k] < 0)
 			continue;
@@ -2249,6 +2257,8 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 	for (unsigned q = 0; q < ng; q++) {
 		struct trim_group *x = &t->g[q];
 		struct parity_group *g = parity_group_at(&rb->pt, x->gid);
+		if (!x->failed && g->state == PG_OPEN && !g->nmem)
+			memset(g->local, 0, PAGE);
 		if (x->failed || g->state == PG_OPEN)
 			continue;
 		if (!g->nmem) {
@@ -2290,9 +2300,9 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 
 /* Trim slots i0 .. i0+n-1 (n <= TRIM_BATCH): unmapped, their copies
  * dropped in one PAGE_DROP_MANY per node (and, with parity, out of their
- * groups: trim_groups). */
-static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n,
-		       struct trim_scratch *t)
+ * groups: trim_groups, with a pool entry's scratch, allocated at open:
+ * nothing is allocated on the I/O path of a swap device). */
+static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 {
 	uint16_t order[TRIM_BATCH];
 	bool done[TRIM_BATCH] = { false };
@@ -2304,8 +2314,11 @@ static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n,
 	qsort(order, n, sizeof(order[0]), cmp_u16);
 	for (unsigned k = 0; k < n; k++)
 		pthread_mutex_lock(&rb->stripes[order[k]]);
-	if (rb->gsize && t)
-		trim_groups(rb, i0, n, t, done);
+	if (rb->gsize) {
+		struct ppool *p = pool_take(rb);
+		trim_groups(rb, i0, n, p->trim, done);
+		pthread_mutex_unlock(&p->lock);
+	}
 	for (unsigned k = 0; k < n; k++) {
 		uint64_t i = i0 + k;
 		struct slot *s = &rb->slots[i];
@@ -2353,12 +2366,8 @@ int remote_trim(void *priv, uint64_t off, uint64_t len)
 	if ((off + len) % PAGE &&
 	    (rc = write_range(rb, NULL, end * PAGE, off + len - end * PAGE)))
 		return rc;
-	/* with parity, the scratch for the groups' pages (without it, the
-	 * page-by-page way) */
-	struct trim_scratch *t = rb->gsize ? malloc(sizeof(*t)) : NULL;
 	for (uint64_t i = first; i < end; i += TRIM_BATCH)
-		trim_pages(rb, i, end - i < TRIM_BATCH ? (unsigned)(end - i) : TRIM_BATCH, t);
-	free(t);
+		trim_pages(rb, i, end - i < TRIM_BATCH ? (unsigned)(end - i) : TRIM_BATCH);
 	return 0;
 }
 
@@ -3416,7 +3425,8 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		 * swap-out path (mlockall: it would be locked, when memory
 		 * is short) */
 		for (unsigned k = 0; k < POOL; k++)
-			if (!(rb->pool[k].wb = malloc(sizeof(*rb->pool[k].wb)))) {
+			if (!(rb->pool[k].wb = malloc(sizeof(*rb->pool[k].wb))) ||
+			    !(rb->pool[k].trim = malloc(sizeof(*rb->pool[k].trim)))) {
 				remote_close(rb);
 				return -ENOMEM;
 			}
@@ -3489,6 +3499,7 @@ void remote_close(struct remote_backend *rb)
 	for (unsigned k = 0; k < POOL; k++) {
 		pthread_mutex_destroy(&rb->pool[k].lock);
 		free(rb->pool[k].wb);
+		free(rb->pool[k].trim);
 	}
 	for (unsigned k = 0; k < GSTRIPES; k++)
 		pthread_mutex_destroy(&rb->glocks[k]);
