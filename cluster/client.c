@@ -415,6 +415,15 @@ static int recv_batch(struct cluster_client *c, uint32_t type, unsigned n,
 	return recv_rep(c, pl, &p);
 }
 
+/* A batch request of entries only (PAGE_FETCH_MANY, PAGE_DROP_MANY). */
+static int entries_send(struct cluster_client *c, uint32_t type,
+			const struct batch_entry *e, unsigned n)
+{
+	batch_request_put(c->batch_req, e, n);
+	struct iovec iov = { .iov_base = c->batch_req, .iov_len = batch_request_len(n) };
+	return send_batch(c, type, n, &iov, 1, iov.iov_len);
+}
+
 int cluster_client_fetch_many_start(struct cluster_client *c,
 				    const struct cluster_fetch *f, unsigned n)
 {
@@ -428,9 +437,7 @@ int cluster_client_fetch_many_start(struct cluster_client *c,
 		e[k] = (struct batch_entry){ .key = f[k].key, .version = f[k].version,
 					     .kind = f[k].kind };
 	}
-	batch_request_put(c->batch_req, e, n);
-	struct iovec iov = { .iov_base = c->batch_req, .iov_len = batch_request_len(n) };
-	return send_batch(c, FT_PAGE_FETCH_MANY, n, &iov, 1, iov.iov_len);
+	return entries_send(c, FT_PAGE_FETCH_MANY, e, n);
 }
 
 int cluster_client_wait_fetch_many(struct cluster_client *c,
@@ -576,9 +583,7 @@ int cluster_client_drop_many_start(struct cluster_client *c,
 		e[k] = (struct batch_entry){ .key = s[k].key, .version = s[k].version,
 					     .kind = s[k].kind };
 	}
-	batch_request_put(c->batch_req, e, n);
-	struct iovec iov = { .iov_base = c->batch_req, .iov_len = batch_request_len(n) };
-	return send_batch(c, FT_PAGE_DROP_MANY, n, &iov, 1, iov.iov_len);
+	return entries_send(c, FT_PAGE_DROP_MANY, e, n);
 }
 
 int cluster_client_wait_drop_many(struct cluster_client *c, struct cluster_store *s,

@@ -495,11 +495,13 @@ static const void *serve_fetch_many(struct inbound *ib, const uint8_t *payload,
 	return ib->batch;
 }
 
-/* A PAGE_STORE_MANY request: every entry stored in order, each result
- * with its own status (a full node refuses the rest with FS_NO_SPACE);
- * the request as a whole succeeds. */
+/* A PAGE_STORE_MANY request (xor false): every entry stored in order,
+ * each result with its own status (a full node refuses the rest with
+ * FS_NO_SPACE); or a PARITY_UPDATE_MANY (xor true): every entry, of kind
+ * PARITY, its delta XORed into its parity page, as a PARITY_UPDATE would
+ * answer it. The request as a whole succeeds. */
 static const void *serve_store_many(struct inbound *ib, const uint8_t *payload,
-				    int *rc)
+				    bool xor, int *rc)
 {
 	struct frame_hdr *q = &ib->req, *r = &ib->rep;
 	struct batch_entry e[FRAME_BATCH_MAX];
@@ -508,44 +510,19 @@ static const void *serve_store_many(struct inbound *ib, const uint8_t *payload,
 	unsigned n;
 
 	*rc = batch_store_get(payload, q->payload_len, e, &n, &pages, &why);
-	if (!batch_reply_buf(ib, "store-many", rc, why))
-		return NULL;
-	for (unsigned k = 0; k < n; k++) {
-		struct pagestore_key key = { q->owner, e[k].kind, e[k].key };
-		int src = pagestore_store(ib->node->ps, &key, e[k].version,
-					  pages + (size_t)k * PAGESTORE_PAGE);
-		e[k].status = status_of(src);
-		batch_result_put(ib->batch, k, &e[k]);
-	}
-	r->payload_len = batch_store_reply_len(n);
-	return ib->batch;
-}
-
-/* A PARITY_UPDATE_MANY request: every entry's delta XORed into its
- * parity page in order, each result with its own status, as a
- * PARITY_UPDATE would answer it. */
-static const void *serve_parity_update_many(struct inbound *ib,
-					    const uint8_t *payload, int *rc)
-{
-	struct frame_hdr *q = &ib->req, *r = &ib->rep;
-	struct batch_entry e[FRAME_BATCH_MAX];
-	const uint8_t *pages;
-	const char *why = "";
-	unsigned n;
-
-	*rc = batch_store_get(payload, q->payload_len, e, &n, &pages, &why);
-	for (unsigned k = 0; !*rc && k < n; k++)
+	for (unsigned k = 0; xor && !*rc && k < n; k++)
 		if (e[k].kind != FK_PARITY) {
 			why = "parity-update-many request: an entry not of kind PARITY";
 			*rc = -EPROTO;
 		}
-	if (!batch_reply_buf(ib, "parity-update-many", rc, why))
+	if (!batch_reply_buf(ib, xor ? "parity-update-many" : "store-many", rc, why))
 		return NULL;
 	for (unsigned k = 0; k < n; k++) {
-		struct pagestore_key key = { q->owner, FK_PARITY, e[k].key };
-		int xrc = pagestore_xor(ib->node->ps, &key, e[k].version,
-					pages + (size_t)k * PAGESTORE_PAGE);
-		e[k].status = status_of(xrc);
+		struct pagestore_key key = { q->owner, e[k].kind, e[k].key };
+		const uint8_t *pg = pages + (size_t)k * PAGESTORE_PAGE;
+		int src = xor ? pagestore_xor(ib->node->ps, &key, e[k].version, pg) :
+				pagestore_store(ib->node->ps, &key, e[k].version, pg);
+		e[k].status = status_of(src);
 		batch_result_put(ib->batch, k, &e[k]);
 	}
 	r->payload_len = batch_store_reply_len(n);
@@ -953,7 +930,7 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 		out = serve_fetch_many(ib, payload, &rc);
 		break;
 	case FT_PAGE_STORE_MANY:
-		out = serve_store_many(ib, payload, &rc);
+		out = serve_store_many(ib, payload, false, &rc);
 		break;
 	case FT_PAGE_OVERWRITE:
 		rc = serve_overwrite(ib, &key, payload);
@@ -962,7 +939,7 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 		out = serve_overwrite_many(ib, payload, &rc);
 		break;
 	case FT_PARITY_UPDATE_MANY:
-		out = serve_parity_update_many(ib, payload, &rc);
+		out = serve_store_many(ib, payload, true, &rc);
 		break;
 	case FT_PAGE_DROP_MANY:
 		out = serve_drop_many(ib, payload, &rc);

@@ -1049,6 +1049,33 @@ static void drop_many_over_the_wire(void **state)
 	s[0].kind = FK_COUNT;
 	assert_int_equal(cluster_client_drop_many_start(cl, s, 1), -EINVAL);
 	assert_int_equal(cluster_client_drop_many_start(cl, s, 0), -EINVAL);
+
+	/* a PARITY_UPDATE_MANY with a data entry, sent raw (the client
+	 * refuses to): an error reply, nothing XORed into page 2 */
+	static uint8_t raw[FRAME_BATCH_ENTRY + FRAME_PAGE_SIZE];
+	static struct conn c;
+	static struct frame_hdr h, r;
+	struct auth_peer peer;
+	struct auth_identity me = { 0, 1, cfg.secret, cfg.secret_len };
+	const struct cluster_node *cn = config_node_find(&cfg, 1);
+	assert_int_equal(conn_connect(&c, cn->host, cn->port, 3000), 0);
+	assert_int_equal(auth_client(&c, &me, &peer, NULL), 0);
+	struct batch_entry e = { .key = 2, .version = 10, .kind = FK_DATA };
+	batch_request_put(raw, &e, 1);
+	memset(raw + FRAME_BATCH_ENTRY, 0x5a, FRAME_PAGE_SIZE);
+	h.type = FT_PARITY_UPDATE_MANY;
+	h.request_id = 8;
+	h.owner = 84;
+	h.payload_len = batch_store_len(1);
+	assert_int_equal(conn_send(&c, &h, raw), 0);
+	assert_int_equal(conn_recv(&c, &r, NULL, NULL), 0);
+	assert_true(r.reply && r.type == FT_PARITY_UPDATE_MANY);
+	assert_int_equal(r.status, FS_BAD_FRAME);
+	conn_close(&c);
+	uint64_t v = 0;
+	assert_int_equal(cluster_client_page_fetch(cl, 2, 0, got, &v), 0);
+	assert_true(v == 9);
+	assert_memory_equal(got, pg, FRAME_PAGE_SIZE);
 	assert_int_equal(cluster_client_page_drop(cl, 2, UINT64_MAX), 0);
 	cluster_client_close(cl);
 }
