@@ -122,7 +122,7 @@ struct remote_backend {
 	atomic_int merge_needed;
 	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
-		rebuilt_batched,
+		rebuilt_batched, rebuilt_regrouped,
 		merged_pages;
 
 	/* migration off nodes over their offer (refresher thread) */
@@ -1932,24 +1932,42 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 			pthread_mutex_unlock(&rb->glocks[x]);
 }
 
-/* Slots i0 .. i0+n-1 (n <= WBATCH), whole pages from buf (NULL: zeros). */
-static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i0,
-		       unsigned n)
+/* Lock the stripes of slots[0..n) (n <= WBATCH), each once, in stripe
+ * order (the order every path that holds several takes them in); their
+ * indexes go to order[], the count is returned for stripes_unlock. */
+static unsigned stripes_lock(struct remote_backend *rb, const uint64_t *slots,
+			     unsigned n, uint16_t *order)
 {
-	static const uint8_t zeros[PAGE];
+	unsigned u = 0;
+
+	for (unsigned k = 0; k < n; k++)
+		order[k] = (uint16_t)(slots[k] % STRIPES);
+	qsort(order, n, sizeof(order[0]), cmp_u16);
+	for (unsigned k = 0; k < n; k++)
+		if (!u || order[u - 1] != order[k])
+			order[u++] = order[k];
+	for (unsigned k = 0; k < u; k++)
+		pthread_mutex_lock(&rb->stripes[order[k]]);
+	return u;
+}
+
+static void stripes_unlock(struct remote_backend *rb, const uint16_t *order, unsigned u)
+{
+	for (unsigned k = u; k-- > 0;)
+		pthread_mutex_unlock(&rb->stripes[order[k]]);
+}
+
+/* Slots slots[0..n) (n <= WBATCH, distinct), whole pages page[k]. Caller
+ * holds their stripes (stripes_lock). */
+static int write_slots(struct remote_backend *rb, const uint64_t *slots,
+		       const uint8_t *const *page, unsigned n)
+{
 	struct wb_plan w[WBATCH];
 	struct store_req st[WBATCH];
-	uint16_t order[WBATCH];
 	unsigned ns = 0;
 	struct ppool *p = NULL;
 	struct wb_groups *G = NULL;
 	int rc = 0;
-
-	for (unsigned k = 0; k < n; k++)
-		order[k] = (uint16_t)((i0 + k) % STRIPES);
-	qsort(order, n, sizeof(order[0]), cmp_u16);
-	for (unsigned k = 0; k < n; k++)
-		pthread_mutex_lock(&rb->stripes[order[k]]);
 
 	if (rb->gsize) {
 		p = pool_take(rb);
@@ -1958,10 +1976,10 @@ static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i
 	}
 	/* plan */
 	for (unsigned k = 0; k < n; k++) {
-		uint64_t i = i0 + k;
+		uint64_t i = slots[k];
 		struct slot *s = &rb->slots[i];
-		w[k] = (struct wb_plan){ .i = i, .page = buf ? buf + (size_t)k * PAGE : zeros,
-					 .node = -1, .gid = -1, .st = -1 };
+		w[k] = (struct wb_plan){ .i = i, .page = page[k], .node = -1, .gid = -1,
+					 .st = -1 };
 		if (rb->copies != 1 || s->spilled)
 			continue;
 		if (rb->gsize) {
@@ -2075,8 +2093,25 @@ static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i
 			if (r && !rc)
 				rc = r;
 		}
-	for (unsigned k = n; k-- > 0;)
-		pthread_mutex_unlock(&rb->stripes[order[k]]);
+	return rc;
+}
+
+/* Slots i0 .. i0+n-1 (n <= WBATCH), whole pages from buf (NULL: zeros). */
+static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i0,
+		       unsigned n)
+{
+	static const uint8_t zeros[PAGE];
+	uint64_t slots[WBATCH];
+	const uint8_t *page[WBATCH];
+	uint16_t order[WBATCH];
+
+	for (unsigned k = 0; k < n; k++) {
+		slots[k] = i0 + k;
+		page[k] = buf ? buf + (size_t)k * PAGE : zeros;
+	}
+	unsigned u = stripes_lock(rb, slots, n, order);
+	int rc = write_slots(rb, slots, page, n);
+	stripes_unlock(rb, order, u);
 	return rc;
 }
 
@@ -2305,15 +2340,14 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 {
 	uint16_t order[TRIM_BATCH];
+	uint64_t slots[TRIM_BATCH] = { 0 };
 	bool done[TRIM_BATCH] = { false };
 	struct store_req dr[RECOVER_STORES_MAX];
 	unsigned nd = 0;
 
 	for (unsigned k = 0; k < n; k++)
-		order[k] = (uint16_t)((i0 + k) % STRIPES);
-	qsort(order, n, sizeof(order[0]), cmp_u16);
-	for (unsigned k = 0; k < n; k++)
-		pthread_mutex_lock(&rb->stripes[order[k]]);
+		slots[k] = i0 + k;
+	unsigned u = stripes_lock(rb, slots, n, order);
 	if (rb->gsize) {
 		struct ppool *p = pool_take(rb);
 		trim_groups(rb, i0, n, p->trim, done);
@@ -2345,8 +2379,7 @@ static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 	for (unsigned x = 0; x < nd; x++)
 		if (dr[x].rc == 0)
 			atomic_fetch_add(&rb->nodes[dr[x].node].free_pages, 1);
-	for (unsigned k = n; k-- > 0;)
-		pthread_mutex_unlock(&rb->stripes[order[k]]);
+	stripes_unlock(rb, order, u);
 }
 
 int remote_trim(void *priv, uint64_t off, uint64_t len)
@@ -2659,7 +2692,7 @@ static int recover_plan(struct remote_backend *rb, uint64_t i,
 /* Step 3 for one planned slot: if it and its group are as planned and
  * every fetch worked, rebuild the page in place of the parity page and
  * pick its new node outside the group (store request *st; 1); with no
- * node outside the group, it leaves for an open group now (0). Otherwise
+ * node outside the group, it is left to recover_regroup (2). Otherwise
  * the single-slot way, now (0). */
 static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
 			   struct recover_job *j, struct recover_arg *a,
@@ -2704,13 +2737,119 @@ static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
 		ret = 1;
 	} else {
 		/* No node outside the group (N + 1 data nodes, one lost): out
-		 * of it and into an open group, now, as a read would. */
-		(void)pslot_rehome(rb, j->i, j->gid, parity_member_find(g, j->i), page);
-		atomic_fetch_add(&rb->rebuilt_batched, 1);
-		a->fixed++;
+		 * of it and into an open group, with the batch's others
+		 * (recover_regroup; the page stays where it was rebuilt). */
+		pthread_mutex_unlock(glock(rb, j->gid));
+		ret = 2;
 	}
 	pthread_mutex_unlock(stripe(rb, j->i));
 	return ret;
+}
+
+/* Step 3b, the batch's slots with no node outside their group (N + 1 data
+ * nodes, one lost: every group spans them all). Each leaves its group
+ * and joins an open one, as pslot_rehome does for one, but the batch at
+ * once. Under the slots' stripes and the old groups' locks, every job
+ * still as planned is taken out of its group, the rebuilt pages going to
+ * the parity nodes as deltas (old ^ zeros), one PARITY_UPDATE_MANY per
+ * node. The group locks released, the pages are written as new ones:
+ * write_slots places them into open groups with one PAGE_STORE_MANY per
+ * node, and the parity pages of the groups they fill with one more. A
+ * job that changed meanwhile goes the single-slot way. */
+static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
+			    const unsigned *jk, unsigned n, struct recover_arg *a)
+{
+	uint64_t slots[RECOVER_BATCH], ws[RECOVER_BATCH];
+	const uint8_t *pages[RECOVER_BATCH];
+	uint16_t order[RECOVER_BATCH];
+	bool used[GSTRIPES] = { false }, ok[RECOVER_BATCH];
+	struct store_req up[RECOVER_BATCH], dr[RECOVER_BATCH];
+	uint64_t ugid[RECOVER_BATCH];
+	unsigned nu = 0, nd = 0, nw = 0;
+
+	for (unsigned k = 0; k < n; k++) {
+		slots[k] = b->job[jk[k]].i;
+		used[b->job[jk[k]].gid % GSTRIPES] = true;
+	}
+	unsigned u = stripes_lock(rb, slots, n, order);
+	for (unsigned x = 0; x < GSTRIPES; x++)
+		if (used[x])
+			pthread_mutex_lock(&rb->glocks[x]);
+	for (unsigned k = 0; k < n; k++) {
+		const struct recover_job *j = &b->job[jk[k]];
+		struct slot *s = &rb->slots[j->i];
+		struct parity_group *g = parity_group_at(&rb->pt, j->gid);
+		int idx = -1;
+		/* a second lost member of one group fails group_same here
+		 * once the first has left it */
+		ok[k] = slot_lost(rb, s) && s->version == j->version && s->n[0] == j->n0 &&
+			s->g[0] == j->g0 && rb->slot_grp[j->i] == j->gid + 1 &&
+			group_same(g, &j->snap) && (idx = parity_member_find(g, j->i)) >= 0;
+		if (!ok[k])
+			continue;
+		atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
+		s->n[0] = NO_NODE;
+		atomic_fetch_sub(&rb->mapped, 1);       /* written again below */
+		rb->slot_grp[j->i] = 0;
+		parity_member_remove(g, (unsigned)idx);
+		const uint8_t *page = b->pages[j->first];
+		ws[nw] = j->i;
+		pages[nw++] = page;
+		if (!g->nmem) {
+			/* its last member: the parity page goes with it */
+			atomic_fetch_sub(&rb->nodes[g->pn].held, 1);
+			if (usable(rb, g->pn))
+				dr[nd++] = (struct store_req){ .slot = g->pkey,
+					.version = UINT64_MAX, .node = g->pn, .kind = FK_PARITY };
+			parity_group_free(&rb->pt, (uint32_t)j->gid);
+			continue;
+		}
+		ugid[nu] = j->gid;
+		up[nu++] = (struct store_req){ .slot = g->pkey, .version = ++g->pver,
+					       .page = page, .node = g->pn, .kind = FK_PARITY };
+		if (parity_group_sparse(g, rb->gsize))
+			atomic_store(&rb->merge_needed, 1);
+	}
+	if (nu)
+		node_batch(rb, BO_PARITY_UPDATE, up, nu);
+	for (unsigned x = 0; x < nu; x++) {
+		if (up[x].rc == 0)
+			atomic_fetch_add(&rb->parity_updates, 1);
+		else    /* the delta may be lost: recomputed from the members */
+			(void)group_parity_rebuild(rb, parity_group_at(&rb->pt, ugid[x]));
+	}
+	if (nd)
+		node_batch(rb, BO_DROP, dr, nd);
+	for (unsigned x = GSTRIPES; x-- > 0;)
+		if (used[x])
+			pthread_mutex_unlock(&rb->glocks[x]);
+	if (nw)
+		(void)write_slots(rb, ws, pages, nw);
+	for (unsigned k = 0; k < nw; k++) {
+		struct slot *s = &rb->slots[ws[k]];
+		if (slot_mapped(s)) {
+			atomic_fetch_add(&rb->rehomes, 1);
+			atomic_fetch_add(&rb->rebuilt_batched, 1);
+			atomic_fetch_add(&rb->rebuilt_regrouped, 1);
+			a->fixed++;
+			continue;
+		}
+		/* no node took it: reads fail with EIO, not zeros */
+		s->lost = 1;
+		a->failed++;
+		log_err("remote swap: slot %" PRIu64 " rebuilt but no node took it: "
+			"it is lost (reads fail with EIO)", ws[k]);
+	}
+	for (unsigned k = 0; k < n; k++) {
+		struct slot *s = &rb->slots[b->job[jk[k]].i];
+		if (ok[k] || !slot_lost(rb, s))
+			continue;
+		if (pslot_read(rb, b->job[jk[k]].i, b->page) == 0)
+			a->fixed++;
+		else
+			a->failed++;
+	}
+	stripes_unlock(rb, order, u);
 }
 
 /* Step 5, after the stores: the slot's new home is recorded if nothing
@@ -2774,15 +2913,20 @@ static void *recover_worker(void *arg)
 		if (!nj)
 			continue;
 		fetch_batch(rb, b->f, b->node, nf, b->tmp, b->from);
-		unsigned ns = 0;
+		unsigned ns = 0, nr = 0, jk[RECOVER_BATCH];
 		for (unsigned k = 0; k < nj; k++) {
 			struct recover_job *j = &b->job[k];
-			j->st = recover_prepare(rb, b, j, a, &b->st[ns]) ? (int)ns++ : -1;
+			int r = recover_prepare(rb, b, j, a, &b->st[ns]);
+			j->st = r == 1 ? (int)ns++ : -1;
+			if (r == 2)
+				jk[nr++] = k;
 		}
 		store_batch(rb, b->st, ns);
 		for (unsigned k = 0; k < nj; k++)
 			if (b->job[k].st >= 0)
 				recover_finish(rb, b, &b->job[k], &b->st[b->job[k].st], a);
+		if (nr)
+			recover_regroup(rb, b, jk, nr, a);
 	}
 	free(b);
 	return NULL;
@@ -3614,6 +3758,10 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 		 * because something changed under the batch) */
 		OUT("parity_rebuilt_batched: %" PRIu64 "\n",
 		    (uint64_t)atomic_load(&rb->rebuilt_batched));
+		/* of those, moved into open groups (no node outside their
+		 * own: recover_regroup) */
+		OUT("parity_rebuilt_regrouped: %" PRIu64 "\n",
+		    (uint64_t)atomic_load(&rb->rebuilt_regrouped));
 		OUT("parity_client_bytes: %" PRIu64 "\nparity_client_bytes_per_page: %.1f\n",
 		    local, mapped ? (double)local / (double)mapped : 0.0);
 		OUT("parity_node_bytes_per_page: %.1f\n",

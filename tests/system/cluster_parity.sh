@@ -183,6 +183,42 @@ t_log "batch: overwritten while the parity node died: every page intact; $(st pa
 kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
 stop_cluster
 
+# Groups that span every data node (groups of 4 over four data nodes): a
+# lost page has no node outside its group, so the pass moves it into an
+# open group, a batch at a time (recover_regroup: one PARITY_UPDATE_MANY
+# per parity node takes the batch out of its groups, write_slots stores
+# it into open groups). Every page reads back, and again after a second
+# data node dies (the new groups are on distinct nodes, and span the
+# three left, so the pass regroups once more).
+start_cluster regroup
+sock=$T_DIR/nbd-regroup.sock name=clpregroup
+nbd_start "$sock" $name --size 16M --store remote --cluster "$conf" --node 1 --redundancy parity:4
+uri="nbd+unix:///$name?socket=$sock"
+st() { nbd_stat "$name" "$1"; }
+head -c 16M /dev/urandom >"$T_DIR/d2"
+nbdcopy "$T_DIR/d2" "$uri" || t_fail "regroup: nbdcopy to the device"
+lost=$(stat_val 4 pages_data)
+[ "${lost:-0}" -gt 500 ] || t_fail "regroup: node 4 holds ${lost:-no} pages"
+kill -9 "${pid[4]}"
+t_wait 30 pass_done || t_fail "regroup: no recovery pass after node 4 died"
+r=$(st parity_rebuilt_regrouped)
+t_log "regroup: node 4 held $lost pages; the pass rebuilt $(st parity_rebuilt_pages), $r moved into open groups in batches"
+[ "$r" -ge $((lost * 9 / 10)) ] || t_fail "regroup: only $r of $lost pages regrouped in batches"
+nbdcopy "$uri" "$T_DIR/b4" || t_fail "regroup: nbdcopy after node 4 died"
+cmp "$T_DIR/d2" "$T_DIR/b4" || t_fail "regroup: data differs after the pass"
+t_wait 30 healed || t_fail "regroup: still degraded: $(st remote_slots_degraded) slots, $(st parity_groups_unprotected) groups"
+kill -9 "${pid[3]}"
+nbdcopy "$uri" "$T_DIR/b5" || t_fail "regroup: nbdcopy after node 3 died too"
+cmp "$T_DIR/d2" "$T_DIR/b5" || t_fail "regroup: data differs after a second data node died"
+t_wait 30 healed || t_fail "regroup: still degraded after node 3 died: $(st remote_slots_degraded) slots"
+nbdcopy "$uri" "$T_DIR/b6" || t_fail "regroup: nbdcopy after the second pass"
+cmp "$T_DIR/d2" "$T_DIR/b6" || t_fail "regroup: data differs after the second pass"
+[ "$(st remote_read_errors)" = 0 ] || t_fail "regroup: read errors"
+[ "$(st remote_write_errors)" = 0 ] || t_fail "regroup: $(st remote_write_errors) pages lost"
+t_log "regroup: after two data nodes died: $(st parity_rebuilt_regrouped) pages regrouped in batches, every page intact"
+kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
+stop_cluster
+
 # redundancy none: a dead node's pages fail with EIO, quickly.
 start_cluster none
 sock=$T_DIR/nbd-none.sock
