@@ -2174,7 +2174,8 @@ int remote_write(void *priv, const void *buf, uint64_t off, uint32_t len)
 /* A TRIM's slots, batched: the kernel discards freed swap slots in
  * ranges of hundreds of pages, and page by page a trim cost a drop per
  * page, with parity a fetch, a parity update and a drop, each a round
- * trip. TRIM_BATCH slots at a time (two copies each fit a node_batch). */
+ * trip. TRIM_BATCH slots at a time: a drop for each of two copies, or
+ * for a copy and its emptied group's parity page, fit one node_batch. */
 #define TRIM_BATCH (RECOVER_STORES_MAX / 2)
 
 /* Scratch of trim_groups: each group a chunk touches. */
@@ -2197,11 +2198,15 @@ struct trim_scratch {
  * the old pages that an open group's buffer or a closed group's parity
  * needs are fetched at once (none when every member of the group goes),
  * the deltas go to the parity nodes as one PARITY_UPDATE_MANY each, and
- * emptied groups' parity pages as one PAGE_DROP_MANY each. done[k]: slot
- * k left its group here; the others (a copy not readable, a fetch that
- * failed) are left to pslot_unmap. Caller holds the stripes. */
+ * the drops of emptied groups' parity pages are added to dr[*nd..] for
+ * the caller to send with the data pages' (one PAGE_DROP_MANY per node
+ * for both: the usual trim, whole groups, then costs one round trip, as
+ * without parity). done[k]: slot k left its group here; the others (a
+ * copy not readable, a fetch that failed) are left to pslot_unmap.
+ * Caller holds the stripes. */
 static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
-			struct trim_scratch *t, bool *done)
+			struct trim_scratch *t, bool *done, struct store_req *dr,
+			unsigned *nd)
 {
 	bool used[GSTRIPES] = { false };
 	int tg[TRIM_BATCH];             /* slot k's entry in t->g, or -1 */
@@ -2287,8 +2292,8 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 		done[k] = true;
 	}
 	/* the closed groups' parity: deltas, or the page dropped */
-	struct store_req up[TRIM_BATCH], dr[TRIM_BATCH];
-	unsigned nu = 0, nd = 0, uq[TRIM_BATCH];
+	struct store_req up[TRIM_BATCH];
+	unsigned nu = 0, uq[TRIM_BATCH];
 	for (unsigned q = 0; q < ng; q++) {
 		struct trim_group *x = &t->g[q];
 		struct parity_group *g = parity_group_at(&rb->pt, x->gid);
@@ -2300,7 +2305,7 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 			if (g->pn != PARITY_NO_NODE) {
 				atomic_fetch_sub(&rb->nodes[g->pn].held, 1);
 				if (usable(rb, g->pn))
-					dr[nd++] = (struct store_req){ .slot = g->pkey,
+					dr[(*nd)++] = (struct store_req){ .slot = g->pkey,
 						.version = UINT64_MAX, .node = g->pn,
 						.kind = FK_PARITY };
 			}
@@ -2326,8 +2331,6 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 		else    /* the delta may be lost: recomputed from the members */
 			(void)group_parity_rebuild(rb, parity_group_at(&rb->pt, t->g[uq[u]].gid));
 	}
-	if (nd)
-		node_batch(rb, BO_DROP, dr, nd);
 	for (unsigned x = GSTRIPES; x-- > 0;)
 		if (used[x])
 			pthread_mutex_unlock(&rb->glocks[x]);
@@ -2350,7 +2353,7 @@ static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 	unsigned u = stripes_lock(rb, slots, n, order);
 	if (rb->gsize) {
 		struct ppool *p = pool_take(rb);
-		trim_groups(rb, i0, n, p->trim, done);
+		trim_groups(rb, i0, n, p->trim, done, dr, &nd);
 		pthread_mutex_unlock(&p->lock);
 	}
 	for (unsigned k = 0; k < n; k++) {
