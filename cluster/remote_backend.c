@@ -381,6 +381,9 @@ static void fetch_batch(struct remote_backend *rb, struct cluster_fetch *f,
 }
 
 #define RECOVER_STORES_MAX FRAME_BATCH_MAX /* store_batch: at most this many per call */
+/* node_batch: at most this many per call (a run's pages, two copies each
+ * with mirror), and FRAME_BATCH_MAX per node */
+#define NODE_BATCH_MAX (2 * FRAME_BATCH_MAX + 1)
 
 /* Many stores at once (a recovery batch's re-homed pages): one
  * PAGE_STORE_MANY request per node, all sent before any reply is taken,
@@ -424,8 +427,8 @@ static int batch_wait(struct cluster_client *cl, enum batch_op op,
 static void node_batch(struct remote_backend *rb, enum batch_op op,
 		       struct store_req *st, unsigned n)
 {
-	struct cluster_store cs[RECOVER_STORES_MAX];
-	unsigned todo[RECOVER_STORES_MAX];
+	struct cluster_store cs[NODE_BATCH_MAX];
+	unsigned todo[NODE_BATCH_MAX];
 	unsigned first[CONFIG_MAX_NODES + 1] = { 0 };
 	struct rconn *c[CONFIG_MAX_NODES] = { NULL };
 	int crc[CONFIG_MAX_NODES] = { 0 };
@@ -450,7 +453,9 @@ static void node_batch(struct remote_backend *rb, enum batch_op op,
 		unsigned cnt = first[j + 1] - first[j];
 		if (!cnt)
 			continue;
-		if (!usable(rb, j))
+		if (cnt > FRAME_BATCH_MAX)
+			crc[j] = -E2BIG;        /* callers keep within it */
+		else if (!usable(rb, j))
 			crc[j] = -EHOSTDOWN;
 		else if ((c[j] = conn_get(rb, j, &crc[j])))
 			crc[j] = batch_start(c[j]->cl, op, &cs[first[j]], cnt);
@@ -812,6 +817,19 @@ static void group_exclude(struct remote_backend *rb, const struct parity_group *
 		exclude[rb->pnode] = true;
 }
 
+/* The node for a closing group's parity page, outside the nodes in
+ * exclude (which it may add to): the parity node while it can take it,
+ * else any. -1: none. */
+static int parity_node_pick(struct remote_backend *rb, bool *exclude)
+{
+	if (rb->pnode >= 0 && !exclude[rb->pnode] && usable(rb, (unsigned)rb->pnode) &&
+	    !over_offer(rb, (unsigned)rb->pnode))
+		return rb->pnode;
+	if (rb->pnode >= 0)
+		exclude[rb->pnode] = true;
+	return pick(rb, exclude);
+}
+
 /* Store parity page `page` of group g on a node outside the group: the
  * dedicated parity node when there is one and it is usable, else any.
  * A node that held an earlier state of it drops it first (a parity update
@@ -828,17 +846,9 @@ static int group_parity_store(struct remote_backend *rb, struct parity_group *g,
 		if (g->m[k].node != NO_NODE)
 			exclude[g->m[k].node] = true;
 	for (unsigned tries = 0; tries < rb->nn; tries++) {
-		int pn = -1;
-		if (rb->pnode >= 0 && !exclude[rb->pnode] && usable(rb, (unsigned)rb->pnode) &&
-		    !over_offer(rb, (unsigned)rb->pnode))
-			pn = rb->pnode;
-		else if (rb->pnode >= 0) {
-			/* the parity node is gone: parity goes to a node
-			 * outside the group (IV.B.4; until it comes back) */
-			exclude[rb->pnode] = true;
-			pn = pick(rb, exclude);
-		} else
-			pn = pick(rb, exclude);
+		/* the parity node gone: parity goes to a node outside the
+		 * group (IV.B.4; until it comes back) */
+		int pn = parity_node_pick(rb, exclude);
 		if (pn < 0)
 			break;
 		/* a store, not an update: it replaces whatever an earlier
@@ -1608,9 +1618,41 @@ struct wb_plan {
 	int node;               /* -1: slot_write's way */
 	uint8_t gen;            /* node's generation when planned */
 	int64_t gid;            /* parity: the open group it joins */
-	bool inplace;           /* an in-use slot, stored over on its node */
+	bool inplace;           /* an in-use slot, stored over on its node(s) */
 	int st;                 /* its store request, or -1 */
+	int node2, st2;         /* mirror: the second copy's node and request */
+	uint8_t gen2;
 };
+
+/* Mirror: both copies of slot s's page go with the run, where they live
+ * (an in-use slot whose two nodes are usable and within their offers), or
+ * for a new slot to two nodes picked as place() does. Anything else (a
+ * copy lost, a node giving memory back, no room) is left to slot_write's
+ * way (w->node stays -1). */
+static void wb_plan_mirror(struct remote_backend *rb, const struct slot *s,
+			   struct wb_plan *w)
+{
+	if (slot_mapped(s)) {
+		for (unsigned r = 0; r < 2; r++)
+			if (!copy_valid(rb, s, r) || !usable(rb, s->n[r]) ||
+			    over_offer(rb, s->n[r]))
+				return;
+		w->node = s->n[0];
+		w->node2 = s->n[1];
+		w->inplace = true;
+		return;
+	}
+	bool exclude[CONFIG_MAX_NODES] = { false };
+	int a = pick(rb, exclude);
+	if (a < 0)
+		return;
+	exclude[a] = true;
+	int b = pick(rb, exclude);
+	if (b < 0)
+		return;
+	w->node = a;
+	w->node2 = b;
+}
 
 static int cmp_u16(const void *a, const void *b)
 {
@@ -1883,15 +1925,7 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 		for (unsigned k = 0; k < g->nmem; k++)
 			if (g->m[k].node != NO_NODE)
 				exclude[g->m[k].node] = true;
-		int pn;
-		if (rb->pnode >= 0 && !exclude[rb->pnode] && usable(rb, (unsigned)rb->pnode) &&
-		    !over_offer(rb, (unsigned)rb->pnode)) {
-			pn = rb->pnode;
-		} else {
-			if (rb->pnode >= 0)
-				exclude[rb->pnode] = true;
-			pn = pick(rb, exclude);
-		}
+		int pn = parity_node_pick(rb, exclude);
 		g->state = PG_CLOSED;
 		g->pn = PARITY_NO_NODE;
 		if (pn < 0)
@@ -1963,7 +1997,7 @@ static int write_slots(struct remote_backend *rb, const uint64_t *slots,
 		       const uint8_t *const *page, unsigned n)
 {
 	struct wb_plan w[WBATCH];
-	struct store_req st[WBATCH];
+	struct store_req st[NODE_BATCH_MAX];
 	unsigned ns = 0;
 	struct ppool *p = NULL;
 	struct wb_groups *G = NULL;
@@ -1979,10 +2013,12 @@ static int write_slots(struct remote_backend *rb, const uint64_t *slots,
 		uint64_t i = slots[k];
 		struct slot *s = &rb->slots[i];
 		w[k] = (struct wb_plan){ .i = i, .page = page[k], .node = -1, .gid = -1,
-					 .st = -1 };
-		if (rb->copies != 1 || s->spilled)
+					 .st = -1, .node2 = -1, .st2 = -1 };
+		if (s->spilled)
 			continue;
-		if (rb->gsize) {
+		if (rb->copies == 2) {
+			wb_plan_mirror(rb, s, &w[k]);
+		} else if (rb->gsize) {
 			if (!p || slot_mapped(s) || rb->slot_grp[i] ||
 			    !wb_plan_parity(rb, p, G, &w[k]))
 				w[k].node = -1;
@@ -2004,10 +2040,16 @@ static int write_slots(struct remote_backend *rb, const uint64_t *slots,
 			st[ns++] = (struct store_req){ .slot = i, .version = s->version + 1,
 						       .page = w[k].page, .node = (uint8_t)w[k].node };
 		}
+		if (w[k].node2 >= 0) {
+			w[k].gen2 = (uint8_t)atomic_load(&rb->nodes[w[k].node2].gen);
+			w[k].st2 = (int)ns;
+			st[ns++] = (struct store_req){ .slot = i, .version = s->version + 1,
+						       .page = w[k].page, .node = (uint8_t)w[k].node2 };
+		}
 	}
-	/* store */
+	/* store (mirror: both copies) */
 	if (ns)
-		store_batch(rb, st, ns);
+		node_batch(rb, BO_STORE, st, ns);
 	/* commit: without parity page by page; with parity group by group
 	 * (they share the pool entry's buffer: each is closed, its parity
 	 * page sent, before the next one's members go in) */
@@ -2027,7 +2069,17 @@ static int write_slots(struct remote_backend *rb, const uint64_t *slots,
 			struct slot *s = &rb->slots[x->i];
 			struct rnode *nd = &rb->nodes[x->node];
 			uint64_t v = s->version + 1;
-			if (st[x->st].rc) {
+			if (st[x->st].rc || (x->st2 >= 0 && st[x->st2].rc)) {
+				/* mirror: a new slot's copy that did go in is
+				 * garbage (slot_write places both again) */
+				if (!x->inplace && x->st2 >= 0) {
+					if (!st[x->st].rc)
+						(void)node_op(rb, (unsigned)x->node, OP_DROP,
+							      x->i, v, NULL);
+					if (!st[x->st2].rc)
+						(void)node_op(rb, (unsigned)x->node2, OP_DROP,
+							      x->i, v, NULL);
+				}
 				x->st = -1;     /* slot_write's way */
 				continue;
 			}
@@ -2053,6 +2105,14 @@ static int write_slots(struct remote_backend *rb, const uint64_t *slots,
 			} else if (!x->inplace) {
 				s->n[0] = (uint8_t)x->node;
 				s->g[0] = x->gen;
+				if (x->node2 >= 0) {
+					struct rnode *nd2 = &rb->nodes[x->node2];
+					s->n[1] = (uint8_t)x->node2;
+					s->g[1] = x->gen2;
+					atomic_fetch_add(&nd2->placed, 1);
+					atomic_fetch_add(&nd2->held, 1);
+					atomic_fetch_sub(&nd2->free_pages, 1);
+				}
 			}
 			if (!x->inplace) {
 				atomic_fetch_add(&nd->placed, 1);
@@ -2385,6 +2445,11 @@ static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 	stripes_unlock(rb, order, u);
 }
 
+static uint32_t grp_peek(struct remote_backend *rb, uint64_t i)
+{
+	return __atomic_load_n(&rb->slot_grp[i], __ATOMIC_RELAXED);
+}
+
 int remote_trim(void *priv, uint64_t off, uint64_t len)
 {
 	struct remote_backend *rb = priv;
@@ -2402,8 +2467,20 @@ int remote_trim(void *priv, uint64_t off, uint64_t len)
 	if ((off + len) % PAGE &&
 	    (rc = write_range(rb, NULL, end * PAGE, off + len - end * PAGE)))
 		return rc;
-	for (uint64_t i = first; i < end; i += TRIM_BATCH)
-		trim_pages(rb, i, end - i < TRIM_BATCH ? (unsigned)(end - i) : TRIM_BATCH);
+	for (uint64_t i = first, e; i < end; i = e) {
+		e = end - i < TRIM_BATCH ? end : i + TRIM_BATCH;
+		/* A run fills its groups in slot order, so a group's members
+		 * are mostly neighbours: a batch ends before a group that
+		 * would straddle its end, for the next to take it whole (a
+		 * group cut in two costs a fetch of the pages that stay and
+		 * a parity update; the kernel discards hundreds of slots at
+		 * once, so an arbitrary end cut one group per batch). A
+		 * glance without the lock: it only picks the boundary. */
+		while (rb->gsize && e < end && e - i > TRIM_BATCH / 2 &&
+		       grp_peek(rb, e - 1) && grp_peek(rb, e - 1) == grp_peek(rb, e))
+			e--;
+		trim_pages(rb, i, (unsigned)(e - i));
+	}
 	return 0;
 }
 

@@ -172,6 +172,17 @@ static void mirror_roundtrip_failover(void **state)
 	check_all(rb);
 	scribble(rb, 400);
 	check_all(rb);
+	/* runs of 64 pages (both copies of each go in the run's requests),
+	 * over new slots and then over the same, in use */
+	static uint8_t run[64 * 4096];
+	for (uint32_t r = 0; r < 6; r++) {
+		uint64_t off = (uint64_t)(r % 3) * 2 * sizeof(run) + 4096;
+		for (uint32_t i = 0; i < sizeof(run); i++)
+			run[i] = (uint8_t)rnd();
+		assert_int_equal(remote_write(rb, run, off, sizeof(run)), 0);
+		memcpy(shadow + off, run, sizeof(run));
+	}
+	check_all(rb);
 	/* two copies of every mapped slot, spread over all three nodes */
 	uint64_t mapped = stat(rb, "remote_slots_mapped: ");
 	assert_true(mapped > 100);
