@@ -116,9 +116,15 @@ struct remote_backend {
 		int64_t gid;            /* the open group; -1: none yet */
 		uint8_t buf[PAGE];      /* its parity page */
 		struct wb_groups *wb;   /* write_pages' scratch (parity) */
-		struct trim_scratch *trim;      /* trim_pages' (parity) */
 	} pool[POOL];
 	atomic_uint pool_rr;
+	/* trim_pages' scratch (parity), apart from the pool entries: a trim
+	 * does not wait for a write's round trips to get one */
+	struct tscratch {
+		pthread_mutex_t lock;
+		struct trim_scratch *t;
+	} tscr[POOL];
+	atomic_uint tscr_rr;
 	atomic_int merge_needed;
 	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
@@ -745,10 +751,11 @@ static void mirror_parallel(struct remote_backend *rb, uint64_t i, uint64_t v,
 }
 
 /* --- parity modes (see remote_backend.h and cluster/parity.h) -------------
- * Lock order: a slot's stripe, then a parity-pool entry, then a group's
- * lock stripe; connections inside those. Nobody holds two pool entries;
- * only write_pages and trim_pages hold several stripes, and write_pages'
- * close_batch and overwrite_batch and trim_pages' trim_groups several
+ * Lock order: a slot's stripe, then a parity-pool entry (or a trim
+ * scratch), then a group's lock stripe; connections inside those. Nobody
+ * holds two pool entries; only write_slots, trim_pages and
+ * recover_regroup hold several stripes, and write_slots' close_batch and
+ * overwrite_batch, trim_pages' trim_groups and recover_regroup several
  * group locks, each set taken in index order
  * (nobody else takes a second one, or waits for one holding a
  * connection). Every
@@ -1039,19 +1046,31 @@ static void group_remove(struct remote_backend *rb, uint64_t gid, unsigned idx,
 		atomic_store(&rb->merge_needed, 1);
 }
 
+/* Lock one of n mutexes, the first at `first`, each `stride` bytes
+ * after the one before (a member of each entry of an array): a free one
+ * if any, else the next in turn (*rr). Returns its index. */
+static unsigned lock_one(pthread_mutex_t *first, size_t stride, unsigned n,
+			 atomic_uint *rr)
+{
+	unsigned start = atomic_fetch_add(rr, 1);
+	pthread_mutex_t *at;
+
+	for (unsigned k = 0; k < n; k++) {
+		unsigned x = (start + k) % n;
+		at = (pthread_mutex_t *)((char *)first + x * stride);
+		if (pthread_mutex_trylock(at) == 0)
+			return x;
+	}
+	at = (pthread_mutex_t *)((char *)first + start % n * stride);
+	pthread_mutex_lock(at);
+	return start % n;
+}
+
 /* A parity-pool entry, locked: a free one if any, else the next in turn. */
 static struct ppool *pool_take(struct remote_backend *rb)
 {
-	unsigned start = atomic_fetch_add(&rb->pool_rr, 1);
-
-	for (unsigned k = 0; k < POOL; k++) {
-		struct ppool *t = &rb->pool[(start + k) % POOL];
-		if (pthread_mutex_trylock(&t->lock) == 0)
-			return t;
-	}
-	struct ppool *p = &rb->pool[start % POOL];
-	pthread_mutex_lock(&p->lock);
-	return p;
+	return &rb->pool[lock_one(&rb->pool[0].lock, sizeof(rb->pool[0]), POOL,
+				  &rb->pool_rr)];
 }
 
 /* A fresh open group; says so when the table had to grow for it (groups
@@ -2398,7 +2417,7 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 
 /* Trim slots i0 .. i0+n-1 (n <= TRIM_BATCH): unmapped, their copies
  * dropped in one PAGE_DROP_MANY per node (and, with parity, out of their
- * groups: trim_groups, with a pool entry's scratch, allocated at open:
+ * groups: trim_groups, with a scratch of rb->tscr, allocated at open:
  * nothing is allocated on the I/O path of a swap device). */
 static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 {
@@ -2412,9 +2431,10 @@ static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 		slots[k] = i0 + k;
 	unsigned u = stripes_lock(rb, slots, n, order);
 	if (rb->gsize) {
-		struct ppool *p = pool_take(rb);
-		trim_groups(rb, i0, n, p->trim, done, dr, &nd);
-		pthread_mutex_unlock(&p->lock);
+		struct tscratch *t = &rb->tscr[lock_one(&rb->tscr[0].lock, sizeof(rb->tscr[0]),
+							POOL, &rb->tscr_rr)];
+		trim_groups(rb, i0, n, t->t, done, dr, &nd);
+		pthread_mutex_unlock(&t->lock);
 	}
 	for (unsigned k = 0; k < n; k++) {
 		uint64_t i = i0 + k;
@@ -3533,6 +3553,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 	rb->pnode = -1;
 	for (unsigned k = 0; k < POOL; k++) {
 		pthread_mutex_init(&rb->pool[k].lock, NULL);
+		pthread_mutex_init(&rb->tscr[k].lock, NULL);
 		rb->pool[k].gid = -1;
 	}
 	for (unsigned k = 0; k < GSTRIPES; k++)
@@ -3650,7 +3671,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		 * is short) */
 		for (unsigned k = 0; k < POOL; k++)
 			if (!(rb->pool[k].wb = malloc(sizeof(*rb->pool[k].wb))) ||
-			    !(rb->pool[k].trim = malloc(sizeof(*rb->pool[k].trim)))) {
+			    !(rb->tscr[k].t = malloc(sizeof(*rb->tscr[k].t)))) {
 				remote_close(rb);
 				return -ENOMEM;
 			}
@@ -3722,8 +3743,9 @@ void remote_close(struct remote_backend *rb)
 	parity_table_fini(&rb->pt);
 	for (unsigned k = 0; k < POOL; k++) {
 		pthread_mutex_destroy(&rb->pool[k].lock);
+		pthread_mutex_destroy(&rb->tscr[k].lock);
 		free(rb->pool[k].wb);
-		free(rb->pool[k].trim);
+		free(rb->tscr[k].t);
 	}
 	for (unsigned k = 0; k < GSTRIPES; k++)
 		pthread_mutex_destroy(&rb->glocks[k]);
