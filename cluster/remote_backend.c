@@ -2459,12 +2459,15 @@ static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 	}
 	if (nd)
 		node_batch(rb, BO_DROP, dr, nd);
-	for (unsigned x = 0; x < nd; x++)
-		if (dr[x].rc == 0)
+	for (unsigned x = 0; x < nd; x++)     /* parity stores never count */
+		if (dr[x].rc == 0 && dr[x].kind == FK_DATA)
 			atomic_fetch_add(&rb->nodes[dr[x].node].free_pages, 1);
 	stripes_unlock(rb, order, u);
 }
 
+/* slot_grp[i] without its stripe (writers store it plainly under the
+ * stripe): only for picking a trim batch's end, where a stale value
+ * costs a group cut in two, nothing more. */
 static uint32_t grp_peek(struct remote_backend *rb, uint64_t i)
 {
 	return __atomic_load_n(&rb->slot_grp[i], __ATOMIC_RELAXED);
@@ -2838,9 +2841,16 @@ static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
 	} else {
 		/* No node outside the group (N + 1 data nodes, one lost): out
 		 * of it and into an open group, with the batch's others
-		 * (recover_regroup; the page stays where it was rebuilt). */
+		 * (recover_regroup; the page stays where it was rebuilt);
+		 * unless no node has room at all: then it stays in its
+		 * group, degraded, and a read rebuilds it (taken out now,
+		 * it would be lost). */
+		bool none[CONFIG_MAX_NODES] = { false };
 		pthread_mutex_unlock(glock(rb, j->gid));
-		ret = 2;
+		if (pick_count(rb, none))
+			ret = 2;
+		else
+			a->failed++;
 	}
 	pthread_mutex_unlock(stripe(rb, j->i));
 	return ret;
@@ -3291,12 +3301,7 @@ static int migrate_parity(struct remote_backend *rb, uint32_t gid, unsigned j,
 	exclude[j] = true;
 	rc = -ENOSPC;
 	for (unsigned tries = 0; tries < rb->nn; tries++) {
-		int pn;
-		if (rb->pnode >= 0 && !exclude[rb->pnode] &&
-		    usable(rb, (unsigned)rb->pnode) && !over_offer(rb, (unsigned)rb->pnode))
-			pn = rb->pnode;
-		else
-			pn = pick(rb, exclude);
+		int pn = parity_node_pick(rb, exclude);
 		if (pn < 0)
 			break;
 		/* A parity update adds into what is there: no leftover of
