@@ -1,6 +1,8 @@
 /* pagestore.c - the DRAM page table of a node's page service; see
  * pagestore.h for the version rules. A chained hash table of entries, each
- * with its own 4 KiB page, so memory follows what is stored. */
+ * one allocation holding its 4 KiB page, so memory follows what is stored.
+ * (A page-aligned page of its own cost 8.5 KiB of RSS per stored page:
+ * posix_memalign's padding is not reused; this costs 4.1 KiB.) */
 #include "cluster/pagestore.h"
 
 #include "common/xor.h"
@@ -14,7 +16,7 @@ struct entry {
 	struct entry *next;
 	struct pagestore_key key;
 	uint64_t version;
-	uint8_t *page;
+	_Alignas(16) uint8_t page[PAGESTORE_PAGE];
 };
 
 /* Pages per owner (one per swap device: a handful), for the stats. */
@@ -97,7 +99,6 @@ void pagestore_close(struct pagestore *ps)
 		struct entry *e = ps->buckets[i];
 		while (e) {
 			struct entry *n = e->next;
-			free(e->page);
 			free(e);
 			e = n;
 		}
@@ -139,10 +140,6 @@ static struct entry *insert(struct pagestore *ps, const struct pagestore_key *k,
 	struct entry *e = malloc(sizeof(*e));
 	if (!e)
 		return NULL;
-	if (posix_memalign((void **)&e->page, PAGESTORE_PAGE, PAGESTORE_PAGE)) {
-		free(e);
-		return NULL;
-	}
 	e->key = *k;
 	e->version = 0;
 	e->next = NULL;
@@ -167,7 +164,6 @@ static void unlink_entry(struct pagestore *ps, struct entry **link)
 		ps->st.parity_pages--;
 	else
 		ps->st.data_pages--;
-	free(e->page);
 	free(e);
 }
 

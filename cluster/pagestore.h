@@ -3,8 +3,9 @@
  * keyed by (owner, parity group), each with the owner's version counter.
  *
  * This is the small interface the page service uses; today it is a DRAM
- * hash table (memory is taken per page and given back on drop, so the
- * store grows and shrinks with what it holds). The tiered store
+ * hash table (memory is taken per page, about 4.1 KiB of RSS each, and
+ * given back to the allocator on drop, for the next stores to reuse). The
+ * tiered store
  * (pmem/tierstore.h) can replace it behind the same calls.
  *
  * Versions resolve racing operations (Nswap's usage/migration counts):

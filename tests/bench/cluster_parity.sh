@@ -7,7 +7,8 @@
 #    empty device (every page new: parity logging, one parity send per 4)
 #  - overwrite: the same again (every slot in use: old^new to the parity)
 #  - fio 4 KiB randwrite / randread, iodepth 16 (nbd engine)
-#  - RAM spent on redundancy per stored page (client tables, node pages)
+#  - RAM spent on redundancy per stored page (client tables, node pages),
+#    and what a node's memory grows by per page it stores (RSS)
 #  - rebuild time per lost page: a data node holding ~10,000 pages (and
 #    ~100,000 with BENCH_BIG=1) is killed; the background pass's time / pages
 #    (BENCH_REBUILD_ONLY=1: only this part; BENCH_REBUILDS="parity:10000:8"
@@ -42,6 +43,8 @@ print(int(j["write"]["iops"] + j["read"]["iops"]))' "$T_DIR/fio.json"
 ms() { echo $(( ($2 - $1) / 1000000 )); }
 # utime + stime (clock ticks) of the given pids, summed
 cpu_ticks() { local t=0 p; for p; do t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done; echo $t; }
+# resident KiB of the given pids, summed
+rss_kib() { local t=0 p; for p; do t=$((t + $(awk '$1 == "VmRSS:" { print $2 }' "/proc/$p/status"))); done; echo $t; }
 ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.3f}' if b else 'nan')" "$1" "$2"; }
 
 if [ "${BENCH_REBUILD_ONLY:-0}" != 1 ]; then
@@ -49,6 +52,7 @@ head -c 64M /dev/urandom >"$T_DIR/data"
 modes="none mirror parity parity-dist"
 declare -A fresh over w r cb nb
 start_cluster perf
+rss0=$(rss_kib "${pid[2]}" "${pid[3]}" "${pid[4]}" "${pid[5]}" "${pid[6]}")
 for m in $modes; do
   sock=$T_DIR/$m.sock name=b${m//-/}
   nbd_start "$sock" "$name" --size 256M --store remote --cluster "$conf" --node 1 \
@@ -57,6 +61,11 @@ for m in $modes; do
   t0=$(date +%s%N); nbdcopy "$T_DIR/data" "$uri" || t_fail "$m: nbdcopy"; t1=$(date +%s%N)
   nbdcopy "$T_DIR/data" "$uri" || t_fail "$m: nbdcopy"; t2=$(date +%s%N)
   fresh[$m]=$(ms $t0 $t1); over[$m]=$(ms $t1 $t2)
+  if [ $m = none ]; then
+    # the first device: everything the nodes hold is its 64 MiB
+    held=0; for i in 2 3 4 5 6; do held=$((held + $(stat_val $i pages))); done
+    rss_pp=$(( ($(rss_kib "${pid[2]}" "${pid[3]}" "${pid[4]}" "${pid[5]}" "${pid[6]}") - rss0) * 1024 / held ))
+  fi
   w[$m]=$(fio_iops "$uri" randwrite)
   r[$m]=$(fio_iops "$uri" randread)
   s=$("$ctl" stats --swap "$name")
@@ -71,6 +80,7 @@ for m in $modes; do
   kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
 done
 stop_cluster
+echo "BENCH cluster_node.rss_per_stored_page $rss_pp B (a page is 4096 B)"
 for m in mirror parity parity-dist; do
   echo "BENCH cluster_parity.$m.swapout_fresh_64M ${fresh[$m]} ms vs none ${fresh[none]} ms ratio $(ratio "${fresh[$m]}" "${fresh[none]}")"
   echo "BENCH cluster_parity.$m.swapout_inuse_64M ${over[$m]} ms vs none ${over[none]} ms ratio $(ratio "${over[$m]}" "${over[none]}")"
