@@ -129,7 +129,7 @@ struct remote_backend {
 	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
 		rebuilt_batched, rebuilt_regrouped,
-		merged_pages;
+		merged_pages, spec_kept, spec_redone;
 
 	/* migration off nodes over their offer (refresher thread) */
 	atomic_uint_fast64_t migrations, migrate_ns, migrate_passes,
@@ -1692,6 +1692,13 @@ struct wb_groups {
 	bool fresh[WBATCH + 1];
 	/* the parity of each that filled up, until its page is sent */
 	uint8_t par[WBATCH + 1][PAGE];
+	/* its parity page as planned, sent with the run's data pages
+	 * (spec_parity): the page, the request (-1: none), its answer, the
+	 * node and its generation, the version */
+	uint8_t spar[WBATCH + 1][PAGE];
+	int spec[WBATCH + 1], spec_rc[WBATCH + 1];
+	uint8_t spec_node[WBATCH + 1], spec_gen[WBATCH + 1];
+	uint64_t spec_ver[WBATCH + 1];
 };
 
 /* Plan slot w->i's new page into the pool entry p's open groups (parity).
@@ -1909,6 +1916,72 @@ static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsign
 			pthread_mutex_unlock(&rb->glocks[x]);
 }
 
+/* Group q will not use the parity page sent with its run: counted, and
+ * dropped from its node unless a store of the right one replaces it. */
+static void spec_drop(struct remote_backend *rb, const struct wb_groups *G, unsigned q,
+		      uint64_t pkey, bool drop)
+{
+	if (G->spec[q] < 0 || G->spec_rc[q])
+		return;
+	atomic_fetch_add(&rb->spec_redone, 1);
+	if (drop && usable(rb, G->spec_node[q]))
+		(void)parity_op(rb, G->spec_node[q], POP_DROP, pkey, UINT64_MAX, NULL);
+}
+
+/* The parity pages of the groups a run fills, as planned (the group's
+ * buffer, zeros for a fresh one, XOR the run's pages planned into it),
+ * added to the run's stores st[*ns..], so that they travel with the data
+ * pages: one round trip for both, where sending them once the data pages
+ * are in took two. close_batch keeps such a page only if the group's
+ * parity, when it closes, is the same bytes (else a store failed, or a
+ * trim or an overwrite changed the group meanwhile: it sends the right
+ * one). At most
+ * FRAME_BATCH_MAX requests per node. Caller holds the stripes and the
+ * pool entry. */
+static void spec_parity(struct remote_backend *rb, struct wb_groups *G,
+			const struct wb_plan *w, unsigned n, struct store_req *st,
+			unsigned *ns)
+{
+	unsigned per[CONFIG_MAX_NODES] = { 0 };
+
+	for (unsigned k = 0; k < *ns; k++)
+		per[st[k].node]++;
+	for (unsigned q = 0; q < G->n; q++) {
+		G->spec[q] = -1;
+		if (!G->full[q])
+			continue;
+		struct parity_group *g = parity_group_at(&rb->pt, G->gid[q]);
+		bool exclude[CONFIG_MAX_NODES] = { false };
+		pthread_mutex_lock(glock(rb, (uint64_t)G->gid[q]));
+		if (G->fresh[q] || !g->local)
+			memset(G->spar[q], 0, PAGE);
+		else
+			memcpy(G->spar[q], g->local, PAGE);
+		for (unsigned k = 0; k < g->nmem; k++)
+			if (g->m[k].node != NO_NODE)
+				exclude[g->m[k].node] = true;
+		G->spec_ver[q] = g->pver + 1;
+		uint64_t pkey = g->pkey;
+		pthread_mutex_unlock(glock(rb, (uint64_t)G->gid[q]));
+		for (unsigned k = 0; k < n; k++)
+			if (w[k].st >= 0 && w[k].gid == G->gid[q]) {
+				xor_into(G->spar[q], w[k].page, PAGE);
+				exclude[w[k].node] = true;
+			}
+		int pn = parity_node_pick(rb, exclude);
+		if (pn < 0 || per[pn] >= FRAME_BATCH_MAX)
+			continue;
+		per[pn]++;
+		G->spec[q] = (int)*ns;
+		G->spec_node[q] = (uint8_t)pn;
+		/* before the store: a restart after it makes the page lost */
+		G->spec_gen[q] = (uint8_t)atomic_load(&rb->nodes[pn].gen);
+		st[(*ns)++] = (struct store_req){ .slot = pkey, .version = G->spec_ver[q],
+						  .page = G->spar[q], .node = (uint8_t)pn,
+						  .kind = FK_PARITY };
+	}
+}
+
 /* The groups of a run that filled up (G->full, their parity in G->par):
  * closed, their parity pages sent at once, one PAGE_STORE_MANY per parity
  * node (a fresh group's parity page does not exist on any node yet, so
@@ -1935,6 +2008,7 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 		struct parity_group *g = parity_group_at(&rb->pt, G->gid[q]);
 		if (!g->nmem) {
 			/* trims emptied it meanwhile */
+			spec_drop(rb, G, q, g->pkey, true);
 			g->local = NULL;
 			parity_group_free(&rb->pt, (uint32_t)G->gid[q]);
 			G->full[q] = false;
@@ -1944,9 +2018,29 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 		for (unsigned k = 0; k < g->nmem; k++)
 			if (g->m[k].node != NO_NODE)
 				exclude[g->m[k].node] = true;
-		int pn = parity_node_pick(rb, exclude);
 		g->state = PG_CLOSED;
 		g->pn = PARITY_NO_NODE;
+		unsigned sn = G->spec_node[q];
+		/* the group as it is now, under its lock (a trim or an
+		 * overwrite may have changed it since the commit) */
+		bool spec_ok = G->spec[q] >= 0 && !G->spec_rc[q] &&
+			       G->spec_ver[q] == g->pver + 1 && !exclude[sn] &&
+			       usable(rb, sn) &&
+			       (uint8_t)atomic_load(&rb->nodes[sn].gen) == G->spec_gen[q] &&
+			       !memcmp(G->spar[q], g->local, PAGE);
+		/* past the version sent with the run, whatever came of it: a
+		 * store sent now must replace it */
+		if (G->spec[q] >= 0 && g->pver < G->spec_ver[q])
+			g->pver = G->spec_ver[q];
+		if (spec_ok) {
+			/* the page sent with the run is this group's parity,
+			 * on a node outside it, still there */
+			sq[q] = -2;
+			atomic_fetch_add(&rb->spec_kept, 1);
+			continue;
+		}
+		int pn = parity_node_pick(rb, exclude);
+		spec_drop(rb, G, q, g->pkey, pn < 0 || (unsigned)pn != sn);
 		if (pn < 0)
 			continue;
 		sq[q] = (int)ns;
@@ -1964,11 +2058,12 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 		 * arrived after all is overwritten by any later store */
 		if (sq[q] >= 0)
 			g->pver++;
-		if (sq[q] >= 0 && st[sq[q]].rc == 0) {
-			unsigned pn = st[sq[q]].node;
+		if (sq[q] == -2 || (sq[q] >= 0 && st[sq[q]].rc == 0)) {
+			unsigned pn = sq[q] == -2 ? G->spec_node[q] : st[sq[q]].node;
 			atomic_fetch_add(&rb->nodes[pn].held, 1);
 			g->pn = (uint8_t)pn;
-			g->pgen = (uint8_t)atomic_load(&rb->nodes[pn].gen);
+			g->pgen = sq[q] == -2 ? G->spec_gen[q] :
+				  (uint8_t)atomic_load(&rb->nodes[pn].gen);
 			g->parity_lost = 0;
 			g->local = NULL;
 			atomic_fetch_add(&rb->parity_sends, 1);
@@ -2066,9 +2161,15 @@ static int write_slots(struct remote_backend *rb, const uint64_t *slots,
 						       .page = w[k].page, .node = (uint8_t)w[k].node2 };
 		}
 	}
-	/* store (mirror: both copies) */
+	/* store (mirror: both copies; parity: the pages of the groups the
+	 * run fills too) */
+	if (G)
+		spec_parity(rb, G, w, n, st, &ns);
 	if (ns)
 		node_batch(rb, BO_STORE, st, ns);
+	for (unsigned q = 0; G && q < G->n; q++)
+		if (G->spec[q] >= 0)
+			G->spec_rc[q] = st[G->spec[q]].rc;
 	/* commit: without parity page by page; with parity group by group
 	 * (they share the pool entry's buffer: each is closed, its parity
 	 * page sent, before the next one's members go in) */
@@ -2153,6 +2254,7 @@ static int write_slots(struct remote_backend *rb, const uint64_t *slots,
 				memcpy(G->par[q], p->buf, PAGE);
 				g->local = G->par[q];
 			} else {
+				spec_drop(rb, G, q, g->pkey, true);
 				parity_group_free(&rb->pt, (uint32_t)G->gid[q]);
 				G->full[q] = false;
 			}
@@ -3854,6 +3956,12 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 		    (uint64_t)atomic_load(&rb->parity_updates),
 		    (uint64_t)atomic_load(&rb->parity_rebuilds),
 		    (uint64_t)atomic_load(&rb->parity_errors));
+		/* of the parity sends, those whose page went with its run's
+		 * data pages; and pages so sent that the group could not use
+		 * (sent again once the run was in) */
+		OUT("parity_sends_with_data: %" PRIu64 "\nparity_sends_redone: %" PRIu64
+		    "\n", (uint64_t)atomic_load(&rb->spec_kept),
+		    (uint64_t)atomic_load(&rb->spec_redone));
 		OUT("parity_reconstructs: %" PRIu64 "\nparity_rehomes: %" PRIu64
 		    "\nparity_merged_pages: %" PRIu64 "\n",
 		    (uint64_t)atomic_load(&rb->reconstructs),

@@ -594,6 +594,55 @@ static void parity_trims_keep_groups(void **state)
 	nn = 3;
 }
 
+/* The parity page of each group a run fills travels with the run's data
+ * pages (spec_parity), and is kept only if the group came out as planned.
+ * Over four nodes (node 1 the parity node, groups of 3): runs written
+ * normally keep theirs. Then a data node refuses new pages before the
+ * backend knows (limit), so the runs' pages planned onto it go elsewhere
+ * one by one and their groups come out with other members: each such
+ * group's page sent with the run is wrong, and must be replaced. Another
+ * data node then stops, and every page is read: those on it are rebuilt
+ * from their groups' parity, which works only if no wrong page was kept. */
+static void parity_pages_sent_with_runs(void **state)
+{
+	static uint8_t run[64 * 4096];
+	(void)state;
+	nn = 4;
+	start_nodes();
+	memset(shadow, 0, sizeof(shadow));
+	struct remote_backend *rb = open_rb(REMOTE_PARITY);
+	for (uint32_t r = 0; r < 8; r++) {
+		for (uint32_t i = 0; i < sizeof(run); i++)
+			run[i] = (uint8_t)rnd();
+		assert_int_equal(remote_write(rb, run, (uint64_t)r * sizeof(run),
+					      sizeof(run)), 0);
+		memcpy(shadow + (uint64_t)r * sizeof(run), run, sizeof(run));
+	}
+	uint64_t kept = stat(rb, "parity_sends_with_data: ");
+	assert_true(kept >= 8 * 64 / 3 - 8);
+	assert_int_equal(stat(rb, "parity_sends_redone: "), 0);
+	check_all(rb);
+
+	assert_true(node_ctl(nodes[3], "limit 4K", stats, sizeof(stats)) > 0);
+	for (uint32_t r = 8; r < 12; r++) {
+		for (uint32_t i = 0; i < sizeof(run); i++)
+			run[i] = (uint8_t)rnd();
+		assert_int_equal(remote_write(rb, run, (uint64_t)r * sizeof(run),
+					      sizeof(run)), 0);
+		memcpy(shadow + (uint64_t)r * sizeof(run), run, sizeof(run));
+	}
+	assert_true(stat(rb, "parity_sends_redone: ") > 0);
+	assert_true(node_ctl(nodes[3], "limit 0", stats, sizeof(stats)) > 0);
+	node_stop(nodes[1]);
+	nodes[1] = NULL;
+	check_all(rb);
+	assert_true(stat(rb, "parity_reconstructs: ") > 0);
+	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
+	remote_close(rb);
+	stop_nodes();
+	nn = 3;
+}
+
 int main(void)
 {
 	log_init("test_cluster_remote", LOG_LVL_ERR);
@@ -606,6 +655,7 @@ int main(void)
 		cmocka_unit_test(shrink_migrates),
 		cmocka_unit_test(parity_runs_one_data_node),
 		cmocka_unit_test(parity_trims_keep_groups),
+		cmocka_unit_test(parity_pages_sent_with_runs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
