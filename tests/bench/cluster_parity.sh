@@ -52,7 +52,8 @@ head -c 64M /dev/urandom >"$T_DIR/data"
 modes="none mirror parity parity-dist"
 declare -A fresh over w r cb nb
 start_cluster perf
-rss0=$(rss_kib "${pid[2]}" "${pid[3]}" "${pid[4]}" "${pid[5]}" "${pid[6]}")
+node_rss() { rss_kib "${pid[2]}" "${pid[3]}" "${pid[4]}" "${pid[5]}" "${pid[6]}"; }
+node_pages() { local t=0 i; for i in 2 3 4 5 6; do t=$((t + $(stat_val $i pages))); done; echo $t; }
 for m in $modes; do
   sock=$T_DIR/$m.sock name=b${m//-/}
   nbd_start "$sock" "$name" --size 256M --store remote --cluster "$conf" --node 1 \
@@ -61,12 +62,11 @@ for m in $modes; do
   t0=$(date +%s%N); nbdcopy "$T_DIR/data" "$uri" || t_fail "$m: nbdcopy"; t1=$(date +%s%N)
   nbdcopy "$T_DIR/data" "$uri" || t_fail "$m: nbdcopy"; t2=$(date +%s%N)
   fresh[$m]=$(ms $t0 $t1); over[$m]=$(ms $t1 $t2)
-  if [ $m = none ]; then
-    # the first device: everything the nodes hold is its 64 MiB
-    held=0; for i in 2 3 4 5 6; do held=$((held + $(stat_val $i pages))); done
-    rss_pp=$(( ($(rss_kib "${pid[2]}" "${pid[3]}" "${pid[4]}" "${pid[5]}" "${pid[6]}") - rss0) * 1024 / held ))
-  fi
+  [ $m = none ] && { rss1=$(node_rss); held1=$(node_pages); }
   w[$m]=$(fio_iops "$uri" randwrite)
+  # the random writes fill most of the device's other 192 MiB: what the
+  # nodes grew by per page they took (their connections already up)
+  [ $m = none ] && rss_pp=$(ratio $(( ($(node_rss) - rss1) * 1024 )) $(( $(node_pages) - held1 )))
   r[$m]=$(fio_iops "$uri" randread)
   s=$("$ctl" stats --swap "$name")
   mapped=$(awk '$1 == "remote_slots_mapped:" { print $2 }' <<<"$s")
