@@ -15,6 +15,7 @@ struct trace_writer {
 	uint8_t buf[1 << 16];
 	size_t len;
 	uint64_t prev;
+	uint32_t flags;
 	int err;
 };
 
@@ -53,6 +54,7 @@ int trace_writer_open(struct trace_writer **out, const char *path,
 		free(w);
 		return -e;
 	}
+	w->flags = flags;
 	memcpy(w->buf, NVT_MAGIC, 8);
 	for (int i = 0; i < 4; i++)
 		w->buf[8 + i] = (uint8_t)(flags >> (8 * i));
@@ -72,6 +74,15 @@ int trace_writer_fast(struct trace_writer *w)
 
 int trace_write(struct trace_writer *w, const struct trace_rec *rec)
 {
+	if (rec->op == TRACE_FREE) {
+		if (!(w->flags & NVT_F_FREES) || rec->size)
+			return -EINVAL;
+		tw_varint(w, 7u << 2 | TRACE_M);
+		tw_varint(w, 0);
+		tw_varint(w, rec->addr);
+		w->prev = rec->addr;
+		return w->err;
+	}
 	if (rec->op > TRACE_M || rec->size == 0 || rec->size > TRACE_MAX_SIZE)
 		return -EINVAL;
 	uint64_t delta = rec->addr - w->prev;

@@ -12,6 +12,8 @@
  *        sc < 7: size = 1 << sc, address = previous address + unzigzag(d)
  *        sc == 7: size = varint, address = varint (absolute), d == 0
  *   The previous address starts at 0. The file ends after a whole record.
+ *   With NVT_F_FREES, kind 2 with sc == 7 and size 0 is a free record: the
+ *   page at address (absolute, as above) lost its contents (a TRIM).
  * Flags:
  *   NVT_F_PAGES - records are memory-level accesses that bypass the L2
  *     filter (L = read, S = write of `size` bytes at `addr`): the output of
@@ -20,6 +22,9 @@
  *     store, as a tierstore presents it to its policy: a replay weighs an
  *     access as the page it moves (policy_config.access_lines), as the
  *     live store does, not as one cache line.
+ *   NVT_F_FREES - the file may hold free records (the live store's log:
+ *     a swap device's TRIMs free pages). A reader that does not know the
+ *     flag refuses the file rather than misread it.
  * A file is gzip-compressed when its name ends in ".gz"; readers take both.
  *
  * Threads: a writer belongs to one thread. */
@@ -30,14 +35,16 @@
 #define NVT_HEADER_BYTES 16
 #define NVT_F_PAGES 1u
 #define NVT_F_STORE 2u
-#define NVT_F_KNOWN (NVT_F_PAGES | NVT_F_STORE)
+#define NVT_F_FREES 4u
+#define NVT_F_KNOWN (NVT_F_PAGES | NVT_F_STORE | NVT_F_FREES)
 #define TRACE_MAX_SIZE 4096u   /* largest single access accepted */
 
-enum trace_op { TRACE_L = 0, TRACE_S = 1, TRACE_M = 2 };
+/* TRACE_FREE: the page holding addr was freed (size 0; NVT_F_FREES). */
+enum trace_op { TRACE_L = 0, TRACE_S = 1, TRACE_M = 2, TRACE_FREE = 3 };
 
 struct trace_rec {
 	uint64_t addr;
-	uint32_t size;   /* 1 .. TRACE_MAX_SIZE */
+	uint32_t size;   /* 1 .. TRACE_MAX_SIZE; 0 for TRACE_FREE */
 	uint8_t op;      /* enum trace_op */
 };
 
@@ -46,11 +53,12 @@ struct trace_writer;
  * with the path: "cannot create: Permission denied"). */
 int trace_writer_open(struct trace_writer **out, const char *path,
 		      uint32_t flags);
-/* 0, -EINVAL (bad op or size: nothing written) or the first write error
- * seen so far (-EIO). Buffered: errors may surface on a later call. */
 /* Compress for speed (gzip level 1, not 6) from here on: for a log written
  * while the workload it records runs. No effect on a plain file. */
 int trace_writer_fast(struct trace_writer *w);
+/* 0, -EINVAL (bad op or size, or a TRACE_FREE into a file opened without
+ * NVT_F_FREES: nothing written) or the first write error seen so far
+ * (-EIO). Buffered: errors may surface on a later call. */
 int trace_write(struct trace_writer *w, const struct trace_rec *rec);
 int trace_write_instr(struct trace_writer *w, uint64_t n);
 /* Flush and close; returns the first error seen (-EIO etc.). */

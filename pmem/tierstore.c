@@ -669,6 +669,8 @@ static void page_free(struct tierstore *ts, uint64_t p)
 	else
 		ts->st.pages_used[TIER_FLASH]--;
 	policy_forget(ts->pol, p);
+	if (ts->log)
+		tracelog_free(ts->log, p);
 	ts->tier[p] = TIER_NONE;
 	ts->slot[p] = NO_SLOT;
 	ts->st.trims++;

@@ -20,6 +20,9 @@
 #include <time.h>
 
 #define LOG_PAGE 4096u
+/* A ring record is page << 25 | (len - 1) << 13 | in << 1 | write; no
+ * access has in + len > 4096, so in = len - 1 = 4095 marks a free. */
+#define FREE_MARK ((uint64_t)0xfff << 13 | (uint64_t)0xfff << 1)
 #define DRAIN_BATCH 1024
 #define DRAIN_POLL_NS 2000000L
 
@@ -93,6 +96,7 @@ struct tracelog {
 	pthread_t thread;
 	_Atomic bool stop;
 	_Atomic uint64_t lost;      /* drained but not written: file failed */
+	_Atomic uint64_t frees;     /* free records accepted (the producer's) */
 	int err;                    /* the drain thread's; read after join */
 	char path[4096];
 };
@@ -106,6 +110,8 @@ static void drain_one(struct tracelog *tl, uint64_t v)
 		.addr = page * LOG_PAGE + in, .size = len,
 		.op = (v & 1) ? TRACE_S : TRACE_L,
 	};
+	if ((v & FREE_MARK) == FREE_MARK)
+		rec = (struct trace_rec){ .addr = page * LOG_PAGE, .op = TRACE_FREE };
 
 	if (!tl->err) {
 		int rc = trace_write(tl->w, &rec);
@@ -166,7 +172,7 @@ int tracelog_open(struct tracelog **out, const char *path,
 		free(tl);
 		return rc;
 	}
-	rc = trace_writer_open(&tl->w, path, NVT_F_PAGES | NVT_F_STORE);
+	rc = trace_writer_open(&tl->w, path, NVT_F_PAGES | NVT_F_STORE | NVT_F_FREES);
 	if (rc == 0 && (rc = trace_writer_fast(tl->w)) < 0) {
 		log_err("access log %s: cannot set gzip's level", path);
 		trace_writer_close(tl->w);
@@ -198,6 +204,13 @@ void tracelog_add(struct tracelog *tl, uint64_t page, uint32_t in,
 				   (uint64_t)in << 1 | (write ? 1 : 0));
 }
 
+void tracelog_free(struct tracelog *tl, uint64_t page)
+{
+	if (trace_ring_push(&tl->ring, page << 25 | FREE_MARK))
+		atomic_store_explicit(&tl->frees, atomic_load_explicit(&tl->frees,
+				      memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
 void tracelog_counts(struct tracelog *tl, uint64_t *records,
 		     uint64_t *dropped)
 {
@@ -225,9 +238,11 @@ int tracelog_close(struct tracelog *tl)
 	if (!rc)
 		rc = tl->err;
 	tracelog_counts(tl, &records, &dropped);
-	log_info("access log %s: %llu accesses logged, %llu dropped%s",
-		 tl->path, (unsigned long long)records,
-		 (unsigned long long)dropped,
+	uint64_t frees = atomic_load(&tl->frees);
+	log_info("access log %s: %llu accesses and %llu pages freed logged, "
+		 "%llu dropped%s", tl->path,
+		 (unsigned long long)(records > frees ? records - frees : 0),
+		 (unsigned long long)frees, (unsigned long long)dropped,
 		 rc < 0 ? "; the file is incomplete (write error)" : "");
 	trace_ring_destroy(&tl->ring);
 	free(tl);

@@ -1,6 +1,7 @@
 /* tracelog.h - the live store's access log: every page access a tierstore
- * presents to its policy, written to an nvt file (pmem/nvt.h, flags
- * NVT_F_PAGES | NVT_F_STORE) that nvsim replays through any policy and
+ * presents to its policy, and every page it frees (TRIM), written to an nvt
+ * file (pmem/nvt.h, flags NVT_F_PAGES | NVT_F_STORE | NVT_F_FREES) that
+ * nvsim replays through any policy and
  * memory size ("record a live workload, replay it": docs/tiering.md).
  *
  * The swap I/O path must neither allocate nor wait on file I/O. So a
@@ -64,6 +65,10 @@ int tracelog_open(struct tracelog **out, const char *path,
  * len >= 1); write or read. Never blocks, never allocates. */
 void tracelog_add(struct tracelog *tl, uint64_t page, uint32_t in,
 		  uint32_t len, bool write);
+/* The page's contents are gone (a TRIM): the policy forgot it, and a
+ * replay must too, or it keeps the page in memory the live store had
+ * freed. Counted as a record. Never blocks, never allocates. */
+void tracelog_free(struct tracelog *tl, uint64_t page);
 /* records: accesses logged (in the file once drained); dropped: accesses
  * lost (ring full, or the file failed). */
 void tracelog_counts(struct tracelog *tl, uint64_t *records,

@@ -194,7 +194,7 @@ static int do_convert(int argc, char **argv)
 			trace_write_instr(w, instr);
 		instr_total += instr;
 		for (ssize_t k = 0; k < n && !rc; k++) {
-			if (!l2) {
+			if (!l2 || recs[k].op == TRACE_FREE) {
 				rc = trace_write(w, &recs[k]) < 0;
 				continue;
 			}
@@ -306,7 +306,8 @@ static int oracle_profile(struct sim *s, const char *trace,
 			unsigned ne = pages ? l2_bypass(l2, &recs[k], ev)
 					    : l2_access(l2, &recs[k], ev);
 			for (unsigned e = 0; e < ne && rc == 0; e++)
-				rc = pmap_add(&m, ev[e].page, 1);
+				if (!ev[e].freed)
+					rc = pmap_add(&m, ev[e].page, 1);
 		}
 		if (rc)
 			break;
@@ -346,6 +347,10 @@ static void *run_slice(void *arg)
 		for (size_t e = 0; e < s->nev; e++) {
 			const struct mem_event *ev = &s->ev[e];
 			enum tier t;
+			if (ev->freed) {
+				policy_forget(in->p, ev->page);
+				continue;
+			}
 			unsigned nm = policy_access(in->p, ev->page, ev->write,
 						    mv, &t);
 			if (t == TIER_NONE) {
@@ -655,7 +660,7 @@ int main(int argc, char **argv)
 		goto done;
 	}
 	s.ev = ev;
-	uint64_t instr = 0, nrec = 0;
+	uint64_t instr = 0, nrec = 0, nfree = 0;
 	uint64_t t0 = clock_now_ns(), last_prog = t0;
 	bool tty = isatty(2);
 	for (;;) {
@@ -668,6 +673,7 @@ int main(int argc, char **argv)
 			break;
 		nrec += (uint64_t)n;
 		for (ssize_t k = 0; k < n; k++) {
+			nfree += recs[k].op == TRACE_FREE;
 			s.nev += pages ? l2_bypass(l2, &recs[k], ev + s.nev)
 				       : l2_access(l2, &recs[k], ev + s.nev);
 			if (s.nev >= EVS && sim_flush(&s, threads) < 0) {
@@ -698,14 +704,18 @@ int main(int argc, char **argv)
 	policy_get_counters(s.in[0].p, &pc0);
 	if (!quiet) {
 		char fb[32];
+		char freed[48] = "";
+		if (nfree)
+			snprintf(freed, sizeof(freed), "; %llu pages freed",
+				 (unsigned long long)nfree);
 		fprintf(stderr, "%snvsim: %llu accesses, %llu instructions, "
-			"L2 %llu misses + %llu write-backs; footprint %s; "
+			"L2 %llu misses + %llu write-backs; footprint %s%s; "
 			"%.2f s (%.1f M accesses/s, %zu combinations)\n",
-			tty ? "\r" : "", (unsigned long long)nrec,
+			tty ? "\r" : "", (unsigned long long)(nrec - nfree),
 			(unsigned long long)instr, (unsigned long long)misses,
 			(unsigned long long)wbs,
 			opts_format_size(pc0.places * mp.page_bytes, fb, sizeof(fb)),
-			secs, (double)nrec / (secs > 0 ? secs : 1e-9) / 1e6, s.n);
+			freed, secs, (double)nrec / (secs > 0 ? secs : 1e-9) / 1e6, s.n);
 	}
 
 	char csvpath[4096];

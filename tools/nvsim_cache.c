@@ -81,12 +81,14 @@ static inline unsigned l2_line(struct l2 *c, uint64_t ln, int store,
 		ev[n].page = old >> (c->page_shift - c->line_shift);
 		ev[n].lines = 1;
 		ev[n].write = 1;
+		ev[n].freed = 0;
 		n++;
 		c->writebacks++;
 	}
 	ev[n].page = ln >> (c->page_shift - c->line_shift);
 	ev[n].lines = 1;
 	ev[n].write = 0;
+	ev[n].freed = 0;
 	n++;
 	c->tag[victim] = ln + 1;
 	c->dirty[victim] = (uint8_t)store;
@@ -97,6 +99,8 @@ static inline unsigned l2_line(struct l2 *c, uint64_t ln, int store,
 unsigned l2_access(struct l2 *c, const struct trace_rec *rec,
 		   struct mem_event *ev)
 {
+	if (rec->op == TRACE_FREE)
+		return 0;
 	uint64_t first = rec->addr >> c->line_shift;
 	uint64_t last = (rec->addr + rec->size - 1) >> c->line_shift;
 	int store = rec->op != TRACE_L;
@@ -116,12 +120,18 @@ unsigned l2_bypass(const struct l2 *c, const struct trace_rec *rec,
 		end = UINT64_MAX;
 	uint64_t psize = 1ull << c->page_shift, lsize = 1ull << c->line_shift;
 	unsigned n = 0;
+	if (rec->op == TRACE_FREE) {
+		ev[0] = (struct mem_event){ .page = rec->addr >> c->page_shift,
+					    .freed = 1 };
+		return 1;
+	}
 	for (uint64_t a = rec->addr; a < end;) {
 		uint64_t pend = (a | (psize - 1)) + 1;
 		uint64_t e = pend < end && pend != 0 ? pend : end;
 		ev[n].page = a >> c->page_shift;
 		ev[n].lines = (uint32_t)((e - a + lsize - 1) >> c->line_shift);
 		ev[n].write = rec->op != TRACE_L;
+		ev[n].freed = 0;
 		n++;
 		if (e == end)
 			break;

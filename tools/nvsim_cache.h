@@ -10,11 +10,13 @@
 
 #include "tools/trace.h"
 
-/* One access reaching memory: `lines` line-sized transfers to page. */
+/* One access reaching memory: `lines` line-sized transfers to page; or
+ * (freed) the page's contents are gone, the policies forget it. */
 struct mem_event {
 	uint64_t page;
 	uint32_t lines;
 	uint8_t write;
+	uint8_t freed;
 };
 
 struct l2;
@@ -24,11 +26,12 @@ struct l2;
 int l2_create(struct l2 **out, uint64_t size, uint64_t line, uint64_t ways,
 	      uint64_t page);
 void l2_destroy(struct l2 *c);
-/* Filter one CPU access; appends at most 2 events per line touched to ev
+/* Filter one CPU access (a TRACE_FREE passes no cache: none); appends at most 2 events per line touched to ev
  * (room for 2 * (rec->size / line + 2) needed). Returns events added. */
 unsigned l2_access(struct l2 *c, const struct trace_rec *rec,
 		   struct mem_event *ev);
-/* A memory-level record (NVT_F_PAGES traces): split into pages, no cache. */
+/* A memory-level record (NVT_F_PAGES traces): split into pages, no cache;
+ * a TRACE_FREE is one freed event. */
 unsigned l2_bypass(const struct l2 *c, const struct trace_rec *rec,
 		   struct mem_event *ev);
 void l2_stats(const struct l2 *c, uint64_t *hits, uint64_t *misses,

@@ -363,9 +363,10 @@ static ssize_t nvt_read(struct trace_reader *r, struct trace_rec *recs,
 			rec->addr = r->prev + ((d >> 1) ^ (0 - (d & 1)));
 		} else {
 			uint64_t size, addr;
+			bool free_ok = kind == TRACE_M && (r->flags & NVT_F_FREES);
 			if (d != 0 || (rc = nvt_varint(r, &size, false)) < 0 ||
 			    (rc = nvt_varint(r, &addr, false)) < 0 ||
-			    size == 0 || size > TRACE_MAX_SIZE) {
+			    (size == 0 && !free_ok) || size > TRACE_MAX_SIZE) {
 				if (rc >= 0)
 					log_err("trace %s: bad record near byte %llu",
 						r->name,
@@ -374,6 +375,8 @@ static ssize_t nvt_read(struct trace_reader *r, struct trace_rec *recs,
 			}
 			rec->size = (uint32_t)size;
 			rec->addr = addr;
+			if (size == 0)
+				rec->op = TRACE_FREE;
 		}
 		r->prev = rec->addr;
 		got++;

@@ -120,9 +120,32 @@ static void nvt_roundtrip(void **state)
 		unlink(p);
 	}
 	struct trace_rec bad = { 0, 0, TRACE_L };
+	struct trace_rec freed = { 0x5000, 0, TRACE_FREE };
 	assert_int_equal(trace_writer_open(&w, path, 0), 0);
 	assert_int_equal(trace_write(w, &bad), -EINVAL);
+	/* a free record only where the header says readers must expect it */
+	assert_int_equal(trace_write(w, &freed), -EINVAL);
 	trace_writer_close(w);
+	/* with NVT_F_FREES it comes back as written, between accesses */
+	struct trace_rec fin[] = { { 0x5008, 8, TRACE_S }, freed, { 0x5010, 8, TRACE_L } };
+	assert_int_equal(trace_writer_open(&w, path, NVT_F_PAGES | NVT_F_FREES), 0);
+	for (size_t k = 0; k < 3; k++)
+		assert_int_equal(trace_write(w, &fin[k]), 0);
+	assert_int_equal(trace_writer_close(w), 0);
+	{
+		struct trace_reader *rf;
+		struct trace_rec out[4];
+		uint64_t instr = 0;
+		assert_int_equal(trace_open(&rf, path, TRACE_AUTO), 0);
+		assert_int_equal(trace_flags(rf), NVT_F_PAGES | NVT_F_FREES);
+		assert_int_equal(read_all(rf, out, 4, &instr), 3);
+		for (size_t k = 0; k < 3; k++) {
+			assert_int_equal(out[k].addr, fin[k].addr);
+			assert_int_equal(out[k].size, fin[k].size);
+			assert_int_equal(out[k].op, fin[k].op);
+		}
+		trace_close(rf);
+	}
 	unlink(path);
 	struct trace_reader *r;
 	assert_int_equal(trace_open(&r, path, TRACE_AUTO), -ENOENT);
@@ -151,6 +174,19 @@ static void nvt_rejects(void **state)
 		(const unsigned char *)"\x1c\x08",          /* missing address */
 	};
 	const size_t lens[] = { 1, 10, 3, 4, 3, 2 };
+	/* A free record (kind M, escape, size 0) in a file whose header does
+	 * not announce them is an error; announced, it reads as TRACE_FREE. */
+	memcpy(h + 16, "\x1e\x00\x10", 3);
+	assert_int_equal(trace_open_mem(&r, h, 19, TRACE_AUTO), 0);
+	assert_int_equal(trace_read(r, recs, 4, &instr), -EINVAL);
+	trace_close(r);
+	h[8] = NVT_F_PAGES | NVT_F_FREES;
+	assert_int_equal(trace_open_mem(&r, h, 19, TRACE_AUTO), 0);
+	assert_int_equal(trace_read(r, recs, 4, &instr), 1);
+	assert_int_equal(recs[0].op, TRACE_FREE);
+	assert_int_equal(recs[0].addr, 0x10);
+	trace_close(r);
+	h[8] = 0;
 	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
 		memcpy(h + 16, cases[k], lens[k]);
 		instr = 0;

@@ -120,7 +120,7 @@ static void log_roundtrip(void **state)
 	char path[64];
 	struct tracelog *tl;
 	uint64_t rec, drop;
-	static struct trace_rec got[5001];
+	static struct trace_rec got[5002];
 	uint32_t flags;
 	(void)state;
 	for (int gz = 0; gz < 2; gz++) {
@@ -133,12 +133,13 @@ static void log_roundtrip(void **state)
 				     k % 3 ? 512 : PG - in, k & 1);
 		}
 		tracelog_add(tl, (1ull << 38) + 5, 4095, 1, true);
+		tracelog_free(tl, (1ull << 38) + 5);
 		tracelog_counts(tl, &rec, &drop);
-		assert_int_equal(rec, 5001);
+		assert_int_equal(rec, 5002);
 		assert_int_equal(drop, 0);
 		assert_int_equal(tracelog_close(tl), 0);
-		assert_int_equal(read_nvt(path, got, 5001, &flags), 5001);
-		assert_int_equal(flags, NVT_F_PAGES | NVT_F_STORE);
+		assert_int_equal(read_nvt(path, got, 5002, &flags), 5002);
+		assert_int_equal(flags, NVT_F_PAGES | NVT_F_STORE | NVT_F_FREES);
 		for (uint64_t k = 0; k < 5000; k++) {
 			uint32_t in = (uint32_t)(k % 3) * 512;
 			assert_int_equal(got[k].addr, (k * 7919 % 100003) * PG + in);
@@ -147,6 +148,10 @@ static void log_roundtrip(void **state)
 		}
 		assert_int_equal(got[5000].addr, ((1ull << 38) + 5) * PG + 4095);
 		assert_int_equal(got[5000].size, 1);
+		/* the free: a record of its own, not an access of 4096 bytes */
+		assert_int_equal(got[5001].op, TRACE_FREE);
+		assert_int_equal(got[5001].addr, ((1ull << 38) + 5) * PG);
+		assert_int_equal(got[5001].size, 0);
 		unlink(path);
 	}
 }
