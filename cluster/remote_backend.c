@@ -402,13 +402,14 @@ struct store_req {
 	const void *page;
 	uint8_t node;
 	uint8_t kind;                   /* FK_DATA (0) or FK_PARITY */
+	uint8_t op;                     /* node_batch_mixed: enum batch_op */
 	int rc;
 };
 
 /* What a batch of store_reqs asks of their nodes: PAGE_STORE_MANY,
  * PARITY_UPDATE_MANY (page: the delta) or PAGE_DROP_MANY (version: drop
  * if not newer; page unused). */
-enum batch_op { BO_STORE, BO_PARITY_UPDATE, BO_DROP };
+enum batch_op { BO_STORE, BO_PARITY_UPDATE, BO_DROP, BO_COUNT };
 
 static int batch_start(struct cluster_client *cl, enum batch_op op,
 		       const struct cluster_store *cs, unsigned n)
@@ -430,25 +431,30 @@ static int batch_wait(struct cluster_client *cl, enum batch_op op,
 	}
 }
 
-static void node_batch(struct remote_backend *rb, enum batch_op op,
-		       struct store_req *st, unsigned n)
+/* Requests of several kinds at once (st[k].op each): one request per
+ * node and kind, every one sent (pipelined on the node's connection)
+ * before any answer is taken, so the set costs one round trip. At most
+ * FRAME_BATCH_MAX of one kind per node (callers keep within it). */
+static void node_batch_mixed(struct remote_backend *rb, struct store_req *st, unsigned n)
 {
+	enum { NB = CONFIG_MAX_NODES * BO_COUNT };   /* node j, kind o: j * BO_COUNT + o */
 	struct cluster_store cs[NODE_BATCH_MAX];
 	unsigned todo[NODE_BATCH_MAX];
-	unsigned first[CONFIG_MAX_NODES + 1] = { 0 };
+	unsigned first[NB + 1] = { 0 };
 	struct rconn *c[CONFIG_MAX_NODES] = { NULL };
-	int crc[CONFIG_MAX_NODES] = { 0 };
+	int crc[NB] = { 0 };
+	bool sent[NB] = { false };
 
-	/* group by node: cs[first[j] .. first[j+1]), todo maps back */
+	/* group by node and kind: cs[first[b] .. first[b+1]), todo maps back */
 	for (unsigned k = 0; k < n; k++)
-		first[st[k].node + 1]++;
-	for (unsigned j = 0; j < CONFIG_MAX_NODES; j++)
-		first[j + 1] += first[j];
+		first[st[k].node * BO_COUNT + st[k].op + 1]++;
+	for (unsigned b = 0; b < NB; b++)
+		first[b + 1] += first[b];
 	{
-		unsigned at[CONFIG_MAX_NODES];
+		unsigned at[NB];
 		memcpy(at, first, sizeof(at));
 		for (unsigned k = 0; k < n; k++) {
-			unsigned x = at[st[k].node]++;
+			unsigned x = at[st[k].node * BO_COUNT + st[k].op]++;
 			todo[x] = k;
 			cs[x] = (struct cluster_store){ .kind = st[k].kind, .key = st[k].slot,
 							.version = st[k].version,
@@ -456,36 +462,68 @@ static void node_batch(struct remote_backend *rb, enum batch_op op,
 		}
 	}
 	for (unsigned j = 0; j < rb->nn; j++) {
-		unsigned cnt = first[j + 1] - first[j];
-		if (!cnt)
+		unsigned b0 = j * BO_COUNT;
+		if (first[b0 + BO_COUNT] == first[b0])
 			continue;
-		if (cnt > FRAME_BATCH_MAX)
-			crc[j] = -E2BIG;        /* callers keep within it */
-		else if (!usable(rb, j))
-			crc[j] = -EHOSTDOWN;
-		else if ((c[j] = conn_get(rb, j, &crc[j])))
-			crc[j] = batch_start(c[j]->cl, op, &cs[first[j]], cnt);
+		int rc = 0;
+		if (!usable(rb, j))
+			rc = -EHOSTDOWN;
+		else
+			c[j] = conn_get(rb, j, &rc);
+		for (unsigned b = b0; b < b0 + BO_COUNT; b++) {
+			unsigned cnt = first[b + 1] - first[b];
+			if (!cnt)
+				continue;
+			if (cnt > FRAME_BATCH_MAX)
+				crc[b] = -E2BIG;        /* callers keep within it */
+			else if (!c[j])
+				crc[b] = rc;
+			else if (!(crc[b] = batch_start(c[j]->cl, (enum batch_op)(b - b0),
+							 &cs[first[b]], cnt)))
+				sent[b] = true;
+		}
 	}
 	for (unsigned j = 0; j < rb->nn; j++) {
-		unsigned cnt = first[j + 1] - first[j];
-		if (c[j] && cluster_client_pending(c[j]->cl)) {
-			int rc = batch_wait(c[j]->cl, op, &cs[first[j]], cnt);
-			if (rc && !crc[j])
-				crc[j] = rc;
+		unsigned b0 = j * BO_COUNT;
+		int trc = 0;            /* a transport error, for conn_put */
+		for (unsigned b = b0; b < b0 + BO_COUNT && c[j]; b++) {
+			if (!sent[b])
+				continue;
+			/* the answers come in the order the requests went */
+			int rc = batch_wait(c[j]->cl, (enum batch_op)(b - b0),
+					    &cs[first[b]], first[b + 1] - first[b]);
+			if (rc)
+				crc[b] = rc;
+			if (is_transport_error(rc))
+				trc = rc;
 		}
+		for (unsigned b = b0; b < b0 + BO_COUNT && c[j]; b++)
+			if (is_transport_error(crc[b]))
+				trc = crc[b];
 		if (c[j])
-			conn_put(rb, j, c[j], is_transport_error(crc[j]) ? crc[j] : 0);
-		for (unsigned x = first[j]; x < first[j + 1]; x++) {
-			int rc = crc[j] ? crc[j] : cs[x].rc;
-			st[todo[x]].rc = rc;
-			if (op != BO_STORE)
+			conn_put(rb, j, c[j], trc);
+		for (unsigned x = first[b0]; x < first[b0 + BO_COUNT]; x++) {
+			struct store_req *r = &st[todo[x]];
+			int b = (int)(b0 + r->op);
+			int rc = crc[b] ? crc[b] : cs[x].rc;
+			r->rc = rc;
+			if (r->op != BO_STORE)
 				continue;
 			if (rc == -ENOSPC)
 				atomic_store(&rb->nodes[j].free_pages, 0);
-			else if (!rc && st[todo[x]].kind == FK_DATA)
+			else if (!rc && r->kind == FK_DATA)
 				atomic_fetch_add(&rb->nodes[j].stores, 1);
 		}
 	}
+}
+
+/* All of one kind (see node_batch_mixed). */
+static void node_batch(struct remote_backend *rb, enum batch_op op,
+		       struct store_req *st, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		st[k].op = (uint8_t)op;
+	node_batch_mixed(rb, st, n);
 }
 
 static void store_batch(struct remote_backend *rb, struct store_req *st, unsigned n)
@@ -1983,11 +2021,13 @@ static void spec_parity(struct remote_backend *rb, struct wb_groups *G,
 }
 
 /* The groups of a run that filled up (G->full, their parity in G->par):
- * closed, their parity pages sent at once, one PAGE_STORE_MANY per parity
- * node (a fresh group's parity page does not exist on any node yet, so
- * storing it is what group_close's first parity update does). Their
- * locks are held throughout, in lock-stripe order. A group whose page no
- * node took goes group_close's way. */
+ * closed. A group whose parity page went with the run's data pages
+ * (spec_parity) keeps it if it is the group's parity as it came out;
+ * the others' pages are sent now, at once, one PAGE_STORE_MANY per
+ * parity node (a fresh group's parity page does not exist on any node
+ * yet, so storing it is what group_close's first parity update does).
+ * Their locks are held throughout, in lock-stripe order. A group whose
+ * page no node took goes group_close's way. */
 static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 {
 	bool used[GSTRIPES] = { false };
@@ -2020,7 +2060,7 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 				exclude[g->m[k].node] = true;
 		g->state = PG_CLOSED;
 		g->pn = PARITY_NO_NODE;
-		unsigned sn = G->spec_node[q];
+		unsigned sn = G->spec[q] >= 0 ? G->spec_node[q] : 0;
 		/* the group as it is now, under its lock (a trim or an
 		 * overwrite may have changed it since the commit) */
 		bool spec_ok = G->spec[q] >= 0 && !G->spec_rc[q] &&
@@ -2040,7 +2080,8 @@ static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 			continue;
 		}
 		int pn = parity_node_pick(rb, exclude);
-		spec_drop(rb, G, q, g->pkey, pn < 0 || (unsigned)pn != sn);
+		if (G->spec[q] >= 0)    /* sn is only set then */
+			spec_drop(rb, G, q, g->pkey, pn < 0 || (unsigned)pn != sn);
 		if (pn < 0)
 			continue;
 		sq[q] = (int)ns;
@@ -2374,22 +2415,35 @@ struct trim_scratch {
 	uint8_t node[TRIM_BATCH];
 };
 
+/* A trim chunk's requests, sent at once by node_batch_mixed: the parity
+ * updates of the groups it cut (ur[u] in r, for group g[uq[u]] of the
+ * scratch) and the drops of its pages and of emptied groups' parity
+ * pages; used[]: the group locks trim_groups took, held until
+ * trim_groups_done. */
+struct trim_reqs {
+	struct store_req r[NODE_BATCH_MAX];
+	unsigned n, nu;
+	unsigned ur[TRIM_BATCH], uq[TRIM_BATCH];
+	bool used[GSTRIPES];
+};
+
 /* The grouped slots of a trim chunk out of their parity groups, as
- * group_remove does one by one, with the group locks held throughout:
- * the old pages that an open group's buffer or a closed group's parity
- * needs are fetched at once (none when every member of the group goes),
- * the deltas go to the parity nodes as one PARITY_UPDATE_MANY each, and
- * the drops of emptied groups' parity pages are added to dr[*nd..] for
- * the caller to send with the data pages' (one PAGE_DROP_MANY per node
- * for both: the usual trim, whole groups, then costs one round trip, as
- * without parity). done[k]: slot k left its group here; the others (a
- * copy not readable, a fetch that failed) are left to pslot_unmap.
- * Caller holds the stripes. */
+ * group_remove does one by one, with the group locks taken here and held
+ * until trim_groups_done: the old pages that an open group's buffer or a
+ * closed group's parity needs are fetched at once (none when every
+ * member of the group goes); the deltas for the parity nodes and the
+ * drops of emptied groups' parity pages go into R, for the caller to
+ * send with the data pages' drops (the usual trim, whole groups, then
+ * costs one round trip, as without parity; one that cuts groups two:
+ * the fetch, then the deltas and the drops together - a trimmed page is
+ * not needed once its delta is made, and if the delta is lost the
+ * parity is recomputed from the members that stay). done[k]: slot k
+ * left its group here; the others (a copy not readable, a fetch that
+ * failed) are left to pslot_unmap. Caller holds the stripes. */
 static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
-			struct trim_scratch *t, bool *done, struct store_req *dr,
-			unsigned *nd)
+			struct trim_scratch *t, bool *done, struct trim_reqs *R)
 {
-	bool used[GSTRIPES] = { false };
+	bool *used = R->used;
 	int tg[TRIM_BATCH];             /* slot k's entry in t->g, or -1 */
 	unsigned ng = 0, nf = 0;
 
@@ -2473,8 +2527,6 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 		done[k] = true;
 	}
 	/* the closed groups' parity: deltas, or the page dropped */
-	struct store_req up[TRIM_BATCH];
-	unsigned nu = 0, uq[TRIM_BATCH];
 	for (unsigned q = 0; q < ng; q++) {
 		struct trim_group *x = &t->g[q];
 		struct parity_group *g = parity_group_at(&rb->pt, x->gid);
@@ -2486,34 +2538,41 @@ static void trim_groups(struct remote_backend *rb, uint64_t i0, unsigned n,
 			if (g->pn != PARITY_NO_NODE) {
 				atomic_fetch_sub(&rb->nodes[g->pn].held, 1);
 				if (usable(rb, g->pn))
-					dr[(*nd)++] = (struct store_req){ .slot = g->pkey,
+					R->r[R->n++] = (struct store_req){ .slot = g->pkey,
 						.version = UINT64_MAX, .node = g->pn,
-						.kind = FK_PARITY };
+						.kind = FK_PARITY, .op = BO_DROP };
 			}
 			parity_group_free(&rb->pt, (uint32_t)x->gid);
 			continue;
 		}
 		if (x->need_old) {
-			uq[nu] = q;
-			up[nu++] = (struct store_req){ .slot = g->pkey, .version = ++g->pver,
-						       .page = x->delta, .node = g->pn,
-						       .kind = FK_PARITY };
+			R->uq[R->nu] = q;
+			R->ur[R->nu++] = R->n;
+			R->r[R->n++] = (struct store_req){ .slot = g->pkey, .version = ++g->pver,
+							   .page = x->delta, .node = g->pn,
+							   .kind = FK_PARITY,
+							   .op = BO_PARITY_UPDATE };
 		} else {
 			(void)group_parity_rebuild(rb, g);
 		}
 		if (parity_group_sparse(g, rb->gsize))
 			atomic_store(&rb->merge_needed, 1);
 	}
-	if (nu)
-		node_batch(rb, BO_PARITY_UPDATE, up, nu);
-	for (unsigned u = 0; u < nu; u++) {
-		if (up[u].rc == 0)
+}
+
+/* After R went: the cut groups whose delta did not arrive get their
+ * parity recomputed from the members; the group locks are released. */
+static void trim_groups_done(struct remote_backend *rb, const struct trim_scratch *t,
+			     struct trim_reqs *R)
+{
+	for (unsigned u = 0; u < R->nu; u++) {
+		if (R->r[R->ur[u]].rc == 0)
 			atomic_fetch_add(&rb->parity_updates, 1);
 		else    /* the delta may be lost: recomputed from the members */
-			(void)group_parity_rebuild(rb, parity_group_at(&rb->pt, t->g[uq[u]].gid));
+			(void)group_parity_rebuild(rb, parity_group_at(&rb->pt, t->g[R->uq[u]].gid));
 	}
 	for (unsigned x = GSTRIPES; x-- > 0;)
-		if (used[x])
+		if (R->used[x])
 			pthread_mutex_unlock(&rb->glocks[x]);
 }
 
@@ -2526,17 +2585,18 @@ static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 	uint16_t order[TRIM_BATCH];
 	uint64_t slots[TRIM_BATCH] = { 0 };
 	bool done[TRIM_BATCH] = { false };
-	struct store_req dr[RECOVER_STORES_MAX];
-	unsigned nd = 0;
+	struct trim_reqs R;
+	struct tscratch *t = NULL;
 
+	R.n = R.nu = 0;
+	memset(R.used, 0, sizeof(R.used));
 	for (unsigned k = 0; k < n; k++)
 		slots[k] = i0 + k;
 	unsigned u = stripes_lock(rb, slots, n, order);
 	if (rb->gsize) {
-		struct tscratch *t = &rb->tscr[lock_one(&rb->tscr[0].lock, sizeof(rb->tscr[0]),
-							POOL, &rb->tscr_rr)];
-		trim_groups(rb, i0, n, t->t, done, dr, &nd);
-		pthread_mutex_unlock(&t->lock);
+		t = &rb->tscr[lock_one(&rb->tscr[0].lock, sizeof(rb->tscr[0]), POOL,
+				       &rb->tscr_rr)];
+		trim_groups(rb, i0, n, t->t, done, &R);
 	}
 	for (unsigned k = 0; k < n; k++) {
 		uint64_t i = i0 + k;
@@ -2546,24 +2606,37 @@ static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 			continue;       /* the version stays: a late copy can
 					 * never pass for current */
 		if (rb->gsize && !done[k])
-			pslot_unmap(rb, i);
+			continue;       /* pslot_unmap's, below: it takes group locks */
 		for (unsigned r = 0; r < rb->copies; r++) {
 			if (s->n[r] == NO_NODE)
 				continue;
 			atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
 			if (copy_valid(rb, s, r) && usable(rb, s->n[r]))
-				dr[nd++] = (struct store_req){ .slot = i, .version = UINT64_MAX,
-							       .node = s->n[r], .kind = FK_DATA };
+				R.r[R.n++] = (struct store_req){ .slot = i, .version = UINT64_MAX,
+								 .node = s->n[r], .kind = FK_DATA,
+								 .op = BO_DROP };
 			s->n[r] = NO_NODE;
 		}
 		spill_forget(rb, i);
 		atomic_fetch_sub(&rb->mapped, 1);
 	}
-	if (nd)
-		node_batch(rb, BO_DROP, dr, nd);
-	for (unsigned x = 0; x < nd; x++)     /* parity stores never count */
-		if (dr[x].rc == 0 && dr[x].kind == FK_DATA)
-			atomic_fetch_add(&rb->nodes[dr[x].node].free_pages, 1);
+	if (R.n)
+		node_batch_mixed(rb, R.r, R.n);
+	for (unsigned x = 0; x < R.n; x++)     /* parity stores never count */
+		if (R.r[x].op == BO_DROP && R.r[x].rc == 0 && R.r[x].kind == FK_DATA)
+			atomic_fetch_add(&rb->nodes[R.r[x].node].free_pages, 1);
+	if (t) {
+		trim_groups_done(rb, t->t, &R);
+		pthread_mutex_unlock(&t->lock);
+	}
+	for (unsigned k = 0; rb->gsize && k < n; k++) {
+		uint64_t i = i0 + k;
+		if (done[k] || !slot_mapped(&rb->slots[i]))
+			continue;
+		pslot_unmap(rb, i);     /* out of its group, its copy dropped */
+		spill_forget(rb, i);
+		atomic_fetch_sub(&rb->mapped, 1);
+	}
 	stripes_unlock(rb, order, u);
 }
 
@@ -2966,7 +3039,7 @@ static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
  * the parity nodes as deltas (old ^ zeros), one PARITY_UPDATE_MANY per
  * node. The group locks released, the pages are written as new ones:
  * write_slots places them into open groups with one PAGE_STORE_MANY per
- * node, and the parity pages of the groups they fill with one more. A
+ * node, the parity pages of the groups they fill in the same requests. A
  * job that changed meanwhile goes the single-slot way. */
 static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 			    const unsigned *jk, unsigned n, struct recover_arg *a)
@@ -2975,7 +3048,8 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 	const uint8_t *pages[RECOVER_BATCH];
 	uint16_t order[RECOVER_BATCH];
 	bool used[GSTRIPES] = { false }, ok[RECOVER_BATCH];
-	struct store_req up[RECOVER_BATCH], dr[RECOVER_BATCH];
+	/* up: the deltas, then (below) the parity pages' drops of dr */
+	struct store_req up[2 * RECOVER_BATCH], dr[RECOVER_BATCH];
 	uint64_t ugid[RECOVER_BATCH];
 	unsigned nu = 0, nd = 0, nw = 0;
 
@@ -3018,20 +3092,24 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 		}
 		ugid[nu] = j->gid;
 		up[nu++] = (struct store_req){ .slot = g->pkey, .version = ++g->pver,
-					       .page = page, .node = g->pn, .kind = FK_PARITY };
+					       .page = page, .node = g->pn, .kind = FK_PARITY,
+					       .op = BO_PARITY_UPDATE };
 		if (parity_group_sparse(g, rb->gsize))
 			atomic_store(&rb->merge_needed, 1);
 	}
-	if (nu)
-		node_batch(rb, BO_PARITY_UPDATE, up, nu);
+	/* one round trip for both (the drops are of emptied groups) */
+	for (unsigned x = 0; x < nd; x++) {
+		up[nu + x] = dr[x];
+		up[nu + x].op = BO_DROP;
+	}
+	if (nu + nd)
+		node_batch_mixed(rb, up, nu + nd);
 	for (unsigned x = 0; x < nu; x++) {
 		if (up[x].rc == 0)
 			atomic_fetch_add(&rb->parity_updates, 1);
 		else    /* the delta may be lost: recomputed from the members */
 			(void)group_parity_rebuild(rb, parity_group_at(&rb->pt, ugid[x]));
 	}
-	if (nd)
-		node_batch(rb, BO_DROP, dr, nd);
 	for (unsigned x = GSTRIPES; x-- > 0;)
 		if (used[x])
 			pthread_mutex_unlock(&rb->glocks[x]);
