@@ -485,7 +485,7 @@ static void node_batch_mixed(struct remote_backend *rb, struct store_req *st, un
 	}
 	for (unsigned j = 0; j < rb->nn; j++) {
 		unsigned b0 = j * BO_COUNT;
-		int trc = 0;            /* a transport error, for conn_put */
+		int trc = 0;            /* the first transport error, for conn_put */
 		for (unsigned b = b0; b < b0 + BO_COUNT && c[j]; b++) {
 			if (!sent[b])
 				continue;
@@ -494,10 +494,9 @@ static void node_batch_mixed(struct remote_backend *rb, struct store_req *st, un
 					    &cs[first[b]], first[b + 1] - first[b]);
 			if (rc)
 				crc[b] = rc;
-			if (is_transport_error(rc))
-				trc = rc;
 		}
-		for (unsigned b = b0; b < b0 + BO_COUNT && c[j]; b++)
+		/* the first (later ones say only that the handle broke) */
+		for (unsigned b = b0; b < b0 + BO_COUNT && c[j] && !trc; b++)
 			if (is_transport_error(crc[b]))
 				trc = crc[b];
 		if (c[j])

@@ -13,7 +13,9 @@
  *        sc == 7: size = varint, address = varint (absolute), d == 0
  *   The previous address starts at 0. The file ends after a whole record.
  *   With NVT_F_FREES, kind 2 with sc == 7 and size 0 is a free record: the
- *   page at address (absolute, as above) lost its contents (a TRIM).
+ *   NVT_FREE_BYTES at address (absolute, as above) lost their contents (a
+ *   TRIM of a live store's page). Only in memory-level files
+ *   (NVT_F_PAGES): a cache in front would still hold dirty lines of it.
  * Flags:
  *   NVT_F_PAGES - records are memory-level accesses that bypass the L2
  *     filter (L = read, S = write of `size` bytes at `addr`): the output of
@@ -36,6 +38,7 @@
 #define NVT_F_PAGES 1u
 #define NVT_F_STORE 2u
 #define NVT_F_FREES 4u
+#define NVT_FREE_BYTES 4096u
 #define NVT_F_KNOWN (NVT_F_PAGES | NVT_F_STORE | NVT_F_FREES)
 #define TRACE_MAX_SIZE 4096u   /* largest single access accepted */
 

@@ -159,8 +159,12 @@ void policy_forget(struct policy *p, uint64_t page)
 	g->tier = TIER_NONE;
 	g->dirty = 0;
 	g->flash = 0;
-	/* New contents, new history. */
-	g->cur = g->prof = g->reads = g->writes = 0;
+	/* New contents, new history; but a whole-run profile (the oracle's)
+	 * already counts the page's later accesses, and nothing would put
+	 * its rank back: it stays. */
+	g->cur = g->reads = g->writes = 0;
+	if (!p->fixed_profile)
+		g->prof = 0;
 	p->ctr.forgets++;
 }
 

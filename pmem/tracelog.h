@@ -69,8 +69,8 @@ void tracelog_add(struct tracelog *tl, uint64_t page, uint32_t in,
  * replay must too, or it keeps the page in memory the live store had
  * freed. Counted as a record. Never blocks, never allocates. */
 void tracelog_free(struct tracelog *tl, uint64_t page);
-/* records: accesses logged (in the file once drained); dropped: accesses
- * lost (ring full, or the file failed). */
+/* records: accesses and frees logged (in the file once drained);
+ * dropped: records lost (ring full, or the file failed). */
 void tracelog_counts(struct tracelog *tl, uint64_t *records,
 		     uint64_t *dropped);
 /* Stop the thread after it has drained the ring, flush and close the

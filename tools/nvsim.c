@@ -180,7 +180,7 @@ static int do_convert(int argc, char **argv)
 	}
 	static struct trace_rec recs[RECS];
 	static struct mem_event ev[EV_PER_REC_MAX];
-	uint64_t total = 0, instr_total = 0;
+	uint64_t total = 0, instr_total = 0, nfree = 0;
 	ssize_t n;
 	int rc = 0;
 	for (;;) {
@@ -194,6 +194,8 @@ static int do_convert(int argc, char **argv)
 			trace_write_instr(w, instr);
 		instr_total += instr;
 		for (ssize_t k = 0; k < n && !rc; k++) {
+			if (recs[k].op == TRACE_FREE)
+				nfree++;
 			if (!l2 || recs[k].op == TRACE_FREE) {
 				rc = trace_write(w, &recs[k]) < 0;
 				continue;
@@ -224,8 +226,13 @@ static int do_convert(int argc, char **argv)
 		unlink(outp);   /* never leave a half trace behind */
 		return 1;
 	}
-	fprintf(stderr, "nvsim: converted %llu accesses, %llu instructions to %s\n",
-		(unsigned long long)total, (unsigned long long)instr_total, outp);
+	char freed[48] = "";
+	if (nfree)
+		snprintf(freed, sizeof(freed), ", %llu pages freed",
+			 (unsigned long long)nfree);
+	fprintf(stderr, "nvsim: converted %llu accesses%s, %llu instructions to %s\n",
+		(unsigned long long)(total - nfree), freed,
+		(unsigned long long)instr_total, outp);
 	return 0;
 }
 
@@ -689,7 +696,8 @@ int main(int argc, char **argv)
 			double secs = (double)(now - t0) / 1e9;
 			fprintf(stderr, "%snvsim: %5.1f%%  %llu accesses  %.1f M/s%s",
 				tty ? "\r" : "", 100 * trace_progress(r),
-				(unsigned long long)nrec, (double)nrec / secs / 1e6,
+				(unsigned long long)(nrec - nfree),
+				(double)(nrec - nfree) / secs / 1e6,
 				tty ? "" : "\n");
 		}
 	}
@@ -715,7 +723,8 @@ int main(int argc, char **argv)
 			(unsigned long long)instr, (unsigned long long)misses,
 			(unsigned long long)wbs,
 			opts_format_size(pc0.places * mp.page_bytes, fb, sizeof(fb)),
-			freed, secs, (double)nrec / (secs > 0 ? secs : 1e-9) / 1e6, s.n);
+			freed, secs, (double)(nrec - nfree) / (secs > 0 ? secs : 1e-9) / 1e6,
+			s.n);
 	}
 
 	char csvpath[4096];

@@ -121,9 +121,15 @@ unsigned l2_bypass(const struct l2 *c, const struct trace_rec *rec,
 	uint64_t psize = 1ull << c->page_shift, lsize = 1ull << c->line_shift;
 	unsigned n = 0;
 	if (rec->op == TRACE_FREE) {
-		ev[0] = (struct mem_event){ .page = rec->addr >> c->page_shift,
-					    .freed = 1 };
-		return 1;
+		/* every page of ours wholly inside the freed bytes; a larger
+		 * page of ours keeps its other contents, and lives on */
+		uint64_t last = rec->addr + (NVT_FREE_BYTES - 1);   /* inclusive */
+		if (last < rec->addr)
+			last = UINT64_MAX;
+		for (uint64_t a = (rec->addr + psize - 1) & ~(psize - 1);
+		     a >= rec->addr && a <= last && last - a >= psize - 1; a += psize)
+			ev[n++] = (struct mem_event){ .page = a >> c->page_shift, .freed = 1 };
+		return n;
 	}
 	for (uint64_t a = rec->addr; a < end;) {
 		uint64_t pend = (a | (psize - 1)) + 1;

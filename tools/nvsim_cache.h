@@ -31,7 +31,8 @@ void l2_destroy(struct l2 *c);
 unsigned l2_access(struct l2 *c, const struct trace_rec *rec,
 		   struct mem_event *ev);
 /* A memory-level record (NVT_F_PAGES traces): split into pages, no cache;
- * a TRACE_FREE is one freed event. */
+ * a TRACE_FREE is a freed event per page wholly inside its
+ * NVT_FREE_BYTES (pages of 64 B at least: room for 2 * (4096 / 64 + 2)). */
 unsigned l2_bypass(const struct l2 *c, const struct trace_rec *rec,
 		   struct mem_event *ev);
 void l2_stats(const struct l2 *c, uint64_t *hits, uint64_t *misses,

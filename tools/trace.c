@@ -92,6 +92,11 @@ static int tr_start(struct trace_reader *r, enum trace_format fmt)
 				r->name, r->flags);
 			return -EINVAL;
 		}
+		if ((r->flags & NVT_F_FREES) && !(r->flags & NVT_F_PAGES)) {
+			log_err("trace %s: free records in a CPU-level trace (flags "
+				"0x%x): not supported", r->name, r->flags);
+			return -EINVAL;
+		}
 		r->pos = NVT_HEADER_BYTES;
 	}
 	return 0;

@@ -128,7 +128,8 @@ grep -q "access log $log: $acc accesses and $freed pages freed logged, 0 dropped
   2>"$T_DIR/trim.err" || t_fail "nvsim: $(cat "$T_DIR/trim.err")"
 grep -q "nvsim: $acc accesses, 0 instructions.*; $freed pages freed;" "$T_DIR/trim.err" ||
   t_fail "nvsim read other counts: $(cat "$T_DIR/trim.err")"
-read -r fr fw < <(awk -F, 'NR == 2 { print $8, $9 }' "$T_DIR/trim.csv")
+read -r na fr fw < <(awk -F, 'NR == 2 { print $4, $8, $9 }' "$T_DIR/trim.csv")
+[ "$na" -eq "$acc" ] || t_fail "the replay's policy saw $na accesses, want $acc (a free is not an access)"
 t_log "after a trim: replayed lru $fr flash reads, $fw flash writes (live: 0, 0)"
 [ "$fr" -eq 0 ] && [ "$fw" -eq 0 ] || t_fail "the replay went to flash ($fr reads, $fw writes): it kept the trimmed pages"
 echo "sim_live_trace: ok"

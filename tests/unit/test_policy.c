@@ -344,6 +344,19 @@ static void oracle_profile_pins_from_start(void **state)
 		for (unsigned a = 0; a < 5000; a++) {
 			uint64_t r = rnd();
 			uint64_t pg = (r % 10) < 8 ? (r >> 8) % 4 : 4 + (r >> 8) % 60;
+			if (a == 100) {
+				/* the hot pages freed (a TRIM in a replayed
+				 * log) and written again: the whole-run
+				 * profile still ranks them hot */
+				for (uint64_t h = 0; h < 4; h++) {
+					policy_forget(p, h);
+					unsigned i = sh_idx(&s, h);
+					if (s.tier[i] < TIER_FLASH)
+						s.used[s.tier[i]]--;
+					s.tier[i] = TIER_NONE;
+					s.flash[i] = s.dirty[i] = 0;
+				}
+			}
 			enum tier t = sh_access(p, &s, pg, false);
 			if (pg < 4) {
 				hot++;
@@ -354,7 +367,9 @@ static void oracle_profile_pins_from_start(void **state)
 		policy_get_counters(p, &c);
 		if (k == 1 || k == 2) {   /* mram-fixed, lowpower */
 			assert_int_equal(hot_mram, hot);
-			assert_int_equal(c.migrations, 0);
+			/* at most a page that took a freed hot page's MRAM
+			 * frame moves out again, once per freed page */
+			assert_true(c.migrations <= 4);
 		}
 		assert_int_equal(policy_set_profile(p, 1, 5), -EBUSY);
 		policy_destroy(p);

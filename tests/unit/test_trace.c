@@ -180,6 +180,8 @@ static void nvt_rejects(void **state)
 	assert_int_equal(trace_open_mem(&r, h, 19, TRACE_AUTO), 0);
 	assert_int_equal(trace_read(r, recs, 4, &instr), -EINVAL);
 	trace_close(r);
+	h[8] = NVT_F_FREES;     /* frees in a CPU-level trace: refused */
+	assert_int_equal(trace_open_mem(&r, h, 19, TRACE_AUTO), -EINVAL);
 	h[8] = NVT_F_PAGES | NVT_F_FREES;
 	assert_int_equal(trace_open_mem(&r, h, 19, TRACE_AUTO), 0);
 	assert_int_equal(trace_read(r, recs, 4, &instr), 1);
@@ -247,6 +249,29 @@ static void l2_filters(void **state)
 	l2_access(c, &b, ev);
 	assert_int_equal(l2_access(c, &a, ev), 0);
 	assert_int_equal(l2_access(c, &b, ev), 0);
+	l2_destroy(c);
+	/* A free (4 KiB at addr): a freed event for each page of ours wholly
+	 * inside it; none through the cache; a larger page of ours lives on. */
+	struct trace_rec fr = { 0x5000, 0, TRACE_FREE };
+	assert_int_equal(l2_create(&c, 1 << 16, 64, 1, 4096), 0);
+	assert_int_equal(l2_bypass(c, &fr, ev), 1);
+	assert_int_equal(ev[0].page, 5);
+	assert_int_equal(ev[0].freed, 1);
+	assert_int_equal(l2_access(c, &fr, ev), 0);
+	l2_destroy(c);
+	assert_int_equal(l2_create(&c, 1 << 16, 64, 1, 1024), 0);
+	assert_int_equal(l2_bypass(c, &fr, ev), 4);
+	for (unsigned k = 0; k < 4; k++) {
+		assert_int_equal(ev[k].page, 0x14 + k);
+		assert_int_equal(ev[k].freed, 1);
+	}
+	l2_destroy(c);
+	assert_int_equal(l2_create(&c, 1 << 16, 64, 1, 8192), 0);
+	assert_int_equal(l2_bypass(c, &fr, ev), 0);
+	struct trace_rec frtop = { UINT64_MAX - 4095, 0, TRACE_FREE };
+	l2_destroy(c);
+	assert_int_equal(l2_create(&c, 1 << 16, 64, 1, 4096), 0);
+	assert_int_equal(l2_bypass(c, &frtop, ev), 1);   /* no wrap */
 	l2_destroy(c);
 }
 
