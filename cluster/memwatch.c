@@ -5,6 +5,22 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+int memwatch_rss(uint64_t *bytes)
+{
+	FILE *f = fopen("/proc/self/statm", "re");
+	uint64_t size, resident;
+
+	if (!f)
+		return -errno;
+	int got = fscanf(f, "%" SCNu64 " %" SCNu64, &size, &resident);
+	fclose(f);
+	if (got != 2)
+		return -EINVAL;
+	*bytes = resident * (uint64_t)sysconf(_SC_PAGESIZE);
+	return 0;
+}
 
 int memwatch_read(const char *path, uint64_t *total, uint64_t *available)
 {

@@ -15,6 +15,9 @@
 /* Parse MemTotal and MemAvailable (bytes) from a /proc/meminfo-format
  * file. 0 or -errno (-EINVAL: the fields are missing). */
 int memwatch_read(const char *path, uint64_t *total, uint64_t *available);
+/* This process's resident memory in bytes (/proc/self/statm): what the
+ * pages held really cost, beside their count. 0 or -errno. */
+int memwatch_rss(uint64_t *bytes);
 /* The offer in bytes. mem_cap 0 = no cap from the cluster file. */
 uint64_t memwatch_offer(uint64_t mem_cap, uint64_t available, uint64_t reserve,
 			uint64_t used);

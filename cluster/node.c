@@ -1496,6 +1496,11 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	else
 		OUT("shrink_cap_bytes: none\n");
 	OUT("used_bytes: %" PRIu64 "\n", cap.used);
+	/* what this daemon really occupies, pages and all (4.1 KiB per page
+	 * held, plus its buffers): to compare with the offer */
+	uint64_t rss = 0;
+	if (memwatch_rss(&rss) == 0)
+		OUT("rss_bytes: %" PRIu64 "\n", rss);
 	OUT("over_offer_bytes: %" PRIu64 "\n",
 	    cap.used > cap.offered ? cap.used - cap.offered : 0);
 	OUT("pages: %" PRIu64 "\npages_data: %" PRIu64 "\npages_parity: %" PRIu64 "\n",
