@@ -47,7 +47,10 @@ if ctl=$(t_bin nvcachectl 2>/dev/null); then
   h0=$(hits)
   cmp "$T_DIR/pc.ref" "$T_DIR/m/pc" >&2 || t_fail "a file read right after its write differs from what was written"
   h1=$(hits)
-  [ "$h1" = "$h0" ] || t_fail "a read right after a write reached the daemon ($h0 -> $h1 block hits): the page cache was dropped"
+  # The file is 256 blocks: a dropped page cache sends them all (it did:
+  # +256). A stray page the kernel reclaimed meanwhile may come back on
+  # its own (+1 was seen once under ASan): up to 8 are let through.
+  [ $((h1 - h0)) -le 8 ] || t_fail "a read right after a write reached the daemon ($h0 -> $h1 block hits): the page cache was dropped"
   printf 'XYZ' | dd of="$T_DIR/m/pc" bs=1 seek=1000000 conv=notrunc status=none
   sleep 1.2
   stat "$T_DIR/m/pc" >/dev/null
