@@ -78,6 +78,18 @@ static unsigned sh_idx(struct shadow *s, uint64_t key)
 	return s->n++;
 }
 
+/* The page's contents are gone (a TRIM): forgotten by policy and shadow. */
+static void sh_forget(struct policy *p, struct shadow *s, uint64_t key)
+{
+	policy_forget(p, key);
+	unsigned i = sh_idx(s, key);
+	if (s->tier[i] < TIER_FLASH)
+		s->used[s->tier[i]]--;
+	s->tier[i] = TIER_NONE;
+	s->flash[i] = s->dirty[i] = 0;
+	assert_int_equal(policy_where(p, key), TIER_NONE);
+}
+
 /* One access through policy and shadow, checking every rule. */
 static enum tier sh_access(struct policy *p, struct shadow *s, uint64_t key,
 			   bool write)
@@ -208,14 +220,7 @@ static void rules_hold_everywhere(void **state)
 					if (!live)
 						pg = pg * 0x9E3779B97F4A7C15ull + 7;
 					if ((r & 0xff) == 1) {
-						policy_forget(p, pg);
-						unsigned i = sh_idx(&s, pg);
-						if (s.tier[i] < TIER_FLASH)
-							s.used[s.tier[i]]--;
-						s.tier[i] = TIER_NONE;
-						s.flash[i] = s.dirty[i] = 0;
-						assert_int_equal(policy_where(p, pg),
-								 TIER_NONE);
+						sh_forget(p, &s, pg);
 						continue;
 					}
 					sh_access(p, &s, pg, (r >> 4) % 3 == 0);
@@ -348,14 +353,8 @@ static void oracle_profile_pins_from_start(void **state)
 				/* the hot pages freed (a TRIM in a replayed
 				 * log) and written again: the whole-run
 				 * profile still ranks them hot */
-				for (uint64_t h = 0; h < 4; h++) {
-					policy_forget(p, h);
-					unsigned i = sh_idx(&s, h);
-					if (s.tier[i] < TIER_FLASH)
-						s.used[s.tier[i]]--;
-					s.tier[i] = TIER_NONE;
-					s.flash[i] = s.dirty[i] = 0;
-				}
+				for (uint64_t h = 0; h < 4; h++)
+					sh_forget(p, &s, h);
 			}
 			enum tier t = sh_access(p, &s, pg, false);
 			if (pg < 4) {
