@@ -113,18 +113,27 @@ static uint64_t rnd(void)
 	return x;
 }
 
+#define RUN (64 * 4096)  /* a run of whole pages, as the kernel writes */
+
+/* len random bytes written at off, and into the shadow. */
+static void write_random(struct remote_backend *rb, uint64_t off, uint32_t len)
+{
+	static uint8_t buf[65 * 4096];
+	assert_true(len <= sizeof(buf));
+	for (uint32_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)rnd();
+	assert_int_equal(remote_write(rb, buf, off, len), 0);
+	memcpy(shadow + off, buf, len);
+}
+
 static void scribble(struct remote_backend *rb, int n)
 {
-	static uint8_t buf[3 * 4096];
 	for (int k = 0; k < n; k++) {
 		uint32_t len = (uint32_t)(512 * (1 + rnd() % 24));
 		uint64_t off = (rnd() % (DEV / 512)) * 512;
 		if (off + len > DEV)
 			off = DEV - len;
-		for (uint32_t i = 0; i < len; i++)
-			buf[i] = (uint8_t)rnd();
-		assert_int_equal(remote_write(rb, buf, off, len), 0);
-		memcpy(shadow + off, buf, len);
+		write_random(rb, off, len);
 	}
 }
 
@@ -184,16 +193,11 @@ static void mirror_roundtrip_failover(void **state)
 	 * copies of every page travel in the run's few requests (one per
 	 * node), not a request per copy; each node then holds exactly the
 	 * copies the map says */
-	static uint8_t run[64 * 4096];
 	uint64_t req0 = 0, req1 = 0, held = 0;
 	for (int i = 0; i < 3; i++)
 		req0 += node_stat(i, "requests: ");
 	for (uint32_t r = 0; r < 6; r++) {
-		uint64_t off = (uint64_t)(r % 3) * 2 * sizeof(run) + 4096;
-		for (uint32_t i = 0; i < sizeof(run); i++)
-			run[i] = (uint8_t)rnd();
-		assert_int_equal(remote_write(rb, run, off, sizeof(run)), 0);
-		memcpy(shadow + off, run, sizeof(run));
+		write_random(rb, (uint64_t)(r % 3) * 2 * RUN + 4096, RUN);
 	}
 	for (int i = 0; i < 3; i++) {
 		req1 += node_stat(i, "requests: ");
@@ -489,7 +493,6 @@ static void shrink_migrates(void **state)
  * page reads back. */
 static void parity_runs_one_data_node(void **state)
 {
-	static uint8_t run[64 * 4096];
 	(void)state;
 	start_nodes();
 	memset(shadow, 0, sizeof(shadow));
@@ -497,19 +500,12 @@ static void parity_runs_one_data_node(void **state)
 	/* one page into each pool entry's open group (groups of 2: each
 	 * stays open), on nodes 2 and 3 */
 	for (uint32_t p = 0; p < 4; p++) {
-		for (uint32_t i = 0; i < 4096; i++)
-			run[i] = (uint8_t)rnd();
-		assert_int_equal(remote_write(rb, run, p * 2 * 4096, 4096), 0);
-		memcpy(shadow + p * 2 * 4096, run, 4096);
+		write_random(rb, p * 2 * 4096, 4096);
 	}
 	assert_true(node_ctl(nodes[2], "shrink 0", stats, sizeof(stats)) > 0);
 	usleep(600000);         /* the backend's refresh sees it */
 	for (uint32_t r = 0; r < 8; r++) {
-		uint64_t off = (64 + (uint64_t)r * 64) * 4096;
-		for (uint32_t i = 0; i < sizeof(run); i++)
-			run[i] = (uint8_t)rnd();
-		assert_int_equal(remote_write(rb, run, off, sizeof(run)), 0);
-		memcpy(shadow + off, run, sizeof(run));
+		write_random(rb, (64 + (uint64_t)r * 64) * 4096, 64 * 4096);
 	}
 	check_all(rb);
 	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
@@ -533,7 +529,6 @@ static void parity_runs_one_data_node(void **state)
  * its trimmed members. Once for each data node. */
 static void parity_trims_keep_groups(void **state)
 {
-	static uint8_t run[65 * 4096];
 	static const uint32_t cut[][2] = { { 11, 40 }, { 64, 1 }, { 101, 1 },
 					   { 140, 60 }, { 258, 2 } };
 	(void)state;
@@ -543,11 +538,7 @@ static void parity_trims_keep_groups(void **state)
 		memset(shadow, 0, sizeof(shadow));
 		struct remote_backend *rb = open_rb(REMOTE_PARITY);
 		for (uint32_t r = 0; r < 4; r++) {
-			for (uint32_t i = 0; i < sizeof(run); i++)
-				run[i] = (uint8_t)rnd();
-			assert_int_equal(remote_write(rb, run, (uint64_t)r * sizeof(run),
-						      sizeof(run)), 0);
-			memcpy(shadow + (uint64_t)r * sizeof(run), run, sizeof(run));
+			write_random(rb, (uint64_t)r * 65 * 4096, 65 * 4096);
 		}
 		uint64_t mapped = stat(rb, "remote_slots_mapped: ");
 		uint64_t upd = stat(rb, "parity_updates: ");
@@ -605,18 +596,13 @@ static void parity_trims_keep_groups(void **state)
  * from their groups' parity, which works only if no wrong page was kept. */
 static void parity_pages_sent_with_runs(void **state)
 {
-	static uint8_t run[64 * 4096];
 	(void)state;
 	nn = 4;
 	start_nodes();
 	memset(shadow, 0, sizeof(shadow));
 	struct remote_backend *rb = open_rb(REMOTE_PARITY);
 	for (uint32_t r = 0; r < 8; r++) {
-		for (uint32_t i = 0; i < sizeof(run); i++)
-			run[i] = (uint8_t)rnd();
-		assert_int_equal(remote_write(rb, run, (uint64_t)r * sizeof(run),
-					      sizeof(run)), 0);
-		memcpy(shadow + (uint64_t)r * sizeof(run), run, sizeof(run));
+		write_random(rb, (uint64_t)r * RUN, RUN);
 	}
 	uint64_t kept = stat(rb, "parity_sends_with_data: ");
 	assert_true(kept >= 8 * 64 / 3 - 8);
@@ -625,11 +611,7 @@ static void parity_pages_sent_with_runs(void **state)
 
 	assert_true(node_ctl(nodes[3], "limit 4K", stats, sizeof(stats)) > 0);
 	for (uint32_t r = 8; r < 12; r++) {
-		for (uint32_t i = 0; i < sizeof(run); i++)
-			run[i] = (uint8_t)rnd();
-		assert_int_equal(remote_write(rb, run, (uint64_t)r * sizeof(run),
-					      sizeof(run)), 0);
-		memcpy(shadow + (uint64_t)r * sizeof(run), run, sizeof(run));
+		write_random(rb, (uint64_t)r * RUN, RUN);
 	}
 	assert_true(stat(rb, "parity_sends_redone: ") > 0);
 	assert_true(node_ctl(nodes[3], "limit 0", stats, sizeof(stats)) > 0);
