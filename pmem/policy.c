@@ -89,7 +89,7 @@ int policy_set_profile(struct policy *p, uint64_t page, uint64_t count)
 {
 	if (p->ctr.accesses)
 		return -EBUSY;
-	if (!p->ops->ranks)
+	if (!p->ops->ranks && !p->ops->profile)
 		return 0;
 	if (p->pc.max_pages && page >= p->pc.max_pages)
 		return -ERANGE;
@@ -98,7 +98,7 @@ int policy_set_profile(struct policy *p, uint64_t page, uint64_t count)
 		return -ENOMEM;
 	pc_pg(&p->pc, i)->prof = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
 	p->fixed_profile = true;
-	return 0;
+	return p->ops->profile ? p->ops->profile(p, i, count) : 0;
 }
 
 static inline void sat_inc(uint32_t *v)

@@ -79,7 +79,8 @@ const char *policy_names(void);
 /* Optional, before the first access: the page's access count from a
  * profiling run (the paper's profile). Policies that rank pages
  * (mram-fixed, lowpower) then rank by these counts for the whole run
- * instead of learning them epoch by epoch; lru and adaptive ignore them.
+ * instead of learning them epoch by epoch; adaptive ranks its pin set by
+ * them (and still chooses whether to pin); lru ignores them.
  * Returns 0, -EBUSY (accesses already made), -ERANGE (page >= max_pages),
  * -ENOMEM. */
 int policy_set_profile(struct policy *p, uint64_t page, uint64_t count);

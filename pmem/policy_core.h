@@ -124,7 +124,11 @@ struct policy_ops {
 	size_t size;          /* of the policy's struct */
 	bool ranks;           /* calls pc_profile_step (needs scratch) */
 	bool own_rank;        /* ranks by its own measure with pc_scratch
-				* (needs scratch, ignores set_profile) */
+				* (needs scratch) */
+	/* Optional: policy_set_profile stored `count` as page i's prof (the
+	 * policy then takes profiles although it does not rank by
+	 * pc_profile_step; adaptive hands them on to its shadows). */
+	int (*profile)(struct policy *p, uint32_t i, uint64_t count);
 	int (*init)(struct policy *p);           /* after pc_init */
 	void (*fini)(struct policy *p);          /* optional */
 	/* Serve an access to page index i: emit moves, return the tier. */

@@ -65,9 +65,10 @@ static void usage(FILE *f)
 "CSV columns: " CSV_HEADER "\n"
 "  accesses = memory accesses (L2 misses and write-backs, or the records\n"
 "  of a memory-level trace) the policy saw.\n"
-"--profile oracle: mram-fixed and lowpower rank pages by whole-run counts\n"
-"  from a first pass (the paper's profiling run); online (default): by\n"
-"  counts aged every --epoch accesses, as the live store does.\n",
+"--profile oracle: mram-fixed, lowpower and adaptive's pin set rank pages\n"
+"  by whole-run counts from a first pass (the paper's profiling run);\n"
+"  online (default): by counts aged every --epoch accesses, as the live\n"
+"  store does without --profile.\n",
 		policy_names());
 }
 
