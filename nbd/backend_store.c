@@ -89,6 +89,7 @@ int nbd_backend_store_create(struct nbd_backend *be,
 		.flash_path = o->flash_path,
 		.policy = o->policy,
 		.trace_path = o->trace_path,
+		.profile_path = o->profile_path,
 	};
 	int rc = tierstore_open(&ts, &to);
 	if (rc < 0)

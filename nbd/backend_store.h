@@ -15,6 +15,7 @@ struct nbd_store_opts {
 	const char *nvram_path;  /* the MRAM file */
 	const char *policy;
 	const char *trace_path;  /* access log for nvsim (--trace-out), or NULL */
+	const char *profile_path;/* a previous run's access log (--profile) */
 };
 
 /* 0 or -errno (logged). Fills be; be->ops->destroy closes the store. */

@@ -50,6 +50,7 @@ struct cfg {
 	const char *unix_path, *listen, *name, *flash, *policy, *nvram, *store;
 	const char *cluster, *redundancy;   /* --store remote */
 	const char *trace_out;              /* --store tiered */
+	const char *profile;                /* --store tiered */
 	unsigned node;
 	unsigned threads, max_conns;
 	bool foreground;
@@ -92,6 +93,11 @@ static void usage(FILE *f)
 "                    nvsim --trace FILE; written by a background thread,\n"
 "                    complete at SIGTERM; an access that finds the ring\n"
 "                    full is dropped and counted (stats trace_dropped)\n"
+"  --profile FILE    the paper's profiling run: an access log a previous\n"
+"                    run wrote with --trace-out; each page's access count\n"
+"                    ranks it for mram-fixed, lowpower and adaptive, which\n"
+"                    then pin that run's hottest pages from their first\n"
+"                    touch (without it they learn online)\n"
 "  --threads N       server threads, each with its own io_uring\n"
 "                    (default: the number of CPUs, at most 4)\n"
 "  --max-conns N     connections served at once (default 32)\n"
@@ -119,6 +125,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		{ "node", required_argument, NULL, 'I' },
 		{ "redundancy", required_argument, NULL, 'R' },
 		{ "trace-out", required_argument, NULL, 'T' },
+		{ "profile", required_argument, NULL, 'P' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "max-conns", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -150,6 +157,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		case 'I': c->node = (unsigned)atoi(optarg); break;
 		case 'R': c->redundancy = optarg; break;
 		case 'T': c->trace_out = optarg; break;
+		case 'P': c->profile = optarg; break;
 		case 't': c->threads = (unsigned)atoi(optarg); break;
 		case 'c': c->max_conns = (unsigned)atoi(optarg); break;
 		case 'f': c->foreground = true; break;
@@ -181,6 +189,11 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 	if (c->trace_out && strcmp(c->store, "tiered")) {
 		fprintf(stderr, "nvswapd: --trace-out records the tiered "
 			"store's accesses: it needs --store tiered\n");
+		return -1;
+	}
+	if (c->profile && strcmp(c->store, "tiered")) {
+		fprintf(stderr, "nvswapd: --profile ranks the tiered store's "
+			"pages: it needs --store tiered\n");
 		return -1;
 	}
 	if (!strcmp(c->store, "remote") && !c->cluster) {
@@ -379,6 +392,7 @@ int main(int argc, char **argv)
 			.nvram_path = c.nvram,
 			.policy = c.policy,
 			.trace_path = c.trace_out,
+			.profile_path = c.profile,
 		};
 		rc = nbd_backend_store_create(&be, &so);
 	}

@@ -1,5 +1,5 @@
 /* nvt.h - the project's compact binary memory-access trace format, "nvt",
- * and its writer. nvsim (tools/trace.h reads nvt and valgrind lackey text)
+ * and its writer. nvsim (pmem/trace.h reads nvt and valgrind lackey text)
  * replays these traces; the live tiered store (pmem/tracelog.h) writes its
  * own page accesses in the same format, so a recorded swap workload can be
  * replayed through every policy and memory size.

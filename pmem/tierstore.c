@@ -10,6 +10,7 @@
 #include "pmem/model.h"
 
 #include "common/log.h"
+#include "pmem/profile_load.h"
 #include "pmem/region.h"
 #include "pmem/tracelog.h"
 
@@ -169,6 +170,29 @@ fail:
 	return -EIO;
 }
 
+/* The policy's profile from a previous run's access log (before any
+ * memory is reserved: a bad file costs nothing). */
+static int load_profile(struct tierstore *ts, const struct tierstore_opts *o)
+{
+	struct profile_summary sum;
+	int rc = profile_load(ts->pol, o->profile_path, o->pages, &sum);
+	if (rc < 0)
+		return rc;
+	ts->st.profile_pages = sum.pages;
+	log_info("profile %s: %llu accesses to %llu pages; %s %s",
+		 o->profile_path, (unsigned long long)sum.accesses,
+		 (unsigned long long)sum.pages, policy_name(ts->pol),
+		 strcmp(policy_name(ts->pol), "lru") == 0
+		 ? "does not use a profile (mram-fixed, lowpower and adaptive do)"
+		 : "ranks pages by it");
+	if (sum.outside)
+		log_warn("profile %s: %llu accesses to pages beyond this "
+			 "export's %llu ignored (a log of a larger device?)",
+			 o->profile_path, (unsigned long long)sum.outside,
+			 (unsigned long long)o->pages);
+	return 0;
+}
+
 int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 {
 	struct tierstore *ts;
@@ -231,6 +255,8 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 			policy_names());
 		goto fail;
 	}
+	if (o->profile_path && (rc = load_profile(ts, o)) < 0)
+		goto fail;
 
 	uint8_t *mbase = NULL;
 	if (o->mram_pages) {
@@ -775,7 +801,8 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		"flash_loads: %llu\n" "flash_writebacks: %llu\n"
 		"flash_clean_drops: %llu\n" "flash_errors: %llu\n"
 		"mram_hit_rate: %.4f\n"
-		"trace_records: %llu\n" "trace_dropped: %llu\n",
+		"trace_records: %llu\n" "trace_dropped: %llu\n"
+		"profile_pages: %llu\n",
 		policy_name(ts->pol),
 		(unsigned long long)st.pages_used[TIER_MRAM],
 		(unsigned long long)st.pages_cap[TIER_MRAM],
@@ -795,7 +822,8 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		(unsigned long long)st.flash_errors,
 		served ? (double)st.served_mram / (double)served : 0.0,
 		(unsigned long long)st.trace_records,
-		(unsigned long long)st.trace_dropped);
+		(unsigned long long)st.trace_dropped,
+		(unsigned long long)st.profile_pages);
 	if (n < 0)
 		return -EIO;
 	/* The time/energy model's estimate of what the accesses so far

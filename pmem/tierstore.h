@@ -46,6 +46,10 @@ struct tierstore_opts {
 	const char *trace_path;  /* access log (pmem/tracelog.h): every access
 				  * presented to the policy, as nvt; or NULL */
 	size_t trace_ring;       /* its ring, records; 0 = the default */
+	const char *profile_path;/* a previous run's access log (trace_path
+				  * of that run): each page's access count
+				  * becomes the policy's profile (the paper's
+				  * profiling run); or NULL */
 };
 
 struct tierstore_stats {
@@ -59,12 +63,14 @@ struct tierstore_stats {
 	uint64_t served_mram, served_dram;
 	uint64_t flash_errors;
 	uint64_t trace_records, trace_dropped;   /* the access log's */
+	uint64_t profile_pages;            /* pages ranked by profile_path */
 };
 
 /* Open a store. Errors (logged with what to change): -EINVAL (bad sizes,
  * no flash file while memory is smaller than the page space, a flash file
- * on tmpfs), -ENOENT (unknown policy), -ENOMEM, -EIO and open/map errors
- * (an access log that cannot be created: its path and the reason). */
+ * on tmpfs, a profile that is not an access log), -ENOENT (unknown policy),
+ * -ENOMEM, -EIO and open/map errors (an access log that cannot be created,
+ * a profile that cannot be read: its path and the reason). */
 int tierstore_open(struct tierstore **out, const struct tierstore_opts *o);
 /* Also flushes and closes the access log. */
 void tierstore_close(struct tierstore *ts);

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-#define LOG_PAGE 4096u
 /* A ring record is page << 25 | (len - 1) << 13 | in << 1 | write; no
  * access has in + len > 4096, so in = len - 1 = 4095 marks a free. */
 #define FREE_MARK ((uint64_t)0xfff << 13 | (uint64_t)0xfff << 1)
@@ -107,11 +106,11 @@ static void drain_one(struct tracelog *tl, uint64_t v)
 	uint32_t in = (uint32_t)(v >> 1) & 0xfff;
 	uint32_t len = ((uint32_t)(v >> 13) & 0xfff) + 1;
 	struct trace_rec rec = {
-		.addr = page * LOG_PAGE + in, .size = len,
+		.addr = page * TRACELOG_PAGE + in, .size = len,
 		.op = (v & 1) ? TRACE_S : TRACE_L,
 	};
 	if ((v & FREE_MARK) == FREE_MARK)
-		rec = (struct trace_rec){ .addr = page * LOG_PAGE, .op = TRACE_FREE };
+		rec = (struct trace_rec){ .addr = page * TRACELOG_PAGE, .op = TRACE_FREE };
 
 	if (!tl->err) {
 		int rc = trace_write(tl->w, &rec);

@@ -21,6 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A record's address: page * TRACELOG_PAGE + the offset in the page. */
+#define TRACELOG_PAGE 4096u
+
 /* --- the ring ------------------------------------------------------------ */
 
 /* The producer's and the consumer's fields sit on separate cache lines,

@@ -24,7 +24,7 @@
 #include "pmem/model.h"
 #include "pmem/policy.h"
 #include "tools/nvsim_cache.h"
-#include "tools/trace.h"
+#include "pmem/trace.h"
 
 #define CSV_HEADER "policy,mram_bytes,dram_bytes,accesses,time_s,energy_j," \
 		   "mram_hit_rate,flash_reads,flash_writes"

@@ -8,7 +8,7 @@
 #pragma once
 #include <stdint.h>
 
-#include "tools/trace.h"
+#include "pmem/trace.h"
 
 /* One access reaching memory: `lines` line-sized transfers to page; or
  * (freed) the page's contents are gone, the policies forget it. */

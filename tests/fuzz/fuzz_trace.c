@@ -7,7 +7,7 @@
 
 #include "common/log.h"
 #include "tools/nvsim_cache.h"
-#include "tools/trace.h"
+#include "pmem/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,8 +7,9 @@
 # store's MRAM hit rate reproduced, and the hot region's repeated reads
 # visible (served from a 4 MiB memory, not from a 2 MiB one, by lru and
 # by adaptive; pinned in a 4 MiB MRAM by mram-fixed with the whole-run
-# profile). Also: an
-# unwritable --trace-out is refused at start.
+# profile). The log then serves as the live store's profile (--profile):
+# mram-fixed gets the same hit rate live. Also: an unwritable --trace-out,
+# and a --profile that is not an access log, are refused at start.
 T_TIMEOUT=${T_TIMEOUT:-150}
 KEEP=${KEEP:-}   # a path: keep a copy of the recorded log there
 . "$(dirname "$0")/lib.sh"
@@ -99,6 +100,46 @@ r=$(col adaptive 0 $D4 8)
 h=$(awk -F, 'NR == 2 { print $7 }' "$T_DIR/oracle.csv")
 t_log "mram-fixed with the oracle profile: MRAM hit rate $h"
 [ "$h" = 0.666667 ] || t_fail "mram-fixed (oracle) MRAM hit rate $h, want 6144/9216"
+
+# The log as the live store's profile (--profile, the paper's profiling
+# run): mram-fixed pins the previous run's hottest pages from their first
+# touch, so the same workload gets the oracle replay's 6144/9216 live.
+# Without the profile it learns online and gets less.
+sock=$T_DIR/prf.sock name=simprf
+for prof in with without; do
+  args=(--size 64M --mram 4M --dram 60M --policy mram-fixed)
+  [ $prof = with ] && args+=(--profile "$log")
+  nbd_start "$sock" "$name" "${args[@]}"
+  uri="nbd+unix:///$name?socket=$sock"
+  fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=64k --size=16M \
+    --iodepth=4 >"$T_DIR/fill.out" 2>&1 || t_fail "fio fill: $(tail -3 "$T_DIR/fill.out")"
+  fio --name=hot --ioengine=nbd --uri="$uri" --rw=read --bs=64k --offset=8M --size=4M \
+    --loops=5 --iodepth=4 >"$T_DIR/hot.out" 2>&1 || t_fail "fio hot: $(tail -3 "$T_DIR/hot.out")"
+  "$(t_bin nvcachectl)" stats --swap "$name" >"$T_DIR/stats" || t_fail "no stats"
+  eval "hit_$prof=\$(st mram_hit_rate) pp_$prof=\$(st profile_pages)"
+  kill -TERM "$NBD_PID"; wait "$NBD_PID" || t_fail "nvswapd exit $? after SIGTERM"
+  [ $prof = without ] ||
+    grep -q "profile $log: $want accesses to 4096 pages; mram-fixed ranks pages by it" "$T_DIR/nvswapd-$name.log" ||
+    t_fail "no profile line in the log: $(grep -i profile "$T_DIR/nvswapd-$name.log")"
+done
+t_log "live mram-fixed, MRAM hit rate: with the recorded profile $hit_with, learning online $hit_without"
+[ "$pp_with" -eq 4096 ] && [ "$pp_without" -eq 0 ] || t_fail "profile_pages $pp_with / $pp_without, want 4096 / 0"
+[ "$hit_with" = 0.6667 ] || t_fail "live mram-fixed with the profile: MRAM hit rate $hit_with, want 6144/9216"
+awk -v a="$hit_with" -v b="$hit_without" 'BEGIN { exit !(b < a) }' ||
+  t_fail "the profile did not help: $hit_with with it, $hit_without without"
+# A profile that is not an access log, or not there, is refused at start.
+for bad in "$(dirname "$0")/../traces/gups-tiny.lackey.gz:not a live store's access log" \
+           "$T_DIR/missing.nvt:No such file or directory"; do
+  "$nvswapd" -f --size 16M --unix "$T_DIR/x.sock" --name simtx --nvram "$T_SHM/x.mram" \
+    --policy lowpower --profile "${bad%%:*}" >"$T_DIR/refused3.log" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] && grep -q "${bad%%:*}.*${bad#*:}" "$T_DIR/refused3.log" ||
+    t_fail "--profile ${bad%%:*}: exit $rc, want 1 and '${bad#*:}': $(cat "$T_DIR/refused3.log")"
+done
+"$nvswapd" -f --size 16M --unix "$T_DIR/x.sock" --name simtx --store flat \
+  --profile "$log" >"$T_DIR/refused4.log" 2>&1
+[ $? -eq 2 ] && grep -q "needs --store tiered" "$T_DIR/refused4.log" ||
+  t_fail "--profile with --store flat: $(cat "$T_DIR/refused4.log")"
 
 # TRIMs are in the log too. MRAM 1M + DRAM 3M hold 1024 pages: write 3M,
 # trim its first 2M, write 2M more, read back what is left. Live, the

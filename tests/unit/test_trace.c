@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "tools/nvsim_cache.h"
-#include "tools/trace.h"
+#include "pmem/trace.h"
 
 static ssize_t read_all(struct trace_reader *r, struct trace_rec *recs,
 			size_t n, uint64_t *instr)

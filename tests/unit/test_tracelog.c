@@ -16,7 +16,7 @@
 
 #include "pmem/tierstore.h"
 #include "pmem/tracelog.h"
-#include "tools/trace.h"
+#include "pmem/trace.h"
 
 #define PG 4096
 

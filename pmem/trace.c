@@ -9,7 +9,7 @@
 #include <zlib.h>
 
 #include "common/log.h"
-#include "tools/trace.h"
+#include "pmem/trace.h"
 
 #define TR_BUF (1u << 20)
 

@@ -1,4 +1,5 @@
-/* trace.h - memory-access traces for nvsim: reading valgrind lackey output
+/* trace.h - memory-access traces for nvsim and the live store's --profile:
+ * reading valgrind lackey output
  * and the project's compact binary format "nvt".
  *
  * Both inputs may be gzip-compressed (zlib reads plain files too).
