@@ -31,6 +31,7 @@
  *    a write-back 64 us), if it has been used no more often than the page
  *    LRU would evict (see ad_victim).
  * O(1) per access; the shadows use preallocated tables in live mode. */
+#include <errno.h>
 #include <string.h>
 
 #include "pmem/policy_core.h"
@@ -549,13 +550,18 @@ static void ad_rank(struct ad_policy *a);
 static uint64_t ad_pin_entry_cost(struct ad_policy *a)
 {
 	struct pc *pc = &a->base.pc;
-	uint64_t n = 0;
+	uint64_t n = 0, in = 0;
 	ad_rank(a);
 	for (uint32_t i = 0; i < pc->n; i++) {
 		struct pc_page *g = pc_pg(pc, i);
-		n += (g->flags & AD_PINF) && g->tier != TIER_MRAM;
+		if (g->flags & AD_PINF) {
+			in += g->tier == TIER_MRAM;
+			n += g->tier != TIER_MRAM;
+		}
 	}
-	return n * 35000;
+	/* With ties the set may be larger than MRAM: only what fits moves. */
+	uint64_t room = pc->capy[TIER_MRAM] > in ? pc->capy[TIER_MRAM] - in : 0;
+	return (n < room ? n : room) * 35000;
 }
 
 /* Set dueling: each epoch, the mode whose shadow cost least over the
@@ -668,7 +674,10 @@ static int ad_profile(struct policy *p, uint32_t i, uint64_t count)
 	uint64_t key = pc_pg(&p->pc, i)->key;
 	if (!ad_sampled(a, key))
 		return 0;
-	return policy_set_profile(a->sh[AD_PIN], key, count);
+	int rc = policy_set_profile(a->sh[AD_PIN], key, count);
+	/* A full shadow table (live, preallocated) just does not see that
+	 * page, as with accesses: the policy itself has its count. */
+	return rc == -ENOMEM ? 0 : rc;
 }
 
 static int ad_init_common(struct policy *p, int force)

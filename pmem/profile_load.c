@@ -37,6 +37,14 @@ static int count_log(struct trace_reader *r, const char *path, uint32_t *cnt,
 		}
 	}
 	free(recs);
+	if (n < 0 && sum->accesses) {
+		/* A run that did not end cleanly (kill -9, a crash) leaves
+		 * its log cut short: what came before is still a profile. */
+		log_warn("profile %s: unreadable after %llu accesses (see "
+			 "above; a log cut short by a crash?): using those",
+			 path, (unsigned long long)sum->accesses);
+		return 0;
+	}
 	if (n < 0)
 		log_err("profile %s: unreadable access log (see above)", path);
 	return n < 0 ? (int)n : 0;

@@ -19,8 +19,10 @@ struct profile_summary {
 
 /* Read the nvt access log at path (gzip or plain) and give every page
  * below `pages` its count. Frees in the log are not accesses and are
- * skipped. Errors, logged with the path: -EINVAL (not a live store's
- * access log: a lackey or CPU-level trace; or malformed), -ENOENT etc.
+ * skipped. A log cut short (its run was killed) gives the counts read
+ * before the cut, with a warning. Errors, logged with the path: -EINVAL
+ * (not a live store's access log: a lackey or CPU-level trace; or
+ * unreadable from the start), -ENOENT etc.
  * from opening it, -ENOMEM, and policy_set_profile's. */
 int profile_load(struct policy *p, const char *path, uint64_t pages,
 		 struct profile_summary *sum);

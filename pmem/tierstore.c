@@ -170,11 +170,26 @@ fail:
 	return -EIO;
 }
 
+/* The same file under two names (or one)? */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* The policy's profile from a previous run's access log (before any
- * memory is reserved: a bad file costs nothing). */
+ * memory is reserved, and before this run's log is created: a bad file
+ * costs nothing). */
 static int load_profile(struct tierstore *ts, const struct tierstore_opts *o)
 {
 	struct profile_summary sum;
+	if (o->trace_path && same_file(o->profile_path, o->trace_path)) {
+		log_err("profile %s is also this run's access log: recording "
+			"would overwrite it as it is read; give --trace-out "
+			"another file", o->profile_path);
+		return -EINVAL;
+	}
 	int rc = profile_load(ts->pol, o->profile_path, o->pages, &sum);
 	if (rc < 0)
 		return rc;
@@ -228,11 +243,6 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 	model_params_default(&ts->mp);
 	ts->flash_fd = -1;
 	ts->pages = o->pages;
-	/* First: an access log in an unwritable place is refused before
-	 * memory is reserved and locked. */
-	if (o->trace_path &&
-	    (rc = tracelog_open(&ts->log, o->trace_path, o->trace_ring)) < 0)
-		goto fail;
 	ts->tier = table(o->pages, 1);
 	ts->slot = table(o->pages, sizeof(uint32_t));
 	ts->nreads = table(o->pages, sizeof(uint32_t));
@@ -256,6 +266,12 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 		goto fail;
 	}
 	if (o->profile_path && (rc = load_profile(ts, o)) < 0)
+		goto fail;
+	/* The access log is created only now, after the profile was read
+	 * (it may be the previous run's log of the same name), and before
+	 * memory is reserved and locked: a bad path costs nothing. */
+	if (o->trace_path &&
+	    (rc = tracelog_open(&ts->log, o->trace_path, o->trace_ring)) < 0)
 		goto fail;
 
 	uint8_t *mbase = NULL;

@@ -63,12 +63,14 @@ struct tierstore_stats {
 	uint64_t served_mram, served_dram;
 	uint64_t flash_errors;
 	uint64_t trace_records, trace_dropped;   /* the access log's */
-	uint64_t profile_pages;            /* pages ranked by profile_path */
+	uint64_t profile_pages;            /* pages profile_path gave a count
+					    * (lru ignores them) */
 };
 
 /* Open a store. Errors (logged with what to change): -EINVAL (bad sizes,
  * no flash file while memory is smaller than the page space, a flash file
- * on tmpfs, a profile that is not an access log), -ENOENT (unknown policy),
+ * on tmpfs, a profile that is not an access log or is this run's log too),
+ * -ENOENT (unknown policy),
  * -ENOMEM, -EIO and open/map errors (an access log that cannot be created,
  * a profile that cannot be read: its path and the reason). */
 int tierstore_open(struct tierstore **out, const struct tierstore_opts *o);

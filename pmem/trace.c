@@ -25,6 +25,8 @@ struct trace_reader {
 	uint64_t line;           /* lackey: lines consumed */
 	uint64_t base;           /* nvt: input offset of buf[0] */
 	uint64_t prev;           /* nvt: previous address */
+	int err;                 /* nvt: an error after records, for the
+				  * next call (sticky) */
 	uint64_t fsize;
 	const char *name;
 };
@@ -347,13 +349,22 @@ static ssize_t nvt_read(struct trace_reader *r, struct trace_rec *recs,
 			size_t n, uint64_t *instr)
 {
 	size_t got = 0;
+	if (r->err)
+		return r->err;
 	while (got < n) {
 		uint64_t v;
 		int rc = nvt_varint(r, &v, true);
 		if (rc == 1)
 			break;
-		if (rc < 0)
+		if (rc < 0) {
+			/* The records before the error are good: they go
+			 * out first (a log cut short by a crash still says
+			 * what came before), the error with the next call. */
+			r->err = rc;
+			if (got)
+				break;
 			return rc;
+		}
 		unsigned kind = v & 3;
 		if (kind == 3) {
 			*instr += v >> 2;
@@ -376,6 +387,9 @@ static ssize_t nvt_read(struct trace_reader *r, struct trace_rec *recs,
 					log_err("trace %s: bad record near byte %llu",
 						r->name,
 						(unsigned long long)(r->base + r->pos));
+				r->err = -EINVAL;
+				if (got)
+					break;
 				return -EINVAL;
 			}
 			rec->size = (uint32_t)size;

@@ -29,7 +29,9 @@ int trace_open(struct trace_reader **out, const char *path,
 	       enum trace_format fmt);
 /* Up to n records into recs; instructions seen are added to *instr.
  * Returns the count, 0 at the end, or -EINVAL (malformed input, logged
- * with the line or byte offset) / -EIO. */
+ * with the line or byte offset) / -EIO. nvt: the good records before an
+ * error come first; the error is returned by the next call, and every
+ * call after it. */
 ssize_t trace_read(struct trace_reader *r, struct trace_rec *recs, size_t n,
 		   uint64_t *instr);
 enum trace_format trace_format_of(const struct trace_reader *r);

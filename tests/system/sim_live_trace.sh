@@ -35,12 +35,16 @@ grep -q "/nonexistent-nvtest/live.nvt: cannot create: No such file or directory"
 # The live run: MRAM 4 MiB + DRAM 60 MiB hold the whole 64 MiB export.
 sock=$T_DIR/trc.sock name=simtrc
 nbd_start "$sock" "$name" --size 64M --mram 4M --dram 60M --policy lru --trace-out "$log"
-uri="nbd+unix:///$name?socket=$sock"
-# 64 KiB requests on 64 KiB boundaries: each is exactly 16 page accesses.
-fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=64k --size=16M \
-  --iodepth=4 >"$T_DIR/fill.out" 2>&1 || t_fail "fio fill: $(tail -3 "$T_DIR/fill.out")"
-fio --name=hot --ioengine=nbd --uri="$uri" --rw=read --bs=64k --offset=8M --size=4M \
-  --loops=5 --iodepth=4 >"$T_DIR/hot.out" 2>&1 || t_fail "fio hot: $(tail -3 "$T_DIR/hot.out")"
+# The workload: 16 MiB written, then a 4 MiB region read 5 times, in 64
+# KiB requests on 64 KiB boundaries (each exactly 16 page accesses).
+fill_and_reread() {
+  local uri="nbd+unix:///$name?socket=$sock"
+  fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=64k --size=16M \
+    --iodepth=4 >"$T_DIR/fill.out" 2>&1 || t_fail "fio fill: $(tail -3 "$T_DIR/fill.out")"
+  fio --name=hot --ioengine=nbd --uri="$uri" --rw=read --bs=64k --offset=8M --size=4M \
+    --loops=5 --iodepth=4 >"$T_DIR/hot.out" 2>&1 || t_fail "fio hot: $(tail -3 "$T_DIR/hot.out")"
+}
+fill_and_reread
 want=$(( 16 * 256 + 5 * 4 * 256 ))    # 4096 page writes + 5120 page reads
 "$(t_bin nvcachectl)" stats --swap "$name" >"$T_DIR/stats" || t_fail "no stats"
 st() { awk -v k="$1:" '$1 == k { print $2 }' "$T_DIR/stats"; }
@@ -110,11 +114,7 @@ for prof in with without; do
   args=(--size 64M --mram 4M --dram 60M --policy mram-fixed)
   [ $prof = with ] && args+=(--profile "$log")
   nbd_start "$sock" "$name" "${args[@]}"
-  uri="nbd+unix:///$name?socket=$sock"
-  fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=64k --size=16M \
-    --iodepth=4 >"$T_DIR/fill.out" 2>&1 || t_fail "fio fill: $(tail -3 "$T_DIR/fill.out")"
-  fio --name=hot --ioengine=nbd --uri="$uri" --rw=read --bs=64k --offset=8M --size=4M \
-    --loops=5 --iodepth=4 >"$T_DIR/hot.out" 2>&1 || t_fail "fio hot: $(tail -3 "$T_DIR/hot.out")"
+  fill_and_reread
   "$(t_bin nvcachectl)" stats --swap "$name" >"$T_DIR/stats" || t_fail "no stats"
   eval "hit_$prof=\$(st mram_hit_rate) pp_$prof=\$(st profile_pages)"
   kill -TERM "$NBD_PID"; wait "$NBD_PID" || t_fail "nvswapd exit $? after SIGTERM"
@@ -127,15 +127,32 @@ t_log "live mram-fixed, MRAM hit rate: with the recorded profile $hit_with, lear
 [ "$hit_with" = 0.6667 ] || t_fail "live mram-fixed with the profile: MRAM hit rate $hit_with, want 6144/9216"
 awk -v a="$hit_with" -v b="$hit_without" 'BEGIN { exit !(b < a) }' ||
   t_fail "the profile did not help: $hit_with with it, $hit_without without"
-# A profile that is not an access log, or not there, is refused at start.
+# A profile that is not a live store's access log (a lackey trace; a
+# memory-level trace of a program), or not there, or this run's log too
+# (it would be overwritten as it is read), is refused at start.
+cp "$log" "$T_DIR/again.nvt.gz"
 for bad in "$(dirname "$0")/../traces/gups-tiny.lackey.gz:not a live store's access log" \
-           "$T_DIR/missing.nvt:No such file or directory"; do
+           "$(dirname "$0")/../traces/mg.l2.nvt.gz:not a live store's access log" \
+           "$T_DIR/missing.nvt:No such file or directory" \
+           "$T_DIR/again.nvt.gz:is also this run's access log"; do
   "$nvswapd" -f --size 16M --unix "$T_DIR/x.sock" --name simtx --nvram "$T_SHM/x.mram" \
-    --policy lowpower --profile "${bad%%:*}" >"$T_DIR/refused3.log" 2>&1
+    --policy lowpower --profile "${bad%%:*}" --trace-out "$T_DIR/again.nvt.gz" \
+    >"$T_DIR/refused3.log" 2>&1
   rc=$?
   [ $rc -eq 1 ] && grep -q "${bad%%:*}.*${bad#*:}" "$T_DIR/refused3.log" ||
     t_fail "--profile ${bad%%:*}: exit $rc, want 1 and '${bad#*:}': $(cat "$T_DIR/refused3.log")"
+  cmp -s "$log" "$T_DIR/again.nvt.gz" || t_fail "--profile ${bad%%:*}: the --trace-out file was overwritten"
 done
+# A log cut short (its run was killed) still gives the accesses before
+# the cut, with a warning.
+head -c $(( $(stat -c %s "$log") / 2 )) "$log" >"$T_DIR/cut.nvt.gz"
+nbd_start "$sock" "$name" --size 64M --mram 4M --dram 60M --policy mram-fixed --profile "$T_DIR/cut.nvt.gz"
+"$(t_bin nvcachectl)" stats --swap "$name" >"$T_DIR/stats" || t_fail "no stats"
+kill -TERM "$NBD_PID"; wait "$NBD_PID"
+grep -q "profile $T_DIR/cut.nvt.gz: unreadable after [0-9]* accesses.*using those" "$T_DIR/nvswapd-$name.log" ||
+  t_fail "cut-short profile: no warning: $(grep -i profile "$T_DIR/nvswapd-$name.log")"
+[ "$(st profile_pages)" -gt 0 ] || t_fail "cut-short profile: profile_pages $(st profile_pages)"
+t_log "a profile cut in half: $(st profile_pages) pages ranked" 
 "$nvswapd" -f --size 16M --unix "$T_DIR/x.sock" --name simtx --store flat \
   --profile "$log" >"$T_DIR/refused4.log" 2>&1
 [ $? -eq 2 ] && grep -q "needs --store tiered" "$T_DIR/refused4.log" ||
