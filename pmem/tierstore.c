@@ -53,6 +53,9 @@ struct tierstore {
 	struct policy *pol;
 	uint64_t pages;
 	uint8_t *tier;              /* per page: enum tier */
+	uint8_t *lost;              /* per page: its bytes were lost to a
+				     * flash error (reads fail until it is
+				     * written whole or trimmed) */
 	uint32_t *slot;             /* per page: frame in its memory tier */
 	uint32_t *nreads, *nwrites; /* per page, saturating */
 	struct frames fr[2];        /* TIER_MRAM, TIER_DRAM */
@@ -247,7 +250,8 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 	ts->slot = table(o->pages, sizeof(uint32_t));
 	ts->nreads = table(o->pages, sizeof(uint32_t));
 	ts->nwrites = table(o->pages, sizeof(uint32_t));
-	if (!ts->tier || !ts->slot || !ts->nreads || !ts->nwrites) {
+	ts->lost = table(o->pages, 1);
+	if (!ts->tier || !ts->slot || !ts->nreads || !ts->nwrites || !ts->lost) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -353,6 +357,7 @@ void tierstore_close(struct tierstore *ts)
 	free(ts->slot);
 	free(ts->nreads);
 	free(ts->nwrites);
+	free(ts->lost);
 	pthread_rwlock_destroy(&ts->maps);
 	pthread_mutex_destroy(&ts->lock);
 	free(ts);
@@ -428,6 +433,28 @@ static int move_bad(struct tierstore *ts, const struct tier_move *m)
 	return -EIO;
 }
 
+/* A flash read or write of page p failed (logged by flash_io): the store
+ * stays in step with the policy, and the page's bytes are gone. Reads of
+ * it fail with -EIO, never return other bytes, until it is written whole
+ * or trimmed; the other pages are untouched. */
+static void page_lost(struct tierstore *ts, uint64_t p)
+{
+	if (ts->lost[p])
+		return;
+	ts->lost[p] = 1;
+	ts->st.pages_lost++;
+	log_err("page %llu lost to that flash error: reads of it fail until "
+		"it is written again", (unsigned long long)p);
+}
+
+static void page_found(struct tierstore *ts, uint64_t p)
+{
+	if (ts->lost[p]) {
+		ts->lost[p] = 0;
+		ts->st.pages_lost--;
+	}
+}
+
 /* Apply one policy move. full_write: the accessed page is about to be
  * overwritten whole, so a new frame for it needs no zeroing. */
 static int move_apply(struct tierstore *ts, const struct tier_move *m,
@@ -452,11 +479,16 @@ static int move_apply(struct tierstore *ts, const struct tier_move *m,
 		if (m->to > TIER_DRAM || ts->flash_fd < 0 ||
 		    slot_take(ts, m->to, &s) < 0)
 			return move_bad(ts, m);
-		if ((rc = flash_io(ts, false, p, frame(ts, m->to, s))) < 0) {
-			slot_put(ts, m->to, s);
-			return rc;
+		if (flash_io(ts, false, p, frame(ts, m->to, s)) < 0) {
+			/* The policy has the page in memory now: so does the
+			 * store (in step, or every later move mismatches),
+			 * but its bytes are gone. */
+			static const uint8_t zero[PG];
+			frame_put(ts, m->to, frame(ts, m->to, s), zero, PG);
+			page_lost(ts, p);
+		} else {
+			ts->st.loads++;
 		}
-		ts->st.loads++;
 		break;
 	case MOVE_MIGRATE:
 		if (m->from > TIER_DRAM || m->to > TIER_DRAM ||
@@ -480,8 +512,9 @@ static int move_apply(struct tierstore *ts, const struct tier_move *m,
 			/* The frame is page-aligned, as O_DIRECT wants. */
 			rc = flash_io(ts, true, p, frame(ts, m->from, ts->slot[p]));
 			if (rc < 0)
-				return rc;
-			ts->st.writebacks++;
+				page_lost(ts, p);   /* the frame is the policy's now */
+			else
+				ts->st.writebacks++;
 		} else {
 			ts->st.drops++;
 		}
@@ -525,6 +558,11 @@ static int page_access(struct tierstore *ts, uint64_t p, bool write,
 			"the store has it in tier %u", policy_name(ts->pol),
 			(unsigned long long)p, served, ts->tier[p]);
 		return -EIO;
+	}
+	if (ts->lost[p]) {
+		if (!full_write)
+			return -EIO;   /* no bytes to read or merge into */
+		page_found(ts, p);    /* written whole: good again */
 	}
 	model_count_access(&ts->mc, served, write,
 			   (nbytes + ts->mp.line_bytes - 1) / ts->mp.line_bytes);
@@ -715,6 +753,7 @@ static void page_free(struct tierstore *ts, uint64_t p)
 		tracelog_free(ts->log, p);
 	ts->tier[p] = TIER_NONE;
 	ts->slot[p] = NO_SLOT;
+	page_found(ts, p);   /* trimmed: reads as zeros again */
 	ts->st.trims++;
 }
 
@@ -818,7 +857,7 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		"flash_clean_drops: %llu\n" "flash_errors: %llu\n"
 		"mram_hit_rate: %.4f\n"
 		"trace_records: %llu\n" "trace_dropped: %llu\n"
-		"profile_pages: %llu\n",
+		"profile_pages: %llu\n" "pages_lost: %llu\n",
 		policy_name(ts->pol),
 		(unsigned long long)st.pages_used[TIER_MRAM],
 		(unsigned long long)st.pages_cap[TIER_MRAM],
@@ -839,7 +878,8 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		served ? (double)st.served_mram / (double)served : 0.0,
 		(unsigned long long)st.trace_records,
 		(unsigned long long)st.trace_dropped,
-		(unsigned long long)st.profile_pages);
+		(unsigned long long)st.profile_pages,
+		(unsigned long long)st.pages_lost);
 	if (n < 0)
 		return -EIO;
 	/* The time/energy model's estimate of what the accesses so far

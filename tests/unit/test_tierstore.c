@@ -2,7 +2,7 @@
  * data surviving moves between MRAM, DRAM and flash, sub-page
  * read-modify-write, TRIM freeing pages, counters, refused setups, and
  * zero-copy maps: the bytes pread gives, frames kept from reuse until the
- * map is given back. */
+ * map is given back; a failing flash that loses only its pages. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -115,6 +117,71 @@ static void zeros_and_rmw(void **s)
 	assert_int_equal(tierstore_pread(ts, want, 10 * PG, PG), 0);
 	for (unsigned i = 0; i < PG; i++)
 		assert_int_equal(want[i], 0);
+	tierstore_close(ts);
+}
+
+/* A flash that fails (writes past 64 KiB of the file refused by
+ * RLIMIT_FSIZE, as a full file system would): the pages whose write-back
+ * failed are lost and read as -EIO, never as other bytes; every other
+ * page reads right, the store stays in step with its policy and goes on
+ * working, and a lost page written again, or trimmed, is good again. */
+static void flash_error_loses_only_those_pages(void **s)
+{
+	(void)s;
+	struct tierstore *ts = open_store(128, 4, 4, true);
+	static uint8_t b[PG], r[PG];
+	struct rlimit old, lim = { 16 * PG, 16 * PG };
+	struct tierstore_stats st;
+	bool lost[128];
+	unsigned nlost = 0;
+
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim.rlim_max = old.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (uint64_t p = 0; p < 128; p++) {
+		fill(b, p, 1);
+		assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
+	}
+	for (uint64_t p = 0; p < 128; p++) {
+		fill(b, p, 1);
+		int rc = tierstore_pread(ts, r, p * PG, PG);
+		assert_true(rc == 0 || rc == -EIO);
+		if (rc == 0)
+			assert_memory_equal(r, b, PG);
+		lost[p] = rc == -EIO;
+		nlost += lost[p];
+	}
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	tierstore_get_stats(ts, &st);
+	assert_true(nlost > 0 && nlost < 128);
+	assert_int_equal(st.pages_lost, nlost);
+	assert_true(st.flash_errors >= nlost);
+	/* A partial write of a lost page has nothing to merge into. */
+	uint64_t l = 0;
+	while (!lost[l])
+		l++;
+	assert_int_equal(tierstore_pwrite(ts, b, l * PG + 8, 8), -EIO);
+	/* Written whole, or trimmed: good again. */
+	for (uint64_t p = 0; p < 128; p++) {
+		if (!lost[p])
+			continue;
+		fill(b, p, 2);
+		if (p % 2)
+			assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
+		else
+			assert_int_equal(tierstore_trim(ts, p * PG, PG), 0);
+	}
+	for (uint64_t p = 0; p < 128; p++) {
+		fill(b, p, lost[p] ? 2 : 1);
+		if (lost[p] && p % 2 == 0)
+			memset(b, 0, PG);
+		assert_int_equal(tierstore_pread(ts, r, p * PG, PG), 0);
+		assert_memory_equal(r, b, PG);
+	}
+	tierstore_get_stats(ts, &st);
+	assert_int_equal(st.pages_lost, 0);
 	tierstore_close(ts);
 }
 
@@ -310,6 +377,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(zeros_and_rmw),
 		cmocka_unit_test(spill_to_flash_and_back),
+		cmocka_unit_test(flash_error_loses_only_those_pages),
 		cmocka_unit_test(read_map_pins_frames),
 		cmocka_unit_test(refused_setups),
 	};
