@@ -16,6 +16,7 @@
 #include "cluster/membership.h"
 #include "cluster/memwatch.h"
 #include "cluster/pagestore.h"
+#include "pmem/tierstore.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xor.h"
@@ -95,6 +96,8 @@ struct node {
 	} *slots;
 	uint64_t mem_total, mem_available, offer, limit_override;
 	uint64_t mem_offer;     /* what memwatch alone would offer */
+	uint64_t tier_bytes;    /* tiered store: its page space, the offer
+				 * (memory is reserved for it at start) */
 	/* The operator's shrink (node_ctl "shrink SIZE"): the offer is
 	 * capped at shrink_cap, 0 included; the page owners migrate the
 	 * excess away. shrink_pending: not yet down to it (logged once
@@ -217,6 +220,8 @@ static void update_capacity(struct node *n)
 		if (n->limit_override && (!cap || n->limit_override < cap))
 			cap = n->limit_override;
 		uint64_t mo = memwatch_offer(cap, avail, reserve, used);
+		if (n->tier_bytes)   /* its memory is locked already */
+			mo = cap && cap < n->tier_bytes ? cap : n->tier_bytes;
 		if (mo < n->mem_offer && mo < used)
 			log_info("local processes need memory: offer down to %" PRIu64
 				 " MiB, below the %" PRIu64 " MiB held (new pages "
@@ -1333,7 +1338,23 @@ int node_start(struct node **out, const struct node_opts *o)
 	if ((rc = membership_create(&n->mb, &n->cfg, n->self,
 				    (uint64_t)n->timeout_ms * 1000000ULL)))
 		goto fail;
-	if ((rc = pagestore_open(&n->ps, 0, 1 << 16)))
+	if (o->tier) {
+		n->tier_bytes = o->tier->pages * PAGESTORE_PAGE;
+		n->mem_offer = n->tier_bytes;   /* until meminfo is read */
+		rc = pagestore_open_tiered(&n->ps, 1 << 16, o->tier);
+		if (rc == 0)
+			log_info("pages kept in a tiered store: %" PRIu64 " MiB, "
+				 "MRAM %" PRIu64 " MiB, DRAM %" PRIu64 " MiB%s%s, "
+				 "policy %s", n->tier_bytes >> 20,
+				 (o->tier->mram_pages * PAGESTORE_PAGE) >> 20,
+				 (o->tier->dram_pages * PAGESTORE_PAGE) >> 20,
+				 o->tier->flash_path ? ", flash " : "",
+				 o->tier->flash_path ? o->tier->flash_path : "",
+				 o->tier->policy);
+	} else {
+		rc = pagestore_open(&n->ps, 0, 1 << 16);
+	}
+	if (rc)
 		goto fail;
 	update_capacity(n);
 	if (o->listen_fd >= 0)
@@ -1524,6 +1545,12 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	OUT("heartbeats_in: %" PRIu64 "\nheartbeats_out: %" PRIu64 "\n",
 	    (uint64_t)atomic_load(&n->heartbeats_in),
 	    (uint64_t)atomic_load(&n->heartbeats_out));
+	OUT("store: %s\n", n->tier_bytes ? "tiered" : "dram");
+	if (len < outlen) {
+		ssize_t k = pagestore_tier_stats(n->ps, out + len, outlen - len);
+		if (k > 0)
+			len += (size_t)k;
+	}
 	return (ssize_t)(len < outlen ? len : outlen);
 }
 

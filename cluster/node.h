@@ -33,8 +33,13 @@ struct node_opts {
 	unsigned max_conns;     /* 0: default */
 	int listen_fd;          /* >= 0: an already listening socket to use
 				 * instead of binding the configured address */
+	/* Non-NULL: other nodes' pages live in this tiered store (MRAM,
+	 * DRAM, flash; its policy places them), whose page space is the
+	 * node's offer; NULL: in DRAM, offered as memory allows. */
+	const struct tierstore_opts *tier;
 };
 
+struct tierstore_opts;
 struct node;
 
 /* Bind, start every thread. 0 or -errno (logged: -EADDRINUSE, -EINVAL for

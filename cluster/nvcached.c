@@ -4,6 +4,8 @@
  * docs/nvcached.md. */
 #include "cluster/config.h"
 #include "cluster/node.h"
+#include "pmem/policy.h"
+#include "pmem/tierstore.h"
 #include "common/ctl.h"
 #include "common/log.h"
 #include "common/opts.h"
@@ -36,6 +38,16 @@ static void usage(FILE *f)
 "      --meminfo PATH     where to read MemAvailable (default /proc/meminfo)\n"
 "      --max-conns N      inbound connections served at once (default %d)\n"
 "      --no-mlock         do not lock the daemon's memory\n"
+"      --tier-size SIZE   keep other nodes' pages in a tiered store of this\n"
+"                         many bytes (MRAM, DRAM and a flash file, placed by\n"
+"                         --policy) and offer exactly that; without it they\n"
+"                         are kept in DRAM and the offer follows idle memory\n"
+"      --mram SIZE        its MRAM tier (default 64M, at most --tier-size)\n"
+"      --dram SIZE        its DRAM tier (default: the rest of --tier-size)\n"
+"      --flash FILE       its flash spill file (needed when MRAM + DRAM <\n"
+"                         --tier-size; not on tmpfs)\n"
+"      --nvram FILE       its MRAM file (default /dev/shm/nvcached-ID.mram)\n"
+"      --policy NAME      its tiering policy (default lru; known: %s)\n"
 "  -v, --verbose          debug logging\n"
 "  -h, --help\n"
 "\n"
@@ -45,7 +57,7 @@ static void usage(FILE *f)
 "the excess away; also 'nvcachectl shrink ID SIZE'), 'grow' (lift that\n"
 "cap: offer idle memory again).\n",
 		NODE_DEFAULT_HEARTBEAT_MS, NODE_DEFAULT_TIMEOUT_MS,
-		NODE_DEFAULT_MAX_CONNS);
+		NODE_DEFAULT_MAX_CONNS, policy_names());
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -115,11 +127,22 @@ int main(int argc, char **argv)
 		{ "meminfo", required_argument, NULL, 'M' },
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "no-mlock", no_argument, NULL, 'L' },
+		{ "tier-size", required_argument, NULL, 'S' },
+		{ "mram", required_argument, NULL, 'm' },
+		{ "dram", required_argument, NULL, 'd' },
+		{ "flash", required_argument, NULL, 'F' },
+		{ "nvram", required_argument, NULL, 'N' },
+		{ "policy", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	static struct cluster_config cfg;
+	struct {   /* the tiered store's options, as given */
+		uint64_t size, mram, dram;
+		bool mram_set, dram_set, given;
+		const char *flash, *nvram, *policy;
+	} t = { .policy = "lru" };
 	struct node_opts o = { .cfg = &cfg, .listen_fd = -1 };
 	const char *cluster = NULL;
 	bool fg = false, mlock = true, verbose = false;
@@ -164,6 +187,23 @@ int main(int argc, char **argv)
 			o.max_conns = (unsigned)v;
 			break;
 		case 'L': mlock = false; break;
+		case 'S': case 'm': case 'd': {
+			uint64_t *dst = c == 'S' ? &t.size : c == 'm' ? &t.mram : &t.dram;
+			if (opts_parse_size(optarg, dst) || *dst % 4096) {
+				fprintf(stderr, "nvcached: %s: not a size in 4 KiB pages "
+					"(e.g. 256M)\n", optarg);
+				return 2;
+			}
+			if (c == 'm')
+				t.mram_set = true;
+			if (c == 'd')
+				t.dram_set = true;
+			t.given = true;
+			break;
+		}
+		case 'F': t.flash = optarg; t.given = true; break;
+		case 'N': t.nvram = optarg; t.given = true; break;
+		case 'p': t.policy = optarg; t.given = true; break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -172,6 +212,30 @@ int main(int argc, char **argv)
 	if (!cluster || !o.self || optind != argc) {
 		usage(stderr);
 		return 2;
+	}
+	struct tierstore_opts to;
+	char nvram[64];
+	if (t.given) {
+		if (!t.size) {
+			fprintf(stderr, "nvcached: --mram, --dram, --flash, --nvram and "
+				"--policy describe the tiered store: give its "
+				"--tier-size too\n");
+			return 2;
+		}
+		if (!t.nvram) {
+			snprintf(nvram, sizeof(nvram), "/dev/shm/nvcached-%u.mram", o.self);
+			t.nvram = nvram;
+		}
+		uint64_t mram = t.mram_set ? t.mram : 64ULL << 20;
+		if (mram > t.size)
+			mram = t.size;
+		uint64_t dram = t.dram_set ? t.dram : t.size - mram;
+		to = (struct tierstore_opts){
+			.pages = t.size / 4096, .mram_pages = mram / 4096,
+			.dram_pages = dram / 4096, .nvram_path = t.nvram,
+			.flash_path = t.flash, .policy = t.policy,
+		};
+		o.tier = &to;
 	}
 	log_init("nvcached", verbose ? LOG_LVL_DEBUG : LOG_LVL_INFO);
 	if (config_load(cluster, &cfg, err, sizeof(err))) {
@@ -236,5 +300,8 @@ int main(int argc, char **argv)
 	log_info("signal %d: stopping node %u", sig, o.self);
 	ctl_server_stop(ctl);
 	node_stop(n);
+	/* The emulated MRAM held only other nodes' pages, gone with us. */
+	if (o.tier && to.mram_pages && unlink(to.nvram_path) < 0 && errno != ENOENT)
+		log_warn("%s: %s", to.nvram_path, strerror(errno));
 	return 0;
 }

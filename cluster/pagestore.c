@@ -1,10 +1,14 @@
-/* pagestore.c - the DRAM page table of a node's page service; see
- * pagestore.h for the version rules. A chained hash table of entries, each
- * one allocation holding its 4 KiB page, so memory follows what is stored.
- * (A page-aligned page of its own cost 8.5 KiB of RSS per stored page:
- * posix_memalign's padding is not reused; this costs 4.1 KiB.) */
+/* pagestore.c - the page table of a node's page service; see pagestore.h
+ * for the version rules. A chained hash table of entries. In DRAM (the
+ * default) each entry is one allocation holding its 4 KiB page, so memory
+ * follows what is stored. (A page-aligned page of its own cost 8.5 KiB of
+ * RSS per stored page: posix_memalign's padding is not reused; this costs
+ * 4.1 KiB.) Tiered, an entry holds a slot of a tierstore's page space
+ * instead, and the page lives where the store's policy puts it. */
 #include "cluster/pagestore.h"
+#include "pmem/tierstore.h"
 
+#include "common/log.h"
 #include "common/xor.h"
 
 #include <errno.h>
@@ -16,7 +20,9 @@ struct entry {
 	struct entry *next;
 	struct pagestore_key key;
 	uint64_t version;
-	_Alignas(16) uint8_t page[PAGESTORE_PAGE];
+	uint32_t slot;          /* tiered: the page's place in the tierstore */
+	/* DRAM: PAGESTORE_PAGE bytes; a tiered entry is allocated without */
+	_Alignas(16) uint8_t page[];
 };
 
 /* Pages per owner (one per swap device: a handful), for the stats. */
@@ -32,6 +38,11 @@ struct pagestore {
 	struct pagestore_stats st;
 	unsigned n_owners;
 	struct owner_count owners[PAGESTORE_MAX_OWNERS];
+	/* tiered: the page store and its free slots (a stack) */
+	struct tierstore *ts;
+	uint32_t *free_slots;
+	uint64_t nfree;
+	_Alignas(64) uint8_t tmp[PAGESTORE_PAGE];   /* xor, under the lock */
 };
 
 /* Caller holds the lock. A page of owner came (+1) or went (-1). */
@@ -91,6 +102,36 @@ int pagestore_open(struct pagestore **out, uint64_t limit_pages,
 	return 0;
 }
 
+int pagestore_open_tiered(struct pagestore **out, uint64_t expected_pages,
+			  const struct tierstore_opts *to)
+{
+	struct pagestore *ps;
+	int rc = pagestore_open(&ps, to->pages, expected_pages);
+	if (rc)
+		return rc;
+	if (to->pages > UINT32_MAX) {
+		log_err("tiered store: at most %u pages", UINT32_MAX);
+		pagestore_close(ps);
+		return -EINVAL;
+	}
+	ps->free_slots = malloc(to->pages * sizeof(uint32_t));
+	if (!ps->free_slots) {
+		pagestore_close(ps);
+		return -ENOMEM;
+	}
+	/* Lowest slot on top: a lightly used store stays at the start of
+	 * the flash file. */
+	for (uint64_t i = 0; i < to->pages; i++)
+		ps->free_slots[i] = (uint32_t)(to->pages - 1 - i);
+	ps->nfree = to->pages;
+	if ((rc = tierstore_open(&ps->ts, to)) < 0) {
+		pagestore_close(ps);
+		return rc;
+	}
+	*out = ps;
+	return 0;
+}
+
 void pagestore_close(struct pagestore *ps)
 {
 	if (!ps)
@@ -104,8 +145,52 @@ void pagestore_close(struct pagestore *ps)
 		}
 	}
 	free(ps->buckets);
+	if (ps->ts)
+		tierstore_close(ps->ts);
+	free(ps->free_slots);
 	pthread_mutex_destroy(&ps->lock);
 	free(ps);
+}
+
+/* --- the page of an entry: inline (DRAM) or in the tierstore ---------- */
+
+static uint64_t slot_off(const struct entry *e)
+{
+	return (uint64_t)e->slot * PAGESTORE_PAGE;
+}
+
+static int page_get(struct pagestore *ps, const struct entry *e, void *buf)
+{
+	if (!ps->ts) {
+		memcpy(buf, e->page, PAGESTORE_PAGE);
+		return 0;
+	}
+	return tierstore_pread(ps->ts, buf, slot_off(e), PAGESTORE_PAGE);
+}
+
+static int page_put(struct pagestore *ps, struct entry *e, const void *buf)
+{
+	if (!ps->ts) {
+		memcpy(e->page, buf, PAGESTORE_PAGE);
+		return 0;
+	}
+	return tierstore_pwrite(ps->ts, buf, slot_off(e), PAGESTORE_PAGE);
+}
+
+/* page ^= delta. A new tiered entry's slot was never written or was
+ * trimmed: it reads as zeros, the XOR of no pages. */
+static int page_xor(struct pagestore *ps, struct entry *e, const void *delta)
+{
+	if (!ps->ts) {
+		xor_into(e->page, delta, PAGESTORE_PAGE);
+		return 0;
+	}
+	int rc = page_get(ps, e, ps->tmp);
+	if (rc == 0) {
+		xor_into(ps->tmp, delta, PAGESTORE_PAGE);
+		rc = page_put(ps, e, ps->tmp);
+	}
+	return rc;
 }
 
 void pagestore_set_limit(struct pagestore *ps, uint64_t limit_pages)
@@ -137,9 +222,13 @@ static struct entry *find(struct pagestore *ps, const struct pagestore_key *k,
 static struct entry *insert(struct pagestore *ps, const struct pagestore_key *k,
 			    struct entry **link)
 {
-	struct entry *e = malloc(sizeof(*e));
+	if (ps->ts && !ps->nfree)
+		return NULL;
+	struct entry *e = malloc(sizeof(*e) + (ps->ts ? 0 : PAGESTORE_PAGE));
 	if (!e)
 		return NULL;
+	if (ps->ts)
+		e->slot = ps->free_slots[--ps->nfree];
 	e->key = *k;
 	e->version = 0;
 	e->next = NULL;
@@ -153,11 +242,22 @@ static struct entry *insert(struct pagestore *ps, const struct pagestore_key *k,
 	return e;
 }
 
+/* Caller holds the lock: no room for a new key. */
+static bool full(const struct pagestore *ps)
+{
+	return ps->st.pages >= ps->limit || (ps->ts && !ps->nfree);
+}
+
 static void unlink_entry(struct pagestore *ps, struct entry **link)
 {
 	struct entry *e = *link;
 
 	*link = e->next;
+	if (ps->ts) {
+		/* The slot reads as zeros again and holds no memory. */
+		tierstore_trim(ps->ts, slot_off(e), PAGESTORE_PAGE);
+		ps->free_slots[ps->nfree++] = e->slot;
+	}
 	owner_count(ps, e->key.owner, -1);
 	ps->st.pages--;
 	if (e->key.kind == FK_PARITY)
@@ -180,13 +280,18 @@ int pagestore_store(struct pagestore *ps, const struct pagestore_key *k,
 	if (e && e->version > version) {
 		ps->st.stale_refused++;
 		rc = -ESTALE;
-	} else if (!e && ps->st.pages >= ps->limit) {
+	} else if (!e && full(ps)) {
 		ps->st.nospace_refused++;
 		rc = -ENOSPC;
 	} else if (!e && !(e = insert(ps, k, link))) {
 		rc = -ENOMEM;
+	} else if ((rc = page_put(ps, e, page)) < 0) {
+		/* The tierstore's flash failed (logged there). A page whose
+		 * bytes are uncertain is not kept, the old version neither:
+		 * a fetch finds nothing (the owner rebuilds from its mirror
+		 * or parity) rather than wrong bytes. */
+		unlink_entry(ps, link);
 	} else {
-		memcpy(e->page, page, PAGESTORE_PAGE);
 		e->version = version;
 		ps->st.stores++;
 	}
@@ -210,8 +315,7 @@ int pagestore_fetch(struct pagestore *ps, const struct pagestore_key *k,
 		if (version && e->version != version) {
 			ps->st.stale_refused++;
 			rc = -ESTALE;
-		} else {
-			memcpy(page, e->page, PAGESTORE_PAGE);
+		} else if ((rc = page_get(ps, e, page)) == 0) {
 			ps->st.fetches++;
 		}
 	}
@@ -251,7 +355,7 @@ int pagestore_xor(struct pagestore *ps, const struct pagestore_key *k,
 		return -EINVAL;
 	pthread_mutex_lock(&ps->lock);
 	struct entry *e = find(ps, k, &link);
-	if (!e && ps->st.pages >= ps->limit) {
+	if (!e && full(ps)) {
 		ps->st.nospace_refused++;
 		rc = -ENOSPC;
 	} else {
@@ -261,12 +365,16 @@ int pagestore_xor(struct pagestore *ps, const struct pagestore_key *k,
 				pthread_mutex_unlock(&ps->lock);
 				return -ENOMEM;
 			}
-			memset(e->page, 0, PAGESTORE_PAGE); /* XOR of no pages */
+			if (!ps->ts)   /* a tiered slot reads as zeros already */
+				memset(e->page, 0, PAGESTORE_PAGE); /* XOR of no pages */
 		}
-		xor_into(e->page, delta, PAGESTORE_PAGE);
-		if (version > e->version)
-			e->version = version;
-		ps->st.xors++;
+		if ((rc = page_xor(ps, e, delta)) == 0) {
+			if (version > e->version)
+				e->version = version;
+			ps->st.xors++;
+		} else {
+			unlink_entry(ps, link);   /* as a failed store */
+		}
 	}
 	pthread_mutex_unlock(&ps->lock);
 	return rc;
@@ -300,4 +408,11 @@ void pagestore_get_stats(struct pagestore *ps, struct pagestore_stats *st)
 	st->limit = ps->limit;
 	st->owners = ps->n_owners + (ps->st.owners_untracked_pages ? 1 : 0);
 	pthread_mutex_unlock(&ps->lock);
+}
+
+ssize_t pagestore_tier_stats(struct pagestore *ps, char *out, size_t len)
+{
+	if (!ps->ts || len == 0)
+		return 0;
+	return tierstore_stats_format(ps->ts, out, len);
 }

@@ -2,11 +2,15 @@
  * Cache"): 4 KiB data pages keyed by (owner, page id) and parity pages
  * keyed by (owner, parity group), each with the owner's version counter.
  *
- * This is the small interface the page service uses; today it is a DRAM
- * hash table (memory is taken per page, about 4.1 KiB of RSS each, and
- * given back to the allocator on drop, for the next stores to reuse). The
- * tiered store
- * (pmem/tierstore.h) can replace it behind the same calls.
+ * This is the small interface the page service uses. By default it is a
+ * DRAM hash table (memory is taken per page, about 4.1 KiB of RSS each, and
+ * given back to the allocator on drop, for the next stores to reuse).
+ * Opened tiered (nvcached --tier-size), the pages live in a tierstore
+ * (pmem/tierstore.h: MRAM, DRAM and a flash file, placed by its tiering
+ * policy) of a fixed page space, and the table keeps only keys, versions
+ * and slots. A flash error there fails the store, fetch or parity update
+ * with -EIO and drops the page: a later fetch finds nothing (its owner
+ * rebuilds it) rather than wrong bytes.
  *
  * Versions resolve racing operations (Nswap's usage/migration counts):
  *   store  refused (-ESTALE) if the stored version is newer; an equal
@@ -26,6 +30,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cluster/frame.h"
 
@@ -55,19 +60,30 @@ struct pagestore_stats {
 /* expected_pages sizes the hash table (it still works beyond it). */
 int pagestore_open(struct pagestore **out, uint64_t limit_pages,
 		   uint64_t expected_pages);
+struct tierstore_opts;
+/* Tiered: at most to->pages pages (the limit starts there; a store of a
+ * new key beyond them fails -ENOSPC whatever the limit). Errors are
+ * tierstore_open's (logged), -EINVAL for more than 2^32 pages. */
+int pagestore_open_tiered(struct pagestore **out, uint64_t expected_pages,
+			  const struct tierstore_opts *to);
+/* Tiered: the tierstore's "key: value" stats lines (policy, tiers, MRAM
+ * hit rate, the model's time and energy); 0 bytes when not tiered. */
+ssize_t pagestore_tier_stats(struct pagestore *ps, char *out, size_t len);
 void pagestore_close(struct pagestore *ps);
 void pagestore_set_limit(struct pagestore *ps, uint64_t limit_pages);
 
-/* 0 or -ESTALE, -ENOSPC, -ENOMEM, -EINVAL (bad kind). */
+/* 0 or -ESTALE, -ENOSPC, -ENOMEM, -EINVAL (bad kind), -EIO (tiered). */
 int pagestore_store(struct pagestore *ps, const struct pagestore_key *k,
 		    uint64_t version, const void *page);
-/* 0 or -ENOENT, -ESTALE. *version_out (may be NULL) gets the stored one. */
+/* 0 or -ENOENT, -ESTALE, -EIO (tiered). *version_out (may be NULL) gets
+ * the stored one. */
 int pagestore_fetch(struct pagestore *ps, const struct pagestore_key *k,
 		    uint64_t version, void *page, uint64_t *version_out);
 /* 0 or -ENOENT, -ESTALE. */
 int pagestore_drop(struct pagestore *ps, const struct pagestore_key *k,
 		   uint64_t version);
-/* Parity update. 0 or -ENOSPC (a new parity page over the limit), -ENOMEM. */
+/* Parity update. 0 or -ENOSPC (a new parity page over the limit), -ENOMEM,
+ * -EIO (tiered). */
 int pagestore_xor(struct pagestore *ps, const struct pagestore_key *k,
 		  uint64_t version, const void *delta);
 /* Drop every page of owner; returns how many. */

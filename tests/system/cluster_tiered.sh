@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# cluster_tiered.sh - nvcached keeping other nodes' pages in a tiered store
+# (--tier-size, --policy): nodes 2 and 3 hold 32 MiB each in 1 MiB of MRAM,
+# 3 MiB of DRAM and a flash file. nvswapd on node 1 mirrors 24 MiB of random
+# data onto them: every byte reads back, most of it came through flash, the
+# nodes offer exactly their tier size, and their stats show the policy and
+# its MRAM hit rate. Pages freed by the owner leave the store. Bad tier
+# options are refused with a clear message.
+T_TIMEOUT=${T_TIMEOUT:-180}
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster_common.bash"
+. "$(dirname "$0")/nbd_common.bash"
+t_require_cmd nbdcopy cmp fio
+fio --enghelp 2>/dev/null | grep -qw nbd || t_skip "fio has no nbd engine"
+nvcached=$(t_bin nvcached) || exit 1
+export NVCACHE_RUN_DIR=$T_DIR/run
+
+# Refused: tier options without --tier-size (usage, 2); memory smaller than
+# the tier size and no flash file, or a flash file on tmpfs (1).
+head -c 32 /dev/urandom | base64 >"$T_DIR/secret"; chmod 600 "$T_DIR/secret"
+printf 'secret secret\nnode 1 127.0.0.1:%s\n' "$(cluster_free_ports 1)" >"$T_DIR/one.conf"
+refused() {   # WANT_EXIT WANT_TEXT ARGS...
+  local want=$1 text=$2; shift 2
+  timeout 20 "$nvcached" --cluster "$T_DIR/one.conf" --node 1 -f --no-mlock "$@" \
+    >"$T_DIR/refused.log" 2>&1
+  local rc=$?
+  [ $rc -eq "$want" ] && grep -q -- "$text" "$T_DIR/refused.log" ||
+    t_fail "nvcached $*: exit $rc (want $want), no '$text': $(cat "$T_DIR/refused.log")"
+}
+refused 2 "give its --tier-size too" --policy adaptive
+refused 2 "not a size in 4 KiB pages" --tier-size 1000
+refused 1 "give --flash FILE" --tier-size 32M --mram 1M --dram 3M --nvram "$T_SHM/r.mram"
+refused 1 "tmpfs" --tier-size 32M --mram 1M --dram 3M --nvram "$T_SHM/r.mram" \
+  --flash "$T_SHM/r.flash"
+refused 1 "unknown" --tier-size 32M --mram 1M --dram 31M --nvram "$T_SHM/r.mram" \
+  --policy nosuch
+
+cluster_node_args() {
+  [ "$1" = 1 ] && return
+  echo "--tier-size 32M --mram 1M --dram 3M --flash $T_DIR/flash$1" \
+    "--nvram $T_SHM/node$1.mram --policy adaptive"
+}
+cluster_start 3 tier
+for i in 2 3; do
+  [ "$(cluster_stat $i store)" = tiered ] || t_fail "node $i: store $(cluster_stat $i store)"
+  [ "$(cluster_stat $i policy)" = adaptive ] || t_fail "node $i: policy $(cluster_stat $i policy)"
+  [ "$(cluster_stat $i offered_bytes)" -eq $((32 << 20)) ] ||
+    t_fail "node $i offers $(cluster_stat $i offered_bytes), want its 32 MiB tier"
+  grep -q "pages kept in a tiered store: 32 MiB, MRAM 1 MiB, DRAM 3 MiB, flash $T_DIR/flash$i, policy adaptive" \
+    "$T_DIR/node$i-tier.log" || t_fail "node $i: no start line: $(tail -3 "$T_DIR/node$i-tier.log")"
+done
+[ "$(cluster_stat 1 store)" = dram ] || t_fail "node 1: store $(cluster_stat 1 store)"
+
+# Node 1 swaps: two copies of each page, on nodes 2 and 3 (its own node
+# takes none). 24 MiB of random data each node must hold, in 4 MiB of
+# memory: 20 MiB or more of it sits in its flash file.
+nbd_start "$T_DIR/nbd.sock" cltier --size 48M --store remote --cluster "$conf" --node 1 \
+  --redundancy mirror
+uri="nbd+unix:///cltier?socket=$T_DIR/nbd.sock"
+head -c 24M /dev/urandom >"$T_DIR/data"
+truncate -s 48M "$T_DIR/data"
+nbdcopy "$T_DIR/data" "$uri" || t_fail "nbdcopy to the device"
+nbdcopy "$uri" "$T_DIR/back" || t_fail "nbdcopy from the device"
+cmp "$T_DIR/data" "$T_DIR/back" || t_fail "data read back differs"
+for i in 2 3; do
+  p=$(cluster_stat $i pages_data) fl=$(cluster_stat $i flash_pages)
+  wb=$(cluster_stat $i flash_writebacks) ld=$(cluster_stat $i flash_loads)
+  t_log "node $i: $p pages, $fl on flash ($wb written back, $ld read back)," \
+    "MRAM hit rate $(cluster_stat $i mram_hit_rate), model $(cluster_stat $i model_time_s) s"
+  [ "$p" -eq 6144 ] || t_fail "node $i holds $p pages, want 6144 (24 MiB)"
+  [ "$fl" -ge 5120 ] && [ "$wb" -ge 5120 ] && [ "$ld" -ge 1 ] ||
+    t_fail "node $i: flash $fl pages, $wb written back, $ld loaded: the tiers were not used"
+  [ "$(cluster_stat $i flash_errors)" -eq 0 ] || t_fail "node $i: flash errors"
+done
+
+# A hot region read again and again (4 KiB random reads, zipf): the policy
+# keeps it in memory; the MRAM serves some of it.
+fio --name=hot --ioengine=nbd --uri="$uri" --rw=randread --bs=4k --size=2M \
+  --random_distribution=zipf:1.2 --number_ios=20000 --iodepth=4 \
+  >"$T_DIR/hot.out" 2>&1 || t_fail "fio: $(tail -3 "$T_DIR/hot.out")"
+for i in 2 3; do
+  h=$(cluster_stat $i mram_hit_rate)
+  t_log "node $i after the hot reads: MRAM hit rate $h, $(cluster_stat $i migrations_mram_dram) migrations"
+done
+awk -v a="$(cluster_stat 2 mram_hit_rate)" -v b="$(cluster_stat 3 mram_hit_rate)" \
+  'BEGIN { exit !(a + b > 0) }' || t_fail "no read was served from MRAM on either node"
+
+# Trimmed pages leave the nodes' stores (their slots read as zeros again).
+fio --name=trim --ioengine=nbd --uri="$uri" --rw=trim --bs=1M --size=24M \
+  >"$T_DIR/trim.out" 2>&1 || t_fail "fio trim: $(tail -3 "$T_DIR/trim.out")"
+gone() { [ "$(cluster_stat 2 pages)" -eq 0 ] && [ "$(cluster_stat 3 pages)" -eq 0 ]; }
+t_wait 20 gone || t_fail "after the trim: nodes hold $(cluster_stat 2 pages) and $(cluster_stat 3 pages) pages"
+for i in 2 3; do
+  [ "$(cluster_stat $i flash_pages)" -eq 0 ] && [ "$(cluster_stat $i dram_pages)" -eq 0 ] &&
+    [ "$(cluster_stat $i mram_pages)" -eq 0 ] || t_fail "node $i: tiers not empty after the trim"
+done
+nbdcopy "$uri" "$T_DIR/back" || t_fail "nbdcopy after the trim"
+cmp -n $((24 << 20)) "$T_DIR/back" /dev/zero || t_fail "trimmed range does not read as zeros"
+
+# A stopped node removes its emulated MRAM file.
+kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
+kill -TERM "${pid[2]}"
+t_wait 10 test ! -e "$T_SHM/node2.mram" || t_fail "node 2 left its MRAM file behind"
+echo "cluster_tiered: ok"
