@@ -265,6 +265,9 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* A flash file over the file-size limit: EFBIG, that page lost and
+	 * logged, not the whole daemon (and every page it holds) killed. */
+	signal(SIGXFSZ, SIG_IGN);
 
 	struct node *n;
 	int rc = node_start(&n, &o);

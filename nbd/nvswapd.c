@@ -363,6 +363,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* A flash file over the file-size limit: EFBIG, that page lost and
+	 * logged, not the whole daemon (and every page it holds) killed. */
+	signal(SIGXFSZ, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
