@@ -157,14 +157,13 @@ static bool node_stopping(struct node *n)
 
 static void self_capacity(struct node *n, struct frame_capacity *cap)
 {
-	struct pagestore_stats st;
+	uint64_t pages = pagestore_pages(n->ps);
 
-	pagestore_get_stats(n->ps, &st);
 	pthread_mutex_lock(&n->lock);
 	cap->offered = n->offer;
 	cap->mem_available = n->mem_available;
 	pthread_mutex_unlock(&n->lock);
-	cap->used = st.pages * PAGESTORE_PAGE;
+	cap->used = pages * PAGESTORE_PAGE;
 }
 
 /* Any proof of life from node id (a handshake, a heartbeat, a reply).
@@ -199,11 +198,8 @@ static int node_heard(struct node *n, uint32_t id, uint64_t inc,
 static void update_capacity(struct node *n)
 {
 	uint64_t total = 0, avail = 0;
-	struct pagestore_stats st;
 	int rc = memwatch_read(n->meminfo, &total, &avail);
-
-	pagestore_get_stats(n->ps, &st);
-	uint64_t used = st.pages * PAGESTORE_PAGE;
+	uint64_t used = pagestore_pages(n->ps) * PAGESTORE_PAGE;
 	pthread_mutex_lock(&n->lock);
 	if (rc) {
 		if (!n->meminfo_warned)
@@ -219,10 +215,11 @@ static void update_capacity(struct node *n)
 		uint64_t cap = n->me->mem;
 		if (n->limit_override && (!cap || n->limit_override < cap))
 			cap = n->limit_override;
-		uint64_t mo = memwatch_offer(cap, avail, reserve, used);
-		if (n->tier_bytes)   /* its memory is locked already */
-			mo = cap && cap < n->tier_bytes ? cap : n->tier_bytes;
-		if (mo < n->mem_offer && mo < used)
+		/* A tiered store's memory is reserved already: it offers
+		 * its page space, not what memory is idle. */
+		uint64_t mo = !n->tier_bytes ? memwatch_offer(cap, avail, reserve, used) :
+			      cap && cap < n->tier_bytes ? cap : n->tier_bytes;
+		if (!n->tier_bytes && mo < n->mem_offer && mo < used)
 			log_info("local processes need memory: offer down to %" PRIu64
 				 " MiB, below the %" PRIu64 " MiB held (new pages "
 				 "refused, the owners migrate the excess away)",

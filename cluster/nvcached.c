@@ -189,7 +189,8 @@ int main(int argc, char **argv)
 		case 'L': mlock = false; break;
 		case 'S': case 'm': case 'd': {
 			uint64_t *dst = c == 'S' ? &t.size : c == 'm' ? &t.mram : &t.dram;
-			if (opts_parse_size(optarg, dst) || *dst % 4096) {
+			if (opts_parse_size(optarg, dst) || *dst % 4096 ||
+			    (c == 'S' && !*dst)) {
 				fprintf(stderr, "nvcached: %s: not a size in 4 KiB pages "
 					"(e.g. 256M)\n", optarg);
 				return 2;
@@ -230,6 +231,15 @@ int main(int argc, char **argv)
 		if (mram > t.size)
 			mram = t.size;
 		uint64_t dram = t.dram_set ? t.dram : t.size - mram;
+		if (mram + dram > t.size) {
+			/* Memory beyond the page space would be locked and
+			 * never used. */
+			fprintf(stderr, "nvcached: --mram + --dram (%llu MiB) exceed "
+				"--tier-size (%llu MiB)\n",
+				(unsigned long long)((mram + dram) >> 20),
+				(unsigned long long)(t.size >> 20));
+			return 2;
+		}
 		to = (struct tierstore_opts){
 			.pages = t.size / 4096, .mram_pages = mram / 4096,
 			.dram_pages = dram / 4096, .nvram_path = t.nvram,
@@ -269,10 +279,16 @@ int main(int argc, char **argv)
 	 * logged, not the whole daemon (and every page it holds) killed. */
 	signal(SIGXFSZ, SIG_IGN);
 
+	/* The emulated MRAM file is ours to remove if we create it (another
+	 * nvcached of the same id may be using an existing one). */
+	bool own_nvram = o.tier && to.mram_pages && access(to.nvram_path, F_OK) != 0;
 	struct node *n;
 	int rc = node_start(&n, &o);
-	if (rc)
+	if (rc) {
+		if (own_nvram)
+			unlink(to.nvram_path);
 		return 1; /* logged */
+	}
 	char name[16];
 	struct ctl_server *ctl = NULL;
 	snprintf(name, sizeof(name), "%u", o.self);
@@ -282,6 +298,8 @@ int main(int argc, char **argv)
 			strerror(-rc), rc == -EADDRINUSE ?
 			" (another nvcached runs as this node)" : "");
 		node_stop(n);
+		if (own_nvram)
+			unlink(to.nvram_path);
 		return 1;
 	}
 	if (ready_fd >= 0) {

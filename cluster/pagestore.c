@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +35,10 @@ struct pagestore {
 	pthread_mutex_t lock;
 	struct entry **buckets;
 	uint64_t nbuckets;      /* power of two */
-	uint64_t limit;
+	/* Read without the lock (pagestore_pages, the limit): a node's
+	 * heartbeats must not wait behind a page copy or a flash I/O. */
+	_Atomic uint64_t limit;
+	_Atomic uint64_t npages;
 	struct pagestore_stats st;
 	unsigned n_owners;
 	struct owner_count owners[PAGESTORE_MAX_OWNERS];
@@ -96,7 +100,7 @@ int pagestore_open(struct pagestore **out, uint64_t limit_pages,
 		return -ENOMEM;
 	}
 	ps->nbuckets = nb;
-	ps->limit = limit_pages;
+	atomic_store(&ps->limit, limit_pages);
 	pthread_mutex_init(&ps->lock, NULL);
 	*out = ps;
 	return 0;
@@ -195,9 +199,12 @@ static int page_xor(struct pagestore *ps, struct entry *e, const void *delta)
 
 void pagestore_set_limit(struct pagestore *ps, uint64_t limit_pages)
 {
-	pthread_mutex_lock(&ps->lock);
-	ps->limit = limit_pages;
-	pthread_mutex_unlock(&ps->lock);
+	atomic_store(&ps->limit, limit_pages);
+}
+
+uint64_t pagestore_pages(struct pagestore *ps)
+{
+	return atomic_load(&ps->npages);
 }
 
 /* Caller holds the lock. *prevp: the link pointing at the result. */
@@ -235,6 +242,7 @@ static struct entry *insert(struct pagestore *ps, const struct pagestore_key *k,
 	*link = e;
 	owner_count(ps, k->owner, 1);
 	ps->st.pages++;
+	atomic_store(&ps->npages, ps->st.pages);
 	if (k->kind == FK_PARITY)
 		ps->st.parity_pages++;
 	else
@@ -245,7 +253,7 @@ static struct entry *insert(struct pagestore *ps, const struct pagestore_key *k,
 /* Caller holds the lock: no room for a new key. */
 static bool full(const struct pagestore *ps)
 {
-	return ps->st.pages >= ps->limit || (ps->ts && !ps->nfree);
+	return ps->st.pages >= atomic_load(&ps->limit) || (ps->ts && !ps->nfree);
 }
 
 static void unlink_entry(struct pagestore *ps, struct entry **link)
@@ -260,6 +268,7 @@ static void unlink_entry(struct pagestore *ps, struct entry **link)
 	}
 	owner_count(ps, e->key.owner, -1);
 	ps->st.pages--;
+	atomic_store(&ps->npages, ps->st.pages);
 	if (e->key.kind == FK_PARITY)
 		ps->st.parity_pages--;
 	else
@@ -405,7 +414,7 @@ void pagestore_get_stats(struct pagestore *ps, struct pagestore_stats *st)
 {
 	pthread_mutex_lock(&ps->lock);
 	*st = ps->st;
-	st->limit = ps->limit;
+	st->limit = atomic_load(&ps->limit);
 	st->owners = ps->n_owners + (ps->st.owners_untracked_pages ? 1 : 0);
 	pthread_mutex_unlock(&ps->lock);
 }

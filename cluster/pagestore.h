@@ -71,6 +71,10 @@ int pagestore_open_tiered(struct pagestore **out, uint64_t expected_pages,
 ssize_t pagestore_tier_stats(struct pagestore *ps, char *out, size_t len);
 void pagestore_close(struct pagestore *ps);
 void pagestore_set_limit(struct pagestore *ps, uint64_t limit_pages);
+/* Pages held now. Neither this nor pagestore_set_limit takes the lock
+ * (a node's heartbeats and capacity updates must not wait behind a page
+ * copy or a tiered store's flash I/O). */
+uint64_t pagestore_pages(struct pagestore *ps);
 
 /* 0 or -ESTALE, -ENOSPC, -ENOMEM, -EINVAL (bad kind), -EIO (tiered). */
 int pagestore_store(struct pagestore *ps, const struct pagestore_key *k,

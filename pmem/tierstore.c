@@ -53,6 +53,7 @@ struct tierstore {
 	struct policy *pol;
 	uint64_t pages;
 	uint8_t *tier;              /* per page: enum tier */
+	uint64_t lost_logged;       /* pages ever marked lost */
 	uint8_t *lost;              /* per page: its bytes were lost to a
 				     * flash error (reads fail until it is
 				     * written whole or trimmed) */
@@ -443,8 +444,15 @@ static void page_lost(struct tierstore *ts, uint64_t p)
 		return;
 	ts->lost[p] = 1;
 	ts->st.pages_lost++;
-	log_err("page %llu lost to that flash error: reads of it fail until "
-		"it is written again", (unsigned long long)p);
+	/* The first few one by one; then one line per 1024 (a failing disk
+	 * takes thousands), the total in the stats. */
+	if (++ts->lost_logged <= 8)
+		log_err("page %llu lost to that flash error: reads of it fail "
+			"until it is written again", (unsigned long long)p);
+	else if (ts->lost_logged % 1024 == 0)
+		log_err("%llu pages lost to flash errors so far (pages_lost in "
+			"the stats: those not written again since)",
+			(unsigned long long)ts->lost_logged);
 }
 
 static void page_found(struct tierstore *ts, uint64_t p)
@@ -656,10 +664,17 @@ int tierstore_read_map(struct tierstore *ts, uint64_t off, size_t len,
 			ts->st.reads++;
 			count(&ts->nreads[p]);
 		}
-		if (ts->tier[p] == TIER_NONE)
+		if (ts->tier[p] == TIER_NONE) {
 			ts->st.zero_reads += !again;
-		else if (!again && (rc = page_access(ts, p, false, in, k, &t, &s)) < 0)
+		} else if (again && ts->lost[p]) {
+			/* Lost since the earlier map (its write-back failed
+			 * and it came back without its bytes): an error, not
+			 * whatever the frame holds now. */
+			rc = -EIO;
 			break;
+		} else if (!again && (rc = page_access(ts, p, false, in, k, &t, &s)) < 0) {
+			break;
+		}
 		o += k;
 		left -= k;
 	}

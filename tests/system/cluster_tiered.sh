@@ -30,6 +30,8 @@ refused() {   # WANT_EXIT WANT_TEXT ARGS...
 }
 refused 2 "give its --tier-size too" --policy adaptive
 refused 2 "not a size in 4 KiB pages" --tier-size 1000
+refused 2 "not a size in 4 KiB pages" --tier-size 0
+refused 2 "exceed --tier-size" --tier-size 4M --dram 1G
 refused 1 "give --flash FILE" --tier-size 32M --mram 1M --dram 3M --nvram "$T_SHM/r.mram"
 refused 1 "tmpfs" --tier-size 32M --mram 1M --dram 3M --nvram "$T_SHM/r.mram" \
   --flash "$T_SHM/r.flash"

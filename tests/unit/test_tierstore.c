@@ -185,6 +185,37 @@ static void flash_error_loses_only_those_pages(void **s)
 	tierstore_close(ts);
 }
 
+/* A READ whose send went out short maps its pages again (seen): a page
+ * lost in between (its write-back failed, and it came back without its
+ * bytes) must give -EIO there too, not the frame's zeros. */
+static void remap_of_lost_page_fails(void **s)
+{
+	(void)s;
+	struct tierstore *ts = open_store(128, 4, 4, true);
+	static uint8_t b[PG], r[PG];
+	struct iovec iov[4];
+	size_t mapped;
+	uint64_t seen = 100 * PG;
+	struct rlimit old, lim = { 16 * PG, 16 * PG };
+
+	memset(b, 0xab, PG);
+	assert_int_equal(tierstore_pwrite(ts, b, 100 * PG, PG), 0);
+	assert_int_equal(tierstore_read_map(ts, 100 * PG, PG, iov, 4, &mapped, &seen), 1);
+	tierstore_read_unmap(ts);
+	assert_int_equal(seen, 101 * PG);
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim.rlim_max = old.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (uint64_t p = 0; p < 12; p++)   /* page 100 goes out: its write fails */
+		assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(tierstore_pread(ts, r, 100 * PG, PG), -EIO);
+	assert_int_equal(tierstore_read_map(ts, 100 * PG, PG, iov, 4, &mapped, &seen), -EIO);
+	tierstore_close(ts);
+}
+
 static void spill_to_flash_and_back(void **s)
 {
 	(void)s;
@@ -378,6 +409,7 @@ int main(void)
 		cmocka_unit_test(zeros_and_rmw),
 		cmocka_unit_test(spill_to_flash_and_back),
 		cmocka_unit_test(flash_error_loses_only_those_pages),
+		cmocka_unit_test(remap_of_lost_page_fails),
 		cmocka_unit_test(read_map_pins_frames),
 		cmocka_unit_test(refused_setups),
 	};
