@@ -48,6 +48,8 @@ static void usage(FILE *f)
 "                         --tier-size; not on tmpfs)\n"
 "      --nvram FILE       its MRAM file (default /dev/shm/nvcached-ID.mram)\n"
 "      --policy NAME      its tiering policy (default lru; known: %s)\n"
+"      --trace-out FILE   log every page access its policy sees (nvt, for\n"
+"                         nvsim; gzip if FILE ends in .gz)\n"
 "  -v, --verbose          debug logging\n"
 "  -h, --help\n"
 "\n"
@@ -133,6 +135,7 @@ int main(int argc, char **argv)
 		{ "flash", required_argument, NULL, 'F' },
 		{ "nvram", required_argument, NULL, 'N' },
 		{ "policy", required_argument, NULL, 'p' },
+		{ "trace-out", required_argument, NULL, 'O' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -141,7 +144,7 @@ int main(int argc, char **argv)
 	struct {   /* the tiered store's options, as given */
 		uint64_t size, mram, dram;
 		bool mram_set, dram_set, given;
-		const char *flash, *nvram, *policy;
+		const char *flash, *nvram, *policy, *trace;
 	} t = { .policy = "lru" };
 	struct node_opts o = { .cfg = &cfg, .listen_fd = -1 };
 	const char *cluster = NULL;
@@ -205,6 +208,7 @@ int main(int argc, char **argv)
 		case 'F': t.flash = optarg; t.given = true; break;
 		case 'N': t.nvram = optarg; t.given = true; break;
 		case 'p': t.policy = optarg; t.given = true; break;
+		case 'O': t.trace = optarg; t.given = true; break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -218,9 +222,9 @@ int main(int argc, char **argv)
 	char nvram[64];
 	if (t.given) {
 		if (!t.size) {
-			fprintf(stderr, "nvcached: --mram, --dram, --flash, --nvram and "
-				"--policy describe the tiered store: give its "
-				"--tier-size too\n");
+			fprintf(stderr, "nvcached: --mram, --dram, --flash, --nvram, "
+				"--policy and --trace-out describe the tiered "
+				"store: give its --tier-size too\n");
 			return 2;
 		}
 		if (!t.nvram) {
@@ -244,6 +248,7 @@ int main(int argc, char **argv)
 			.pages = t.size / 4096, .mram_pages = mram / 4096,
 			.dram_pages = dram / 4096, .nvram_path = t.nvram,
 			.flash_path = t.flash, .policy = t.policy,
+			.trace_path = t.trace,
 		};
 		o.tier = &to;
 	}

@@ -6,7 +6,8 @@
 # (node 3's lost pages from node 2's copies), most of it came through
 # flash, the nodes offer exactly their tier size, and their stats show the
 # policy and its MRAM hit rate. Pages freed by the owner leave the store.
-# Bad tier options are refused with a clear message.
+# Node 2's access log (--trace-out) replays in nvsim. Bad tier options are
+# refused with a clear message.
 T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_common.bash"
@@ -40,8 +41,10 @@ refused 1 "unknown" --tier-size 32M --mram 1M --dram 31M --nvram "$T_SHM/r.mram"
 
 cluster_node_args() {
   [ "$1" = 1 ] && return
+  local log=
+  [ "$1" = 2 ] && log="--trace-out $T_DIR/node2.nvt.gz"
   echo "--tier-size 32M --mram 1M --dram 3M --flash $T_DIR/flash$1" \
-    "--nvram $T_SHM/node$1.mram --policy adaptive"
+    "--nvram $T_SHM/node$1.mram --policy adaptive $log"
 }
 cluster_start 3 tier
 # Node 3's flash fails past its first 256 KiB (as a full file system
@@ -113,8 +116,17 @@ done
 nbdcopy "$uri" "$T_DIR/back" || t_fail "nbdcopy after the trim"
 cmp -n $((24 << 20)) "$T_DIR/back" /dev/zero || t_fail "trimmed range does not read as zeros"
 
-# A stopped node removes its emulated MRAM file.
+# A stopped node removes its emulated MRAM file and completes its access
+# log (--trace-out), which nvsim replays: every access the policy saw.
 kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
 kill -TERM "${pid[2]}"
 t_wait 10 test ! -e "$T_SHM/node2.mram" || t_fail "node 2 left its MRAM file behind"
+t_wait 10 grep -q "access log $T_DIR/node2.nvt.gz: [0-9]* accesses" "$T_DIR/node2-tier.log" ||
+  t_fail "node 2: no closing line for its access log: $(tail -3 "$T_DIR/node2-tier.log")"
+n=$(sed -n "s|.*access log $T_DIR/node2.nvt.gz: \([0-9]*\) accesses.*|\1|p" "$T_DIR/node2-tier.log")
+"$(t_bin nvsim)" --trace "$T_DIR/node2.nvt.gz" --policy adaptive --mram 1M --dram 3M -q \
+  >"$T_DIR/replay.csv" 2>"$T_DIR/replay.err" || t_fail "nvsim on node 2's log: $(cat "$T_DIR/replay.err")"
+[ "$(awk -F, 'NR == 2 { print $4 }' "$T_DIR/replay.csv")" = "$n" ] ||
+  t_fail "replay of node 2's log saw $(awk -F, 'NR == 2 { print $4 }' "$T_DIR/replay.csv") accesses, the log has $n"
+t_log "node 2's access log: $n accesses, replayed: $(cut -d, -f7-9 "$T_DIR/replay.csv" | tail -1) (hit rate, flash reads, writes)"
 echo "cluster_tiered: ok"
