@@ -1291,9 +1291,16 @@ static int pslot_read(struct remote_backend *rb, uint64_t i, void *page)
 {
 	struct slot *s = &rb->slots[i];
 
-	if (copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
-	    node_op(rb, s->n[0], OP_FETCH, i, s->version, page) == 0)
-		return 0;
+	if (copy_valid(rb, s, 0) && usable(rb, s->n[0])) {
+		int rc = node_op(rb, s->n[0], OP_FETCH, i, s->version, page);
+		if (rc == 0)
+			return 0;
+		/* The node has the page but could not read it (its flash
+		 * failed): drop it there, the rebuilt page goes elsewhere. */
+		if (rc != -ENOENT && !is_transport_error(rc) &&
+		    node_op(rb, s->n[0], OP_DROP, i, s->version, NULL) == 0)
+			atomic_fetch_add(&rb->nodes[s->n[0]].free_pages, 1);
+	}
 	uint64_t gid = rb->slot_grp[i] - 1;
 	struct parity_group *g = parity_group_at(&rb->pt, gid);
 	pthread_mutex_lock(glock(rb, gid));
@@ -1552,6 +1559,7 @@ static int slot_read(struct remote_backend *rb, uint64_t i, void *page)
 	struct slot *s = &rb->slots[i];
 	int got = -1;
 	bool lost[2] = { false, false };
+	bool answered[2] = { false, false };   /* failed, but the node replied */
 
 	if (s->lost) {
 		atomic_fetch_add(&rb->read_errors, 1);
@@ -1583,6 +1591,8 @@ static int slot_read(struct remote_backend *rb, uint64_t i, void *page)
 			got = (int)r;
 		} else {
 			lost[r] = true;
+			answered[r] = rc != -EHOSTDOWN && rc != -ENOENT &&
+				      !is_transport_error(rc);
 			if (r + 1 < rb->copies)
 				atomic_fetch_add(&rb->failovers, 1);
 			log_debug("remote swap: slot %" PRIu64 " copy on node %u: %s",
@@ -1601,8 +1611,15 @@ static int slot_read(struct remote_backend *rb, uint64_t i, void *page)
 			continue;
 		/* On failure the slot stays degraded (one copy) and the next
 		 * read tries again. */
-		if (s->n[r] != NO_NODE)
+		if (s->n[r] != NO_NODE) {
 			atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
+			/* The node has the page but could not read it (its
+			 * flash failed): drop it there, or it stays as
+			 * garbage if the new copy goes elsewhere or fails. */
+			if (answered[r] && usable(rb, s->n[r]) &&
+			    node_op(rb, s->n[r], OP_DROP, i, s->version, NULL) == 0)
+				atomic_fetch_add(&rb->nodes[s->n[r]].free_pages, 1);
+		}
 		s->n[r] = NO_NODE;
 		if (place(rb, i, r, s->version, page) == 0)
 			atomic_fetch_add(&rb->remirrors, 1);

@@ -2,7 +2,8 @@
  * in this process: byte-exact reads after aligned and unaligned writes,
  * pages spread over the nodes, trim, mirror failover and re-mirroring when
  * a node stops, (without mirror) the read errors that mirroring
- * prevents, and migration off a node that shrinks. */
+ * prevents, migration off a node that shrinks, and copies a node's
+ * failing flash lost dropped there, not left behind. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,6 +25,7 @@
 #include "cluster/node.h"
 #include "cluster/remote_backend.h"
 #include "common/log.h"
+#include "pmem/tierstore.h"
 
 #define NMAX 4
 #define DEV (4u << 20)
@@ -30,6 +34,8 @@ static struct cluster_config cfg;
 static struct node *nodes[NMAX];
 static int nn = 3;      /* nodes in the cluster file (a test may use NMAX) */
 static uint8_t shadow[DEV], got[DEV];
+/* A node whose pages live in a tiered store (NULL: DRAM). */
+static const struct tierstore_opts *tier_for[NMAX];
 static char stats[8192];
 
 static int listen_any(uint16_t *port)
@@ -90,7 +96,7 @@ static void start_nodes(void)
 	for (int i = 0; i < nn; i++) {
 		struct node_opts o = {
 			.cfg = &cfg, .self = (uint32_t)i + 1, .heartbeat_ms = 50,
-			.timeout_ms = 300, .listen_fd = fds[i],
+			.timeout_ms = 300, .listen_fd = fds[i], .tier = tier_for[i],
 		};
 		assert_int_equal(node_start(&nodes[i], &o), 0);
 	}
@@ -625,6 +631,55 @@ static void parity_pages_sent_with_runs(void **state)
 	nn = 3;
 }
 
+/* A node whose flash fails (a tiered node; writes past 64 KiB of its
+ * flash file refused, as a full file system would) loses the copies whose
+ * write-back failed. Reads get every byte from the mirror copies, and
+ * the unreadable copy is dropped on its node before a new one is placed
+ * (elsewhere, or there again): nothing is left on it after a trim of
+ * everything. Before, copies re-placed on another node stayed on the
+ * failing one for good. */
+static void unreadable_copies_are_dropped(void **state)
+{
+	(void)state;
+	char nvram[64], flash[64];
+	snprintf(nvram, sizeof(nvram), "/dev/shm/nvtest-rb-%d.mram", (int)getpid());
+	snprintf(flash, sizeof(flash), "/var/tmp/nvtest-rb-%d.flash", (int)getpid());
+	/* All three offer 4 MiB (tiered), so node 3 gets its share; only
+	 * node 3 has a flash file, and little memory. */
+	struct tierstore_opts to = {
+		.pages = 1024, .mram_pages = 4, .dram_pages = 12,
+		.nvram_path = nvram, .flash_path = flash, .policy = "lru",
+	};
+	struct tierstore_opts mem = { .pages = 1024, .dram_pages = 1024, .policy = "lru" };
+	tier_for[0] = tier_for[1] = &mem;
+	tier_for[2] = &to;
+	start_nodes();
+	tier_for[0] = tier_for[1] = tier_for[2] = NULL;
+	memset(shadow, 0, sizeof(shadow));
+	struct remote_backend *rb = open_rb(REMOTE_MIRROR);
+	struct rlimit old, lim = { 16 * 4096, 16 * 4096 };
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim.rlim_max = old.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (uint32_t r = 0; r < 6; r++)
+		write_random(rb, (uint64_t)r * RUN, RUN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_true(node_stat(2, "pages_lost: ") > 16);
+	check_all(rb);
+	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
+	/* a read that tried node 3's copy first found it unreadable */
+	assert_true(stat(rb, "remote_remirrors: ") > 0);
+	assert_int_equal(remote_trim(rb, 0, DEV), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(node_stat(i, "pages: "), 0);
+	remote_close(rb);
+	stop_nodes();
+	unlink(nvram);
+	unlink(flash);
+}
+
 int main(void)
 {
 	log_init("test_cluster_remote", LOG_LVL_ERR);
@@ -638,6 +693,7 @@ int main(void)
 		cmocka_unit_test(parity_runs_one_data_node),
 		cmocka_unit_test(parity_trims_keep_groups),
 		cmocka_unit_test(parity_pages_sent_with_runs),
+		cmocka_unit_test(unreadable_copies_are_dropped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
