@@ -631,6 +631,26 @@ static void parity_pages_sent_with_runs(void **state)
 	nn = 3;
 }
 
+/* The tiered node's files (removed by the group teardown, even when a
+ * test fails). */
+static char nvram[64], flash[64];
+
+static int group_setup(void **state)
+{
+	(void)state;
+	snprintf(nvram, sizeof(nvram), "/dev/shm/nvtest-rb-%d.mram", (int)getpid());
+	snprintf(flash, sizeof(flash), "/var/tmp/nvtest-rb-%d.flash", (int)getpid());
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	unlink(nvram);
+	unlink(flash);
+	return 0;
+}
+
 /* A node whose flash fails (a tiered node; writes past 64 KiB of its
  * flash file refused, as a full file system would) loses the copies whose
  * write-back failed. Reads get every byte from the mirror copies, and
@@ -641,9 +661,6 @@ static void parity_pages_sent_with_runs(void **state)
 static void unreadable_copies_are_dropped(void **state)
 {
 	(void)state;
-	char nvram[64], flash[64];
-	snprintf(nvram, sizeof(nvram), "/dev/shm/nvtest-rb-%d.mram", (int)getpid());
-	snprintf(flash, sizeof(flash), "/var/tmp/nvtest-rb-%d.flash", (int)getpid());
 	/* All three offer 4 MiB (tiered), so node 3 gets its share; only
 	 * node 3 has a flash file, and little memory. */
 	struct tierstore_opts to = {
@@ -676,8 +693,6 @@ static void unreadable_copies_are_dropped(void **state)
 		assert_int_equal(node_stat(i, "pages: "), 0);
 	remote_close(rb);
 	stop_nodes();
-	unlink(nvram);
-	unlink(flash);
 }
 
 int main(void)
@@ -695,5 +710,5 @@ int main(void)
 		cmocka_unit_test(parity_pages_sent_with_runs),
 		cmocka_unit_test(unreadable_copies_are_dropped),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
