@@ -53,40 +53,17 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Write n buffers at their offsets; all or an error. */
-static int backing_write_batch(struct io_uring *ring, int fd, char **bufs,
-			       const uint32_t *lens, const uint64_t *offs,
-			       unsigned n)
+/* Write n buffers at their offsets; all or an error. Plain pwrite: the
+ * write-back thread is in the background, and each buffer is a run of
+ * adjacent blocks already. (It used io_uring, one ring per write-back:
+ * on this machine's kernel a buffered write to ext4 was once consumed by
+ * the ring and never completed, with no io-wq worker left to finish it;
+ * the write-back thread waited for good, holding the file's I/O lock, and
+ * a truncate of that file hung the process that sent it - CI's
+ * fsx_random_ops, after thousands of clean runs.) */
+static int backing_write_batch(int fd, char **bufs, const uint32_t *lens,
+			       const uint64_t *offs, unsigned n)
 {
-	if (ring) {
-		struct io_uring_cqe *cqe;
-		int err = 0;
-		for (unsigned i = 0; i < n; i++) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-			io_uring_prep_write(sqe, fd, bufs[i], lens[i], offs[i]);
-			io_uring_sqe_set_data64(sqe, i);
-		}
-		int r = io_uring_submit_and_wait(ring, n);
-		if (r < 0)
-			return r;
-		for (unsigned i = 0; i < n; i++) {
-			if (io_uring_wait_cqe(ring, &cqe) < 0)
-				return -EIO;
-			uint64_t k = io_uring_cqe_get_data64(cqe);
-			int res = cqe->res;
-			io_uring_cqe_seen(ring, cqe);
-			if (res < 0 && !err)
-				err = res;
-			else if (res >= 0 && (uint32_t)res < lens[k] && !err) {
-				/* short write: finish it the plain way */
-				ssize_t w = pwrite(fd, bufs[k] + res, lens[k] - (uint32_t)res,
-						   (off_t)(offs[k] + (uint64_t)res));
-				if (w != (ssize_t)(lens[k] - (uint32_t)res))
-					err = w < 0 ? -errno : -ENOSPC;
-			}
-		}
-		return err;
-	}
 	for (unsigned i = 0; i < n; i++) {
 		ssize_t w = pwrite(fd, bufs[i], lens[i], (off_t)offs[i]);
 		if (w != (ssize_t)lens[i])
@@ -114,7 +91,6 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 	struct cache_mgr *m = fs->mgr[0];
 	uint64_t obj, size, bsize, wgen, *idx = NULL, *ver = NULL, bytes = 0;
 	char *area = NULL;
-	struct io_uring ring, *rp = NULL;
 	size_t n = 0;
 	int fd, ret = 0;
 	struct stat st;
@@ -158,10 +134,6 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 			goto out;
 		}
 	}
-	/* one ring per write-back: batches of block writes in flight at once
-	 * (falls back to pwrite where io_uring is unavailable) */
-	if (n && io_uring_queue_init(WB_BATCH * 2, &ring, 0) == 0)
-		rp = &ring;
 	for (size_t i = 0; i < n; ) {
 		uint32_t lens[WB_BATCH];
 		uint64_t offs[WB_BATCH];
@@ -196,7 +168,7 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 			lens[k] = len;
 			k++;
 		}
-		if (k && (ret = backing_write_batch(rp, fd, bufs, lens, offs, k)) < 0)
+		if (k && (ret = backing_write_batch(fd, bufs, lens, offs, k)) < 0)
 			goto fail;
 	}
 	if (fdatasync(fd) < 0) {
@@ -228,8 +200,6 @@ fail:
 	log_wb_error(ino, ret);
 out:
 	pthread_rwlock_unlock(&ino->io);
-	if (rp)
-		io_uring_queue_exit(rp);
 	free(area);
 	free(idx);
 	free(ver);

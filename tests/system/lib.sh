@@ -39,7 +39,13 @@ trap _t_run_cleanups EXIT
 trap 'exit 130' INT TERM
 
 # The time bound: a watchdog that kills this test (and so runs its cleanup).
-( sleep "$T_TIMEOUT" >/dev/null 2>&1 </dev/null; echo "[$T_NAME] timed out after ${T_TIMEOUT}s" >&2; kill -TERM $$ ) 2>/dev/null &
+# bash takes the TERM only once its foreground command returns; one stuck
+# for good (a process in a FUSE request that the daemon never answers)
+# would hold the test, and CI, forever: after 10 s the watchdog kills the
+# test's children (SIGKILL ends even a FUSE request), then the trap runs.
+( sleep "$T_TIMEOUT" >/dev/null 2>&1 </dev/null; echo "[$T_NAME] timed out after ${T_TIMEOUT}s" >&2
+  kill -TERM $$ 2>/dev/null; sleep 10
+  for c in $(pgrep -P $$); do [ "$c" != "$BASHPID" ] && kill -KILL "$c" 2>/dev/null; done ) </dev/null &
 _t_watchdog=$!
 t_cleanup "kill $_t_watchdog"
 
