@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <cmocka.h>
+
+#include "flash_fail.h"
 
 #include "cluster/client.h"
 #include "cluster/node.h"
@@ -674,15 +674,10 @@ static void unreadable_copies_are_dropped(void **state)
 	tier_for[0] = tier_for[1] = tier_for[2] = NULL;
 	memset(shadow, 0, sizeof(shadow));
 	struct remote_backend *rb = open_rb(REMOTE_MIRROR);
-	struct rlimit old, lim = { 16 * 4096, 16 * 4096 };
-	signal(SIGXFSZ, SIG_IGN);
-	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-	lim.rlim_max = old.rlim_max;
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	flash_fail_begin(16 * 4096);
 	for (uint32_t r = 0; r < 6; r++)
 		write_random(rb, (uint64_t)r * RUN, RUN);
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
-	signal(SIGXFSZ, SIG_DFL);
+	flash_fail_end();
 	assert_true(node_stat(2, "pages_lost: ") > 16);
 	check_all(rb);
 	assert_int_equal(stat(rb, "remote_read_errors: "), 0);

@@ -8,13 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+#include "flash_fail.h"
 
 #include "cluster/pagestore.h"
 #include "pmem/tierstore.h"
@@ -176,15 +176,11 @@ static void tiered_flash_error_loses_only_those_pages(void **s)
 {
 	(void)s;
 	static uint8_t a[PG], got[PG];
-	struct rlimit old, lim = { 16 * PG, 16 * PG };
 	bool lost[128] = { false };
 	unsigned nlost = 0;
 	char txt[4096];
 	struct pagestore *ps = open_tiered(128, 4, 4, "lru");
-	signal(SIGXFSZ, SIG_IGN);
-	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-	lim.rlim_max = old.rlim_max;
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	flash_fail_begin(16 * 4096);
 	for (uint64_t id = 0; id < 128; id++) {
 		struct pagestore_key k = { 1, FK_DATA, id };
 		fill(a, id, 1);
@@ -200,8 +196,7 @@ static void tiered_flash_error_loses_only_those_pages(void **s)
 		lost[id] = rc == -EIO;
 		nlost += lost[id];
 	}
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
-	signal(SIGXFSZ, SIG_DFL);
+	flash_fail_end();
 	assert_true(nlost > 0 && nlost < 128);
 	assert_true(pagestore_tier_stats(ps, txt, sizeof(txt)) > 0);
 	assert_non_null(strstr(txt, "flash_errors: "));

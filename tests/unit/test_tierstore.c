@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+#include "flash_fail.h"
 
 #include "pmem/tierstore.h"
 
@@ -130,15 +130,11 @@ static void flash_error_loses_only_those_pages(void **s)
 	(void)s;
 	struct tierstore *ts = open_store(128, 4, 4, true);
 	static uint8_t b[PG], r[PG];
-	struct rlimit old, lim = { 16 * PG, 16 * PG };
 	struct tierstore_stats st;
 	bool lost[128];
 	unsigned nlost = 0;
 
-	signal(SIGXFSZ, SIG_IGN);
-	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-	lim.rlim_max = old.rlim_max;
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	flash_fail_begin(16 * 4096);
 	for (uint64_t p = 0; p < 128; p++) {
 		fill(b, p, 1);
 		assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
@@ -152,8 +148,7 @@ static void flash_error_loses_only_those_pages(void **s)
 		lost[p] = rc == -EIO;
 		nlost += lost[p];
 	}
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
-	signal(SIGXFSZ, SIG_DFL);
+	flash_fail_end();
 	tierstore_get_stats(ts, &st);
 	assert_true(nlost > 0 && nlost < 128);
 	assert_int_equal(st.pages_lost, nlost);
@@ -196,21 +191,16 @@ static void remap_of_lost_page_fails(void **s)
 	struct iovec iov[4];
 	size_t mapped;
 	uint64_t seen = 100 * PG;
-	struct rlimit old, lim = { 16 * PG, 16 * PG };
 
 	memset(b, 0xab, PG);
 	assert_int_equal(tierstore_pwrite(ts, b, 100 * PG, PG), 0);
 	assert_int_equal(tierstore_read_map(ts, 100 * PG, PG, iov, 4, &mapped, &seen), 1);
 	tierstore_read_unmap(ts);
 	assert_int_equal(seen, 101 * PG);
-	signal(SIGXFSZ, SIG_IGN);
-	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-	lim.rlim_max = old.rlim_max;
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	flash_fail_begin(16 * 4096);
 	for (uint64_t p = 0; p < 12; p++)   /* page 100 goes out: its write fails */
 		assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
-	signal(SIGXFSZ, SIG_DFL);
+	flash_fail_end();
 	assert_int_equal(tierstore_pread(ts, r, 100 * PG, PG), -EIO);
 	assert_int_equal(tierstore_read_map(ts, 100 * PG, PG, iov, 4, &mapped, &seen), -EIO);
 	tierstore_close(ts);
