@@ -51,6 +51,7 @@ int policy_create_ops(struct policy **out, const struct policy_ops *ops,
 		p->cfg.epoch = cfg->max_pages > POLICY_DEFAULT_EPOCH
 			       ? cfg->max_pages : POLICY_DEFAULT_EPOCH;
 	/* The live store presents whole pages, nvsim L2 lines. */
+	p->epoch_left = p->cfg.epoch;
 	if (!p->cfg.access_lines)
 		p->cfg.access_lines = cfg->max_pages ? 64 : 1;
 	int rc = reserve && !cfg->max_pages
@@ -135,8 +136,13 @@ unsigned policy_access(struct policy *p, uint64_t page, bool write,
 		p->ctr.reads++;
 	if (t < TIER_FLASH)
 		p->ctr.served[t]++;
-	if (p->ops->epoch && p->ctr.accesses % p->cfg.epoch == 0)
-		p->ops->epoch(p);
+	/* A countdown, not accesses % epoch: a division per access was a
+	 * tenth of a shadowed policy's time. */
+	if (--p->epoch_left == 0) {
+		p->epoch_left = p->cfg.epoch;
+		if (p->ops->epoch)
+			p->ops->epoch(p);
+	}
 	*served = t;
 	return pc->nmv;
 }

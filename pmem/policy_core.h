@@ -146,6 +146,7 @@ struct policy {
 	struct policy_counters ctr;
 	struct pc pc;
 	bool fixed_profile;   /* policy_set_profile was used */
+	uint64_t epoch_left;  /* accesses until the next epoch step */
 };
 
 /* Create a policy from its ops; reserve != 0 (with cfg->max_pages == 0)
