@@ -54,9 +54,9 @@ struct tierstore {
 	uint64_t pages;
 	uint8_t *tier;              /* per page: enum tier */
 	uint64_t lost_logged;       /* pages ever marked lost */
-	uint8_t *lost;              /* per page: its bytes were lost to a
-				     * flash error (reads fail until it is
-				     * written whole or trimmed) */
+	uint64_t unread_logged;     /* flash loads that failed */
+	uint8_t *lost;              /* per page: PAGE_OK, PAGE_LOST or
+				     * PAGE_UNREAD (below) */
 	uint32_t *slot;             /* per page: frame in its memory tier */
 	uint32_t *nreads, *nwrites; /* per page, saturating */
 	struct frames fr[2];        /* TIER_MRAM, TIER_DRAM */
@@ -424,6 +424,16 @@ static void frame_get(struct tierstore *ts, unsigned t, void *dst,
 		memcpy(dst, src, n);
 }
 
+/* lost[] states. PAGE_LOST: the bytes are gone (a write-back failed, so
+ * the flash copy is not whole): reads fail until the page is written
+ * whole or trimmed. PAGE_UNREAD: its load from flash failed, so its frame
+ * does not hold its bytes, but the flash copy is intact (nothing wrote
+ * over it): the read is tried again at each access, and leaving memory
+ * writes nothing over that copy. A flash read error may pass (a loose
+ * cable, a full queue, a file restored); a page swapped out is not given
+ * up on for one. */
+enum { PAGE_OK, PAGE_LOST, PAGE_UNREAD };
+
 static int move_bad(struct tierstore *ts, const struct tier_move *m)
 {
 	log_err("tiering policy %s: move of page %llu from tier %u to %u "
@@ -440,9 +450,11 @@ static int move_bad(struct tierstore *ts, const struct tier_move *m)
  * or trimmed; the other pages are untouched. */
 static void page_lost(struct tierstore *ts, uint64_t p)
 {
-	if (ts->lost[p])
+	if (ts->lost[p] == PAGE_LOST)
 		return;
-	ts->lost[p] = 1;
+	if (ts->lost[p] == PAGE_UNREAD)
+		ts->st.pages_unread--;
+	ts->lost[p] = PAGE_LOST;
 	ts->st.pages_lost++;
 	/* The first few one by one; then one line per 1024 (a failing disk
 	 * takes thousands), the total in the stats. */
@@ -455,12 +467,46 @@ static void page_lost(struct tierstore *ts, uint64_t p)
 			(unsigned long long)ts->lost_logged);
 }
 
+/* Its load failed (PAGE_UNREAD above); a page already lost stays lost. */
+static void page_unread(struct tierstore *ts, uint64_t p)
+{
+	if (ts->lost[p] != PAGE_OK)
+		return;
+	ts->lost[p] = PAGE_UNREAD;
+	ts->st.pages_unread++;
+	if (++ts->unread_logged <= 8)
+		log_err("page %llu not read from flash: its copy there is kept "
+			"and the read tried again at its next access",
+			(unsigned long long)p);
+	else if (ts->unread_logged % 1024 == 0)
+		log_err("%llu flash loads failed so far (pages_unread in the "
+			"stats: those not read back since)",
+			(unsigned long long)ts->unread_logged);
+}
+
+/* Good again: written whole, trimmed, or its flash copy read or kept. */
 static void page_found(struct tierstore *ts, uint64_t p)
 {
-	if (ts->lost[p]) {
-		ts->lost[p] = 0;
+	if (ts->lost[p] == PAGE_LOST)
 		ts->st.pages_lost--;
-	}
+	else if (ts->lost[p] == PAGE_UNREAD)
+		ts->st.pages_unread--;
+	ts->lost[p] = PAGE_OK;
+}
+
+/* An access to an unread page in memory tier t, frame s: its load again.
+ * 0 (read, the page is good) or -EIO (still unreadable). */
+static int page_reload(struct tierstore *ts, uint64_t p, unsigned t, uint32_t s)
+{
+	if (flash_io(ts, false, p, frame(ts, t, s)) < 0)
+		return -EIO;
+	ts->st.loads++;
+	ts->st.reloads++;
+	page_found(ts, p);
+	if (ts->unread_logged <= 8)
+		log_info("page %llu read from flash at a later try",
+			 (unsigned long long)p);
+	return 0;
 }
 
 /* Apply one policy move. full_write: the accessed page is about to be
@@ -490,10 +536,10 @@ static int move_apply(struct tierstore *ts, const struct tier_move *m,
 		if (flash_io(ts, false, p, frame(ts, m->to, s)) < 0) {
 			/* The policy has the page in memory now: so does the
 			 * store (in step, or every later move mismatches),
-			 * but its bytes are gone. */
+			 * without its bytes until a read works. */
 			static const uint8_t zero[PG];
 			frame_put(ts, m->to, frame(ts, m->to, s), zero, PG);
-			page_lost(ts, p);
+			page_unread(ts, p);
 		} else {
 			ts->st.loads++;
 		}
@@ -516,7 +562,14 @@ static int move_apply(struct tierstore *ts, const struct tier_move *m,
 		if (m->from > TIER_DRAM || m->to != TIER_FLASH ||
 		    ts->flash_fd < 0)
 			return move_bad(ts, m);
-		if (m->kind == MOVE_WRITE) {
+		if (ts->lost[p] == PAGE_UNREAD) {
+			/* Its frame never got its bytes, and was never
+			 * written since (a partial write needs them first):
+			 * the flash copy is the page. Kept, not overwritten,
+			 * even if the policy counts it dirty. */
+			page_found(ts, p);
+			ts->st.drops++;
+		} else if (m->kind == MOVE_WRITE) {
 			/* The frame is page-aligned, as O_DIRECT wants. */
 			rc = flash_io(ts, true, p, frame(ts, m->from, ts->slot[p]));
 			if (rc < 0)
@@ -567,10 +620,12 @@ static int page_access(struct tierstore *ts, uint64_t p, bool write,
 			(unsigned long long)p, served, ts->tier[p]);
 		return -EIO;
 	}
-	if (ts->lost[p]) {
-		if (!full_write)
+	if (ts->lost[p] != PAGE_OK) {
+		if (full_write)
+			page_found(ts, p);    /* written whole: good again */
+		else if (ts->lost[p] == PAGE_LOST ||
+			 page_reload(ts, p, served, ts->slot[p]) < 0)
 			return -EIO;   /* no bytes to read or merge into */
-		page_found(ts, p);    /* written whole: good again */
 	}
 	model_count_access(&ts->mc, served, write,
 			   (nbytes + ts->mp.line_bytes - 1) / ts->mp.line_bytes);
@@ -666,10 +721,12 @@ int tierstore_read_map(struct tierstore *ts, uint64_t off, size_t len,
 		}
 		if (ts->tier[p] == TIER_NONE) {
 			ts->st.zero_reads += !again;
-		} else if (again && ts->lost[p]) {
-			/* Lost since the earlier map (its write-back failed
-			 * and it came back without its bytes): an error, not
-			 * whatever the frame holds now. */
+		} else if (again && ts->lost[p] != PAGE_OK &&
+			   (ts->lost[p] == PAGE_LOST ||
+			    page_reload(ts, p, ts->tier[p], ts->slot[p]) < 0)) {
+			/* Lost or unread since the earlier map (it left
+			 * memory and came back without its bytes): an error,
+			 * not whatever the frame holds now. */
 			rc = -EIO;
 			break;
 		} else if (!again && (rc = page_access(ts, p, false, in, k, &t, &s)) < 0) {
@@ -872,7 +929,8 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		"flash_clean_drops: %llu\n" "flash_errors: %llu\n"
 		"mram_hit_rate: %.4f\n"
 		"trace_records: %llu\n" "trace_dropped: %llu\n"
-		"profile_pages: %llu\n" "pages_lost: %llu\n",
+		"profile_pages: %llu\n" "pages_lost: %llu\n"
+		"pages_unread: %llu\n" "flash_reloads: %llu\n",
 		policy_name(ts->pol),
 		(unsigned long long)st.pages_used[TIER_MRAM],
 		(unsigned long long)st.pages_cap[TIER_MRAM],
@@ -894,7 +952,9 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		(unsigned long long)st.trace_records,
 		(unsigned long long)st.trace_dropped,
 		(unsigned long long)st.profile_pages,
-		(unsigned long long)st.pages_lost);
+		(unsigned long long)st.pages_lost,
+		(unsigned long long)st.pages_unread,
+		(unsigned long long)st.reloads);
 	if (n < 0)
 		return -EIO;
 	/* The time/energy model's estimate of what the accesses so far

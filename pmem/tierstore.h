@@ -63,7 +63,10 @@ struct tierstore_stats {
 	uint64_t served_mram, served_dram;
 	uint64_t flash_errors;
 	uint64_t pages_lost;               /* now unreadable: their bytes went
-					    * with a failed flash read or write */
+					    * with a failed flash write-back */
+	uint64_t pages_unread;             /* their flash load failed; the copy
+					    * there is kept, the read retried */
+	uint64_t reloads;                  /* of those, read at a later try */
 	uint64_t trace_records, trace_dropped;   /* the access log's */
 	uint64_t profile_pages;            /* pages profile_path gave a count
 					    * (lru ignores them) */
@@ -80,10 +83,12 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o);
 void tierstore_close(struct tierstore *ts);
 
 /* Byte-range I/O inside the page space. 0 or -EINVAL (out of range),
- * -EIO (flash I/O failed; logged). A failed flash read or write-back
- * loses that one page: reads of it (and partial writes) fail with -EIO
- * until it is written whole or trimmed (stats pages_lost); every other
- * page, and the store, go on working. */
+ * -EIO (flash I/O failed; logged). A failed flash write-back loses that
+ * one page: reads of it (and partial writes) fail with -EIO until it is
+ * written whole or trimmed (stats pages_lost). A failed flash read keeps
+ * the page's flash copy: accesses to it fail with -EIO while the read
+ * fails again, and succeed once it works (stats pages_unread, reloads).
+ * Every other page, and the store, go on working. */
 int tierstore_pread(struct tierstore *ts, void *buf, uint64_t off, size_t len);
 int tierstore_pwrite(struct tierstore *ts, const void *buf, uint64_t off,
 		     size_t len);

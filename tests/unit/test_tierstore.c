@@ -9,10 +9,12 @@
 #include <stdint.h>
 #include <pthread.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "flash_fail.h"
@@ -203,6 +205,84 @@ static void remap_of_lost_page_fails(void **s)
 	flash_fail_end();
 	assert_int_equal(tierstore_pread(ts, r, 100 * PG, PG), -EIO);
 	assert_int_equal(tierstore_read_map(ts, 100 * PG, PG, iov, 4, &mapped, &seen), -EIO);
+	tierstore_close(ts);
+}
+
+/* A flash read that fails and then works again (here the flash file cut
+ * short below the page, and its bytes put back later): the page is not
+ * given up on. Accesses to it fail with -EIO while the read fails, a
+ * partial write too (nothing to merge into); leaving memory meanwhile
+ * writes nothing over its flash copy, although the policy counts it
+ * dirty; once the read works the page has its old bytes, whether it was
+ * still in memory or back on flash. */
+static void flash_read_error_is_retried(void **s)
+{
+	(void)s;
+	struct tierstore *ts = open_store(128, 4, 4, true);
+	static uint8_t b[PG], r[PG], keep[PG];
+	struct tierstore_stats st;
+	struct stat sb;
+	const uint64_t v = 127;   /* the last page: no write-back of another
+				   * page lands past the cut */
+
+	for (uint64_t p = 0; p < 128; p++) {
+		fill(b, p, 1);
+		assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
+	}
+	for (uint64_t p = 0; p < 8; p++)
+		assert_int_equal(tierstore_pread(ts, r, p * PG, PG), 0);
+	assert_int_equal(tierstore_page_tier(ts, v), TIER_FLASH);
+	int fd = open(flash, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, keep, PG, (off_t)(v * PG)), PG);
+	fill(b, v, 1);
+	assert_memory_equal(keep, b, PG);
+
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(ftruncate(fd, (off_t)(v * PG)), 0);
+		assert_int_equal(tierstore_pread(ts, r, v * PG, PG), -EIO);
+		assert_int_equal(tierstore_pread(ts, r, v * PG, PG), -EIO);
+		assert_int_equal(tierstore_pwrite(ts, b, v * PG + 8, 8), -EIO);
+		tierstore_get_stats(ts, &st);
+		assert_int_equal(st.pages_unread, 1);
+		assert_int_equal(st.pages_lost, 0);
+		if (round == 0) {
+			/* Out of memory while unreadable: the policy says
+			 * write it back (the partial write made it dirty);
+			 * nothing may be written at its place. */
+			for (uint64_t p = 0; p < 16; p++) {
+				fill(b, p, 1);
+				assert_int_equal(tierstore_pread(ts, r, p * PG, PG), 0);
+				assert_memory_equal(r, b, PG);
+			}
+			assert_int_equal(tierstore_page_tier(ts, v), TIER_FLASH);
+			assert_int_equal(fstat(fd, &sb), 0);
+			assert_int_equal(sb.st_size, (off_t)(v * PG));
+		}
+		/* The read works again: the page's old bytes, from flash
+		 * (round 0) or read into the frame it has (round 1). */
+		assert_int_equal(pwrite(fd, keep, PG, (off_t)(v * PG)), PG);
+		assert_int_equal(tierstore_pread(ts, r, v * PG, PG), 0);
+		fill(b, v, 1);
+		assert_memory_equal(r, b, PG);
+		tierstore_get_stats(ts, &st);
+		assert_int_equal(st.pages_unread, 0);
+		assert_int_equal(st.pages_lost, 0);
+		if (round == 1)
+			assert_true(st.reloads >= 1);
+		/* To flash again for the next round. */
+		for (uint64_t p = 0; p < 16; p++)
+			assert_int_equal(tierstore_pread(ts, r, p * PG, PG), 0);
+		assert_int_equal(tierstore_page_tier(ts, v), TIER_FLASH);
+	}
+	/* A partial write works now and merges with the old bytes. */
+	memset(b, 0xee, 8);
+	assert_int_equal(tierstore_pwrite(ts, b, v * PG + 8, 8), 0);
+	assert_int_equal(tierstore_pread(ts, r, v * PG, PG), 0);
+	fill(b, v, 1);
+	memset(b + 8, 0xee, 8);
+	assert_memory_equal(r, b, PG);
+	close(fd);
 	tierstore_close(ts);
 }
 
@@ -400,6 +480,7 @@ int main(void)
 		cmocka_unit_test(spill_to_flash_and_back),
 		cmocka_unit_test(flash_error_loses_only_those_pages),
 		cmocka_unit_test(remap_of_lost_page_fails),
+		cmocka_unit_test(flash_read_error_is_retried),
 		cmocka_unit_test(read_map_pins_frames),
 		cmocka_unit_test(refused_setups),
 	};
