@@ -90,8 +90,13 @@ int policy_set_profile(struct policy *p, uint64_t page, uint64_t count)
 {
 	if (p->ctr.accesses)
 		return -EBUSY;
-	if (!p->ops->ranks && !p->ops->profile)
+	if (!p->ops->ranks && !p->ops->profile) {
+		/* Unused, but the page takes its place in a growing table
+		 * as in every other policy's (policy_access_idx). */
+		if (!p->pc.max_pages && pc_get(&p->pc, page) == PC_NIL)
+			return -ENOMEM;
 		return 0;
+	}
 	if (p->pc.max_pages && page >= p->pc.max_pages)
 		return -ERANGE;
 	uint32_t i = pc_get(&p->pc, page);
@@ -108,13 +113,13 @@ static inline void sat_inc(uint32_t *v)
 		(*v)++;
 }
 
-unsigned policy_access(struct policy *p, uint64_t page, bool write,
-		       struct tier_move *moves, enum tier *served)
+/* An access to the page at table index i (PC_NIL: it has none). */
+static unsigned access_at(struct policy *p, uint32_t i, bool write,
+			  struct tier_move *moves, enum tier *served)
 {
 	struct pc *pc = &p->pc;
 	pc->mv = moves;
 	pc->nmv = 0;
-	uint32_t i = pc_get(pc, page);
 	if (i == PC_NIL) {
 		/* Out of range (live) or out of memory (nvsim): the caller
 		 * sees TIER_NONE and no moves. */
@@ -145,6 +150,24 @@ unsigned policy_access(struct policy *p, uint64_t page, bool write,
 	}
 	*served = t;
 	return pc->nmv;
+}
+
+unsigned policy_access(struct policy *p, uint64_t page, bool write,
+		       struct tier_move *moves, enum tier *served)
+{
+	return access_at(p, pc_get(&p->pc, page), write, moves, served);
+}
+
+unsigned policy_access_idx(struct policy *p, uint64_t page, uint32_t *idx,
+			   bool write, struct tier_move *moves,
+			   enum tier *served)
+{
+	struct pc *pc = &p->pc;
+	uint32_t i = *idx;
+	if (i >= pc->n || pc->pg[i].key != page)
+		i = pc_get(pc, page);
+	*idx = i;
+	return access_at(p, i, write, moves, served);
 }
 
 void policy_forget(struct policy *p, uint64_t page)

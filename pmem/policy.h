@@ -80,7 +80,8 @@ const char *policy_names(void);
  * profiling run (the paper's profile). Policies that rank pages
  * (mram-fixed, lowpower) then rank by these counts for the whole run
  * instead of learning them epoch by epoch; adaptive ranks its pin set by
- * them (and still chooses whether to pin); lru ignores them.
+ * them (and still chooses whether to pin); lru ignores them (in nvsim the
+ * page still takes its place in the table: see policy_access_idx).
  * Returns 0, -EBUSY (accesses already made), -ERANGE (page >= max_pages),
  * -ENOMEM. */
 int policy_set_profile(struct policy *p, uint64_t page, uint64_t count);
@@ -90,6 +91,16 @@ int policy_set_profile(struct policy *p, uint64_t page, uint64_t count);
  * from once the moves are applied. */
 unsigned policy_access(struct policy *p, uint64_t page, bool write,
 		       struct tier_move *moves, enum tier *served);
+/* policy_access for a caller that numbers pages itself: *idx is its guess
+ * of the page's place in the policy's table, which is the order pages
+ * first came (profile pages first, in the order given, then accesses) -
+ * the same in every policy given the same pages in the same order, so
+ * nvsim numbers each page once for all its policies. A right guess saves
+ * the table lookup, a wrong one costs a compare; results are the same.
+ * On return *idx is the page's place (UINT32_MAX when it has none). */
+unsigned policy_access_idx(struct policy *p, uint64_t page, uint32_t *idx,
+			   bool write, struct tier_move *moves,
+			   enum tier *served);
 /* The page's contents are gone (TRIM, free): it leaves every tier, its flash
  * copy too; no move is needed. */
 void policy_forget(struct policy *p, uint64_t page);

@@ -374,14 +374,23 @@ static bool ad_sampled(const struct ad_policy *a, uint64_t key)
 	return a->sh[0] && (a->s == 0 || (h >> (64 - a->s)) == 0);
 }
 
-static void ad_shadow(struct ad_policy *a, uint64_t key, bool write)
+/* The shadows number their sample alike (ad_profile gives each the same
+ * pages): the page's place in their tables, kept in its aux, saves each
+ * of them the lookup (policy_access_idx; a stale guess is only slower). */
+static void ad_shadow(struct ad_policy *a, struct pc_page *g, bool write)
 {
-	if (!ad_sampled(a, key))
+	if (!ad_sampled(a, g->key))
 		return;
 	struct tier_move mv[POLICY_MAX_MOVES];
 	enum tier t;
-	for (int k = 0; k < AD_MODES; k++)
-		policy_access(a->sh[k], key, write, mv, &t);
+	uint32_t at = g->aux;
+	for (int k = 0; k < AD_MODES; k++) {
+		uint32_t i = at;
+		policy_access_idx(a->sh[k], g->key, &i, write, mv, &t);
+		if (k == 0)
+			at = i;
+	}
+	g->aux = at;
 }
 
 /* Pinned page i (off every list, not in MRAM) goes to MRAM, where the pin
@@ -469,7 +478,7 @@ static enum tier ad_access(struct policy *p, uint32_t i, bool write)
 		g = pc_pg(pc, i);
 	}
 	ad_touch(a, g, write);
-	ad_shadow(a, g->key, write);
+	ad_shadow(a, g, write);
 	if (++a->since_thr >= AD_T_EVERY)
 		ad_threshold(a);
 	if (a->mode == AD_PIN)
@@ -677,18 +686,23 @@ static void ad_epoch(struct policy *p)
 
 static const struct policy_ops ad_shadow_ops[AD_MODES];
 
-/* A profile entry: the pin shadow ranks its sample by it too (the other
- * shadows never rank). */
+/* A profile entry: the pin shadow ranks its sample by it too; the other
+ * shadows never rank, but take the page in the same place (ad_shadow). */
 static int ad_profile(struct policy *p, uint32_t i, uint64_t count)
 {
 	struct ad_policy *a = (struct ad_policy *)p;
 	uint64_t key = pc_pg(&p->pc, i)->key;
 	if (!ad_sampled(a, key))
 		return 0;
-	int rc = policy_set_profile(a->sh[AD_PIN], key, count);
-	/* A full shadow table (live, preallocated) just does not see that
-	 * page, as with accesses: the policy itself has its count. */
-	return rc == -ENOMEM ? 0 : rc;
+	for (int k = 0; k < AD_MODES; k++) {
+		int rc = policy_set_profile(a->sh[k], key, count);
+		/* A full shadow table (live, preallocated) just does not
+		 * see that page, as with accesses: the policy itself has
+		 * its count. */
+		if (rc < 0 && rc != -ENOMEM)
+			return rc;
+	}
+	return 0;
 }
 
 static int ad_init_common(struct policy *p, int force)

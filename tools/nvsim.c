@@ -40,11 +40,20 @@ struct inst {
 	int failed;
 };
 
+/* Page -> a count (open addressing): accesses, for the oracle profile;
+ * or the page's number (struct sim's ids). */
+struct pmap {
+	uint64_t *key, *cnt;
+	uint64_t mask, n;
+};
+
 struct sim {
 	struct inst *in;
 	size_t n;
-	const struct mem_event *ev;
+	struct mem_event *ev;
 	size_t nev;
+	struct pmap ids;          /* page numbers (page_idx) + 1 */
+	uint32_t nids;
 };
 
 static void usage(FILE *f)
@@ -237,13 +246,8 @@ static int do_convert(int argc, char **argv)
 	return 0;
 }
 
-/* Page -> access count, for the oracle profile (open addressing). */
-struct pmap {
-	uint64_t *key, *cnt;
-	uint64_t mask, n;
-};
-
-static int pmap_add(struct pmap *m, uint64_t page, uint64_t c)
+/* The page's slot, added with count 0 if new; -ENOMEM. */
+static int64_t pmap_slot(struct pmap *m, uint64_t page)
 {
 	if ((m->n + 1) * 2 > m->mask + 1 || !m->key) {
 		uint64_t nmask = m->key ? m->mask * 2 + 1 : 4095;
@@ -279,8 +283,38 @@ static int pmap_add(struct pmap *m, uint64_t page, uint64_t c)
 		m->key[h] = page;
 		m->n++;
 	}
+	return (int64_t)h;
+}
+
+static int pmap_add(struct pmap *m, uint64_t page, uint64_t c)
+{
+	int64_t h = pmap_slot(m, page);
+	if (h < 0)
+		return (int)h;
 	m->cnt[h] += c;
 	return 0;
+}
+
+static void pmap_free(struct pmap *m)
+{
+	free(m->key);
+	free(m->cnt);
+	memset(m, 0, sizeof(*m));
+}
+
+/* The page's number: the order in which nvsim first saw it, profile pages
+ * first, which is its place in every policy's table (policy_access_idx).
+ * UINT32_MAX when memory ran out: the policies look it up themselves. */
+static uint32_t page_idx(struct sim *s, uint64_t page)
+{
+	if (s->nids == UINT32_MAX)
+		return UINT32_MAX;
+	int64_t h = pmap_slot(&s->ids, page);
+	if (h < 0)
+		return UINT32_MAX;
+	if (s->ids.cnt[h] == 0)
+		s->ids.cnt[h] = ++s->nids;   /* stored + 1: 0 is "new" */
+	return (uint32_t)(s->ids.cnt[h] - 1);
 }
 
 /* The paper's profile: a whole first pass counting each page's memory
@@ -326,12 +360,16 @@ static int oracle_profile(struct sim *s, const char *trace,
 	trace_close(r);
 	l2_destroy(l2);
 	free(recs);
+	/* In one order for every policy, and numbered in it: each
+	 * policy's table then holds the pages at their numbers. */
+	for (uint64_t i = 0; i <= m.mask && rc == 0 && m.key; i++)
+		if (m.key[i] != UINT64_MAX)
+			page_idx(s, m.key[i]);
 	for (size_t k = 0; k < s->n && rc == 0; k++)
 		for (uint64_t i = 0; i <= m.mask && rc == 0; i++)
 			if (m.key[i] != UINT64_MAX)
 				rc = policy_set_profile(s->in[k].p, m.key[i], m.cnt[i]);
-	free(m.key);
-	free(m.cnt);
+	pmap_free(&m);
 	if (rc < 0 && !logged)
 		log_err("oracle profile: %s", strerror(-rc));
 	return rc;
@@ -359,8 +397,9 @@ static void *run_slice(void *arg)
 				policy_forget(in->p, ev->page);
 				continue;
 			}
-			unsigned nm = policy_access(in->p, ev->page, ev->write,
-						    mv, &t);
+			uint32_t idx = ev->idx;
+			unsigned nm = policy_access_idx(in->p, ev->page, &idx,
+							ev->write, mv, &t);
 			if (t == TIER_NONE) {
 				in->failed = 1;
 				break;
@@ -682,8 +721,12 @@ int main(int argc, char **argv)
 		nrec += (uint64_t)n;
 		for (ssize_t k = 0; k < n; k++) {
 			nfree += recs[k].op == TRACE_FREE;
+			size_t e0 = s.nev;
 			s.nev += pages ? l2_bypass(l2, &recs[k], ev + s.nev)
 				       : l2_access(l2, &recs[k], ev + s.nev);
+			for (size_t e = e0; e < s.nev; e++)
+				if (!ev[e].freed)
+					ev[e].idx = page_idx(&s, ev[e].page);
 			if (s.nev >= EVS && sim_flush(&s, threads) < 0) {
 				rc = 1;
 				break;
@@ -777,6 +820,7 @@ done:
 	free(recs);
 	free(ev);
 	free(s.in);
+	pmap_free(&s.ids);
 	free(mram);
 	free(dram);
 	free(pl);

@@ -11,10 +11,12 @@
 #include "pmem/trace.h"
 
 /* One access reaching memory: `lines` line-sized transfers to page; or
- * (freed) the page's contents are gone, the policies forget it. */
+ * (freed) the page's contents are gone, the policies forget it. idx is
+ * nvsim's number for the page (policy_access_idx); the cache leaves it. */
 struct mem_event {
 	uint64_t page;
 	uint32_t lines;
+	uint32_t idx;
 	uint8_t write;
 	uint8_t freed;
 };

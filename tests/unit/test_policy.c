@@ -240,6 +240,77 @@ static void rules_hold_everywhere(void **state)
 	}
 }
 
+/* policy_access_idx with nvsim's numbering (profile pages first, then in
+ * order of first access), and with wrong guesses, decides exactly as
+ * policy_access: the same moves and tiers at every step, with and without
+ * a profile, forgets included; and it tells the page's place back. */
+static void numbered_access_same_as_lookup(void **state)
+{
+	enum { KEYS = 400 };
+	static uint64_t keys[KEYS];
+	uint64_t x = 0x2545F4914F6CDD1Dull;   /* its own stream: the tests
+					       * after it keep theirs */
+	(void)state;
+	for (unsigned k = 0; k < NNAMES; k++) {
+		for (int prof = 0; prof < 2; prof++) {
+			struct policy *p[3];
+			for (int v = 0; v < 3; v++)
+				p[v] = mk(names[k], 6, 20, 0, 300, NULL);
+			unsigned nkeys = 0;
+			if (prof) {
+				for (uint64_t i = 0; i < 80; i++) {
+					uint64_t key = (i * 7 + 3) * 0x9E3779B97F4A7C15ull;
+					keys[nkeys++] = key;
+					for (int v = 0; v < 3; v++)
+						assert_int_equal(policy_set_profile(p[v], key, 1 + i % 9), 0);
+				}
+			}
+			for (unsigned a = 0; a < 20000; a++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				uint64_t r = x;
+				uint64_t pg = (r & 3) ? (r >> 8) % 15 : (r >> 8) % 250;
+				uint64_t key = pg * 0x9E3779B97F4A7C15ull + 3;
+				bool w = (r >> 4) % 3 == 0;
+				if ((r & 0xff) == 1) {
+					for (int v = 0; v < 3; v++)
+						policy_forget(p[v], key);
+					continue;
+				}
+				uint32_t num = 0;
+				while (num < nkeys && keys[num] != key)
+					num++;
+				if (num == nkeys) {
+					assert_true(nkeys < KEYS);
+					keys[nkeys++] = key;
+				}
+				struct tier_move mv[3][POLICY_MAX_MOVES];
+				enum tier t[3];
+				unsigned n[3];
+				uint32_t right = num, wrong = (uint32_t)(r >> 20) % 400;
+				n[0] = policy_access(p[0], key, w, mv[0], &t[0]);
+				n[1] = policy_access_idx(p[1], key, &right, w, mv[1], &t[1]);
+				n[2] = policy_access_idx(p[2], key, &wrong, w, mv[2], &t[2]);
+				assert_int_equal(right, num);
+				assert_int_equal(wrong, num);
+				for (int v = 1; v < 3; v++) {
+					assert_int_equal(n[v], n[0]);
+					assert_int_equal(t[v], t[0]);
+					for (unsigned m = 0; m < n[0]; m++) {
+						assert_int_equal(mv[v][m].page, mv[0][m].page);
+						assert_int_equal(mv[v][m].from, mv[0][m].from);
+						assert_int_equal(mv[v][m].to, mv[0][m].to);
+						assert_int_equal(mv[v][m].kind, mv[0][m].kind);
+					}
+				}
+			}
+			for (int v = 0; v < 3; v++)
+				policy_destroy(p[v]);
+		}
+	}
+}
+
 /* LRU evicts the least recently used page; a clean page whose flash copy
  * is valid is dropped, a dirty one written. */
 static void lru_order_and_clean_skip(void **state)
@@ -533,6 +604,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(create_errors),
 		cmocka_unit_test(rules_hold_everywhere),
+		cmocka_unit_test(numbered_access_same_as_lookup),
 		cmocka_unit_test(lru_order_and_clean_skip),
 		cmocka_unit_test(hot_set_lands_in_mram),
 		cmocka_unit_test(mram_fixed_loses_on_low_locality),
