@@ -653,14 +653,14 @@ static int group_teardown(void **state)
 
 /* A node whose flash fails (a tiered node; writes past 64 KiB of its
  * flash file refused, as a full file system would) loses the copies whose
- * write-back failed. Reads get every byte from the mirror copies, and
- * the unreadable copy is dropped on its node before a new one is placed
- * (elsewhere, or there again): nothing is left on it after a trim of
- * everything. Before, copies re-placed on another node stayed on the
- * failing one for good. */
-static void unreadable_copies_are_dropped(void **state)
+ * write-back failed. Reads get every byte from the mirror copies, or
+ * rebuilt from their parity groups, and the unreadable copy is dropped on
+ * its node before a new one is placed (elsewhere, or there again):
+ * nothing is left on it after a trim of everything. Before, copies placed
+ * again on another node stayed on the failing one for good. */
+static void unreadable_copies_dropped(enum remote_redundancy red,
+				      const char *replaced)
 {
-	(void)state;
 	/* All three offer 4 MiB (tiered), so node 3 gets its share; only
 	 * node 3 has a flash file, and little memory. */
 	struct tierstore_opts to = {
@@ -673,7 +673,7 @@ static void unreadable_copies_are_dropped(void **state)
 	start_nodes();
 	tier_for[0] = tier_for[1] = tier_for[2] = NULL;
 	memset(shadow, 0, sizeof(shadow));
-	struct remote_backend *rb = open_rb(REMOTE_MIRROR);
+	struct remote_backend *rb = open_rb(red);
 	flash_fail_begin(16 * 4096);
 	for (uint32_t r = 0; r < 6; r++)
 		write_random(rb, (uint64_t)r * RUN, RUN);
@@ -681,13 +681,27 @@ static void unreadable_copies_are_dropped(void **state)
 	assert_true(node_stat(2, "pages_lost: ") > 16);
 	check_all(rb);
 	assert_int_equal(stat(rb, "remote_read_errors: "), 0);
-	/* a read that tried node 3's copy first found it unreadable */
-	assert_true(stat(rb, "remote_remirrors: ") > 0);
+	/* a read that tried node 3's copy found it unreadable */
+	assert_true(stat(rb, replaced) > 0);
 	assert_int_equal(remote_trim(rb, 0, DEV), 0);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(node_stat(i, "pages: "), 0);
 	remote_close(rb);
 	stop_nodes();
+	unlink(flash);
+	unlink(nvram);
+}
+
+static void unreadable_copies_are_dropped(void **state)
+{
+	(void)state;
+	unreadable_copies_dropped(REMOTE_MIRROR, "remote_remirrors: ");
+}
+
+static void unreadable_parity_members_are_dropped(void **state)
+{
+	(void)state;
+	unreadable_copies_dropped(REMOTE_PARITY, "parity_reconstructs: ");
 }
 
 int main(void)
@@ -704,6 +718,7 @@ int main(void)
 		cmocka_unit_test(parity_trims_keep_groups),
 		cmocka_unit_test(parity_pages_sent_with_runs),
 		cmocka_unit_test(unreadable_copies_are_dropped),
+		cmocka_unit_test(unreadable_parity_members_are_dropped),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
