@@ -91,8 +91,9 @@ int policy_set_profile(struct policy *p, uint64_t page, uint64_t count)
 	if (p->ctr.accesses)
 		return -EBUSY;
 	if (!p->ops->ranks && !p->ops->profile) {
-		/* Unused, but the page takes its place in a growing table
-		 * as in every other policy's (policy_access_idx). */
+		/* Unused, but in a hashed table (nvsim's, or a live
+		 * adaptive's fixed-size shadow) the page takes its place as
+		 * in every other policy's (policy_access_idx). */
 		if (!p->pc.max_pages && pc_get(&p->pc, page) == PC_NIL)
 			return -ENOMEM;
 		return 0;

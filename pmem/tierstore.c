@@ -9,6 +9,7 @@
 #include "pmem/tierstore.h"
 #include "pmem/model.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "pmem/profile_load.h"
 #include "pmem/region.h"
@@ -55,6 +56,11 @@ struct tierstore {
 	uint8_t *tier;              /* per page: enum tier */
 	uint64_t lost_logged;       /* pages ever marked lost */
 	uint64_t unread_logged;     /* flash loads that failed */
+	uint64_t retry_after_ns;    /* no read retried before (a failing
+				     * disk may take long per read, under
+				     * the store's lock) */
+	uint64_t failed_load;       /* page whose load failed in this
+				     * access's moves, or UINT64_MAX */
 	uint8_t *lost;              /* per page: PAGE_OK, PAGE_LOST or
 				     * PAGE_UNREAD (below) */
 	uint32_t *slot;             /* per page: frame in its memory tier */
@@ -143,7 +149,8 @@ static int flash_open(struct tierstore *ts, const char *path)
 
 /* One synchronous page transfer through the store's ring (under the
  * lock: the ring is not shared otherwise). */
-static int flash_io(struct tierstore *ts, bool write, uint64_t page, void *buf)
+static int flash_io(struct tierstore *ts, bool write, uint64_t page, void *buf,
+		    bool quiet)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ts->ring);
 	struct io_uring_cqe *cqe;
@@ -168,9 +175,10 @@ static int flash_io(struct tierstore *ts, bool write, uint64_t page, void *buf)
 		rc = -EIO;   /* short transfer on a sized regular file */
 fail:
 	ts->st.flash_errors++;
-	log_err("flash file %s: %s of page %llu: %s", ts->flash_path,
-		write ? "write" : "read", (unsigned long long)page,
-		strerror(-rc));
+	if (!quiet)
+		log_err("flash file %s: %s of page %llu: %s", ts->flash_path,
+			write ? "write" : "read", (unsigned long long)page,
+			strerror(-rc));
 	return -EIO;
 }
 
@@ -444,7 +452,7 @@ static int move_bad(struct tierstore *ts, const struct tier_move *m)
 	return -EIO;
 }
 
-/* A flash read or write of page p failed (logged by flash_io): the store
+/* A flash write-back of page p failed (logged by flash_io): the store
  * stays in step with the policy, and the page's bytes are gone. Reads of
  * it fail with -EIO, never return other bytes, until it is written whole
  * or trimmed; the other pages are untouched. */
@@ -495,11 +503,22 @@ static void page_found(struct tierstore *ts, uint64_t p)
 }
 
 /* An access to an unread page in memory tier t, frame s: its load again.
- * 0 (read, the page is good) or -EIO (still unreadable). */
+ * 0 (read, the page is good) or -EIO (still unreadable). Not in the access
+ * whose load just failed, and at most one failed try per 100 ms in the
+ * store: each failed read may have taken long (a dying disk's timeouts)
+ * with every other access waiting for the lock, and is counted in
+ * flash_errors but not logged again (page_unread said it). */
 static int page_reload(struct tierstore *ts, uint64_t p, unsigned t, uint32_t s)
 {
-	if (flash_io(ts, false, p, frame(ts, t, s)) < 0)
+	if (ts->failed_load == p)
 		return -EIO;
+	uint64_t now = clock_now_ns();
+	if (now < ts->retry_after_ns)
+		return -EIO;
+	if (flash_io(ts, false, p, frame(ts, t, s), true) < 0) {
+		ts->retry_after_ns = clock_now_ns() + 100000000ull;
+		return -EIO;
+	}
 	ts->st.loads++;
 	ts->st.reloads++;
 	page_found(ts, p);
@@ -533,13 +552,18 @@ static int move_apply(struct tierstore *ts, const struct tier_move *m,
 		if (m->to > TIER_DRAM || ts->flash_fd < 0 ||
 		    slot_take(ts, m->to, &s) < 0)
 			return move_bad(ts, m);
-		if (flash_io(ts, false, p, frame(ts, m->to, s)) < 0) {
+		if (p == accessed && full_write) {
+			/* About to be written whole: its old bytes are not
+			 * needed (the policy still counts a load). */
+			ts->st.loads_skipped++;
+		} else if (flash_io(ts, false, p, frame(ts, m->to, s), false) < 0) {
 			/* The policy has the page in memory now: so does the
 			 * store (in step, or every later move mismatches),
 			 * without its bytes until a read works. */
 			static const uint8_t zero[PG];
 			frame_put(ts, m->to, frame(ts, m->to, s), zero, PG);
 			page_unread(ts, p);
+			ts->failed_load = p;
 		} else {
 			ts->st.loads++;
 		}
@@ -571,7 +595,7 @@ static int move_apply(struct tierstore *ts, const struct tier_move *m,
 			ts->st.drops++;
 		} else if (m->kind == MOVE_WRITE) {
 			/* The frame is page-aligned, as O_DIRECT wants. */
-			rc = flash_io(ts, true, p, frame(ts, m->from, ts->slot[p]));
+			rc = flash_io(ts, true, p, frame(ts, m->from, ts->slot[p]), false);
 			if (rc < 0)
 				page_lost(ts, p);   /* the frame is the policy's now */
 			else
@@ -605,6 +629,7 @@ static int page_access(struct tierstore *ts, uint64_t p, bool write,
 	unsigned n = policy_access(ts->pol, p, write, mv, &served);
 	int rc;
 
+	ts->failed_load = UINT64_MAX;
 	/* Logged under the lock: the log's order is the policy's. */
 	if (ts->log)
 		tracelog_add(ts->log, p, (uint32_t)in, (uint32_t)nbytes, write);
@@ -701,6 +726,7 @@ int tierstore_read_map(struct tierstore *ts, uint64_t off, size_t len,
 	if (len && (off + len - 1) / PG - first + 1 > max)
 		len = max ? (first + max) * PG - off : 0;
 	pthread_mutex_lock(&ts->lock);
+	ts->failed_load = UINT64_MAX;
 	/* First every access and its moves, as tierstore_pread() does; only
 	 * then the frames, so none of them is one a later page's moves freed
 	 * meanwhile. */
@@ -930,7 +956,8 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		"mram_hit_rate: %.4f\n"
 		"trace_records: %llu\n" "trace_dropped: %llu\n"
 		"profile_pages: %llu\n" "pages_lost: %llu\n"
-		"pages_unread: %llu\n" "flash_reloads: %llu\n",
+		"pages_unread: %llu\n" "flash_reloads: %llu\n"
+		"flash_loads_skipped: %llu\n",
 		policy_name(ts->pol),
 		(unsigned long long)st.pages_used[TIER_MRAM],
 		(unsigned long long)st.pages_cap[TIER_MRAM],
@@ -954,7 +981,8 @@ ssize_t tierstore_stats_format(struct tierstore *ts, char *out, size_t len)
 		(unsigned long long)st.profile_pages,
 		(unsigned long long)st.pages_lost,
 		(unsigned long long)st.pages_unread,
-		(unsigned long long)st.reloads);
+		(unsigned long long)st.reloads,
+		(unsigned long long)st.loads_skipped);
 	if (n < 0)
 		return -EIO;
 	/* The time/energy model's estimate of what the accesses so far

@@ -66,7 +66,10 @@ struct tierstore_stats {
 					    * with a failed flash write-back */
 	uint64_t pages_unread;             /* their flash load failed; the copy
 					    * there is kept, the read retried */
-	uint64_t reloads;                  /* of those, read at a later try */
+	uint64_t reloads;                  /* of those, read at a later try
+					    * while still in memory */
+	uint64_t loads_skipped;            /* loads of pages about to be
+					    * written whole: no flash read */
 	uint64_t trace_records, trace_dropped;   /* the access log's */
 	uint64_t profile_pages;            /* pages profile_path gave a count
 					    * (lru ignores them) */
