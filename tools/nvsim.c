@@ -365,7 +365,8 @@ static int oracle_profile(struct sim *s, const char *trace,
 	for (uint64_t i = 0; i <= m.mask && rc == 0 && m.key; i++)
 		if (m.key[i] != UINT64_MAX)
 			page_idx(s, m.key[i]);
-	for (size_t k = 0; k < s->n && rc == 0; k++)
+	/* No memory access at all: no table was made. */
+	for (size_t k = 0; k < s->n && rc == 0 && m.key; k++)
 		for (uint64_t i = 0; i <= m.mask && rc == 0; i++)
 			if (m.key[i] != UINT64_MAX)
 				rc = policy_set_profile(s->in[k].p, m.key[i], m.cnt[i]);

@@ -80,6 +80,15 @@ printf 'dram_read_ns = fast\n' >"$T_DIR/bad.params"
 grep -q "bad.params:1" "$T_DIR/err" || t_fail "params error lacks file:line"
 t_log "bad traces, sizes, policies and parameters refused with clear errors"
 
+# A trace with no memory access at all (instructions only) and the oracle
+# profile: one row per policy with 0 accesses (it crashed on the empty
+# profile before).
+printf 'I  0400a3e,3\nI  0400a41,2\n' >"$T_DIR/instr.txt"
+"$nvsim" --trace "$T_DIR/instr.txt" --policy all --mram 1M --dram 1M \
+  --profile oracle -q >"$T_DIR/instr.csv" 2>"$T_DIR/err" || t_fail "instructions-only trace: $(cat "$T_DIR/err")"
+[ "$(awk -F, 'NR > 1 && $4 == 0' "$T_DIR/instr.csv" | wc -l)" = 4 ] || t_fail "instructions-only trace: $(cat "$T_DIR/instr.csv")"
+t_log "a trace without memory accesses gives rows of 0 accesses, oracle profile too"
+
 # 5. Plots like the paper's Figures 3, 5 and 6.
 py=/usr/bin/python3; [ -x $py ] || py=python3
 if $py -c 'import matplotlib' 2>/dev/null; then
