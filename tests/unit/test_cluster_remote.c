@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "flash_fail.h"
+#include "tier_files.h"
 
 #include "cluster/client.h"
 #include "cluster/node.h"
@@ -631,23 +632,18 @@ static void parity_pages_sent_with_runs(void **state)
 	nn = 3;
 }
 
-/* The tiered node's files (removed by the group teardown, even when a
- * test fails). */
-static char nvram[64], flash[64];
-
+/* The tiered node's files (tier_files.h). */
 static int group_setup(void **state)
 {
 	(void)state;
-	snprintf(nvram, sizeof(nvram), "/dev/shm/nvtest-rb-%d.mram", (int)getpid());
-	snprintf(flash, sizeof(flash), "/var/tmp/nvtest-rb-%d.flash", (int)getpid());
+	tier_files_name("rb");
 	return 0;
 }
 
 static int group_teardown(void **state)
 {
 	(void)state;
-	unlink(nvram);
-	unlink(flash);
+	tier_files_remove();
 	return 0;
 }
 
@@ -688,8 +684,7 @@ static void unreadable_copies_dropped(enum remote_redundancy red,
 		assert_int_equal(node_stat(i, "pages: "), 0);
 	remote_close(rb);
 	stop_nodes();
-	unlink(flash);
-	unlink(nvram);
+	tier_files_remove();
 }
 
 static void unreadable_copies_are_dropped(void **state)

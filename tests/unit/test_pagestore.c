@@ -15,36 +15,25 @@
 #include <cmocka.h>
 
 #include "flash_fail.h"
+#include "tier_files.h"
 
 #include "cluster/pagestore.h"
 #include "pmem/tierstore.h"
 
 #define PG PAGESTORE_PAGE
 
-static char nvram[64], flash[64];
-
 static int setup(void **s)
 {
 	(void)s;
-	snprintf(nvram, sizeof(nvram), "/dev/shm/nvtest-ps-%d.mram", (int)getpid());
-	snprintf(flash, sizeof(flash), "/var/tmp/nvtest-ps-%d.flash", (int)getpid());
+	tier_files_name("ps");
 	return 0;
 }
 
 static int teardown(void **s)
 {
 	(void)s;
-	unlink(nvram);
-	unlink(flash);
+	tier_files_remove();
 	return 0;
-}
-
-static void fill(uint8_t *b, uint64_t id, unsigned gen)
-{
-	for (unsigned i = 0; i < PG; i += 8) {
-		uint64_t v = (id << 20) ^ i ^ ((uint64_t)gen << 56);
-		memcpy(b + i, &v, 8);
-	}
 }
 
 static struct pagestore *open_tiered(uint64_t pages, uint64_t m, uint64_t d,
@@ -77,8 +66,8 @@ static void versions_and_parity_in_both_modes(void **s)
 		struct pagestore *ps = open_mode(tiered);
 		struct pagestore_key k = { 7, FK_DATA, 100 };
 		uint64_t v;
-		fill(a, 100, 1);
-		fill(b, 100, 2);
+		tier_fill(a, 100, 1);
+		tier_fill(b, 100, 2);
 		assert_int_equal(pagestore_store(ps, &k, 5, a), 0);
 		assert_int_equal(pagestore_fetch(ps, &k, 5, got, &v), 0);
 		assert_int_equal(v, 5);
@@ -110,7 +99,7 @@ static void versions_and_parity_in_both_modes(void **s)
 
 		for (uint64_t id = 0; id < 10; id++) {
 			struct pagestore_key o = { 9, FK_DATA, id };
-			fill(a, id, 3);
+			tier_fill(a, id, 3);
 			assert_int_equal(pagestore_store(ps, &o, 1, a), 0);
 		}
 		assert_int_equal(pagestore_drop_owner(ps, 9), 10);
@@ -133,14 +122,14 @@ static void tiered_spills_and_reuses_slots(void **s)
 	struct pagestore *ps = open_tiered(512, 8, 24, "adaptive");
 	for (uint64_t id = 0; id < 512; id++) {
 		struct pagestore_key k = { 1, FK_DATA, id * 7919 };
-		fill(a, id, 1);
+		tier_fill(a, id, 1);
 		assert_int_equal(pagestore_store(ps, &k, 1, a), 0);
 	}
 	struct pagestore_key more = { 1, FK_DATA, 1 };
 	assert_int_equal(pagestore_store(ps, &more, 1, a), -ENOSPC);
 	for (uint64_t id = 0; id < 512; id++) {
 		struct pagestore_key k = { 1, FK_DATA, id * 7919 };
-		fill(a, id, 1);
+		tier_fill(a, id, 1);
 		assert_int_equal(pagestore_fetch(ps, &k, 1, got, NULL), 0);
 		assert_memory_equal(got, a, PG);
 	}
@@ -154,13 +143,13 @@ static void tiered_spills_and_reuses_slots(void **s)
 	}
 	for (uint64_t id = 0; id < 16; id++) {
 		struct pagestore_key k = { 2, FK_DATA, id };
-		fill(a, 1000 + id, 2);
+		tier_fill(a, 1000 + id, 2);
 		assert_int_equal(pagestore_store(ps, &k, 1, a), 0);
 	}
 	assert_int_equal(pagestore_store(ps, &more, 1, a), -ENOSPC);
 	for (uint64_t id = 16; id < 512; id += 31) {
 		struct pagestore_key k = { 1, FK_DATA, id * 7919 };
-		fill(a, id, 1);
+		tier_fill(a, id, 1);
 		assert_int_equal(pagestore_fetch(ps, &k, 1, got, NULL), 0);
 		assert_memory_equal(got, a, PG);
 	}
@@ -183,12 +172,12 @@ static void tiered_flash_error_loses_only_those_pages(void **s)
 	flash_fail_begin(16 * 4096);
 	for (uint64_t id = 0; id < 128; id++) {
 		struct pagestore_key k = { 1, FK_DATA, id };
-		fill(a, id, 1);
+		tier_fill(a, id, 1);
 		assert_int_equal(pagestore_store(ps, &k, 1, a), 0);
 	}
 	for (uint64_t id = 0; id < 128; id++) {
 		struct pagestore_key k = { 1, FK_DATA, id };
-		fill(a, id, 1);
+		tier_fill(a, id, 1);
 		int rc = pagestore_fetch(ps, &k, 1, got, NULL);
 		assert_true(rc == 0 || rc == -EIO);
 		if (rc == 0)
@@ -204,13 +193,13 @@ static void tiered_flash_error_loses_only_those_pages(void **s)
 	/* The owner stores the lost pages again: all 128 read back right. */
 	for (uint64_t id = 0; id < 128; id++) {
 		struct pagestore_key k = { 1, FK_DATA, id };
-		fill(a, id, 1);
+		tier_fill(a, id, 1);
 		if (lost[id])
 			assert_int_equal(pagestore_store(ps, &k, 2, a), 0);
 	}
 	for (uint64_t id = 0; id < 128; id++) {
 		struct pagestore_key k = { 1, FK_DATA, id };
-		fill(a, id, 1);
+		tier_fill(a, id, 1);
 		assert_int_equal(pagestore_fetch(ps, &k, 0, got, NULL), 0);
 		assert_memory_equal(got, a, PG);
 	}

@@ -18,18 +18,18 @@
 #include <cmocka.h>
 
 #include "flash_fail.h"
+#include "tier_files.h"
 
 #include "pmem/tierstore.h"
 
 #define PG 4096
 
-static char nvram[64], flash[64], shmflash[64];
+static char shmflash[64];   /* a flash file on tmpfs, refused */
 
 static int setup(void **s)
 {
 	(void)s;
-	snprintf(nvram, sizeof(nvram), "/dev/shm/nvtest-ts-%d.mram", (int)getpid());
-	snprintf(flash, sizeof(flash), "/var/tmp/nvtest-ts-%d.flash", (int)getpid());
+	tier_files_name("ts");
 	snprintf(shmflash, sizeof(shmflash), "/dev/shm/nvtest-ts-%d.flash", (int)getpid());
 	return 0;
 }
@@ -37,18 +37,9 @@ static int setup(void **s)
 static int teardown(void **s)
 {
 	(void)s;
-	unlink(nvram);
-	unlink(flash);
+	tier_files_remove();
 	unlink(shmflash);
 	return 0;
-}
-
-static void fill(uint8_t *b, uint64_t page, unsigned gen)
-{
-	for (unsigned i = 0; i < PG; i += 8) {
-		uint64_t v = (page << 20) ^ i ^ ((uint64_t)gen << 56);
-		memcpy(b + i, &v, 8);
-	}
 }
 
 static struct tierstore *open_store(uint64_t pages, uint64_t m, uint64_t d,
@@ -86,7 +77,7 @@ static void zeros_and_rmw(void **s)
 	for (unsigned i = 0; i < PG; i++)
 		assert_int_equal(want[i], i >= 1024 && i < 1536 ? 0x5c : 0);
 	/* A write straddling pages. */
-	fill(b, 1, 1);
+	tier_fill(b, 1, 1);
 	assert_int_equal(tierstore_pwrite(ts, b, 20 * PG + 3584, 2 * PG), 0);
 	assert_int_equal(tierstore_pread(ts, want, 20 * PG + 3584, 2 * PG), 0);
 	assert_memory_equal(want, b, 2 * PG);
@@ -138,11 +129,11 @@ static void flash_error_loses_only_those_pages(void **s)
 
 	flash_fail_begin(16 * 4096);
 	for (uint64_t p = 0; p < 128; p++) {
-		fill(b, p, 1);
+		tier_fill(b, p, 1);
 		assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
 	}
 	for (uint64_t p = 0; p < 128; p++) {
-		fill(b, p, 1);
+		tier_fill(b, p, 1);
 		int rc = tierstore_pread(ts, r, p * PG, PG);
 		assert_true(rc == 0 || rc == -EIO);
 		if (rc == 0)
@@ -164,14 +155,14 @@ static void flash_error_loses_only_those_pages(void **s)
 	for (uint64_t p = 0; p < 128; p++) {
 		if (!lost[p])
 			continue;
-		fill(b, p, 2);
+		tier_fill(b, p, 2);
 		if (p % 2)
 			assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
 		else
 			assert_int_equal(tierstore_trim(ts, p * PG, PG), 0);
 	}
 	for (uint64_t p = 0; p < 128; p++) {
-		fill(b, p, lost[p] ? 2 : 1);
+		tier_fill(b, p, lost[p] ? 2 : 1);
 		if (lost[p] && p % 2 == 0)
 			memset(b, 0, PG);
 		assert_int_equal(tierstore_pread(ts, r, p * PG, PG), 0);
@@ -226,7 +217,7 @@ static void flash_read_error_is_retried(void **s)
 				   * page lands past the cut */
 
 	for (uint64_t p = 0; p < 128; p++) {
-		fill(b, p, 1);
+		tier_fill(b, p, 1);
 		assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
 	}
 	for (uint64_t p = 0; p < 8; p++)
@@ -235,7 +226,7 @@ static void flash_read_error_is_retried(void **s)
 	int fd = open(flash, O_RDWR);
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, keep, PG, (off_t)(v * PG)), PG);
-	fill(b, v, 1);
+	tier_fill(b, v, 1);
 	assert_memory_equal(keep, b, PG);
 
 	for (int round = 0; round < 2; round++) {
@@ -251,7 +242,7 @@ static void flash_read_error_is_retried(void **s)
 			 * write it back (the partial write made it dirty);
 			 * nothing may be written at its place. */
 			for (uint64_t p = 0; p < 16; p++) {
-				fill(b, p, 1);
+				tier_fill(b, p, 1);
 				assert_int_equal(tierstore_pread(ts, r, p * PG, PG), 0);
 				assert_memory_equal(r, b, PG);
 			}
@@ -265,7 +256,7 @@ static void flash_read_error_is_retried(void **s)
 		assert_int_equal(pwrite(fd, keep, PG, (off_t)(v * PG)), PG);
 		usleep(150000);
 		assert_int_equal(tierstore_pread(ts, r, v * PG, PG), 0);
-		fill(b, v, 1);
+		tier_fill(b, v, 1);
 		assert_memory_equal(r, b, PG);
 		tierstore_get_stats(ts, &st);
 		assert_int_equal(st.pages_unread, 0);
@@ -282,7 +273,7 @@ static void flash_read_error_is_retried(void **s)
 	assert_int_equal(ftruncate(fd, (off_t)(v * PG)), 0);
 	struct tierstore_stats st0;
 	tierstore_get_stats(ts, &st0);
-	fill(b, v, 3);
+	tier_fill(b, v, 3);
 	assert_int_equal(tierstore_pwrite(ts, b, v * PG, PG), 0);
 	tierstore_get_stats(ts, &st);
 	assert_int_equal(st.flash_errors, st0.flash_errors);
@@ -294,7 +285,7 @@ static void flash_read_error_is_retried(void **s)
 	memset(b, 0xee, 8);
 	assert_int_equal(tierstore_pwrite(ts, b, v * PG + 8, 8), 0);
 	assert_int_equal(tierstore_pread(ts, r, v * PG, PG), 0);
-	fill(b, v, 3);
+	tier_fill(b, v, 3);
 	memset(b + 8, 0xee, 8);
 	assert_memory_equal(r, b, PG);
 	close(fd);
@@ -312,13 +303,13 @@ static void spill_to_flash_and_back(void **s)
 	for (unsigned gen = 1; gen <= 2; gen++)
 		for (uint64_t p = 0; p < 512; p++) {
 			uint64_t q = gen == 1 ? p : (p * 37) % 512;
-			fill(b, q, gen);
+			tier_fill(b, q, gen);
 			assert_int_equal(tierstore_pwrite(ts, b, q * PG, PG), 0);
 		}
 	for (unsigned round = 0; round < 2; round++)
 		for (uint64_t p = 0; p < 512; p++) {
 			uint64_t q = round ? 511 - p : (p * 101) % 512;
-			fill(b, q, 2);
+			tier_fill(b, q, 2);
 			assert_int_equal(tierstore_pread(ts, r, q * PG, PG), 0);
 			assert_memory_equal(r, b, PG);
 		}
@@ -350,11 +341,11 @@ static void spill_to_flash_and_back(void **s)
 	for (unsigned i = 0; i < PG; i++)
 		assert_int_equal(r[i], 0);
 	/* And new data after the punch is intact. */
-	fill(b, 300, 9);
+	tier_fill(b, 300, 9);
 	assert_int_equal(tierstore_pwrite(ts, b, 300 * PG, PG), 0);
 	for (uint64_t p = 0; p < 200; p++) {   /* push page 300 out */
 		uint8_t t[PG];
-		fill(t, p, 3);
+		tier_fill(t, p, 3);
 		assert_int_equal(tierstore_pwrite(ts, t, p * PG, PG), 0);
 	}
 	assert_int_equal(tierstore_pread(ts, r, 300 * PG, PG), 0);
@@ -371,7 +362,7 @@ static void *writer(void *arg)
 	uint8_t b[PG];
 	(void)arg;
 	for (uint64_t p = 4; p < 8; p++) {
-		fill(b, p, 1);
+		tier_fill(b, p, 1);
 		assert_int_equal(tierstore_pwrite(mts, b, p * PG, PG), 0);
 	}
 	return NULL;
@@ -388,7 +379,7 @@ static void read_map_pins_frames(void **s)
 	int n;
 
 	for (uint64_t p = 0; p < 4; p++) {
-		fill(b, p, 1);
+		tier_fill(b, p, 1);
 		assert_int_equal(tierstore_pwrite(ts, b, p * PG, PG), 0);
 	}
 	/* Unaligned, across pages and into a page never written (zeros). */
@@ -442,12 +433,12 @@ static void read_map_pins_frames(void **s)
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, writer, NULL), 0);
 	usleep(100 * 1000);
-	fill(want, 0, 1);
+	tier_fill(want, 0, 1);
 	assert_memory_equal(iov[0].iov_base, want, PG);
 	tierstore_read_unmap(ts);
 	pthread_join(th, NULL);
 	for (uint64_t p = 0; p < 8; p++) {
-		fill(want, p, 1);
+		tier_fill(want, p, 1);
 		assert_int_equal(tierstore_pread(ts, b, p * PG, PG), 0);
 		assert_memory_equal(b, want, PG);
 	}
