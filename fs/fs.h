@@ -49,6 +49,7 @@ struct fs_inode {
 	uint64_t nlookup;        /* kernel's lookups (itab_lk) */
 	uint32_t refs;           /* handles, queues (itab_lk) */
 	atomic_bool no_caps;     /* known to have no security.capability */
+	atomic_bool nosec;       /* nothing to drop at a write (killpriv.h) */
 
 	pthread_rwlock_t io;
 	pthread_mutex_t lk;

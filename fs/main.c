@@ -1,6 +1,7 @@
 /* main.c - nvcachefs: options (also as mount.fuse3 passes them), checks that
  * refuse a bad backing dir or NVRAM file before daemonising, recovery, the
  * mount, the control socket, and the write-back at unmount. */
+#include "fs/killpriv.h"
 #include "fs/ops.h"
 
 #include "common/ctl.h"
@@ -107,13 +108,12 @@ static void usage(const char *prog)
 "                         also written and fsync'ed in the backing file\n"
 "  writeback_cache        let the kernel cache writes (faster small writes,\n"
 "                         but a write is acknowledged before it is in NVRAM)\n"
-"  noxattr                no extended attributes (ENOTSUP): the kernel then\n"
-"                         stops asking for security.capability before each\n"
-"                         write, one round trip less per write\n"
+"  noxattr                no extended attributes (calls fail, EOPNOTSUPP)\n"
 "  nvram_lat_ns=N         emulated NVRAM latency per access (default 0)\n"
 "  nvram_flush_ns=N       emulated cost per persisted cache line (default 0)\n"
 "  nvram_bw=SIZE          emulated NVRAM bandwidth per second (default off)\n"
-"  allow_other, ro, ...   usual FUSE mount options\n"
+"  allow_other, ro, ...   usual FUSE mount options (permissions are always\n"
+"                         checked by the kernel: default_permissions)\n"
 "  -f                     stay in the foreground, log to stderr\n"
 "\n"
 "Stats: nvcachectl stats MOUNTPOINT (control socket in $NVCACHE_RUN_DIR,\n"
@@ -311,7 +311,8 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		"dropped_unlinked_files: %llu\n"
 		"recovered_files: %llu\n"
 		"recovered_bytes: %llu\n"
-		"cached_files: %llu\n",
+		"cached_files: %llu\n"
+		"killpriv_v2: %s\n",
 		fs->cfg.mountpoint, fs->cfg.backing, fs->cfg.nvram,
 		opts_format_size(bst.blocks_used * bst.block_size, a, sizeof(a)),
 		opts_format_size(bst.blocks_total * bst.block_size, b, sizeof(b)),
@@ -330,7 +331,8 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		(unsigned long long)atomic_load(&s->dropped_unlinked),
 		(unsigned long long)atomic_load(&s->recovered_files),
 		(unsigned long long)atomic_load(&s->recovered_bytes),
-		(unsigned long long)bst.objs_used);
+		(unsigned long long)bst.objs_used,
+		killpriv_granted() ? "yes" : "no");
 	return n < 0 ? -EIO : (size_t)n >= len ? (ssize_t)len : n;
 }
 
@@ -397,6 +399,10 @@ int main(int argc, char **argv)
 			free(o);
 		}
 	}
+	/* The daemon opens backing files as root: without this, a mount with
+	 * allow_other let any user read and write any file through it. The
+	 * kernel then checks mode bits as the backing would. */
+	fuse_opt_add_arg(&args, "-odefault_permissions");
 	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
 	if (!se)
 		goto out;

@@ -6,6 +6,7 @@
 #include "fs/ops.h"
 
 #include "common/log.h"
+#include "fs/killpriv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -302,6 +303,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * after every write here, and a read right after a write (MPI-IO's
 	 * write phase, then its read phase) came back through FUSE. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/* without it, a getxattr round trip before every write (killpriv.c) */
+	if (!fs->cfg.no_xattr && killpriv_kernel_has(conn->proto_minor)) {
+		log_info("asking the kernel for FUSE_HANDLE_KILLPRIV_V2: set-id bits "
+			 "and capabilities are dropped here, with no getxattr per write");
+		killpriv_arm(); /* last: the INIT reply is the next writev */
+	}
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -362,8 +369,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr,
 		if (fchownat(ino->fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			goto err;
 	}
+	if (valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
+		killpriv_recheck(ino);
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		r = fdata_truncate(fs, ino, (uint64_t)attr->st_size);
+		r = killpriv_on_modify(req, ino);
+		if (r == 0)
+			r = fdata_truncate(fs, ino, (uint64_t)attr->st_size);
 		if (r < 0) {
 			errno = -r;
 			goto err;
@@ -619,6 +630,8 @@ static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
 		return -ENOMEM;
 	r = fdata_inode_init(fs, ino);
 	if (r == 0 && trunc)
+		r = killpriv_on_modify(req, ino);
+	if (r == 0 && trunc)
 		r = fdata_truncate(fs, ino, 0);
 	if (r < 0) {
 		free(h);
@@ -793,10 +806,12 @@ static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
-	ssize_t r;
-	(void)fi;
+	struct fs_inode *ino = I(req, n);
+	/* a page-cache write-back (writepage) is not the writer's own call */
+	ssize_t r = fi->writepage ? 0 : killpriv_on_modify(req, ino);
 
-	r = fdata_write(FS(req), I(req, n), (uint64_t)off, size, buf);
+	if (r == 0)
+		r = fdata_write(FS(req), ino, (uint64_t)off, size, buf);
 	if (r < 0)
 		fuse_reply_err(req, (int)-r);
 	else
@@ -823,6 +838,9 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t n, int mode, off_t off,
 
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
 		return (void)fuse_reply_err(req, EOPNOTSUPP);
+	r = killpriv_on_modify(req, ino);
+	if (r < 0)
+		return (void)fuse_reply_err(req, -r);
 	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
 		/* the cached bytes become zeros; the backing gets the same
 		 * call so its allocation matches */
@@ -856,6 +874,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 		return (void)fuse_reply_err(req, ENOSYS);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	atomic_store(&I(req, n)->no_caps, false);
+	killpriv_recheck(I(req, n));
 	fuse_reply_err(req, setxattr(proc, name, value, size, flags) < 0 ? errno : 0);
 }
 
@@ -933,6 +952,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
 		return (void)fuse_reply_err(req, ENOSYS);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	atomic_store(&I(req, n)->no_caps, false);
+	killpriv_recheck(I(req, n));
 	fuse_reply_err(req, removexattr(proc, name) < 0 ? errno : 0);
 }
 

@@ -15,6 +15,7 @@
 #   FSB_SIZE=64M (file per job; FSB_SLOW_SIZE=32M on slowpfs)
 #   FSB_RUNTIME=5 (s per figure)  FSB_ONLY_SLOW=1 (slowpfs only)
 #   FSB_NVRAM_OPTS=...  NVRAM emulation (default none; see fs/lib.sh)
+T_TIMEOUT=${T_TIMEOUT:-900}
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/fs/lib.sh"
 t_require_root

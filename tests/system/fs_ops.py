@@ -225,6 +225,116 @@ _, status = os.waitpid(pid, 0)
 log("flock-held-child", os.WEXITSTATUS(status))
 os.close(fd)
 
+# Permissions and privileges as a user without capabilities (nobody): the
+# mount must check permissions as the backing does (it opens files as root),
+# and a write, truncate or fallocate drops set-id bits and file capabilities
+# by Linux's rules. Needs DIR reachable by nobody (fs_basic.sh: allow_other).
+NOBODY, NOGROUP = 65534, 65534
+
+
+def as_nobody(name, fn, groups=()):
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups(list(groups))
+            os.setgid(NOGROUP)
+            os.setuid(NOBODY)
+            fn()
+        except OSError as e:
+            code = 1 + e.errno % 200
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.WEXITSTATUS(status)
+    log(name, "ok" if code == 0 else "err " + errno.errorcode.get(code - 1, str(code - 1)))
+
+
+def mode(name, p):
+    log(name, "mode=%o" % os.stat(p).st_mode)
+
+
+def caps(name, p):
+    try:
+        log(name, "caps", h(os.getxattr(p, "security.capability")))
+    except OSError as e:
+        log(name, "caps", errno.errorcode.get(e.errno, e.errno))
+
+
+def setcaps(p):
+    # struct vfs_cap_data, revision 2, effective: CAP_NET_RAW permitted
+    os.setxattr(p, "security.capability",
+                (0x02000001).to_bytes(4, "little") + (1 << 13).to_bytes(4, "little") + bytes(12))
+
+
+def mkfile(p, m, gid=0):
+    with open(p, "wb") as f:
+        f.write(data[:8192])
+    os.chown(p, 0, gid)
+    os.chmod(p, m)
+
+
+def on_fd(p, fn, flags=os.O_WRONLY):
+    def run():
+        fd = os.open(p, flags)
+        try:
+            fn(fd)
+        finally:
+            os.close(fd)
+    return run
+
+
+def pwrite_to(p):
+    return on_fd(p, lambda fd: os.pwrite(fd, b"w" * 100, 50))
+
+
+mkfile("priv", 0o600)
+as_nobody("nobody-read-0600", on_fd("priv", lambda fd: None, os.O_RDONLY))
+mkfile("pub", 0o644)
+as_nobody("nobody-write-0644", on_fd("pub", lambda fd: None))
+as_nobody("nobody-unlink-in-root-dir", lambda: os.unlink("pub"))
+for m in (0o6777, 0o4777, 0o2777, 0o2766, 0o6767):
+    mkfile("sx%o" % m, m)
+    as_nobody("nobody-write-%o" % m, pwrite_to("sx%o" % m))
+    mode("after-nobody-write-%o" % m, "sx%o" % m)
+mkfile("sxgrp", 0o2766, NOGROUP)  # nobody is in the file's group: set-gid stays
+as_nobody("nobody-ingroup-write", pwrite_to("sxgrp"))
+mode("after-nobody-ingroup-write", "sxgrp")
+mkfile("sxroot", 0o6777)          # root has CAP_FSETID: nothing dropped
+fd = os.open("sxroot", os.O_WRONLY)
+os.pwrite(fd, b"r" * 10, 0)
+os.close(fd)
+mode("after-root-write", "sxroot")
+mkfile("sxtr", 0o6777)
+as_nobody("nobody-ftruncate", on_fd("sxtr", lambda fd: os.ftruncate(fd, 100)))
+mode("after-nobody-ftruncate", "sxtr")
+mkfile("sxot", 0o6777)
+as_nobody("nobody-otrunc", on_fd("sxot", lambda fd: None, os.O_WRONLY | os.O_TRUNC))
+mode("after-nobody-otrunc", "sxot")
+mkfile("sxfa", 0o6777)
+as_nobody("nobody-fallocate", on_fd("sxfa", lambda fd: fallocate(fd, 0, 0, 65536)))
+mode("after-nobody-fallocate", "sxfa")
+# a file written once (nothing to drop) then made set-uid: the next write
+# by nobody must still drop it
+mkfile("later", 0o666)
+as_nobody("nobody-write-plain", pwrite_to("later"))
+os.chmod("later", 0o4777)
+as_nobody("nobody-write-made-suid", pwrite_to("later"))
+mode("after-made-suid", "later")
+try:
+    mkfile("capw", 0o755)
+    setcaps("capw")
+    caps("caps-set", "capw")
+    on_fd("capw", lambda fd: os.pwrite(fd, b"c", 0))()
+    caps("caps-after-root-write", "capw")
+    setcaps("capw")  # again, after a write that found nothing to drop
+    on_fd("capw", lambda fd: os.pwrite(fd, b"c", 1))()
+    caps("caps-after-second-write", "capw")
+    setcaps("capw")
+    os.truncate("capw", 10)
+    caps("caps-after-truncate", "capw")
+except OSError as e:
+    log("caps", "err", errno.errorcode.get(e.errno, e.errno))
+
 # a bigger file written in pieces and read back
 with open("big", "wb") as f:
     for i in range(24):
