@@ -7,6 +7,7 @@
 # parallel file system (FSB_SLOW=1, default; fsb_slowpfs in fs/lib.sh) as
 # the backing dir and as the direct target. Figure: seconds per checkpoint
 # (mean of five; lower is better) and the application-visible bandwidth.
+# Each target starts on warm memory (fsb_warm_memory in fs/lib.sh).
 #
 #   FSB_CKPT_MIB=256  FSB_CKPT_COUNT=5  FSB_NVRAM_OPTS=... (see fs/lib.sh)
 . "$(dirname "$0")/../system/lib.sh"
@@ -42,6 +43,7 @@ EOF
 bench() {
   local tag=$1 root=$2 nv nvall dr drall pt ptall nvpid ptpid t0 c
   mkdir -p "$root/direct"
+  fsb_warm_memory
   fsb_mount_nv "$T_DIR/$tag-nvm" "$root/nvb" "cache_size=$((mib * count * 2))M"; nvpid=$FSB_PID
   read -r nv nvall <<<"$(ckpt "$T_DIR/$tag-nvm")"
   # The write-back must still complete: time from the last close to a clean exit.
@@ -53,8 +55,10 @@ bench() {
       echo "WARNING: $tag: backing ckpt.$c incomplete after unmount"
   done
   rm -rf "$root/nvb"
+  fsb_warm_memory
   read -r dr drall <<<"$(ckpt "$root/direct")"
   rm -rf "$root/direct"
+  fsb_warm_memory
   fsb_mount_pt "$T_DIR/$tag-ptm" "$root/ptb"; ptpid=$FSB_PID
   read -r pt ptall <<<"$(ckpt "$T_DIR/$tag-ptm")"
   fsb_umount "$T_DIR/$tag-ptm" "$ptpid"

@@ -24,6 +24,7 @@ mpicc -O2 -o "$prog" "$T_ROOT/tests/system/fsx/fsx_mpiio.c" || t_fail "mpicc fai
 # run DIR -> "write_s read_s" (best of reps; the file is removed between reps)
 run() {
   local dir=$1 w best_w= best_r= r i
+  fsb_warm_memory
   for ((i = 0; i < reps; i++)); do
     w=$(mpiexec -n 4 "$prog" write "$dir/shared.dat" "$mib" 7 | awk '/wrote/ {print $(NF-1)}')
     r=$(mpiexec -n 4 "$prog" read "$dir/shared.dat" "$mib" 7 | awk '/^read/ {print $(NF-1)}')
