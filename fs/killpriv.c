@@ -1,5 +1,6 @@
 /* killpriv.c - asks the kernel for FUSE_HANDLE_KILLPRIV_V2, which libfuse
- * 3.14 (Debian 12's) cannot negotiate.
+ * 3.14 (Debian 12's) cannot negotiate, and does what the flag then leaves
+ * to the file system: dropping set-id bits and file capabilities.
  *
  * Why: without it the kernel sends a getxattr("security.capability") round
  * trip before every write, to learn whether the write must drop file
@@ -29,7 +30,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 static __thread bool armed;
 static bool granted;
@@ -45,6 +48,11 @@ bool killpriv_granted(void) { return __atomic_load_n(&granted, __ATOMIC_ACQUIRE)
 
 typedef ssize_t (*writev_fn)(int, const struct iovec *, int);
 
+static ssize_t sys_writev(int fd, const struct iovec *iov, int cnt)
+{
+	return syscall(SYS_writev, fd, iov, cnt);
+}
+
 ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
 	static writev_fn real;
@@ -52,6 +60,8 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
 
 	if (!w) {
 		w = (writev_fn)dlsym(RTLD_NEXT, "writev");
+		if (!w)
+			w = sys_writev;
 		__atomic_store_n(&real, w, __ATOMIC_RELAXED);
 	}
 	if (!armed)
@@ -59,8 +69,8 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	armed = false;
 
 	/* the INIT reply: a header with no error, then a fuse_init_out */
-	const struct fuse_out_header *h = iov[0].iov_base;
-	if (cnt != 2 || iov[0].iov_len != sizeof(*h) || h->error != 0 ||
+	if (cnt != 2 || iov[0].iov_len != sizeof(struct fuse_out_header) ||
+	    ((const struct fuse_out_header *)iov[0].iov_base)->error != 0 ||
 	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t) ||
 	    iov[1].iov_len > sizeof(struct fuse_init_out))
 		return w(fd, iov, cnt);
