@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define DEFAULT_CACHE (1ull << 30)
@@ -436,6 +437,10 @@ int main(int argc, char **argv)
 				 name, strerror(-r));
 	}
 
+	/* Files are created with the mode the kernel sends, the caller's
+	 * umask already applied; ours would apply a second time (a user's
+	 * umask 002 gave 0644 files). Our own files were created above. */
+	umask(0);
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	/* keep idle workers: libfuse would otherwise create a thread per
 	 * request under a synchronous load */

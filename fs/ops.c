@@ -245,9 +245,13 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 static void chown_to_caller(fuse_req_t req, int dirfd, const char *name)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat d;
 
 	if (geteuid() == 0 && (c->uid || c->gid)) {
-		if (fchownat(dirfd, name, c->uid, c->gid, AT_SYMLINK_NOFOLLOW) < 0)
+		/* in a set-gid directory the entry keeps the directory's group,
+		 * which the backing gave it (project directories rely on it) */
+		gid_t g = fstat(dirfd, &d) == 0 && (d.st_mode & S_ISGID) ? (gid_t)-1 : c->gid;
+		if (fchownat(dirfd, name, c->uid, g, AT_SYMLINK_NOFOLLOW) < 0)
 			log_debug("chown of new %s: %s", name, strerror(errno));
 	}
 }

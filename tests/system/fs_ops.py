@@ -335,6 +335,31 @@ try:
 except OSError as e:
     log("caps", "err", errno.errorcode.get(e.errno, e.errno))
 
+# New entries made by nobody with umask 002: the caller's umask alone
+# decides the mode (the daemon's own must not apply again), the caller owns
+# them, and a set-gid directory passes its group on (project directories).
+os.mkdir("pubdir", 0o777)
+os.chmod("pubdir", 0o777)
+os.mkdir("sgdir", 0o777)
+os.chown("sgdir", 0, 100)
+os.chmod("sgdir", 0o2777)
+
+
+def make_entries():
+    os.umask(0o002)
+    for d in ("pubdir", "sgdir"):
+        os.close(os.open(d + "/f", os.O_CREAT | os.O_WRONLY, 0o666))
+        os.mkdir(d + "/d", 0o777)
+        os.mkfifo(d + "/p", 0o666)
+        os.symlink("f", d + "/l")
+
+
+as_nobody("nobody-creates", make_entries)
+for d in ("pubdir", "sgdir"):
+    for n in ("f", "d", "p", "l"):
+        st("new-" + d + "-" + n, d + "/" + n)
+    os.unlink(d + "/p")  # diff -r of the backing cannot compare fifos
+
 # a bigger file written in pieces and read back
 with open("big", "wb") as f:
     for i in range(24):
