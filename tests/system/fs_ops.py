@@ -283,6 +283,13 @@ def on_fd(p, fn, flags=os.O_WRONLY):
     return run
 
 
+def access_w(p):
+    def run():
+        if not os.access(p, os.W_OK):
+            raise OSError(errno.EACCES, "access")
+    return run
+
+
 def pwrite_to(p):
     return on_fd(p, lambda fd: os.pwrite(fd, b"w" * 100, 50))
 
@@ -292,6 +299,16 @@ as_nobody("nobody-read-0600", on_fd("priv", lambda fd: None, os.O_RDONLY))
 mkfile("pub", 0o644)
 as_nobody("nobody-write-0644", on_fd("pub", lambda fd: None))
 as_nobody("nobody-unlink-in-root-dir", lambda: os.unlink("pub"))
+os.mkdir("sticky", 0o777)
+os.chmod("sticky", 0o1777)
+mkfile("sticky/roots", 0o666)
+mkfile("open666", 0o666)
+as_nobody("nobody-unlink-sticky", lambda: os.unlink("sticky/roots"))
+as_nobody("nobody-chown", lambda: os.chown("open666", NOBODY, NOGROUP))
+as_nobody("nobody-chmod", lambda: os.chmod("open666", 0o600))
+as_nobody("nobody-utime-set", lambda: os.utime("open666", (1, 1)))
+as_nobody("nobody-utime-now", lambda: os.utime("open666", None))
+as_nobody("nobody-access-w-0644", access_w("pub"))
 for m in (0o6777, 0o4777, 0o2777, 0o2766, 0o6767):
     mkfile("sx%o" % m, m)
     as_nobody("nobody-write-%o" % m, pwrite_to("sx%o" % m))
