@@ -3,7 +3,8 @@
 # file system itself, side by side in one run: 1 MiB sequential write and
 # read, 4 KiB random write and read; psync, iodepth 1, numjobs 1 and 4;
 # writes end with fsync (each target makes its data durable its own way:
-# nvcachefs in NVRAM, the others on disk).
+# nvcachefs in NVRAM, the others on disk). Then the reads again on cold
+# caches (".cold": files laid out, page caches dropped, one pass; fio_cold).
 #
 # Backings: "ext4" = a directory on the local disk (/var/tmp). "slowpfs"
 # (FSB_SLOW=1, default) = an emulated slow parallel file system: ext4 on a
@@ -41,6 +42,30 @@ print('%.1f %.0f' % (d['bw_bytes'] / 1e6, d['iops']))
 EOF
 }
 
+# fio_cold DIR RW BS NJOBS -> "MB/s IOPS": a read on cold caches, one pass
+# over the files. They are laid out by a first fio run, then every page
+# cache is dropped (the backing's and the FUSE mounts'; nvcachefs's NVRAM
+# is a tmpfs file, not a cache the kernel drops), so passthrough_ll and the
+# backing dir read from the backing while nvcachefs serves from NVRAM: data
+# written by an earlier job step, after the node's page cache moved on.
+fio_cold() {
+  local dir=$1 rw=$2 bs=$3 nj=$4
+  fio --name="fsb_cold_$nj" --directory="$dir" --rw=write --bs=1M --size="$size" \
+      --numjobs="$nj" --ioengine=psync --end_fsync=1 --output-format=json >/dev/null 2>"$T_DIR/fio.err" ||
+    { cat "$T_DIR/fio.err" >&2; echo "0 0"; return; }
+  sync
+  echo 1 >/proc/sys/vm/drop_caches
+  fio --name="fsb_cold_$nj" --directory="$dir" --rw="$rw" --bs="$bs" --size="$size" \
+      --numjobs="$nj" --ioengine=psync --iodepth=1 --group_reporting --unlink=1 \
+      --output-format=json >"$T_DIR/fio.json" 2>"$T_DIR/fio.err" ||
+    { cat "$T_DIR/fio.err" >&2; echo "0 0"; return; }
+  python3 - "$T_DIR/fio.json" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))['jobs'][0]['read']
+print('%.1f %.0f' % (d['bw_bytes'] / 1e6, d['iops']))
+EOF2
+}
+
 # bench_backing TAG BACKING_ROOT
 bench_backing() {
   local tag=$1 root=$2 nvpid ptpid size=${3:-$size}
@@ -61,6 +86,21 @@ bench_backing() {
       fi
       fsb_line "fs_fio.$tag.$name.j$nj" "$nv" "$unit" passthrough_ll "$pt"
       fsb_line "fs_fio.$tag.$name.j$nj.vs_backing" "$nv" "$unit" "$tag-dir" "$dr"
+    done
+  done
+  for spec in "read 1M seqread" "randread 4k randread"; do
+    set -- $spec; rw=$1 bs=$2 name=$3
+    for nj in 1 4; do
+      read -r nvbw nvio <<<"$(fio_cold "$T_DIR/$tag-nvm" "$rw" "$bs" "$nj")"
+      read -r ptbw ptio <<<"$(fio_cold "$T_DIR/$tag-ptm" "$rw" "$bs" "$nj")"
+      read -r drbw drio <<<"$(fio_cold "$root/direct" "$rw" "$bs" "$nj")"
+      if [ "$bs" = 1M ]; then
+        unit=MB/s nv=$nvbw pt=$ptbw dr=$drbw
+      else
+        unit=IOPS nv=$nvio pt=$ptio dr=$drio
+      fi
+      fsb_line "fs_fio.$tag.$name.cold.j$nj" "$nv" "$unit" passthrough_ll "$pt"
+      fsb_line "fs_fio.$tag.$name.cold.j$nj.vs_backing" "$nv" "$unit" "$tag-dir" "$dr"
     done
   done
   echo "nvcachefs stats after the $tag runs:"
