@@ -88,8 +88,10 @@ mkdir -p "$state" "$backing" "$mnt"
 if grep -q " $mnt fuse" /proc/mounts; then
   echo "nvcachefs: $mnt is already mounted"
 else
-  build/fs/nvcachefs "$mnt" -o backing="$backing"
-  echo "nvcachefs: $mnt mounted over $backing (NVRAM cache in /dev/shm)"
+  # every user's programs may use it; the kernel checks each access
+  # against the mode bits, as on the backing (default_permissions)
+  build/fs/nvcachefs "$mnt" -o backing="$backing",allow_other
+  echo "nvcachefs: $mnt mounted over $backing for all users (NVRAM cache in /dev/shm)"
 fi
 
 if [ -x build/nbd/nvswapd ]; then

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # quickstart_stop.sh - the README's first command, started and stopped the
 # way a new user does: tools/quickstart.sh mounts nvcachefs (here on a
-# scratch mount point and backing dir) and starts nvswapd; a file copied
+# scratch mount point and backing dir) for every user, with the backing's
+# permissions, and starts nvswapd; a file copied
 # in just before `--stop` must be whole in the backing directory as soon
 # as `--stop` returns (fusermount3 -u returns before the daemon has written
 # back: --stop must wait for it), and nothing of ours may be left running.
 T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/lib.sh"
 t_require_root
-t_require_cmd fusermount3 pgrep
+t_require_cmd fusermount3 pgrep setpriv
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # quickstart builds and runs build/; one run of this test is enough
 [ "$(basename "$NVCACHE_BUILD")" = build ] || t_skip "quickstart runs build/, tested with that build only"
@@ -27,6 +28,16 @@ fspid=$(pgrep -f "nvcachefs $mnt( |\$)" | head -1)
 swpid=$(cat "$NVCACHE_RUN_DIR/quickstart/nvswapd.pid")
 [ -n "$fspid" ] && [ -n "$swpid" ] || t_fail "no nvcachefs or nvswapd process"
 t_cleanup "kill -9 $fspid $swpid 2>/dev/null"
+
+# every user may use the mount, with the backing's permissions
+chmod 711 "$T_DIR"
+mkdir -m 1777 "$mnt/scratch"
+printf 'root only' >"$mnt/private" && chmod 600 "$mnt/private"
+nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+nobody sh -c "echo mine >$mnt/scratch/nobody-file" 2>"$T_DIR/err" ||
+  t_fail "a non-root user cannot write in a 1777 directory of the mount: $(cat "$T_DIR/err")"
+nobody cat "$mnt/private" >/dev/null 2>&1 && t_fail "a non-root user read a 0600 root file through the mount"
+[ "$(stat -c %U "$backing/scratch/nobody-file")" = nobody ] || t_fail "a user's new file is not owned by that user"
 
 head -c 96M /dev/urandom >"$T_DIR/data"
 for i in 1 2 3; do cp "$T_DIR/data" "$mnt/f$i"; done
