@@ -47,6 +47,9 @@ stop_all() {
       echo "nvswapd: stopped"
     fi
     rm -f $state/nvswapd.pid
+    # its MRAM tier held pages of a swap device that no longer exists:
+    # nothing in it is worth the RAM it takes in /dev/shm
+    rm -f /dev/shm/nvswapd-swap.mram
   fi
   if grep -q " $mnt fuse" /proc/mounts; then
     # fusermount3 -u returns once the mount is gone; the daemon then writes

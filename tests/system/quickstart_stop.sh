@@ -17,7 +17,7 @@ export NVCACHE_RUN_DIR=$T_DIR/run
 mnt=$T_DIR/mnt backing=$T_DIR/backing
 nv=/dev/shm/nvcache-$(echo "${mnt#/}" | tr / -).nvram
 qs() { bash "$root/tools/quickstart.sh" --mount "$mnt" --backing "$backing" "$@"; }
-t_cleanup "rm -f $nv"
+t_cleanup "rm -f $nv /dev/shm/nvswapd-swap.mram"
 t_cleanup "qs --stop >/dev/null 2>&1; fusermount3 -uz $mnt 2>/dev/null"
 
 NVCACHE_SWAP_SIZE=64M qs >"$T_DIR/start.out" 2>&1 || { cat "$T_DIR/start.out" >&2; t_fail "quickstart did not start"; }
@@ -49,6 +49,7 @@ done
 kill -0 "$fspid" 2>/dev/null && t_fail "nvcachefs (pid $fspid) still running after --stop"
 kill -0 "$swpid" 2>/dev/null && t_fail "nvswapd (pid $swpid) still running after --stop"
 t_is_mounted "$mnt" && t_fail "$mnt still mounted"
+[ -e /dev/shm/nvswapd-swap.mram ] && t_fail "nvswapd's MRAM file left in /dev/shm after --stop"
 grep -q "everything written back" "$T_DIR/stop.out" || t_fail "--stop did not say it wrote back: $(cat "$T_DIR/stop.out")"
 t_log "3 x 96 MiB copied in, whole in the backing dir when --stop returned"
 t_log PASS
