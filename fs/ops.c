@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +242,27 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 	return 0;
 }
 
+/* Before the backing creates an entry for the request's caller: this
+ * thread takes the caller's umask. With POSIX ACLs the kernel sends the
+ * mode unmasked (DONT_MASK) and the umask beside it, and whether the
+ * umask applies depends on the parent's default ACL, which only the
+ * backing knows; with the caller's umask, its create does exactly that.
+ * umask is per process, so each worker thread first gets its own. */
+static void take_caller_umask(fuse_req_t req)
+{
+	static __thread bool own_fs;
+
+	if (!own_fs) {
+		if (unshare(CLONE_FS) < 0) {
+			log_warn("unshare(CLONE_FS): %s; new files get the "
+				 "kernel's mode as sent", strerror(errno));
+			return;
+		}
+		own_fs = true;
+	}
+	umask(fuse_req_ctx(req)->umask & 0777);
+}
+
 /* Created by the request's caller, not by the daemon (root). */
 static void chown_to_caller(fuse_req_t req, int dirfd, const char *name)
 {
@@ -307,6 +329,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * after every write here, and a read right after a write (MPI-IO's
 	 * write phase, then its read phase) came back through FUSE. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/* POSIX ACLs: the kernel enforces the backing's ACLs (read through
+	 * getxattr) on top of the mode bits, and leaves the umask to us
+	 * (take_caller_umask) so that a default ACL can replace it */
+	if (!fs->cfg.no_xattr && (conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	/* without it, a getxattr round trip before every write (killpriv.c) */
 	if (!fs->cfg.no_xattr && killpriv_kernel_has(conn->proto_minor)) {
 		log_info("asking the kernel for FUSE_HANDLE_KILLPRIV_V2: set-id bits "
@@ -440,6 +468,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fuse_entry_param e;
 	int r;
 
+	take_caller_umask(req);
 	if (link)
 		r = symlinkat(link, dir->fd, name);
 	else if (S_ISDIR(mode))
@@ -676,6 +705,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int fd, r, flags = (fi->flags | O_CREAT) & ~(O_NOFOLLOW | O_TRUNC);
 	bool existed = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 
+	take_caller_umask(req);
 	fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
 	if (fd < 0)
 		return (void)fuse_reply_err(req, errno);

@@ -377,6 +377,52 @@ for d in ("pubdir", "sgdir"):
         st("new-" + d + "-" + n, d + "/" + n)
     os.unlink(d + "/p")  # diff -r of the backing cannot compare fifos
 
+# POSIX ACLs on top of the mode bits: the kernel enforces the backing's
+# ACLs, a chmod moves the ACL mask, and in a directory with a default ACL
+# new entries take it and ignore the creator's umask.
+ACL_UNDEF = 0xFFFFFFFF
+
+
+def acl(*entries):
+    # system.posix_acl_* value: version 2, then (tag, perm, id) sorted
+    b = (2).to_bytes(4, "little")
+    for tag, perm, ident in sorted(entries, key=lambda e: (e[0], e[2])):
+        b += tag.to_bytes(2, "little") + perm.to_bytes(2, "little") + ident.to_bytes(4, "little")
+    return b
+
+
+def acl_of(name, p, which="access"):
+    try:
+        log(name, "mode=%o" % os.stat(p).st_mode, "acl", h(os.getxattr(p, "system.posix_acl_" + which)))
+    except OSError as e:
+        log(name, "mode=%o" % os.stat(p).st_mode, "acl", errno.errorcode.get(e.errno, e.errno))
+
+
+try:
+    mkfile("aclf", 0o600)
+    os.setxattr("aclf", "system.posix_acl_access",
+                acl((1, 6, ACL_UNDEF), (2, 4, NOBODY), (4, 0, ACL_UNDEF), (0x10, 4, ACL_UNDEF), (0x20, 0, ACL_UNDEF)))
+    acl_of("acl-set", "aclf")
+    as_nobody("nobody-read-acl-granted", on_fd("aclf", lambda fd: None, os.O_RDONLY))
+    os.chmod("aclf", 0o600)  # the mask (group bits) drops to ---
+    acl_of("acl-after-chmod", "aclf")
+    as_nobody("nobody-read-acl-masked", on_fd("aclf", lambda fd: None, os.O_RDONLY))
+    os.mkdir("acld", 0o755)
+    rwx_nobody = ((1, 7, ACL_UNDEF), (2, 7, NOBODY), (4, 5, ACL_UNDEF), (0x10, 7, ACL_UNDEF), (0x20, 0, ACL_UNDEF))
+    os.setxattr("acld", "system.posix_acl_access", acl(*rwx_nobody))
+    os.setxattr("acld", "system.posix_acl_default", acl(*rwx_nobody))
+
+    def make_in_acld():
+        os.umask(0o077)
+        os.close(os.open("acld/f", os.O_CREAT | os.O_WRONLY, 0o666))
+        os.mkdir("acld/d", 0o777)
+    as_nobody("nobody-creates-in-default-acl-dir", make_in_acld)
+    acl_of("acl-new-file", "acld/f")
+    acl_of("acl-new-dir", "acld/d")
+    acl_of("acl-new-dir-default", "acld/d", "default")
+except OSError as e:
+    log("acl", "err", errno.errorcode.get(e.errno, e.errno))
+
 # a bigger file written in pieces and read back
 with open("big", "wb") as f:
     for i in range(24):
