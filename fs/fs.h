@@ -48,8 +48,12 @@ struct fs_inode {
 	struct fs_inode *hnext;  /* itab chain (itab_lk) */
 	uint64_t nlookup;        /* kernel's lookups (itab_lk) */
 	uint32_t refs;           /* handles, queues (itab_lk) */
-	atomic_bool no_caps;     /* known to have no security.capability */
-	atomic_bool nosec;       /* nothing to drop at a write (killpriv.h) */
+	/* privileges (killpriv.h): pgen counts completed changes of the
+	 * backing inode's mode, owner or xattrs; a fact below holds only if
+	 * it was learnt at the current pgen (it stores pgen + 1, 0 = none) */
+	atomic_uint pgen;
+	atomic_uint no_caps_at;  /* seen without security.capability */
+	atomic_uint nosec_at;    /* seen with nothing to drop at a write */
 
 	pthread_rwlock_t io;
 	pthread_mutex_t lk;

@@ -88,22 +88,45 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
 /* ---- what the kernel left to us ---- */
 
 struct caller {
-	bool fsetid;           /* has CAP_FSETID */
+	bool fsetid;           /* has CAP_FSETID over the backing's inodes */
 	gid_t fsgid;
 	gid_t groups[64];
 	int ngroups;
 };
 
+/* Whether pid lives in our user namespace: a capability is only good for
+ * inodes of its own namespace (capable_wrt_inode_uidgid), and CapEff in
+ * /proc is relative to the process's namespace (unshare -Ur gives a full
+ * set that counts for nothing here). */
+static bool same_userns(pid_t pid)
+{
+	static struct stat self;
+	static bool have;
+	char path[64];
+	struct stat st;
+
+	if (!__atomic_load_n(&have, __ATOMIC_ACQUIRE)) {
+		if (stat("/proc/self/ns/user", &self) < 0)
+			return false;
+		__atomic_store_n(&have, true, __ATOMIC_RELEASE);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	return stat(path, &st) == 0 && st.st_ino == self.st_ino && st.st_dev == self.st_dev;
+}
+
 /* The caller's capability and groups from /proc/PID/status. Read only for
- * set-id files, which are rare; a caller we cannot see counts as root only
- * if its uid is 0. */
-static void caller_of(fuse_req_t req, struct caller *c)
+ * set-id files, which are rare. A caller we cannot see (gone, or another
+ * pid namespace) counts as privileged only if its uid is 0 and the kernel
+ * did not tell otherwise; its groups are then its fsgid alone, which errs
+ * towards dropping set-gid. */
+static void caller_of(fuse_req_t req, enum killpriv_caller who, struct caller *c)
 {
 	const struct fuse_ctx *x = fuse_req_ctx(req);
-	char path[64], line[1024];
+	char path[64], line[4096];
+	bool seen = false, ns = false;
 	FILE *f;
 
-	c->fsetid = x->uid == 0;
+	c->fsetid = who == KP_ASK ? x->uid == 0 : who == KP_FSETID;
 	c->fsgid = x->gid;
 	c->ngroups = 0;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)x->pid);
@@ -124,10 +147,13 @@ static void caller_of(fuse_req_t req, struct caller *c)
 				p = end;
 			}
 		} else if (!strncmp(line, "CapEff:", 7)) {
-			c->fsetid = (strtoull(line + 7, NULL, 16) >> CAP_FSETID) & 1;
+			seen = (strtoull(line + 7, NULL, 16) >> CAP_FSETID) & 1;
+			ns = true;
 		}
 	}
 	fclose(f);
+	if (who == KP_ASK && ns)
+		c->fsetid = seen && same_userns(x->pid);
 }
 
 static bool in_group(const struct caller *c, gid_t g)
@@ -142,52 +168,77 @@ static bool in_group(const struct caller *c, gid_t g)
 
 /* The set-id bits Linux's setattr_should_drop_suidgid() would drop for this
  * caller: set-uid always, set-gid when group-executable or the caller is not
- * in the file's group; none if the caller has CAP_FSETID. */
-static mode_t sxid_to_drop(fuse_req_t req, const struct stat *st)
+ * in the file's group; none if the caller has CAP_FSETID. For a chown
+ * (setattr_should_drop_sgid and chown_common) the capability spares only
+ * a set-gid that is not group-executable. */
+static mode_t sxid_to_drop(fuse_req_t req, enum killpriv_caller who,
+			   const struct stat *st, bool chown)
 {
-	mode_t kill = st->st_mode & S_ISUID;
+	mode_t suid = st->st_mode & S_ISUID;
 	bool sgid = st->st_mode & S_ISGID;
 	struct caller c;
 
-	if (!kill && !sgid)
+	if (!suid && !sgid)
 		return 0;
-	caller_of(req, &c);
-	if (sgid && ((st->st_mode & S_IXGRP) || (!c.fsetid && !in_group(&c, st->st_gid))))
-		kill |= S_ISGID;
-	return c.fsetid ? 0 : kill;
+	caller_of(req, who, &c);
+	bool sgid_goes = sgid && ((st->st_mode & S_IXGRP) ||
+				  (!c.fsetid && !in_group(&c, st->st_gid)));
+	if (!chown && c.fsetid)
+		return 0;
+	return suid | (sgid_goes ? S_ISGID : 0);
 }
 
-int killpriv_on_modify(fuse_req_t req, struct fs_inode *ino)
+static int drop(fuse_req_t req, struct fs_inode *ino, enum killpriv_caller who, bool chown)
 {
+	unsigned gen = killpriv_gen(ino);
 	char proc[64];
 	struct stat st;
+	int ret = 0;
 
-	if (!killpriv_granted() || atomic_load(&ino->nosec))
-		return 0;
-	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return 0;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
-	mode_t kill = sxid_to_drop(req, &st);
-	if (kill && chmod(proc, st.st_mode & ~kill & 07777) < 0) {
-		int e = errno;
-		log_warn("dropping set-id bits of inode %lu: %s", (unsigned long)st.st_ino, strerror(e));
-		return -e;
+	/* the look and the chmod under the inode's lock, as op_setattr's
+	 * chmod: a chmod in between would otherwise be undone */
+	pthread_mutex_lock(&ino->lk);
+	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0) {
+		ret = -errno;
+	} else if (S_ISREG(st.st_mode)) {
+		mode_t kill = sxid_to_drop(req, who, &st, chown);
+		if (kill && chmod(proc, st.st_mode & ~kill & 07777) < 0) {
+			ret = -errno;
+			log_warn("dropping set-id bits of inode %lu: %s",
+				 (unsigned long)st.st_ino, strerror(-ret));
+		}
 	}
+	pthread_mutex_unlock(&ino->lk);
+	if (ret < 0 || !S_ISREG(st.st_mode))
+		return ret;
 	/* any write drops file capabilities, whoever writes */
-	if (!atomic_load(&ino->no_caps)) {
+	if (!killpriv_known(ino, &ino->no_caps_at)) {
 		if (removexattr(proc, "security.capability") < 0 &&
 		    errno != ENODATA && errno != ENOTSUP) {
-			int e = errno;
+			ret = -errno;
 			log_warn("dropping the capabilities of inode %lu: %s",
-				 (unsigned long)st.st_ino, strerror(e));
-			return -e;
+				 (unsigned long)st.st_ino, strerror(-ret));
+			return ret;
 		}
-		atomic_store(&ino->no_caps, true);
+		killpriv_learn(&ino->no_caps_at, gen);
 	}
 	/* a set-id file is checked at every write, as the kernel does */
 	if (!(st.st_mode & (S_ISUID | S_ISGID)))
-		atomic_store(&ino->nosec, true);
+		killpriv_learn(&ino->nosec_at, gen);
 	return 0;
+}
+
+int killpriv_on_modify(fuse_req_t req, struct fs_inode *ino, enum killpriv_caller who)
+{
+	if (!killpriv_granted() || killpriv_known(ino, &ino->nosec_at))
+		return 0;
+	return drop(req, ino, who, false);
+}
+
+int killpriv_on_chown(fuse_req_t req, struct fs_inode *ino)
+{
+	if (!killpriv_granted())
+		return 0;
+	return drop(req, ino, KP_ASK, true);
 }

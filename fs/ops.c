@@ -247,20 +247,24 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
  * mode unmasked (DONT_MASK) and the umask beside it, and whether the
  * umask applies depends on the parent's default ACL, which only the
  * backing knows; with the caller's umask, its create does exactly that.
- * umask is per process, so each worker thread first gets its own. */
-static void take_caller_umask(fuse_req_t req)
+ * umask is per process, so each worker thread first gets its own. If it
+ * cannot, the caller's umask is applied to the mode here (a default ACL
+ * then loses to it, the safer way round): returns the mode to use. */
+static mode_t take_caller_umask(fuse_req_t req, mode_t mode)
 {
-	static __thread bool own_fs;
+	static __thread int own_fs; /* 0 unknown, 1 own umask, -1 cannot */
+	mode_t um = fuse_req_ctx(req)->umask & 0777;
 
-	if (!own_fs) {
-		if (unshare(CLONE_FS) < 0) {
-			log_warn("unshare(CLONE_FS): %s; new files get the "
-				 "kernel's mode as sent", strerror(errno));
-			return;
-		}
-		own_fs = true;
+	if (own_fs == 0) {
+		own_fs = unshare(CLONE_FS) == 0 ? 1 : -1;
+		if (own_fs < 0)
+			log_warn("unshare(CLONE_FS): %s; the umask of new files "
+				 "wins over default ACLs", strerror(errno));
 	}
-	umask(fuse_req_ctx(req)->umask & 0777);
+	if (own_fs < 0)
+		return mode & ~um;
+	umask(um);
+	return mode;
 }
 
 /* Created by the request's caller, not by the daemon (root). */
@@ -390,21 +394,41 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr,
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
+		/* under the lock killpriv's look-then-chmod takes */
+		pthread_mutex_lock(&ino->lk);
 		r = fi ? fchmod(((struct handle *)(uintptr_t)fi->fh)->fd, attr->st_mode)
 		       : chmod(proc, attr->st_mode);
+		pthread_mutex_unlock(&ino->lk);
+		killpriv_changed(ino);
 		if (r < 0)
 			goto err;
 	}
 	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
 		uid_t u = valid & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
 		gid_t g = valid & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
-		if (fchownat(ino->fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		r = fchownat(ino->fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+		killpriv_changed(ino);
+		if (r < 0)
 			goto err;
 	}
-	if (valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
-		killpriv_recheck(ino);
+	/* With FUSE_HANDLE_KILLPRIV_V2 the kernel sends a chown that changes
+	 * no id (chown(f, -1, -1)) as an empty setattr, and leaves what Linux
+	 * drops on a chown to us. An empty setattr also comes before a write
+	 * the kernel saw privileges to drop on: for a writer without
+	 * CAP_FSETID the chown rule drops the same; for one with it, set-uid
+	 * goes where a write alone would keep it (a set-uid file with file
+	 * capabilities, written by root: the rarer case). */
+	if ((valid & ~(FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_CTIME)) == 0) {
+		r = killpriv_on_chown(req, ino);
+		if (r < 0) {
+			errno = -r;
+			goto err;
+		}
+	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		r = killpriv_on_modify(req, ino);
+		/* the kernel says whether the caller lacks CAP_FSETID */
+		r = killpriv_on_modify(req, ino, valid & FUSE_SET_ATTR_KILL_SUID
+						? KP_NO_FSETID : KP_FSETID);
 		if (r == 0)
 			r = fdata_truncate(fs, ino, (uint64_t)attr->st_size);
 		if (r < 0) {
@@ -468,7 +492,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fuse_entry_param e;
 	int r;
 
-	take_caller_umask(req);
+	mode = take_caller_umask(req, mode);
 	if (link)
 		r = symlinkat(link, dir->fd, name);
 	else if (S_ISDIR(mode))
@@ -663,7 +687,7 @@ static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
 		return -ENOMEM;
 	r = fdata_inode_init(fs, ino);
 	if (r == 0 && trunc)
-		r = killpriv_on_modify(req, ino);
+		r = killpriv_on_modify(req, ino, KP_ASK);
 	if (r == 0 && trunc)
 		r = fdata_truncate(fs, ino, 0);
 	if (r < 0) {
@@ -705,7 +729,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int fd, r, flags = (fi->flags | O_CREAT) & ~(O_NOFOLLOW | O_TRUNC);
 	bool existed = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 
-	take_caller_umask(req);
+	mode = take_caller_umask(req, mode);
 	fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
 	if (fd < 0)
 		return (void)fuse_reply_err(req, errno);
@@ -842,7 +866,7 @@ static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf,
 {
 	struct fs_inode *ino = I(req, n);
 	/* a page-cache write-back (writepage) is not the writer's own call */
-	ssize_t r = fi->writepage ? 0 : killpriv_on_modify(req, ino);
+	ssize_t r = fi->writepage ? 0 : killpriv_on_modify(req, ino, KP_ASK);
 
 	if (r == 0)
 		r = fdata_write(FS(req), ino, (uint64_t)off, size, buf);
@@ -872,7 +896,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t n, int mode, off_t off,
 
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
 		return (void)fuse_reply_err(req, EOPNOTSUPP);
-	r = killpriv_on_modify(req, ino);
+	r = killpriv_on_modify(req, ino, KP_ASK);
 	if (r < 0)
 		return (void)fuse_reply_err(req, -r);
 	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
@@ -907,9 +931,9 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	if (FS(req)->cfg.no_xattr)
 		return (void)fuse_reply_err(req, ENOSYS);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
-	atomic_store(&I(req, n)->no_caps, false);
-	killpriv_recheck(I(req, n));
-	fuse_reply_err(req, setxattr(proc, name, value, size, flags) < 0 ? errno : 0);
+	int e = setxattr(proc, name, value, size, flags) < 0 ? errno : 0;
+	killpriv_changed(I(req, n)); /* after: what was learnt before is stale */
+	fuse_reply_err(req, e);
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
@@ -921,11 +945,12 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 
 	if (FS(req)->cfg.no_xattr)
 		return (void)fuse_reply_err(req, ENOSYS);
-	/* the kernel asks for security.capability before every write; the
-	 * answer is remembered until an xattr of the inode changes */
+	/* the kernel asks for security.capability before writes; "none" is
+	 * remembered until the inode's xattrs, mode or owner change */
 	bool caps = !strcmp(name, "security.capability");
-	if (caps && atomic_load(&ino->no_caps))
+	if (caps && killpriv_known(ino, &ino->no_caps_at))
 		return (void)fuse_reply_err(req, ENODATA);
+	unsigned gen = killpriv_gen(ino);
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	if (size) {
@@ -934,7 +959,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 			return (void)fuse_reply_err(req, ENOMEM);
 		r = getxattr(proc, name, v, size);
 		if (r < 0 && errno == ENODATA && caps)
-			atomic_store(&ino->no_caps, true);
+			killpriv_learn(&ino->no_caps_at, gen);
 		if (r < 0)
 			fuse_reply_err(req, errno);
 		else
@@ -944,7 +969,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	}
 	r = getxattr(proc, name, NULL, 0);
 	if (r < 0 && errno == ENODATA && caps)
-		atomic_store(&ino->no_caps, true);
+		killpriv_learn(&ino->no_caps_at, gen);
 	if (r < 0)
 		fuse_reply_err(req, errno);
 	else
@@ -985,9 +1010,9 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
 	if (FS(req)->cfg.no_xattr)
 		return (void)fuse_reply_err(req, ENOSYS);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
-	atomic_store(&I(req, n)->no_caps, false);
-	killpriv_recheck(I(req, n));
-	fuse_reply_err(req, removexattr(proc, name) < 0 ? errno : 0);
+	int e = removexattr(proc, name) < 0 ? errno : 0;
+	killpriv_changed(I(req, n));
+	fuse_reply_err(req, e);
 }
 
 /* POSIX byte-range locks and flock(): not implemented here on purpose. With

@@ -330,6 +330,23 @@ mode("after-nobody-otrunc", "sxot")
 mkfile("sxfa", 0o6777)
 as_nobody("nobody-fallocate", on_fd("sxfa", lambda fd: fallocate(fd, 0, 0, 65536)))
 mode("after-nobody-fallocate", "sxfa")
+# a chown that changes no id still drops set-uid (Linux's chown_common)
+mkfile("sxchown", 0o6755)
+os.chown("sxchown", -1, -1)
+mode("after-chown-nochange", "sxchown")
+
+
+# a writer in its own user namespace has every capability there and none
+# over this file: set-uid goes (CapEff in /proc alone would say it stays)
+def write_in_userns():
+    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+        raise OSError(ctypes.get_errno(), "unshare")
+    pwrite_to("sxns")()
+
+
+mkfile("sxns", 0o4777)
+as_nobody("nobody-userns-write", write_in_userns)
+mode("after-userns-write", "sxns")
 # a file written once (nothing to drop) then made set-uid: the next write
 # by nobody must still drop it
 mkfile("later", 0o666)
