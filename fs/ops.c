@@ -406,6 +406,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr,
 	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
 		uid_t u = valid & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
 		gid_t g = valid & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
+		/* the backing's chown is root's, which keeps a set-gid the
+		 * caller's would drop (not group-executable, caller not in
+		 * the old group): that part of the chown rule is ours */
+		r = killpriv_on_chown(req, ino);
+		if (r < 0) {
+			errno = -r;
+			goto err;
+		}
 		r = fchownat(ino->fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 		killpriv_changed(ino);
 		if (r < 0)
@@ -931,6 +939,14 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	if (FS(req)->cfg.no_xattr)
 		return (void)fuse_reply_err(req, ENOSYS);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
+	/* Capabilities set on a file with data still to write back would be
+	 * dropped again by that write-back (Linux drops them on any write,
+	 * root's too): cp, then setcap, lost them a second later. */
+	if (!strcmp(name, "security.capability")) {
+		int r = engine_writeback_inode(FS(req), I(req, n));
+		if (r < 0)
+			return (void)fuse_reply_err(req, -r);
+	}
 	int e = setxattr(proc, name, value, size, flags) < 0 ? errno : 0;
 	killpriv_changed(I(req, n)); /* after: what was learnt before is stale */
 	fuse_reply_err(req, e);

@@ -344,9 +344,30 @@ def write_in_userns():
     pwrite_to("sxns")()
 
 
-mkfile("sxns", 0o4777)
+# 02767: set-gid, not group-executable, writer not in the group: only
+# the capability decides (04777 would lose set-uid to the kernel's empty
+# setattr before the write, whatever we decided)
+mkfile("sxns", 0o2767)
 as_nobody("nobody-userns-write", write_in_userns)
 mode("after-userns-write", "sxns")
+
+# a real chown by the owner, not privileged: set-gid (not group-executable,
+# owner not in the old group) goes, which root's chown on the backing keeps
+mkfile("sxchgrp", 0o2666)
+os.chown("sxchgrp", NOBODY, 0)
+as_nobody("nobody-chgrp", lambda: os.chown("sxchgrp", -1, NOGROUP))
+mode("after-nobody-chgrp", "sxchgrp")
+
+# capabilities set on a file whose data is not written back yet survive
+# that write-back (root's write to the backing would drop them)
+try:
+    with open("capwb", "wb") as f:
+        f.write(data[:65536])
+    setcaps("capwb")
+    time.sleep(1.5)  # past fs_basic.sh's writeback_delay
+    caps("caps-after-writeback", "capwb")
+except OSError as e:
+    log("capwb", "err", errno.errorcode.get(e.errno, e.errno))
 # a file written once (nothing to drop) then made set-uid: the next write
 # by nobody must still drop it
 mkfile("later", 0o666)
