@@ -66,43 +66,37 @@ print('%.1f %.0f' % (d['bw_bytes'] / 1e6, d['iops']))
 EOF2
 }
 
+# figures RUNNER SUFFIX "RW BS NAME"...: each spec with 1 and 4 jobs on the
+# three targets of bench_backing (its tag, root and mounts), BENCH lines
+# named fs_fio.TAG.NAME[SUFFIX].jN
+figures() {
+  local runner=$1 suffix=$2 spec rw bs unit nj name nv pt dr
+  shift 2
+  for spec in "$@"; do
+    set -- $spec; rw=$1 bs=$2 name=$3
+    for nj in 1 4; do
+      read -r nvbw nvio <<<"$("$runner" "$T_DIR/$tag-nvm" "$rw" "$bs" "$nj")"
+      read -r ptbw ptio <<<"$("$runner" "$T_DIR/$tag-ptm" "$rw" "$bs" "$nj")"
+      read -r drbw drio <<<"$("$runner" "$root/direct" "$rw" "$bs" "$nj")"
+      if [ "$bs" = 1M ]; then
+        unit=MB/s nv=$nvbw pt=$ptbw dr=$drbw
+      else
+        unit=IOPS nv=$nvio pt=$ptio dr=$drio
+      fi
+      fsb_line "fs_fio.$tag.$name$suffix.j$nj" "$nv" "$unit" passthrough_ll "$pt"
+      fsb_line "fs_fio.$tag.$name$suffix.j$nj.vs_backing" "$nv" "$unit" "$tag-dir" "$dr"
+    done
+  done
+}
+
 # bench_backing TAG BACKING_ROOT
 bench_backing() {
   local tag=$1 root=$2 nvpid ptpid size=${3:-$size}
   mkdir -p "$root/direct" "$root/nvb" "$root/ptb"
   fsb_mount_nv "$T_DIR/$tag-nvm" "$root/nvb" "cache_size=2G"; nvpid=$FSB_PID
   fsb_mount_pt "$T_DIR/$tag-ptm" "$root/ptb"; ptpid=$FSB_PID
-  local spec rw bs unit nj name nv pt dr
-  for spec in "write 1M seqwrite" "read 1M seqread" "randwrite 4k randwrite" "randread 4k randread"; do
-    set -- $spec; rw=$1 bs=$2 name=$3
-    for nj in 1 4; do
-      read -r nvbw nvio <<<"$(fio_run "$T_DIR/$tag-nvm" "$rw" "$bs" "$nj")"
-      read -r ptbw ptio <<<"$(fio_run "$T_DIR/$tag-ptm" "$rw" "$bs" "$nj")"
-      read -r drbw drio <<<"$(fio_run "$root/direct" "$rw" "$bs" "$nj")"
-      if [ "$bs" = 1M ]; then
-        unit=MB/s nv=$nvbw pt=$ptbw dr=$drbw
-      else
-        unit=IOPS nv=$nvio pt=$ptio dr=$drio
-      fi
-      fsb_line "fs_fio.$tag.$name.j$nj" "$nv" "$unit" passthrough_ll "$pt"
-      fsb_line "fs_fio.$tag.$name.j$nj.vs_backing" "$nv" "$unit" "$tag-dir" "$dr"
-    done
-  done
-  for spec in "read 1M seqread" "randread 4k randread"; do
-    set -- $spec; rw=$1 bs=$2 name=$3
-    for nj in 1 4; do
-      read -r nvbw nvio <<<"$(fio_cold "$T_DIR/$tag-nvm" "$rw" "$bs" "$nj")"
-      read -r ptbw ptio <<<"$(fio_cold "$T_DIR/$tag-ptm" "$rw" "$bs" "$nj")"
-      read -r drbw drio <<<"$(fio_cold "$root/direct" "$rw" "$bs" "$nj")"
-      if [ "$bs" = 1M ]; then
-        unit=MB/s nv=$nvbw pt=$ptbw dr=$drbw
-      else
-        unit=IOPS nv=$nvio pt=$ptio dr=$drio
-      fi
-      fsb_line "fs_fio.$tag.$name.cold.j$nj" "$nv" "$unit" passthrough_ll "$pt"
-      fsb_line "fs_fio.$tag.$name.cold.j$nj.vs_backing" "$nv" "$unit" "$tag-dir" "$dr"
-    done
-  done
+  figures fio_run "" "write 1M seqwrite" "read 1M seqread" "randwrite 4k randwrite" "randread 4k randread"
+  figures fio_cold .cold "read 1M seqread" "randread 4k randread"
   echo "nvcachefs stats after the $tag runs:"
   "$(t_bin nvcachectl)" stats "$T_DIR/$tag-nvm" | grep -E 'hits|misses|written_back_bytes|backpressure' || true
   fsb_umount "$T_DIR/$tag-nvm" "$nvpid"
