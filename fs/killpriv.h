@@ -20,7 +20,6 @@ void killpriv_arm(void);
  * security.capability are ours to drop on write and truncate. */
 bool killpriv_granted(void);
 
-
 /* Who the caller is, for the set-id rule: the kernel tells for truncates
  * (FATTR_KILL_SUIDGID in the setattr); otherwise we look (/proc). */
 enum killpriv_caller { KP_ASK, KP_NO_FSETID, KP_FSETID };
@@ -33,8 +32,9 @@ enum killpriv_caller { KP_ASK, KP_NO_FSETID, KP_FSETID };
  * would on the backing). */
 int killpriv_on_modify(fuse_req_t req, struct fs_inode *ino, enum killpriv_caller who);
 
-/* A chown that changed no id (valid = ctime alone): Linux still drops
- * set-uid, and set-gid by its rule, and file capabilities. */
+/* A chown, before the backing's (root's) chown, or one that changes no id
+ * (an empty setattr): drop what Linux drops on a chown by this caller -
+ * set-uid, set-gid by its rule, file capabilities. */
 int killpriv_on_chown(fuse_req_t req, struct fs_inode *ino);
 
 /* After a change of ino's mode, owner or xattrs has completed (or failed:

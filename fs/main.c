@@ -402,7 +402,8 @@ int main(int argc, char **argv)
 	}
 	/* The daemon opens backing files as root: without this, a mount with
 	 * allow_other let any user read and write any file through it. The
-	 * kernel then checks mode bits as the backing would. */
+	 * kernel then checks mode bits (and ACLs, see op_init) as the backing
+	 * would. */
 	fuse_opt_add_arg(&args, "-odefault_permissions");
 	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
 	if (!se)
@@ -437,9 +438,10 @@ int main(int argc, char **argv)
 				 name, strerror(-r));
 	}
 
-	/* Files are created with the mode the kernel sends, the caller's
-	 * umask already applied; ours would apply a second time (a user's
-	 * umask 002 gave 0644 files). Our own files were created above. */
+	/* New entries get the caller's umask, not ours on top of it (a user's
+	 * umask 002 gave 0644 files): worker threads set their own per
+	 * request (take_caller_umask in ops.c). Our own files were created
+	 * above. */
 	umask(0);
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	/* keep idle workers: libfuse would otherwise create a thread per

@@ -92,7 +92,7 @@ if grep -q " $mnt fuse" /proc/mounts; then
   echo "nvcachefs: $mnt is already mounted"
 else
   # every user's programs may use it; the kernel checks each access
-  # against the mode bits, as on the backing (default_permissions)
+  # against the mode bits and ACLs, as on the backing
   build/fs/nvcachefs "$mnt" -o backing="$backing",allow_other
   echo "nvcachefs: $mnt mounted over $backing for all users (NVRAM cache in /dev/shm)"
 fi
