@@ -203,6 +203,7 @@ out:
 	free(area);
 	free(idx);
 	free(ver);
+	fdata_close_idle(fs, ino);
 	return ret;
 }
 

@@ -21,10 +21,34 @@ struct cache_mgr *fs_mgr_for(struct fs *fs, struct fs_inode *ino, uint64_t blk)
 	return fs->mgr[stripe_owner(&ino->smap, blk * fs->cfg.block_size)];
 }
 
+void fdata_drop_datafd(struct fs *fs, struct fs_inode *ino)
+{
+	if (ino->datafd < 0)
+		return;
+	close(ino->datafd);
+	ino->datafd = -1;
+	atomic_fetch_sub(&fs->datafds, 1);
+}
+
+void fdata_close_idle(struct fs *fs, struct fs_inode *ino)
+{
+	/* under the budget, keep it: the next open would open it again */
+	if (atomic_load(&fs->datafds) <= fs->datafd_budget)
+		return;
+	/* busy (a read, write, prefetch or write-back holds io): whoever
+	 * finishes last calls this again, or the next release does */
+	if (pthread_rwlock_trywrlock(&ino->io) != 0)
+		return;
+	pthread_mutex_lock(&ino->lk);
+	if (ino->opens == 0)
+		fdata_drop_datafd(fs, ino);
+	pthread_mutex_unlock(&ino->lk);
+	pthread_rwlock_unlock(&ino->io);
+}
+
 int fdata_datafd(struct fs *fs, struct fs_inode *ino)
 {
 	char proc[64];
-	(void)fs;
 
 	if (ino->datafd >= 0)
 		return ino->datafd;
@@ -34,7 +58,10 @@ int fdata_datafd(struct fs *fs, struct fs_inode *ino)
 	ino->datafd = open(proc, O_RDWR | O_CLOEXEC);
 	if (ino->datafd < 0)
 		ino->datafd = open(proc, O_RDONLY | O_CLOEXEC);
-	return ino->datafd < 0 ? -errno : ino->datafd;
+	if (ino->datafd < 0)
+		return -errno;
+	atomic_fetch_add(&fs->datafds, 1);
+	return ino->datafd;
 }
 
 void fdata_identity(struct fs *fs, struct fs_inode *ino, struct bstore_obj *o)
@@ -131,9 +158,17 @@ static ssize_t fetch(struct fs *fs, struct fs_inode *ino, uint64_t blk,
 
 	if (start >= bsize)
 		return 0;
+	pthread_mutex_lock(&ino->lk);
+	int fd = fdata_datafd(fs, ino);
+	pthread_mutex_unlock(&ino->lk);
+	if (fd < 0) {
+		atomic_fetch_add(&fs->st.backing_errors, 1);
+		log_err("backing file for a read: %s", strerror(-fd));
+		return fd;
+	}
 	want = bsize - start < fs->cfg.block_size ? bsize - start : fs->cfg.block_size;
 	while ((uint64_t)got < want) {
-		n = pread(ino->datafd, buf + got, want - (uint64_t)got,
+		n = pread(fd, buf + got, want - (uint64_t)got,
 			  (off_t)(start + (uint64_t)got));
 		if (n < 0) {
 			if (errno == EINTR)
@@ -504,9 +539,10 @@ ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
 	bsize = ino->bsize;
 	r = ensure_obj(fs, ino);
 	obj = ino->obj;
+	int fd = r < 0 ? r : fdata_datafd(fs, ino);
 	pthread_mutex_unlock(&ino->lk);
-	if (r < 0) {
-		total = r;
+	if (fd < 0) {
+		total = fd;
 		goto out;
 	}
 	/* the next blocks not cached yet, up to a batch */
@@ -527,7 +563,7 @@ ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
 		uint64_t start = want[i] * B;
 		uint32_t len = bsize - start < B ? (uint32_t)(bsize - start) : B;
 		struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-		io_uring_prep_read(sqe, ino->datafd, bufs[i], len, start);
+		io_uring_prep_read(sqe, fd, bufs[i], len, start);
 		io_uring_sqe_set_data64(sqe, i);
 	}
 	if (k && (r = io_uring_submit_and_wait(ring, k)) < 0) {

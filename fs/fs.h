@@ -57,7 +57,8 @@ struct fs_inode {
 
 	pthread_rwlock_t io;
 	pthread_mutex_t lk;
-	int datafd;            /* O_RDWR (or O_RDONLY) fd for cache I/O, -1 */
+	int datafd;            /* O_RDWR (or O_RDONLY) fd for cache I/O, -1;
+				* closed only under io (write) and lk */
 	uint64_t obj;          /* cache object id, 0 = none yet */
 	bool sized;            /* size is authoritative (cache state exists) */
 	uint64_t size;         /* logical file size */
@@ -111,6 +112,8 @@ struct fs {
 	bool threads_started;
 
 	struct fs_stats st;
+	atomic_uint_fast64_t datafds;  /* inodes' data fds open */
+	uint64_t datafd_budget;        /* more: close idle ones (fdata.c) */
 };
 
 /* inode table (ops.c) */
@@ -127,7 +130,18 @@ struct cache_mgr *fs_mgr_for(struct fs *fs, struct fs_inode *ino, uint64_t blk);
 /* fdata.c: the data path. All take ino->io themselves. */
 /* Set up the cache state of an inode from its backing file (first open). */
 int fdata_inode_init(struct fs *fs, struct fs_inode *ino);
-int fdata_datafd(struct fs *fs, struct fs_inode *ino); /* ino->lk held */
+/* The backing file opened for cache I/O (ino->datafd), opened again if it
+ * was closed; ino->lk held. Callers use it only while they hold ino->io. */
+int fdata_datafd(struct fs *fs, struct fs_inode *ino);
+/* Close ino->datafd when the file has no open handle (after the last
+ * release, after a write-back) and more than fs->datafd_budget are open,
+ * unless ino->io is busy: a file not in use then holds one descriptor
+ * (its O_PATH inode), not two. Without this a tar of N files kept 2N open
+ * until the kernel forgot them, and ran out at half the open-files limit.
+ * Under the budget they stay open: each open would open it again. */
+void fdata_close_idle(struct fs *fs, struct fs_inode *ino);
+/* Close ino->datafd now (no user: the inode is being freed). */
+void fdata_drop_datafd(struct fs *fs, struct fs_inode *ino);
 ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		   size_t len, char *buf);
 /* Zero-copy read of cached data: iov entries point into pinned NVRAM

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <sys/stat.h>
@@ -233,6 +234,40 @@ static int config_from_cli(struct fs_config *cfg, struct cli *c)
 }
 
 /* Refuse a backing dir we could not write back into. */
+/* Every file the kernel holds a reference to keeps a descriptor open here
+ * (its O_PATH inode, as in libfuse's passthrough_ll), and an open file two
+ * more. The usual soft limit of 1024 ran out on the first tar of a source
+ * tree (EMFILE to the user), so take what the hard limit allows, and with
+ * the privilege for it the system's maximum. */
+static void raise_open_files(struct fs *fs)
+{
+	struct rlimit rl;
+	fs->datafd_budget = 256;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	rlim_t soft = rl.rlim_cur;
+	FILE *f = fopen("/proc/sys/fs/nr_open", "r");
+	unsigned long long nr = 0;
+	if (f) {
+		if (fscanf(f, "%llu", &nr) != 1)
+			nr = 0;
+		fclose(f);
+	}
+	if (nr > rl.rlim_max) {
+		struct rlimit up = { (rlim_t)nr, (rlim_t)nr };
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl = up;
+	}
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		soft = rl.rlim_cur;
+	/* data fds of closed files are kept while they take at most a
+	 * quarter (fdata_close_idle) */
+	fs->datafd_budget = soft == RLIM_INFINITY ? UINT64_MAX : soft / 4;
+	log_info("open files: up to %llu (one per file the kernel holds, "
+		 "three while it is open)", (unsigned long long)soft);
+}
+
 static int check_backing(struct fs *fs)
 {
 	struct statvfs sv;
@@ -362,6 +397,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (check_backing(fs) < 0 || open_cache(fs) < 0)
 		return 1;
+	raise_open_files(fs);
 
 	pthread_mutex_init(&fs->itab_lk, NULL);
 	pthread_mutex_init(&fs->wb_lk, NULL);

@@ -54,8 +54,7 @@ void fs_inode_init(struct fs_inode *ino)
 static void inode_free(struct fs *fs, struct fs_inode *ino)
 {
 	fdata_release_obj(fs, ino);
-	if (ino->datafd >= 0)
-		close(ino->datafd);
+	fdata_drop_datafd(fs, ino);
 	close(ino->fd);
 	pthread_rwlock_destroy(&ino->io);
 	pthread_mutex_destroy(&ino->lk);
@@ -86,8 +85,7 @@ void fs_inodes_free(struct fs *fs)
 	}
 	free(fs->itab);
 	fs->itab = NULL;
-	if (fs->root.datafd >= 0)
-		close(fs->root.datafd);
+	fdata_drop_datafd(fs, &fs->root);
 	close(fs->root.fd);
 }
 
@@ -800,6 +798,8 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		fdata_release_obj(fs, ino);
 	else if (last)
 		engine_schedule(fs, ino); /* write-back after the last close */
+	if (last)
+		fdata_close_idle(fs, ino); /* the write-back opens it again */
 	fs_inode_unref(fs, ino);
 	fuse_reply_err(req, 0);
 }

@@ -105,8 +105,7 @@ int recovery_run(struct fs *fs)
 		if ((uint64_t)st.st_size > size)
 			size = (uint64_t)st.st_size;
 		fs_inode_init(ino);
-		ino->fd = fd;
-		ino->datafd = dup(fd);
+		ino->fd = fd; /* the write-back opens its data fd from it */
 		ino->obj = o.id;
 		ino->size = size;
 		ino->bsize = (uint64_t)st.st_size;
@@ -132,8 +131,7 @@ int recovery_run(struct fs *fs)
 		} else {
 			failed++;
 		}
-		if (ino->datafd >= 0)
-			close(ino->datafd);
+		fdata_drop_datafd(fs, ino);
 		close(fd);
 		pthread_rwlock_destroy(&ino->io);
 		pthread_mutex_destroy(&ino->lk);

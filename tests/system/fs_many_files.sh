@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# fs_many_files.sh - a tree of many files written through the mount (a tar
+# of a source tree, as a user's first try does) must not run the daemon out
+# of file descriptors. The daemon holds one per file the kernel keeps (its
+# O_PATH inode); it used to hold a second, the data descriptor, until the
+# kernel forgot the file, and to run with the soft limit it was started
+# with (1024 on most systems: EMFILE after about 500 files).
+#  1. started with a soft limit of 256 (hard higher): it raises its own;
+#     2000 files;
+#  2. started with soft and hard limits of 700: 400 files written and
+#     closed need no more than one descriptor each, once data descriptors
+#     take a quarter of the limit.
+# Every file must read back the same through the mount and in the backing
+# directory after unmount.
+T_TIMEOUT=${T_TIMEOUT:-180}
+. "$(dirname "$0")/lib.sh"
+t_require_root
+t_require_cmd fusermount3 python3 prlimit
+bin=$(t_bin nvcachefs)
+export NVCACHE_RUN_DIR=$T_DIR/run
+
+[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 4096 ] ||
+  t_skip "the hard open-files limit here is $(ulimit -Hn), below this test's 4096"
+
+run() {  # run NAME SOFT HARD FILES
+  local M=$T_DIR/$1/m B=$T_DIR/$1/b
+  mkdir -p "$M" "$B" "$T_DIR/$1/ref"
+  prlimit --nofile="$2:$3" "$bin" "$M" \
+    -o "backing=$B,nvram=$T_SHM/$1.nv,cache_size=64M,writeback_delay=0.1" -f \
+    >"$T_DIR/$1/log" 2>&1 &
+  local pid=$!
+  t_cleanup "kill -9 $pid"
+  t_cleanup "t_umount $M"
+  t_wait 20 t_is_mounted "$M" || { cat "$T_DIR/$1/log"; t_fail "$1: no mount"; }
+  # files of 1-3 blocks in 20 directories, each written, closed, left
+  python3 - "$M" "$T_DIR/$1/ref" "$4" <<'PY' || { tail -5 "$T_DIR/$1/log" >&2; t_fail "$1: writing $4 files through the mount failed"; }
+import os, sys
+m, ref, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    d = 'd%02d' % (i % 20)
+    for root in (m, ref):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+        with open(os.path.join(root, d, 'f%05d' % i), 'wb') as f:
+            f.write((b'%07d' % i) * (2000 + 37 * (i % 1000)))
+PY
+  local held
+  held=$(ls /proc/$pid/fd | wc -l)
+  t_log "$1: $4 files written, the daemon holds $held descriptors ($(grep -o 'open files: up to [0-9]*' "$T_DIR/$1/log"))"
+  diff -r "$T_DIR/$1/ref" "$M" >&2 || t_fail "$1: files read back differ"
+  fusermount3 -u "$M" || t_fail "$1: unmount failed"
+  for _ in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  diff -r "$T_DIR/$1/ref" "$B" >&2 || t_fail "$1: the backing directory differs after unmount"
+}
+
+run soft 256 8192 2000
+run hard 700 700 400
+t_log "PASS"
