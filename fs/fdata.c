@@ -59,7 +59,7 @@ int fdata_datafd(struct fs *fs, struct fs_inode *ino)
 	if (ino->datafd < 0)
 		ino->datafd = open(proc, O_RDONLY | O_CLOEXEC);
 	if (ino->datafd < 0)
-		return -errno;
+		return -fs_open_errno(fs);
 	atomic_fetch_add(&fs->datafds, 1);
 	return ino->datafd;
 }

@@ -127,6 +127,10 @@ size_t fs_reclaim_objs(struct fs *fs, size_t want);
 /* the manager owning block blk of the file */
 struct cache_mgr *fs_mgr_for(struct fs *fs, struct fs_inode *ino, uint64_t blk);
 
+/* errno of the open that just failed; when out of descriptors, the user
+ * sees EMFILE and the log says why (at most once a minute). ops.c */
+int fs_open_errno(struct fs *fs);
+
 /* fdata.c: the data path. All take ino->io themselves. */
 /* Set up the cache state of an inode from its backing file (first open). */
 int fdata_inode_init(struct fs *fs, struct fs_inode *ino);

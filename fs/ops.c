@@ -14,6 +14,7 @@
 #include <fuse_lowlevel.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TIMEOUT 1.0
@@ -186,6 +188,26 @@ static void fix_attr(struct fs_inode *ino, struct stat *st)
 	pthread_mutex_unlock(&ino->lk);
 }
 
+int fs_open_errno(struct fs *fs)
+{
+	int e = errno;
+	static _Atomic uint64_t last_ns;
+	if (e != EMFILE && e != ENFILE)
+		return e;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t was = atomic_load(&last_ns);
+	if ((was == 0 || now - was >= 60000000000ull) &&
+	    atomic_compare_exchange_strong(&last_ns, &was, now))
+		log_warn("out of file descriptors (%s): one is held per file the "
+			 "kernel keeps looked up (%llu data fds besides); raise the "
+			 "hard open-files limit (LimitNOFILE=, ulimit -Hn) and mount "
+			 "again", strerror(e),
+			 (unsigned long long)atomic_load(&fs->datafds));
+	return e;
+}
+
 static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 		     struct fuse_entry_param *e)
 {
@@ -197,7 +219,7 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 	e->entry_timeout = TIMEOUT;
 	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return -fs_open_errno(fs);
 	r = fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	if (r < 0) {
 		r = -errno;
@@ -604,7 +626,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		return (void)fuse_reply_err(req, ENOMEM);
 	fd = openat(I(req, n)->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || !(d->dp = fdopendir(fd))) {
-		int e = errno;
+		int e = fd < 0 ? fs_open_errno(FS(req)) : errno;
 		if (fd >= 0)
 			close(fd);
 		free(d);
@@ -738,7 +760,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	mode = take_caller_umask(req, mode);
 	fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
 	if (fd < 0)
-		return (void)fuse_reply_err(req, errno);
+		return (void)fuse_reply_err(req, fs_open_errno(fs));
 	if (!existed)
 		chown_to_caller(req, dir->fd, name);
 	r = do_lookup(fs, dir, name, &e);
@@ -769,7 +791,7 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	/* the kernel does O_APPEND positioning itself; truncation is ours */
 	fd = open(proc, (fi->flags & ~(O_NOFOLLOW | O_TRUNC | O_CREAT | O_EXCL)) | O_CLOEXEC);
 	if (fd < 0)
-		return (void)fuse_reply_err(req, errno);
+		return (void)fuse_reply_err(req, fs_open_errno(FS(req)));
 	r = open_common(req, ino, fd, fi->flags, false, fi);
 	if (r < 0) {
 		close(fd);

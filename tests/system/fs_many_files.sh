@@ -54,4 +54,44 @@ PY
 
 run soft 256 8192 2000
 run hard 700 700 400
+
+# 3. Past the limit: the user gets EMFILE, the daemon's log says why, and
+#    every file written before is there, in the mount and after unmount.
+M=$T_DIR/over/m B=$T_DIR/over/b
+mkdir -p "$M" "$B"
+prlimit --nofile=200:200 "$bin" "$M" \
+  -o "backing=$B,nvram=$T_SHM/over.nv,cache_size=64M,writeback_delay=0.1" -f \
+  >"$T_DIR/over/log" 2>&1 &
+pid=$!
+t_cleanup "kill -9 $pid"
+t_cleanup "t_umount $M"
+t_wait 20 t_is_mounted "$M" || { cat "$T_DIR/over/log"; t_fail "over: no mount"; }
+n=$(python3 - "$M" <<'PY'
+import errno, os, sys
+for i in range(1000):
+    try:
+        with open(os.path.join(sys.argv[1], 'f%04d' % i), 'wb') as f:
+            f.write(b'%04d' % i * 1000)
+    except OSError as e:
+        assert e.errno == errno.EMFILE, e
+        print(i)
+        sys.exit(0)
+print('none')
+PY
+) || t_fail "over: an error other than EMFILE"
+[ "$n" != none ] || t_fail "over: 1000 files under a limit of 200, and no EMFILE"
+grep -q "out of file descriptors" "$T_DIR/over/log" || { tail -5 "$T_DIR/over/log" >&2; t_fail "over: EMFILE, and nothing in the daemon's log says why"; }
+check() {  # every file written before the EMFILE, in dir $1
+  python3 - "$1" "$n" <<'PY'
+import os, sys
+for i in range(int(sys.argv[2])):
+    with open(os.path.join(sys.argv[1], 'f%04d' % i), 'rb') as f:
+        assert f.read() == b'%04d' % i * 1000, i
+PY
+}
+check "$M" 2>/dev/null || true   # reads may meet EMFILE too: only the backing is judged
+fusermount3 -u "$M" || t_fail "over: unmount failed"
+for _ in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+check "$B" || t_fail "over: files written before the EMFILE are missing or differ in the backing"
+t_log "over: EMFILE after $n files under a limit of 200, logged; those $n are in the backing"
 t_log "PASS"
