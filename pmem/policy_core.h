@@ -84,12 +84,60 @@ static inline struct pc_page *pc_pg(struct pc *pc, uint32_t i)
 	return &pc->pg[i];
 }
 
-/* Lists (tag identifies the list in page.list; nonzero). */
-void pc_list_init(struct pc_list *l);
-void pc_list_push(struct pc *pc, struct pc_list *l, uint8_t tag, uint32_t i);
-void pc_list_push_tail(struct pc *pc, struct pc_list *l, uint8_t tag,
-		       uint32_t i);
-void pc_list_del(struct pc *pc, struct pc_list *l, uint32_t i);
+/* Lists (tag identifies the list in page.list; nonzero). Inline: they are
+ * most of every policy's hit path (adaptive runs four policies an access
+ * with its shadows). */
+static inline void pc_list_init(struct pc_list *l)
+{
+	l->head = l->tail = PC_NIL;
+	l->len = 0;
+}
+
+static inline void pc_list_push(struct pc *pc, struct pc_list *l, uint8_t tag,
+				uint32_t i)
+{
+	struct pc_page *g = &pc->pg[i];
+	g->prev = PC_NIL;
+	g->next = l->head;
+	if (l->head != PC_NIL)
+		pc->pg[l->head].prev = i;
+	else
+		l->tail = i;
+	l->head = i;
+	g->list = tag;
+	l->len++;
+}
+
+static inline void pc_list_push_tail(struct pc *pc, struct pc_list *l,
+				     uint8_t tag, uint32_t i)
+{
+	struct pc_page *g = &pc->pg[i];
+	g->next = PC_NIL;
+	g->prev = l->tail;
+	if (l->tail != PC_NIL)
+		pc->pg[l->tail].next = i;
+	else
+		l->head = i;
+	l->tail = i;
+	g->list = tag;
+	l->len++;
+}
+
+static inline void pc_list_del(struct pc *pc, struct pc_list *l, uint32_t i)
+{
+	struct pc_page *g = &pc->pg[i];
+	if (g->prev != PC_NIL)
+		pc->pg[g->prev].next = g->next;
+	else
+		l->head = g->next;
+	if (g->next != PC_NIL)
+		pc->pg[g->next].prev = g->prev;
+	else
+		l->tail = g->prev;
+	g->prev = g->next = PC_NIL;
+	g->list = 0;
+	l->len--;
+}
 static inline uint32_t pc_list_tail(const struct pc_list *l)
 {
 	return l->tail;
