@@ -8,6 +8,21 @@
 
 #define PC_MIN_CAP 1024u
 
+/* The page array, cache-line aligned (see struct pc_page); n entries, the
+ * first `keep` copied from old, which is freed. NULL (old kept) when
+ * memory ran out. */
+static struct pc_page *pc_pages(struct pc_page *old, uint32_t keep, uint32_t n)
+{
+	struct pc_page *pg = aligned_alloc(_Alignof(struct pc_page),
+					   (size_t)n * sizeof(*pg));
+	if (!pg)
+		return NULL;
+	if (keep)
+		memcpy(pg, old, (size_t)keep * sizeof(*pg));
+	free(old);
+	return pg;
+}
+
 static void pc_page_reset(struct pc_page *g, uint64_t key)
 {
 	memset(g, 0, sizeof(*g));
@@ -30,7 +45,7 @@ int pc_init(struct pc *pc, const struct policy_config *cfg,
 			return -EINVAL;
 		pc->cap = (uint32_t)cfg->max_pages;
 		pc->n = pc->cap;
-		pc->pg = malloc((size_t)pc->cap * sizeof(*pc->pg));
+		pc->pg = pc_pages(NULL, 0, pc->cap);
 		if (!pc->pg)
 			return -ENOMEM;
 		for (uint32_t i = 0; i < pc->cap; i++)
@@ -45,7 +60,7 @@ int pc_init(struct pc *pc, const struct policy_config *cfg,
 		return 0;
 	}
 	pc->cap = PC_MIN_CAP;
-	pc->pg = malloc((size_t)pc->cap * sizeof(*pc->pg));
+	pc->pg = pc_pages(NULL, 0, pc->cap);
 	pc->ht_mask = 2 * PC_MIN_CAP - 1;
 	pc->ht = malloc((pc->ht_mask + 1) * sizeof(uint32_t));
 	if (!pc->pg || !pc->ht) {
@@ -71,7 +86,7 @@ int pc_init_fixed_hash(struct pc *pc, const struct policy_config *cfg,
 	uint64_t mask = 1;
 	while (mask + 1 < (uint64_t)reserve * 2)
 		mask = mask * 2 + 1;
-	struct pc_page *pg = realloc(pc->pg, (size_t)reserve * sizeof(*pg));
+	struct pc_page *pg = pc_pages(pc->pg, pc->n, reserve);
 	uint32_t *ht = malloc((mask + 1) * sizeof(uint32_t));
 	if (!pg || !ht) {
 		free(ht);
@@ -132,7 +147,7 @@ static int pc_grow(struct pc *pc)
 		if (pc->cap >= PC_NIL / 2)
 			return -ENOMEM;
 		uint32_t ncap = pc->cap * 2;
-		struct pc_page *npg = realloc(pc->pg, (size_t)ncap * sizeof(*npg));
+		struct pc_page *npg = pc_pages(pc->pg, pc->n, ncap);
 		if (!npg)
 			return -ENOMEM;
 		pc->pg = npg;

@@ -25,8 +25,11 @@
 
 #define PC_NIL UINT32_MAX
 
+/* One cache line (aligned, 64 bytes): a policy's access to a page touches
+ * most of it, and its list neighbours' links; at 56 bytes most pages
+ * straddled two lines. */
 struct pc_page {
-	uint64_t key;          /* page number */
+	_Alignas(64) uint64_t key; /* page number */
 	uint64_t last;         /* pc clock at the last access (LRU order) */
 	uint32_t prev, next;   /* links in the list named by .list */
 	uint32_t cur;          /* accesses in this epoch */
