@@ -74,6 +74,13 @@ struct ad_policy {
 	double sh_avg[AD_MODES];   /* decayed sums of their epoch costs */
 	unsigned s;                /* sample 1 page in 2^s */
 	uint64_t since_thr;
+	/* A shadow that sees every page (s == 0) sees the very stream and
+	 * epochs its policy does, so its heat bookkeeping (counts, stamps,
+	 * histogram, threshold) would be the same: it takes them from src,
+	 * the policy, whose page for the access in progress is src_pg,
+	 * instead of keeping them itself. NULL: its own. */
+	const struct ad_policy *src;
+	const struct pc_page *src_pg;
 };
 
 static struct pc_list *ad_list(struct ad_policy *a, uint8_t tag)
@@ -161,6 +168,20 @@ static void ad_touch(struct ad_policy *a, struct pc_page *g, bool write)
 	g->hb = (uint8_t)nb;
 }
 
+/* A shared shadow's ad_touch (see src): the counts its policy's own touch
+ * just made of the page, and the threshold refreshed after it. Its
+ * histogram is left unkept: only ad_threshold reads it. */
+static void ad_touch_shared(struct ad_policy *a, struct pc_page *g)
+{
+	const struct pc_page *m = a->src_pg;
+	g->flags |= AD_KNOWN;
+	g->reads = m->reads;
+	g->writes = m->writes;
+	g->stamp = m->stamp;
+	g->hb = m->hb;
+	a->thr = a->src->thr;
+}
+
 static void ad_threshold(struct ad_policy *a)
 {
 	uint64_t sum = 0, cap = a->base.cfg.mram_pages;
@@ -216,8 +237,10 @@ static void ad_reset(struct policy *p, uint32_t i)
 	struct pc_page *g = pc_pg(&p->pc, i);
 	if (!(g->flags & AD_KNOWN))
 		return;
-	a->hist[ad_pos(a, g)]--;
-	a->hist[0]++;
+	if (!a->src) {
+		a->hist[ad_pos(a, g)]--;
+		a->hist[0]++;
+	}
 	g->hb = 0;
 	g->stamp = a->e;
 	/* New contents: unranked until the next epoch; but a whole-run
@@ -387,6 +410,7 @@ static void ad_shadow(struct ad_policy *a, struct pc_page *g, bool write)
 	uint32_t at = g->aux;
 	for (int k = 0; k < AD_MODES; k++) {
 		uint32_t i = at;
+		((struct ad_policy *)a->sh[k])->src_pg = g;
 		policy_access_idx(a->sh[k], g->key, &i, write, mv, &t);
 		if (k == 0)
 			at = i;
@@ -478,10 +502,15 @@ static enum tier ad_access(struct policy *p, uint32_t i, bool write)
 			a->mode = AD_PIN;
 		g = pc_pg(pc, i);
 	}
-	ad_touch(a, g, write);
-	ad_shadow(a, g, write);
-	if (++a->since_thr >= AD_T_EVERY)
-		ad_threshold(a);
+	if (a->src) {
+		ad_touch_shared(a, g);
+	} else {
+		ad_touch(a, g, write);
+		/* Before the shadows, which may share the threshold. */
+		if (++a->since_thr >= AD_T_EVERY)
+			ad_threshold(a);
+		ad_shadow(a, g, write);
+	}
 	if (a->mode == AD_PIN)
 		return ad_pin_access(a, i);
 
@@ -681,10 +710,16 @@ static void ad_epoch(struct policy *p)
 {
 	struct ad_policy *a = (struct ad_policy *)p;
 	a->e++;
-	a->hist[0] += a->hist[1];
-	memmove(&a->hist[1], &a->hist[2], (AD_BUCKETS - 2) * sizeof(uint64_t));
-	a->hist[AD_BUCKETS - 1] = 0;
-	ad_threshold(a);
+	/* A shared shadow's epoch comes in the same access as its policy's,
+	 * just before; the threshold it takes at its next access is the one
+	 * the policy's epoch makes. */
+	if (!a->src) {
+		a->hist[0] += a->hist[1];
+		memmove(&a->hist[1], &a->hist[2],
+			(AD_BUCKETS - 2) * sizeof(uint64_t));
+		a->hist[AD_BUCKETS - 1] = 0;
+		ad_threshold(a);
+	}
 	if (a->sh[0] && a->force < 0)
 		ad_duel(a);
 	if (a->mode == AD_PIN)
@@ -781,6 +816,9 @@ static int ad_init(struct policy *p)
 		ad_fini(p);
 		return rc;
 	}
+	if (a->s == 0)
+		for (int k = 0; k < AD_MODES; k++)
+			((struct ad_policy *)a->sh[k])->src = a;
 	return 0;
 }
 
