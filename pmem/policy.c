@@ -108,49 +108,11 @@ int policy_set_profile(struct policy *p, uint64_t page, uint64_t count)
 	return p->ops->profile ? p->ops->profile(p, i, count) : 0;
 }
 
-static inline void sat_inc(uint32_t *v)
-{
-	if (*v != UINT32_MAX)
-		(*v)++;
-}
-
 /* An access to the page at table index i (PC_NIL: it has none). */
 static unsigned access_at(struct policy *p, uint32_t i, bool write,
 			  struct tier_move *moves, enum tier *served)
 {
-	struct pc *pc = &p->pc;
-	pc->mv = moves;
-	pc->nmv = 0;
-	if (i == PC_NIL) {
-		/* Out of range (live) or out of memory (nvsim): the caller
-		 * sees TIER_NONE and no moves. */
-		*served = TIER_NONE;
-		return 0;
-	}
-	pc->clock++;
-	struct pc_page *g = pc_pg(pc, i);
-	sat_inc(&g->cur);
-	enum tier t = p->ops->access(p, i, write);
-	g = pc_pg(pc, i);
-	g->last = pc->clock;
-	if (write)
-		g->dirty = 1;
-	p->ctr.accesses++;
-	if (write)
-		p->ctr.writes++;
-	else
-		p->ctr.reads++;
-	if (t < TIER_FLASH)
-		p->ctr.served[t]++;
-	/* A countdown, not accesses % epoch: a division per access was a
-	 * tenth of a shadowed policy's time. */
-	if (--p->epoch_left == 0) {
-		p->epoch_left = p->cfg.epoch;
-		if (p->ops->epoch)
-			p->ops->epoch(p);
-	}
-	*served = t;
-	return pc->nmv;
+	return pc_access_at(p, i, write, moves, served, p->ops->access);
 }
 
 unsigned policy_access(struct policy *p, uint64_t page, bool write,
@@ -163,10 +125,7 @@ unsigned policy_access_idx(struct policy *p, uint64_t page, uint32_t *idx,
 			   bool write, struct tier_move *moves,
 			   enum tier *served)
 {
-	struct pc *pc = &p->pc;
-	uint32_t i = *idx;
-	if (i >= pc->n || pc->pg[i].key != page)
-		i = pc_get(pc, page);
+	uint32_t i = pc_get_at(&p->pc, page, *idx);
 	*idx = i;
 	return access_at(p, i, write, moves, served);
 }

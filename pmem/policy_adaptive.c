@@ -401,6 +401,8 @@ static bool ad_sampled(const struct ad_policy *a, uint64_t key)
 /* The shadows number their sample alike (ad_profile gives each the same
  * pages): the page's place in their tables, kept in its aux, saves each
  * of them the lookup (policy_access_idx; a stale guess is only slower). */
+static enum tier ad_shadow_access(struct policy *p, uint32_t i, bool write);
+
 static void ad_shadow(struct ad_policy *a, struct pc_page *g, bool write)
 {
 	if (!ad_sampled(a, g->key))
@@ -409,9 +411,11 @@ static void ad_shadow(struct ad_policy *a, struct pc_page *g, bool write)
 	enum tier t;
 	uint32_t at = g->aux;
 	for (int k = 0; k < AD_MODES; k++) {
-		uint32_t i = at;
-		((struct ad_policy *)a->sh[k])->src_pg = g;
-		policy_access_idx(a->sh[k], g->key, &i, write, mv, &t);
+		struct policy *s = a->sh[k];
+		uint32_t i = pc_get_at(&s->pc, g->key, at);
+		((struct ad_policy *)s)->src_pg = g;
+		/* policy_access_idx, with the call to the access inlined */
+		pc_access_at(s, i, write, mv, &t, ad_shadow_access);
 		if (k == 0)
 			at = i;
 	}
@@ -488,11 +492,10 @@ static enum tier ad_pin_access(struct ad_policy *a, uint32_t i)
 
 static void ad_rank(struct ad_policy *a);
 
-static enum tier ad_access(struct policy *p, uint32_t i, bool write)
+/* What every access starts with: page i's entry. */
+static struct pc_page *ad_start(struct ad_policy *a, uint32_t i)
 {
-	struct ad_policy *a = (struct ad_policy *)p;
-	struct pc *pc = &p->pc;
-	struct pc_page *g = pc_pg(pc, i);
+	struct policy *p = &a->base;
 	if (p->fixed_profile && p->ctr.accesses == 0) {
 		/* A profile from a profiling run: the pin set is known
 		 * before the first access, as the paper's mram-fixed has it,
@@ -500,17 +503,45 @@ static enum tier ad_access(struct policy *p, uint32_t i, bool write)
 		ad_rank(a);
 		if (a->force < 0)
 			a->mode = AD_PIN;
-		g = pc_pg(pc, i);
 	}
+	return pc_pg(&p->pc, i);
+}
+
+static enum tier ad_serve(struct ad_policy *a, uint32_t i);
+
+static enum tier ad_access(struct policy *p, uint32_t i, bool write)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	struct pc_page *g = ad_start(a, i);
+	ad_touch(a, g, write);
+	/* Before the shadows, which may share the threshold. */
+	if (++a->since_thr >= AD_T_EVERY)
+		ad_threshold(a);
+	ad_shadow(a, g, write);
+	return ad_serve(a, i);
+}
+
+/* A shadow's access: as ad_access, but shadows have none of their own. */
+static enum tier ad_shadow_access(struct policy *p, uint32_t i, bool write)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	struct pc_page *g = ad_start(a, i);
 	if (a->src) {
 		ad_touch_shared(a, g);
 	} else {
 		ad_touch(a, g, write);
-		/* Before the shadows, which may share the threshold. */
 		if (++a->since_thr >= AD_T_EVERY)
 			ad_threshold(a);
-		ad_shadow(a, g, write);
 	}
+	return ad_serve(a, i);
+}
+
+/* The access to page i, its heat counted: the moves, and where it is
+ * served from. */
+static enum tier ad_serve(struct ad_policy *a, uint32_t i)
+{
+	struct pc *pc = &a->base.pc;
+	struct pc_page *g = pc_pg(pc, i);
 	if (a->mode == AD_PIN)
 		return ad_pin_access(a, i);
 
@@ -532,7 +563,7 @@ static enum tier ad_access(struct policy *p, uint32_t i, bool write)
 	} else {
 		uint32_t v = ad_victim(a, i);
 		to = (enum tier)pc_pg(pc, v)->tier;
-		ad_unlink(p, v);
+		ad_unlink(&a->base, v);
 		pc_evict(pc, v);
 		uint32_t m = a->mram.tail, q = a->pending;
 		a->pending = PC_NIL;
@@ -839,13 +870,13 @@ const struct policy_ops policy_adaptive_ops = {
 /* The shadows: adaptive itself held in each mode. */
 static const struct policy_ops ad_shadow_ops[AD_MODES] = {
 	{ .name = "adaptive-unprotected", .size = sizeof(struct ad_policy),
-	  .init = ad_init_shadow_off, .fini = ad_fini, .access = ad_access,
-	  .unlink = ad_unlink, .epoch = ad_epoch, .reset = ad_reset },
+	  .init = ad_init_shadow_off, .fini = ad_fini,
+	  .access = ad_shadow_access, .unlink = ad_unlink, .epoch = ad_epoch, .reset = ad_reset },
 	{ .name = "adaptive-protected", .size = sizeof(struct ad_policy),
-	  .init = ad_init_shadow_on, .fini = ad_fini, .access = ad_access,
-	  .unlink = ad_unlink, .epoch = ad_epoch, .reset = ad_reset },
+	  .init = ad_init_shadow_on, .fini = ad_fini,
+	  .access = ad_shadow_access, .unlink = ad_unlink, .epoch = ad_epoch, .reset = ad_reset },
 	{ .name = "adaptive-pinned", .size = sizeof(struct ad_policy),
 	  .own_rank = true, .init = ad_init_shadow_pin, .fini = ad_fini,
-	  .access = ad_access, .unlink = ad_unlink, .epoch = ad_epoch,
+	  .access = ad_shadow_access, .unlink = ad_unlink, .epoch = ad_epoch,
 	  .reset = ad_reset, .profile = ad_profile },
 };

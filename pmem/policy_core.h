@@ -200,6 +200,66 @@ struct policy {
 	uint64_t epoch_left;  /* accesses until the next epoch step */
 };
 
+static inline void pc_sat_inc(uint32_t *v)
+{
+	if (*v != UINT32_MAX)
+		(*v)++;
+}
+
+/* The access path every policy shares (policy_access_idx's, once the page
+ * is found): an access to the page at table index i (PC_NIL: it has
+ * none), served by `access`, which is p->ops->access. Inline so that a
+ * caller naming the access function itself gets it inlined: adaptive
+ * drives its three shadows this way, four policies an access. */
+static inline unsigned pc_access_at(struct policy *p, uint32_t i, bool write,
+				    struct tier_move *moves, enum tier *served,
+				    enum tier (*access)(struct policy *p,
+							uint32_t i, bool write))
+{
+	struct pc *pc = &p->pc;
+	pc->mv = moves;
+	pc->nmv = 0;
+	if (i == PC_NIL) {
+		/* Out of range (live) or out of memory (nvsim): the caller
+		 * sees TIER_NONE and no moves. */
+		*served = TIER_NONE;
+		return 0;
+	}
+	pc->clock++;
+	struct pc_page *g = pc_pg(pc, i);
+	pc_sat_inc(&g->cur);
+	enum tier t = access(p, i, write);
+	g = pc_pg(pc, i);
+	g->last = pc->clock;
+	if (write)
+		g->dirty = 1;
+	p->ctr.accesses++;
+	if (write)
+		p->ctr.writes++;
+	else
+		p->ctr.reads++;
+	if (t < TIER_FLASH)
+		p->ctr.served[t]++;
+	/* A countdown, not accesses % epoch: a division per access was a
+	 * tenth of a shadowed policy's time. */
+	if (--p->epoch_left == 0) {
+		p->epoch_left = p->cfg.epoch;
+		if (p->ops->epoch)
+			p->ops->epoch(p);
+	}
+	*served = t;
+	return pc->nmv;
+}
+
+/* Index of page given a guess of it (see policy_access_idx), inserting it
+ * as pc_get does when the guess is wrong. */
+static inline uint32_t pc_get_at(struct pc *pc, uint64_t page, uint32_t guess)
+{
+	if (guess < pc->n && pc->pg[guess].key == page)
+		return guess;
+	return pc_get(pc, page);
+}
+
 /* Create a policy from its ops; reserve != 0 (with cfg->max_pages == 0)
  * makes a non-growing hashed table for that many pages (sampled shadows). */
 int policy_create_ops(struct policy **out, const struct policy_ops *ops,
