@@ -507,38 +507,12 @@ static struct pc_page *ad_start(struct ad_policy *a, uint32_t i)
 	return pc_pg(&p->pc, i);
 }
 
-static enum tier ad_serve(struct ad_policy *a, uint32_t i);
-
-static enum tier ad_access(struct policy *p, uint32_t i, bool write)
-{
-	struct ad_policy *a = (struct ad_policy *)p;
-	struct pc_page *g = ad_start(a, i);
-	ad_touch(a, g, write);
-	/* Before the shadows, which may share the threshold. */
-	if (++a->since_thr >= AD_T_EVERY)
-		ad_threshold(a);
-	ad_shadow(a, g, write);
-	return ad_serve(a, i);
-}
-
-/* A shadow's access: as ad_access, but shadows have none of their own. */
-static enum tier ad_shadow_access(struct policy *p, uint32_t i, bool write)
-{
-	struct ad_policy *a = (struct ad_policy *)p;
-	struct pc_page *g = ad_start(a, i);
-	if (a->src) {
-		ad_touch_shared(a, g);
-	} else {
-		ad_touch(a, g, write);
-		if (++a->since_thr >= AD_T_EVERY)
-			ad_threshold(a);
-	}
-	return ad_serve(a, i);
-}
+static enum tier ad_fault(struct ad_policy *a, uint32_t i);
 
 /* The access to page i, its heat counted: the moves, and where it is
- * served from. */
-static enum tier ad_serve(struct ad_policy *a, uint32_t i)
+ * served from. The hit path here, small enough to inline into both
+ * access functions; faults in ad_fault. */
+static inline enum tier ad_serve(struct ad_policy *a, uint32_t i)
 {
 	struct pc *pc = &a->base.pc;
 	struct pc_page *g = pc_pg(pc, i);
@@ -554,7 +528,13 @@ static enum tier ad_serve(struct ad_policy *a, uint32_t i)
 			ad_maybe_promote(a, i);
 		return (enum tier)pc_pg(pc, i)->tier;
 	}
-	/* A fault. Free frames first, the fast tier first. */
+	return ad_fault(a, i);
+}
+
+/* A fault (not AD_PIN). Free frames first, the fast tier first. */
+static enum tier ad_fault(struct ad_policy *a, uint32_t i)
+{
+	struct pc *pc = &a->base.pc;
 	enum tier to;
 	if (!pc_full(pc, TIER_MRAM)) {
 		to = TIER_MRAM;
@@ -596,6 +576,33 @@ static enum tier ad_serve(struct ad_policy *a, uint32_t i)
 	pc_bring(pc, i, to);
 	ad_push(a, i, to);
 	return to;
+}
+
+static enum tier ad_access(struct policy *p, uint32_t i, bool write)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	struct pc_page *g = ad_start(a, i);
+	ad_touch(a, g, write);
+	/* Before the shadows, which may share the threshold. */
+	if (++a->since_thr >= AD_T_EVERY)
+		ad_threshold(a);
+	ad_shadow(a, g, write);
+	return ad_serve(a, i);
+}
+
+/* A shadow's access: as ad_access, but shadows have none of their own. */
+static enum tier ad_shadow_access(struct policy *p, uint32_t i, bool write)
+{
+	struct ad_policy *a = (struct ad_policy *)p;
+	struct pc_page *g = ad_start(a, i);
+	if (a->src) {
+		ad_touch_shared(a, g);
+	} else {
+		ad_touch(a, g, write);
+		if (++a->since_thr >= AD_T_EVERY)
+			ad_threshold(a);
+	}
+	return ad_serve(a, i);
 }
 
 /* A shadow's modelled time so far, in ns (the paper's Table 2): flash
