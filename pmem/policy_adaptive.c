@@ -261,6 +261,11 @@ static uint32_t ad_older(struct pc *pc, uint32_t x, uint32_t y)
 	return pc_pg(pc, x)->last <= pc_pg(pc, y)->last ? x : y;
 }
 
+static uint64_t ad_last(struct pc *pc, uint32_t i)
+{
+	return i == PC_NIL ? UINT64_MAX : pc_pg(pc, i)->last;
+}
+
 /* The page to evict from memory: LRU order over both tiers, protected hot
  * pages passed over (when protecting), and in place of LRU's victim (the
  * first unprotected candidate) a clean page among the next few, if it has
@@ -287,18 +292,29 @@ static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
 {
 	struct pc *pc = &a->base.pc;
 	uint32_t cm = a->mram.tail, cd = a->dram.tail;
+	/* ad_older(cm, cd) with the candidates' `last` at hand (moving a
+	 * page to its list's head below leaves every `last` as it was);
+	 * UINT64_MAX stands for no candidate. */
+	uint64_t lm = ad_last(pc, cm), ld = ad_last(pc, cd);
 	uint32_t first = PC_NIL, any = PC_NIL;
 	uint64_t ufirst = 0;           /* uses of LRU's victim, `first` */
 	unsigned seen = 0;
 	for (unsigned step = 0; step < AD_SCAN; step++) {
-		uint32_t c = ad_older(pc, cm, cd);
-		if (c == PC_NIL)
-			break;
-		struct pc_page *g = pc_pg(pc, c);
-		if (c == cm)
+		uint32_t c;
+		struct pc_page *g;
+		if (lm <= ld) {
+			c = cm;
+			if (c == PC_NIL)
+				break;
+			g = pc_pg(pc, c);
 			cm = g->prev;
-		else
+			lm = ad_last(pc, cm);
+		} else {
+			c = cd;
+			g = pc_pg(pc, c);
 			cd = g->prev;
+			ld = ad_last(pc, cd);
+		}
 		if (c == keep)
 			continue;
 		if (any == PC_NIL)
@@ -315,12 +331,14 @@ static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
 				any = PC_NIL;
 			continue;
 		}
-		uint64_t u = ad_uses(a, g);
-		if (g->flash && !g->dirty && (first == PC_NIL || u <= ufirst))
-			return c;
+		bool clean = g->flash && !g->dirty;
 		if (first == PC_NIL) {
+			if (clean)
+				return c;
 			first = c;
-			ufirst = u;
+			ufirst = ad_uses(a, g);
+		} else if (clean && ad_uses(a, g) <= ufirst) {
+			return c;
 		}
 		if (++seen >= AD_CLEAN_WINDOW)
 			break;
