@@ -419,7 +419,8 @@ static bool ad_sampled(const struct ad_policy *a, uint64_t key)
 /* The shadows number their sample alike (ad_profile gives each the same
  * pages): the page's place in their tables, kept in its aux, saves each
  * of them the lookup (policy_access_idx; a stale guess is only slower). */
-static enum tier ad_shadow_access(struct policy *p, uint32_t i, bool write);
+static inline enum tier ad_shadow_access(struct policy *p, uint32_t i,
+					 bool write);
 
 static void ad_shadow(struct ad_policy *a, struct pc_page *g, bool write)
 {
@@ -609,7 +610,8 @@ static enum tier ad_access(struct policy *p, uint32_t i, bool write)
 }
 
 /* A shadow's access: as ad_access, but shadows have none of their own. */
-static enum tier ad_shadow_access(struct policy *p, uint32_t i, bool write)
+static inline enum tier ad_shadow_access(struct policy *p, uint32_t i,
+					 bool write)
 {
 	struct ad_policy *a = (struct ad_policy *)p;
 	struct pc_page *g = ad_start(a, i);
@@ -896,10 +898,12 @@ const struct policy_ops policy_adaptive_ops = {
 static const struct policy_ops ad_shadow_ops[AD_MODES] = {
 	{ .name = "adaptive-unprotected", .size = sizeof(struct ad_policy),
 	  .init = ad_init_shadow_off, .fini = ad_fini,
-	  .access = ad_shadow_access, .unlink = ad_unlink, .epoch = ad_epoch, .reset = ad_reset },
+	  .access = ad_shadow_access, .unlink = ad_unlink, .epoch = ad_epoch,
+	  .reset = ad_reset },
 	{ .name = "adaptive-protected", .size = sizeof(struct ad_policy),
 	  .init = ad_init_shadow_on, .fini = ad_fini,
-	  .access = ad_shadow_access, .unlink = ad_unlink, .epoch = ad_epoch, .reset = ad_reset },
+	  .access = ad_shadow_access, .unlink = ad_unlink, .epoch = ad_epoch,
+	  .reset = ad_reset },
 	{ .name = "adaptive-pinned", .size = sizeof(struct ad_policy),
 	  .own_rank = true, .init = ad_init_shadow_pin, .fini = ad_fini,
 	  .access = ad_shadow_access, .unlink = ad_unlink, .epoch = ad_epoch,
