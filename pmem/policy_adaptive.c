@@ -74,6 +74,7 @@ struct ad_policy {
 	double sh_avg[AD_MODES];   /* decayed sums of their epoch costs */
 	unsigned s;                /* sample 1 page in 2^s */
 	uint64_t since_thr;
+	uint64_t pay_move, pay_swap; /* ad_pay's, this epoch (ad_set_pay) */
 	/* A shadow that sees every page (s == 0) sees the very stream and
 	 * epochs its policy does, so its heat bookkeeping (counts, stamps,
 	 * histogram, threshold) would be the same: it takes them from src,
@@ -370,18 +371,30 @@ static uint64_t ad_pay(const struct ad_policy *a, uint64_t base)
 	return pay ? pay : 1;
 }
 
+/* What a promotion must show this epoch: the divisions once an epoch
+ * instead of at every hot DRAM hit. */
+static void ad_set_pay(struct ad_policy *a)
+{
+	a->pay_move = ad_pay(a, AD_PAY_MOVE);
+	a->pay_swap = ad_pay(a, AD_PAY_SWAP);
+}
+
 static void ad_maybe_promote(struct ad_policy *a, uint32_t i)
 {
 	struct pc *pc = &a->base.pc;
 	uint64_t h = ad_heat(a, pc_pg(pc, i));
 	if (!pc_full(pc, TIER_MRAM)) {
-		if (h >= ad_pay(a, AD_PAY_MOVE)) {
+		if (h >= a->pay_move) {
 			pc_list_del(pc, &a->dram, i);
 			pc_bring(pc, i, TIER_MRAM);
 			ad_push(a, i, TIER_MRAM);
 		}
 		return;
 	}
+	/* Not even against a page of no heat: the usual case, and then the
+	 * candidates need no look. */
+	if (h < a->pay_swap)
+		return;
 	/* Swap with the coldest of the least recently used MRAM pages. */
 	uint32_t v = PC_NIL, c = a->mram.tail;
 	uint64_t hv = UINT64_MAX;
@@ -393,7 +406,7 @@ static void ad_maybe_promote(struct ad_policy *a, uint32_t i)
 		}
 	}
 	if (v == PC_NIL || ad_hot(a, pc_pg(pc, v)) ||
-	    h < hv + ad_pay(a, AD_PAY_SWAP))
+	    h < hv + a->pay_swap)
 		return;
 	if (pc_full(pc, TIER_DRAM)) {
 		/* No frame to swap through: done at the next fault that
@@ -570,7 +583,7 @@ static enum tier ad_fault(struct ad_policy *a, uint32_t i)
 		    pc_pg(pc, q)->tier == TIER_DRAM && ad_hot(a, pc_pg(pc, q)) &&
 		    !ad_hot(a, pc_pg(pc, m)) &&
 		    ad_heat(a, pc_pg(pc, q)) >=
-			    ad_heat(a, pc_pg(pc, m)) + ad_pay(a, AD_PAY_SWAP)) {
+			    ad_heat(a, pc_pg(pc, m)) + a->pay_swap) {
 			/* The freed DRAM frame lets a waiting promotion
 			 * through: MRAM's LRU page down, the hot page up,
 			 * the new page into the hot page's old frame. */
@@ -583,7 +596,7 @@ static enum tier ad_fault(struct ad_policy *a, uint32_t i)
 		} else if (to == TIER_DRAM && m != PC_NIL &&
 			   ad_hot(a, pc_pg(pc, i)) && !ad_hot(a, pc_pg(pc, m)) &&
 			   ad_heat(a, pc_pg(pc, i)) >=
-				   ad_heat(a, pc_pg(pc, m)) + ad_pay(a, AD_PAY_MOVE)) {
+				   ad_heat(a, pc_pg(pc, m)) + a->pay_move) {
 			/* A hot page arriving in a DRAM frame takes MRAM
 			 * when MRAM's LRU page is cold enough to move down. */
 			pc_list_del(pc, &a->mram, m);
@@ -768,6 +781,7 @@ static void ad_epoch(struct policy *p)
 {
 	struct ad_policy *a = (struct ad_policy *)p;
 	a->e++;
+	ad_set_pay(a);
 	/* A shared shadow's epoch comes in the same access as its policy's,
 	 * just before; the threshold it takes at its next access is the one
 	 * the policy's epoch makes. */
@@ -817,6 +831,7 @@ static int ad_init_common(struct policy *p, int force)
 	a->pending = PC_NIL;
 	a->force = force;
 	a->mode = force < 0 ? AD_OFF : (enum ad_mode)force;
+	ad_set_pay(a);
 	return 0;
 }
 
