@@ -148,9 +148,62 @@ static inline uint32_t pc_list_tail(const struct pc_list *l)
 
 /* Moves. pc_evict: memory page -> FLASH, WRITE or DROP (clean with a valid
  * flash copy). pc_bring: page -> memory tier `to` (PLACE/LOAD/MIGRATE).
- * Both keep used[] and the counters; list membership is the caller's. */
-void pc_evict(struct pc *pc, uint32_t i);
-void pc_bring(struct pc *pc, uint32_t i, enum tier to);
+ * Both keep used[] and the counters; list membership is the caller's.
+ * Inline, as the lists: every fault makes one or two. */
+static inline void pc_emit(struct pc *pc, uint64_t page, enum tier from,
+			   enum tier to, enum move_kind kind)
+{
+	/* A policy bug must not overrun the caller's array; the unit tests
+	 * check that no access ever needs this many. */
+	if (pc->nmv >= POLICY_MAX_MOVES)
+		return;
+	struct tier_move *m = &pc->mv[pc->nmv++];
+	m->page = page;
+	m->from = (uint8_t)from;
+	m->to = (uint8_t)to;
+	m->kind = (uint8_t)kind;
+}
+
+static inline void pc_evict(struct pc *pc, uint32_t i)
+{
+	struct pc_page *g = &pc->pg[i];
+	enum tier from = (enum tier)g->tier;
+	if (g->dirty || !g->flash) {
+		pc_emit(pc, g->key, from, TIER_FLASH, MOVE_WRITE);
+		pc->ctr->writes_back++;
+	} else {
+		pc_emit(pc, g->key, from, TIER_FLASH, MOVE_DROP);
+		pc->ctr->drops++;
+	}
+	pc->used[from]--;
+	g->tier = TIER_FLASH;
+	g->dirty = 0;
+	g->flash = 1;
+}
+
+static inline void pc_bring(struct pc *pc, uint32_t i, enum tier to)
+{
+	struct pc_page *g = &pc->pg[i];
+	enum tier from = (enum tier)g->tier;
+	if (from == to)
+		return;
+	if (from == TIER_NONE) {
+		pc_emit(pc, g->key, from, to, MOVE_PLACE);
+		pc->ctr->places++;
+		g->dirty = 0;
+		g->flash = 0;
+	} else if (from == TIER_FLASH) {
+		pc_emit(pc, g->key, from, to, MOVE_LOAD);
+		pc->ctr->loads++;
+	} else {
+		pc_emit(pc, g->key, from, to, MOVE_MIGRATE);
+		pc->ctr->migrations++;
+		pc->used[from]--;
+	}
+	pc->used[to]++;
+	g->tier = (uint8_t)to;
+}
+
 static inline bool pc_full(const struct pc *pc, enum tier t)
 {
 	return pc->used[t] >= pc->capy[t];
