@@ -233,7 +233,6 @@ static int config_from_cli(struct fs_config *cfg, struct cli *c)
 	return 0;
 }
 
-/* Refuse a backing dir we could not write back into. */
 /* Every file the kernel holds a reference to keeps a descriptor open here
  * (its O_PATH inode, as in libfuse's passthrough_ll), and an open file two
  * more. The usual soft limit of 1024 ran out on the first tar of a source
@@ -268,6 +267,7 @@ static void raise_open_files(struct fs *fs)
 		 "three while it is open)", (unsigned long long)soft);
 }
 
+/* Refuse a backing dir we could not write back into. */
 static int check_backing(struct fs *fs)
 {
 	struct statvfs sv;

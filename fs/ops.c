@@ -5,6 +5,7 @@
 #define FUSE_USE_VERSION 314
 #include "fs/ops.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "fs/killpriv.h"
 
@@ -22,7 +23,6 @@
 #include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
 #define TIMEOUT 1.0
@@ -194,9 +194,7 @@ int fs_open_errno(struct fs *fs)
 	static _Atomic uint64_t last_ns;
 	if (e != EMFILE && e != ENFILE)
 		return e;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t now = clock_now_ns();
 	uint64_t was = atomic_load(&last_ns);
 	if ((was == 0 || now - was >= 60000000000ull) &&
 	    atomic_compare_exchange_strong(&last_ns, &was, now))
