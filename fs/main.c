@@ -242,6 +242,8 @@ static void raise_open_files(struct fs *fs)
 {
 	struct rlimit rl;
 	fs->datafd_budget = 256;
+	fs->inode_high = 512;
+	fs->inode_low = 400;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return;
 	rlim_t soft = rl.rlim_cur;
@@ -263,8 +265,14 @@ static void raise_open_files(struct fs *fs)
 	/* data fds of closed files are kept while they take at most a
 	 * quarter (fdata_close_idle) */
 	fs->datafd_budget = soft == RLIM_INFINITY ? UINT64_MAX : soft / 4;
+	/* looked-up inodes (one O_PATH fd each) up to half (forget.c): with
+	 * the data fds, a quarter is left for open files and directories */
+	fs->inode_high = soft == RLIM_INFINITY ? UINT64_MAX : soft / 2;
+	fs->inode_low = fs->inode_high - fs->inode_high / 5;
 	log_info("open files: up to %llu (one per file the kernel holds, "
-		 "three while it is open)", (unsigned long long)soft);
+		 "three while it is open; past %llu held, the kernel is asked to "
+		 "forget idle ones)", (unsigned long long)soft,
+		 (unsigned long long)fs->inode_high);
 }
 
 /* Refuse a backing dir we could not write back into. */
@@ -326,6 +334,9 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 	if (strcmp(cmd, "stats") != 0)
 		return -ENOENT;
 	fs->mgr[0]->ops->stats(fs->mgr[0], &bst);
+	pthread_mutex_lock(&fs->itab_lk);
+	uint64_t held = fs->ninodes;
+	pthread_mutex_unlock(&fs->itab_lk);
 	int n = snprintf(out, len,
 		"mountpoint: %s\n"
 		"backing: %s\n"
@@ -348,6 +359,8 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		"recovered_files: %llu\n"
 		"recovered_bytes: %llu\n"
 		"cached_files: %llu\n"
+		"inodes_held: %llu\n"
+		"forget_requests: %llu\n"
 		"killpriv_v2: %s\n",
 		fs->cfg.mountpoint, fs->cfg.backing, fs->cfg.nvram,
 		opts_format_size(bst.blocks_used * bst.block_size, a, sizeof(a)),
@@ -368,6 +381,8 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		(unsigned long long)atomic_load(&s->recovered_files),
 		(unsigned long long)atomic_load(&s->recovered_bytes),
 		(unsigned long long)bst.objs_used,
+		(unsigned long long)held,
+		(unsigned long long)atomic_load(&s->forget_asks),
 		killpriv_granted() ? "yes" : "no");
 	return n < 0 ? -EIO : (size_t)n >= len ? (ssize_t)len : n;
 }
@@ -465,6 +480,9 @@ int main(int argc, char **argv)
 		log_err("cannot start the write-back threads");
 		goto out_unmount;
 	}
+	if (forget_start(fs, se) < 0)
+		log_warn("cannot start the forget thread: the kernel keeps every "
+			 "file it looked up, one descriptor each");
 	{
 		char name[PATH_MAX];
 		ctl_name_from_path(fs->cfg.mountpoint, name, sizeof(name));
@@ -488,6 +506,7 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_destroy(lc);
 
 out_unmount:
+	forget_stop(fs);
 	fuse_session_unmount(se);
 	{
 		int left = engine_stop(fs);

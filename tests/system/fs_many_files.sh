@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # fs_many_files.sh - a tree of many files written through the mount (a tar
 # of a source tree, as a user's first try does) must not run the daemon out
-# of file descriptors. The daemon holds one per file the kernel keeps (its
-# O_PATH inode); it used to hold a second, the data descriptor, until the
-# kernel forgot the file, and to run with the soft limit it was started
-# with (1024 on most systems: EMFILE after about 500 files).
+# of file descriptors. The daemon holds one per file the kernel keeps
+# looked up (its O_PATH inode), and the kernel keeps them until memory runs
+# short; it used to hold a second, the data descriptor, as long, and to run
+# with the soft limit it was started with (1024 on most systems: EMFILE
+# after about 500 files).
 #  1. started with a soft limit of 256 (hard higher): it raises its own;
 #     2000 files;
-#  2. started with soft and hard limits of 700: 400 files written and
-#     closed need no more than one descriptor each, once data descriptors
-#     take a quarter of the limit.
+#  2. started with soft and hard limits of 700: 3000 files, more than the
+#     limit, written, closed, then read and stat'ed in bulk: the daemon asks
+#     the kernel to forget idle ones (forget.c).
 # Every file must read back the same through the mount and in the backing
 # directory after unmount.
 T_TIMEOUT=${T_TIMEOUT:-180}
@@ -42,21 +43,42 @@ for i in range(n):
         os.makedirs(os.path.join(root, d), exist_ok=True)
         with open(os.path.join(root, d, 'f%05d' % i), 'wb') as f:
             f.write((b'%07d' % i) * (2000 + 37 * (i % 1000)))
+# then moved about, in both trees alike: renamed to another directory,
+# hard-linked, unlinked (the daemon forgets by the name the kernel knows)
+for i in range(0, n, 3):
+    for root in (m, ref):
+        os.rename(os.path.join(root, 'd%02d' % (i % 20), 'f%05d' % i),
+                  os.path.join(root, 'd%02d' % ((i + 1) % 20), 'r%05d' % i))
+for i in range(1, n, 6):
+    for root in (m, ref):
+        os.link(os.path.join(root, 'd%02d' % (i % 20), 'f%05d' % i),
+                os.path.join(root, 'd%02d' % ((i + 7) % 20), 'l%05d' % i))
+for i in range(2, n, 6):
+    for root in (m, ref):
+        os.unlink(os.path.join(root, 'd%02d' % (i % 20), 'f%05d' % i))
 PY
   local held
   held=$(ls /proc/$pid/fd | wc -l)
   t_log "$1: $4 files written, the daemon holds $held descriptors ($(grep -o 'open files: up to [0-9]*' "$T_DIR/$1/log"))"
   diff -r "$T_DIR/$1/ref" "$M" >&2 || t_fail "$1: files read back differ"
+  # a lookup storm: find stats every file, fast
+  local nf
+  nf=$(find "$M" -type f -size +1k | wc -l)
+  local want
+  want=$(find "$T_DIR/$1/ref" -type f -size +1k | wc -l)
+  [ "$nf" = "$want" ] || t_fail "$1: find through the mount saw $nf of $want files"
+  t_log "$1: read back and stat'ed, $("$(t_bin nvcachectl)" stats "$M" | grep -E 'inodes_held|forget_requests' | tr '\n' ' ')"
   fusermount3 -u "$M" || t_fail "$1: unmount failed"
   for _ in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
   diff -r "$T_DIR/$1/ref" "$B" >&2 || t_fail "$1: the backing directory differs after unmount"
 }
 
 run soft 256 8192 2000
-run hard 700 700 400
+run hard 700 700 3000
 
-# 3. Past the limit: the user gets EMFILE, the daemon's log says why, and
-#    every file written before is there, in the mount and after unmount.
+# 3. Past the limit (files held open, which cannot be forgotten): the user
+#    gets EMFILE, the daemon's log says why, and every file written before
+#    is there, in the mount and after unmount.
 M=$T_DIR/over/m B=$T_DIR/over/b
 mkdir -p "$M" "$B"
 prlimit --nofile=200:200 "$bin" "$M" \
@@ -68,10 +90,13 @@ t_cleanup "t_umount $M"
 t_wait 20 t_is_mounted "$M" || { cat "$T_DIR/over/log"; t_fail "over: no mount"; }
 n=$(python3 - "$M" <<'PY'
 import errno, os, sys
+held = []
 for i in range(1000):
     try:
-        with open(os.path.join(sys.argv[1], 'f%04d' % i), 'wb') as f:
-            f.write(b'%04d' % i * 1000)
+        f = open(os.path.join(sys.argv[1], 'f%04d' % i), 'wb')
+        held.append(f)
+        f.write(b'%04d' % i * 1000)
+        f.flush()
     except OSError as e:
         assert e.errno == errno.EMFILE, e
         print(i)
