@@ -2,17 +2,22 @@
  * fd here, under the open-files limit (fs.h, "forget.c").
  *
  * The kernel forgets a FUSE inode when its last dentry goes, and it drops
- * unused dentries only under memory pressure: a tar of 100,000 files into
- * the mount, or a find over one, kept 100,000 fds open here. Past
- * fs->inode_high this thread asks it to drop the entries of idle inodes
- * (no open handle, no queued write-back, no request since the previous
- * scan) with FUSE_NOTIFY_INVAL_ENTRY. The kernel then sends FORGET and
- * forget_one closes the fd; a later use is one lookup again.
+ * unused dentries only under memory pressure: a tar of 25,000 files into
+ * the mount kept 25,000 fds open here, past the usual hard limit. Past
+ * fs->inode_high this thread sends the kernel FUSE_NOTIFY_PRUNE with the
+ * node ids of idle inodes (no open handle, no queued write-back, no
+ * request since the previous scan). The kernel drops only the dentries
+ * nobody uses (d_prune_aliases): not a working directory, a mount point,
+ * an open file or a directory with cached children. Inodes left with none
+ * are evicted, FORGET comes, and forget_one closes the fd; a later use is
+ * one lookup again. It takes no directory lock, so it never waits for a
+ * request in flight (FUSE_NOTIFY_INVAL_ENTRY would: it hung the daemon at
+ * SIGTERM, and it detaches mounts on the entries it drops).
  *
- * The notification takes the parent directory's lock in the kernel, which
- * a request in flight in that directory may hold: it is only ever sent
- * from this thread, never from a request's, so it waits and cannot
- * deadlock. */
+ * FUSE_NOTIFY_PRUNE came with Linux 6.18 (protocol 7.45). libfuse 3.14
+ * cannot send it, so it is written to the session's fd here. On an older
+ * kernel it is refused (EINVAL): the log says so once, and files stay
+ * looked up until the kernel forgets them, as before. */
 #define FUSE_USE_VERSION 314
 #include "fs/fs.h"
 
@@ -23,9 +28,24 @@
 #include <fuse_lowlevel.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 
-#define BATCH 256
+/* The kernel's ABI (include/uapi/linux/fuse.h, 7.45); Debian 12's headers
+ * predate it. */
+#define NOTIFY_PRUNE 9
+struct notify_out_header {
+	uint32_t len;
+	int32_t code;    /* error field: the notify code */
+	uint64_t unique; /* 0: a notification */
+};
+struct notify_prune_out {
+	uint32_t count;
+	uint32_t padding;
+	uint64_t spare;
+};
+
+#define BATCH 512
 
 struct fs_forget {
 	struct fs *fs;
@@ -33,44 +53,58 @@ struct fs_forget {
 	pthread_t th;
 	pthread_mutex_t lk;
 	pthread_cond_t cv;
-	bool kicked, stop;
+	bool kicked, stop, unsupported;
 	atomic_bool pending;  /* a kick is waiting: later ones need no lock */
 	uint64_t logged_ns;
 };
 
+/* Ask the kernel to prune n node ids. 0, or -errno. */
+static int send_prune(struct fs_forget *f, uint64_t *ids, size_t n)
+{
+	struct notify_prune_out po = { .count = (uint32_t)n };
+	struct notify_out_header oh = {
+		.len = (uint32_t)(sizeof(oh) + sizeof(po) + n * sizeof(*ids)),
+		.code = NOTIFY_PRUNE,
+	};
+	struct iovec iov[3] = {
+		{ &oh, sizeof(oh) }, { &po, sizeof(po) }, { ids, n * sizeof(*ids) },
+	};
+	ssize_t w = writev(fuse_session_fd(f->se), iov, 3);
+	return w < 0 ? -errno : 0;
+}
+
 /* Ask the kernel to forget idle inodes until the table is down to
- * inode_low (what it answers comes as FORGETs, later). False if some were
- * wanted and none was idle. */
-static bool sweep(struct fs_forget *f, struct fs_idle *batch)
+ * inode_low (what it answers comes as FORGETs). False if some were wanted
+ * and none was idle. */
+static bool sweep(struct fs_forget *f, uint64_t *batch)
 {
 	struct fs *fs = f->fs;
-	uint64_t held, pending, asked = 0;
+	uint64_t held, asked = 0;
 
-	/* those asked already go as their FORGETs come in */
 	pthread_mutex_lock(&fs->itab_lk);
 	held = fs->ninodes;
-	pending = fs->nasked;
 	pthread_mutex_unlock(&fs->itab_lk);
-	if (held - pending <= fs->inode_low)
+	if (held <= fs->inode_low)
 		return true;
-	uint64_t want = held - pending - fs->inode_low;
-	while (asked < want) {
-		/* room for one inode's names at least */
-		uint64_t cap = want - asked;
-		cap = cap < NAMES_MAX ? NAMES_MAX : cap > BATCH ? BATCH : cap;
-		size_t n = fs_idle_inodes(fs, batch, cap);
-		if (n == 0) {
-			fs_idle_done(fs);
+	uint64_t want = held - fs->inode_low;
+	while (asked < want && !fuse_session_exited(f->se)) {
+		size_t n = fs_idle_inodes(fs, batch, want - asked < BATCH ? want - asked : BATCH);
+		if (n == 0)
+			break;
+		int r = send_prune(f, batch, n);
+		if (r == -EINVAL) {
+			f->unsupported = true;
+			log_warn("this kernel cannot be asked to forget files "
+				 "(FUSE_NOTIFY_PRUNE needs Linux 6.18): each file it "
+				 "keeps looked up holds a descriptor here, %llu now; "
+				 "past the open-files limit, lookups fail with EMFILE",
+				 (unsigned long long)held);
+			return true;
+		}
+		if (r < 0) {
+			log_debug("prune: %s", strerror(-r));
 			break;
 		}
-		for (size_t i = 0; i < n; i++) {
-			int r = fuse_lowlevel_notify_inval_entry(f->se, batch[i].pnode,
-					batch[i].name, strlen(batch[i].name));
-			/* -ENOENT: the kernel had already dropped it */
-			if (r < 0 && r != -ENOENT)
-				log_debug("forget %s: %s", batch[i].name, strerror(-r));
-		}
-		fs_idle_done(fs);
 		asked += n;
 	}
 	if (asked == 0)
@@ -90,14 +124,14 @@ static bool sweep(struct fs_forget *f, struct fs_idle *batch)
 static void *forget_main(void *arg)
 {
 	struct fs_forget *f = arg;
-	struct fs_idle *batch = malloc(BATCH * sizeof(*batch));
+	uint64_t *batch = malloc(BATCH * sizeof(*batch));
 
 	if (!batch) {
 		log_warn("forget thread: out of memory; idle files stay looked up");
 		return NULL;
 	}
 	pthread_mutex_lock(&f->lk);
-	while (!f->stop) {
+	while (!f->stop && !f->unsupported) {
 		if (!f->kicked) {
 			pthread_cond_wait(&f->cv, &f->lk);
 			continue;
@@ -105,10 +139,12 @@ static void *forget_main(void *arg)
 		f->kicked = false;
 		atomic_store(&f->pending, false);
 		pthread_mutex_unlock(&f->lk);
-		/* nothing idle (all open, say): the table was walked twice
-		 * for nothing; not again at every lookup */
-		if (!sweep(f, batch))
-			nanosleep(&(struct timespec){ .tv_nsec = 50000000 }, NULL);
+		bool found = sweep(f, batch);
+		/* the FORGETs come back over the next moments: counted again
+		 * before then, the same inodes would be asked for again; and
+		 * with nothing idle (all open, say) the table was walked twice
+		 * for nothing */
+		nanosleep(&(struct timespec){ .tv_nsec = found ? 2000000 : 50000000 }, NULL);
 		pthread_mutex_lock(&f->lk);
 	}
 	pthread_mutex_unlock(&f->lk);

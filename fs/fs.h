@@ -10,7 +10,7 @@
  *       truncate never interleaves with data moving in or out of the cache.
  *   fs_inode.lk (mutex): the inode's cache fields (size, obj, opens, flags).
  *   fs.wb_lk: the dirty list, wb_due, the prefetch queue.
- *   fs.itab_lk: the inode table, nlookup, refs, names, asked.
+ *   fs.itab_lk: the inode table, nlookup, refs.
  * The cache managers do their own locking (cache_mgr.h). */
 #pragma once
 #include <pthread.h>
@@ -22,7 +22,6 @@
 #include <time.h>
 
 #include "fs/cache_mgr.h"
-#include "fs/names.h"
 #include "fs/stripe.h"
 
 struct fs_config {
@@ -49,10 +48,6 @@ struct fs_inode {
 	struct fs_inode *hnext;  /* itab chain (itab_lk) */
 	uint64_t nlookup;        /* kernel's lookups (itab_lk) */
 	uint32_t refs;           /* handles, queues (itab_lk) */
-	/* the names the kernel looked it up by, for asking it to forget the
-	 * inode (forget.c; itab_lk) */
-	struct fs_name *names;
-	bool asked;              /* asked to be forgotten since its last lookup */
 	atomic_bool touched;     /* a request used it since the last idle scan */
 	/* privileges (killpriv.h): pgen counts completed changes of the
 	 * backing inode's mode, owner or xattrs; a fact below holds only if
@@ -107,10 +102,7 @@ struct fs {
 	struct fs_inode **itab;
 	size_t itab_size;
 	uint64_t ninodes;          /* in itab, each holding an O_PATH fd */
-	uint64_t nasked;           /* of which asked to be forgotten */
 	size_t idle_hand;          /* fs_idle_inodes' clock hand */
-	bool idle_scanning;        /* from fs_idle_inodes to fs_idle_done */
-	struct fs_inode *idle_freed; /* freed meanwhile, memory kept */
 	/* more inodes than inode_high: ask the kernel to forget idle ones
 	 * down to inode_low (forget.c) */
 	uint64_t inode_high, inode_low;
@@ -140,25 +132,17 @@ void fs_inode_unref(struct fs *fs, struct fs_inode *ino);
  * up to want closed, clean files. Call with no inode lock held. */
 size_t fs_reclaim_objs(struct fs *fs, size_t want);
 
-/* The names (up to max) of inodes that nothing here uses (no open handle,
- * no queue) and no request touched since the previous scan, each inode
- * marked asked: to ask the kernel to forget them (forget.c). A clock hand
- * over the table: an inode touched since the last pass is spared once. */
-struct fs_idle {
-	uint64_t pnode;
-	char name[NAME_BYTES];
-};
-size_t fs_idle_inodes(struct fs *fs, struct fs_idle *out, size_t max);
-/* The node ids fs_idle_inodes gave are sent: inodes freed since may have
- * their memory (their node id) reused. Until then it is kept, so that a
- * node id sent always means the inode it was read from, or none. */
-void fs_idle_done(struct fs *fs);
+/* The node ids of up to max inodes that the kernel holds and nothing here
+ * uses (no open handle, no queue) and no request touched since the
+ * previous scan: a clock hand over the table, an inode touched since the
+ * last pass is spared once. For forget.c. */
+size_t fs_idle_inodes(struct fs *fs, uint64_t *out, size_t max);
 
 /* forget.c: the kernel keeps an inode looked up for as long as it keeps
  * its dentry, and each costs us an O_PATH fd: past inode_high, a thread
- * asks it to drop idle entries (FUSE_NOTIFY_INVAL_ENTRY); it then sends
- * FORGET and the fd is closed. Without this a tree with more files than
- * the open-files limit, written or walked once, ran the daemon out. */
+ * asks it to prune the unused entries of idle inodes (FUSE_NOTIFY_PRUNE,
+ * Linux 6.18); it then sends FORGET and the fd is closed. Without this a
+ * tree with more files than the open-files limit ran the daemon out. */
 struct fuse_session;
 int forget_start(struct fs *fs, struct fuse_session *se);
 void forget_stop(struct fs *fs);

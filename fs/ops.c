@@ -65,18 +65,8 @@ static void inode_free(struct fs *fs, struct fs_inode *ino)
 	fdata_release_obj(fs, ino);
 	fdata_drop_datafd(fs, ino);
 	close(ino->fd);
-	names_free(&ino->names);
 	pthread_rwlock_destroy(&ino->io);
 	pthread_mutex_destroy(&ino->lk);
-	/* its address is a node id: while the forget thread sends node ids
-	 * it read, reusing it could point one at a new inode */
-	pthread_mutex_lock(&fs->itab_lk);
-	if (fs->idle_scanning) {
-		ino->hnext = fs->idle_freed;
-		fs->idle_freed = ino;
-		ino = NULL;
-	}
-	pthread_mutex_unlock(&fs->itab_lk);
 	free(ino);
 }
 
@@ -91,7 +81,6 @@ static bool inode_unused(struct fs *fs, struct fs_inode *ino)
 	if (*pp) {
 		*pp = ino->hnext;
 		fs->ninodes--;
-		fs->nasked -= ino->asked;
 	}
 	return true;
 }
@@ -226,72 +215,18 @@ int fs_open_errno(struct fs *fs)
 	return e;
 }
 
-/* The kernel looked ino up again (itab_lk held): not asked any more. */
-static void inode_used(struct fs *fs, struct fs_inode *ino)
-{
-	if (ino->asked) {
-		ino->asked = false;
-		fs->nasked--;
-	}
-	atomic_store_explicit(&ino->touched, true, memory_order_relaxed);
-}
-
-/* The kernel now knows ino as parent/name too (itab_lk held). Out of
- * memory, the name is not kept: the inode may then stay held, which
- * costs one fd. */
-static void inode_named(struct fs *fs, struct fs_inode *ino,
-			struct fs_inode *parent, const char *name)
-{
-	inode_used(fs, ino);
-	names_add(&ino->names, parent->dev, parent->ino, name);
-}
-
-/* The node id the kernel knows the directory (dev, ino) by; 0 if it is no
- * longer in the table (itab_lk held). */
-static uint64_t parent_node(struct fs *fs, dev_t dev, ino_t ino)
-{
-	if (fs->root.dev == dev && fs->root.ino == ino)
-		return FUSE_ROOT_ID;
-	for (struct fs_inode *i = fs->itab[ihash(fs, dev, ino)]; i; i = i->hnext)
-		if (i->dev == dev && i->ino == ino)
-			return i->nlookup ? (uint64_t)(uintptr_t)i : 0;
-	return 0;
-}
-
-size_t fs_idle_inodes(struct fs *fs, struct fs_idle *out, size_t max)
+size_t fs_idle_inodes(struct fs *fs, uint64_t *out, size_t max)
 {
 	size_t n = 0;
 
 	pthread_mutex_lock(&fs->itab_lk);
-	fs->idle_scanning = true;
 	/* two laps at most: the first clears touched bits the second reads */
 	for (size_t k = 0; k < 2 * fs->itab_size && n < max; k++) {
-		for (struct fs_inode *i = fs->itab[fs->idle_hand]; i && n < max;
-		     i = i->hnext) {
-			bool touched = atomic_exchange_explicit(&i->touched, false,
-								memory_order_relaxed);
-			/* asked, yet still used: the kernel kept it (open, a
-			 * cwd, another link): it may be asked again later */
-			if (i->asked && touched) {
-				i->asked = false;
-				fs->nasked--;
-			}
-			if (i->refs || !i->nlookup || !i->names || i->asked || touched)
-				continue;
-			if (n + names_count(i->names) > max)
-				break;
-			i->asked = true;
-			fs->nasked++;
-			for (struct fs_name *nm = i->names; nm; nm = nm->next) {
-				/* a parent gone: the kernel dropped the entry */
-				if (!(out[n].pnode = parent_node(fs, nm->pdev, nm->pino)))
-					continue;
-				strcpy(out[n].name, nm->name);
-				n++;
-			}
-		}
-		if (n + NAMES_MAX > max && n > 0)
-			break;
+		for (struct fs_inode *i = fs->itab[fs->idle_hand]; i; i = i->hnext)
+			if (!atomic_exchange_explicit(&i->touched, false,
+						      memory_order_relaxed) &&
+			    !i->refs && i->nlookup && n < max)
+				out[n++] = (uint64_t)(uintptr_t)i;
 		fs->idle_hand = (fs->idle_hand + 1) % fs->itab_size;
 		/* let lookups in now and then: a lap is 64K buckets */
 		if (k % 4096 == 4095) {
@@ -301,20 +236,6 @@ size_t fs_idle_inodes(struct fs *fs, struct fs_idle *out, size_t max)
 	}
 	pthread_mutex_unlock(&fs->itab_lk);
 	return n;
-}
-
-void fs_idle_done(struct fs *fs)
-{
-	pthread_mutex_lock(&fs->itab_lk);
-	struct fs_inode *i = fs->idle_freed;
-	fs->idle_freed = NULL;
-	fs->idle_scanning = false;
-	pthread_mutex_unlock(&fs->itab_lk);
-	while (i) {
-		struct fs_inode *next = i->hnext;
-		free(i);
-		i = next;
-	}
 }
 
 static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
@@ -367,7 +288,7 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 		kick = ++fs->ninodes > fs->inode_high;
 	}
 	ino->nlookup++;
-	inode_named(fs, ino, parent, name);
+	atomic_store_explicit(&ino->touched, true, memory_order_relaxed);
 	pthread_mutex_unlock(&fs->itab_lk);
 	if (kick)
 		forget_kick(fs);
@@ -703,24 +624,6 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, unlinkat(I(req, parent)->fd, name, AT_REMOVEDIR) < 0 ? errno : 0);
 }
 
-/* The kernel moved its dentry from/fname to to/tname: the inode there is
- * known by the new name now (no lookup will tell us). */
-static void renamed(struct fs *fs, struct fs_inode *from, const char *fname,
-		    struct fs_inode *to, const char *tname)
-{
-	struct stat st;
-	struct fs_inode *ino;
-
-	if (fstatat(to->fd, tname, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !(ino = inode_find(fs, st.st_dev, st.st_ino)) || ino == &fs->root)
-		return;
-	pthread_mutex_lock(&fs->itab_lk);
-	inode_used(fs, ino);
-	names_move(&ino->names, from->dev, from->ino, fname, to->dev, to->ino, tname);
-	pthread_mutex_unlock(&fs->itab_lk);
-	fs_inode_unref(fs, ino);
-}
-
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname,
 		      unsigned int flags)
@@ -738,9 +641,6 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return (void)fuse_reply_err(req, e);
 	}
 	maybe_doom(fs, victim);
-	renamed(fs, I(req, parent), name, I(req, newparent), newname);
-	if (flags & RENAME_EXCHANGE)
-		renamed(fs, I(req, newparent), newname, I(req, parent), name);
 	fuse_reply_err(req, 0);
 }
 
