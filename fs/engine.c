@@ -421,9 +421,17 @@ static void prefetch_file(struct fs *fs, struct fs_inode *ino)
 	struct bstore_stats st;
 	struct io_uring ring;
 
-	if (io_uring_queue_init(PREFETCH_BATCH * 2, &ring, 0) < 0) {
-		log_warn("prefetch: io_uring unavailable; files are fetched on "
-			 "demand only");
+	int r0 = io_uring_queue_init(PREFETCH_BATCH * 2, &ring, 0);
+	if (r0 < 0) {
+		/* out of descriptors, say, in a burst of lookups: once a
+		 * minute is enough to tell */
+		static uint64_t said_ns;
+		uint64_t now = clock_now_ns();
+		if (said_ns == 0 || now - said_ns >= 60000000000ull) {
+			said_ns = now;
+			log_warn("prefetch: io_uring: %s; files are fetched on "
+				 "demand meanwhile", strerror(-r0));
+		}
 		return;
 	}
 	for (uint64_t blk = 0; !fs->stop; ) {

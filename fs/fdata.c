@@ -55,8 +55,11 @@ int fdata_datafd(struct fs *fs, struct fs_inode *ino)
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
 	/* the cache reads (prefetch) and writes (write-back) whatever mode
 	 * the user opened with; an immutable file only allows reading */
-	ino->datafd = open(proc, O_RDWR | O_CLOEXEC);
-	if (ino->datafd < 0)
+	int tries = 0;
+	do
+		ino->datafd = open(proc, O_RDWR | O_CLOEXEC);
+	while (ino->datafd < 0 && forget_retry(fs, &tries));
+	if (ino->datafd < 0 && errno != EMFILE && errno != ENFILE)
 		ino->datafd = open(proc, O_RDONLY | O_CLOEXEC);
 	if (ino->datafd < 0)
 		return -fs_open_errno(fs);

@@ -56,6 +56,10 @@ struct fs_forget {
 	bool kicked, stop, unsupported;
 	atomic_bool pending;  /* a kick is waiting: later ones need no lock */
 	uint64_t logged_ns;
+	/* requests waiting for a descriptor (forget_wait), woken by
+	 * forget_freed */
+	pthread_cond_t freed_cv;
+	atomic_uint waiters;
 };
 
 /* Ask the kernel to prune n node ids. 0, or -errno. */
@@ -121,6 +125,8 @@ static bool sweep(struct fs_forget *f, uint64_t *batch)
 	return true;
 }
 
+static struct fs *fs_of(struct fs_forget *f) { return f->fs; }
+
 static void *forget_main(void *arg)
 {
 	struct fs_forget *f = arg;
@@ -143,9 +149,16 @@ static void *forget_main(void *arg)
 		/* the FORGETs come back over the next moments: counted again
 		 * before then, the same inodes would be asked for again; and
 		 * with nothing idle (all open, say) the table was walked twice
-		 * for nothing */
-		nanosleep(&(struct timespec){ .tv_nsec = found ? 2000000 : 50000000 }, NULL);
+		 * for nothing. Still over the mark, though, lookups outrun a
+		 * pause (8 parallel lstat loops did, at a limit of 600). */
+		pthread_mutex_lock(&fs_of(f)->itab_lk);
+		bool over = fs_of(f)->ninodes > fs_of(f)->inode_high;
+		pthread_mutex_unlock(&fs_of(f)->itab_lk);
+		if (!found || !over)
+			nanosleep(&(struct timespec){ .tv_nsec = found ? 2000000 : 50000000 }, NULL);
 		pthread_mutex_lock(&f->lk);
+		if (found && over)
+			f->kicked = true;
 	}
 	pthread_mutex_unlock(&f->lk);
 	free(batch);
@@ -162,10 +175,12 @@ int forget_start(struct fs *fs, struct fuse_session *se)
 	f->se = se;
 	pthread_mutex_init(&f->lk, NULL);
 	pthread_cond_init(&f->cv, NULL);
+	pthread_cond_init(&f->freed_cv, NULL);
 	int r = pthread_create(&f->th, NULL, forget_main, f);
 	if (r != 0) {
 		pthread_mutex_destroy(&f->lk);
 		pthread_cond_destroy(&f->cv);
+		pthread_cond_destroy(&f->freed_cv);
 		free(f);
 		return -r;
 	}
@@ -185,6 +200,49 @@ void forget_kick(struct fs *fs)
 	pthread_mutex_unlock(&f->lk);
 }
 
+bool forget_wait(struct fs *fs)
+{
+	struct fs_forget *f = fs->forget;
+
+	if (!f || f->unsupported || f->stop)
+		return false;
+	forget_kick(fs);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 5000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	atomic_fetch_add(&f->waiters, 1);
+	pthread_mutex_lock(&f->lk);
+	pthread_cond_timedwait(&f->freed_cv, &f->lk, &until);
+	pthread_mutex_unlock(&f->lk);
+	atomic_fetch_sub(&f->waiters, 1);
+	return true;
+}
+
+bool forget_retry(struct fs *fs, int *tries)
+{
+	int e = errno;
+	if ((e != EMFILE && e != ENFILE) || ++*tries > 20)
+		return false;
+	bool again = forget_wait(fs);
+	errno = e;
+	return again;
+}
+
+void forget_freed(struct fs *fs)
+{
+	struct fs_forget *f = fs->forget;
+
+	if (f && atomic_load(&f->waiters)) {
+		pthread_mutex_lock(&f->lk);
+		pthread_cond_broadcast(&f->freed_cv);
+		pthread_mutex_unlock(&f->lk);
+	}
+}
+
 void forget_stop(struct fs *fs)
 {
 	struct fs_forget *f = fs->forget;
@@ -196,8 +254,17 @@ void forget_stop(struct fs *fs)
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->lk);
 	pthread_join(f->th, NULL);
+}
+
+void forget_free(struct fs *fs)
+{
+	struct fs_forget *f = fs->forget;
+
+	if (!f)
+		return;
 	fs->forget = NULL;
 	pthread_mutex_destroy(&f->lk);
 	pthread_cond_destroy(&f->cv);
+	pthread_cond_destroy(&f->freed_cv);
 	free(f);
 }

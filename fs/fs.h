@@ -145,9 +145,21 @@ size_t fs_idle_inodes(struct fs *fs, uint64_t *out, size_t max);
  * tree with more files than the open-files limit ran the daemon out. */
 struct fuse_session;
 int forget_start(struct fs *fs, struct fuse_session *se);
+/* Stop the thread (the session loop has ended). forget_free, once no
+ * inode can be freed any more, frees its state. */
 void forget_stop(struct fs *fs);
+void forget_free(struct fs *fs);
 /* do_lookup added an inode past inode_high: wake the thread. */
 void forget_kick(struct fs *fs);
+/* An open just failed with errno: if it was EMFILE or ENFILE and the
+ * thread can free descriptors, wake it, wait for an inode to be freed (at
+ * most 5 ms) and return true: the caller tries again, 20 times at most
+ * (*tries counts). errno is kept. Lookups may outrun the thread for a
+ * moment; they wait for it instead of failing. */
+bool forget_retry(struct fs *fs, int *tries);
+bool forget_wait(struct fs *fs);
+/* An inode was freed (its fd closed): wake forget_wait. */
+void forget_freed(struct fs *fs);
 
 /* the manager owning block blk of the file */
 struct cache_mgr *fs_mgr_for(struct fs *fs, struct fs_inode *ino, uint64_t blk);

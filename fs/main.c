@@ -526,6 +526,7 @@ out:
 	}
 	if (fs->itab)
 		fs_inodes_free(fs);
+	forget_free(fs);
 	/* forget clean cached data; dirty data stays for the next mount */
 	if (fs->mgr[0]) {
 		struct cache_mgr *m = fs->mgr[0];

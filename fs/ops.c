@@ -68,6 +68,7 @@ static void inode_free(struct fs *fs, struct fs_inode *ino)
 	pthread_rwlock_destroy(&ino->io);
 	pthread_mutex_destroy(&ino->lk);
 	free(ino);
+	forget_freed(fs);
 }
 
 /* Unlink from the table if unused (itab_lk held); true if the caller must free. */
@@ -220,8 +221,10 @@ size_t fs_idle_inodes(struct fs *fs, uint64_t *out, size_t max)
 	size_t n = 0;
 
 	pthread_mutex_lock(&fs->itab_lk);
-	/* two laps at most: the first clears touched bits the second reads */
-	for (size_t k = 0; k < 2 * fs->itab_size && n < max; k++) {
+	/* two laps at most: the first clears touched bits the second reads;
+	 * the second only if the first found none (it would find them again) */
+	for (size_t k = 0; k < 2 * fs->itab_size && n < max &&
+	     !(k == fs->itab_size && n > 0); k++) {
 		for (struct fs_inode *i = fs->itab[fs->idle_hand]; i; i = i->hnext)
 			if (!atomic_exchange_explicit(&i->touched, false,
 						      memory_order_relaxed) &&
@@ -247,7 +250,10 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 	memset(e, 0, sizeof(*e));
 	e->attr_timeout = TIMEOUT;
 	e->entry_timeout = TIMEOUT;
-	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int tries = 0;
+	do
+		fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	while (fd < 0 && forget_retry(fs, &tries));
 	if (fd < 0)
 		return -fs_open_errno(fs);
 	r = fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
@@ -415,7 +421,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void op_forget(fuse_req_t req, fuse_ino_t n, uint64_t nlookup)
 {
-	forget_one(FS(req), I(req, n), nlookup);
+	/* not I(): that would mark it used */
+	forget_one(FS(req), (struct fs_inode *)(uintptr_t)n, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -423,7 +430,7 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 			    struct fuse_forget_data *f)
 {
 	for (size_t i = 0; i < count; i++)
-		forget_one(FS(req), I(req, f[i].ino), f[i].nlookup);
+		forget_one(FS(req), (struct fs_inode *)(uintptr_t)f[i].ino, f[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -659,7 +666,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 
 	if (!d)
 		return (void)fuse_reply_err(req, ENOMEM);
-	fd = openat(I(req, n)->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int tries = 0;
+	do
+		fd = openat(I(req, n)->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	while (fd < 0 && forget_retry(FS(req), &tries));
 	if (fd < 0 || !(d->dp = fdopendir(fd))) {
 		int e = fd < 0 ? fs_open_errno(FS(req)) : errno;
 		if (fd >= 0)
@@ -793,7 +803,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	bool existed = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 
 	mode = take_caller_umask(req, mode);
-	fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
+	int tries = 0;
+	do
+		fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
+	while (fd < 0 && forget_retry(fs, &tries));
 	if (fd < 0)
 		return (void)fuse_reply_err(req, fs_open_errno(fs));
 	if (!existed)
@@ -824,7 +837,10 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
 	/* the kernel does O_APPEND positioning itself; truncation is ours */
-	fd = open(proc, (fi->flags & ~(O_NOFOLLOW | O_TRUNC | O_CREAT | O_EXCL)) | O_CLOEXEC);
+	int tries = 0;
+	do
+		fd = open(proc, (fi->flags & ~(O_NOFOLLOW | O_TRUNC | O_CREAT | O_EXCL)) | O_CLOEXEC);
+	while (fd < 0 && forget_retry(FS(req), &tries));
 	if (fd < 0)
 		return (void)fuse_reply_err(req, fs_open_errno(FS(req)));
 	r = open_common(req, ino, fd, fi->flags, false, fi);
