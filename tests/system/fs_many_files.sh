@@ -24,16 +24,22 @@ export NVCACHE_RUN_DIR=$T_DIR/run
 [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 4096 ] ||
   t_skip "the hard open-files limit here is $(ulimit -Hn), below this test's 4096"
 
-run() {  # run NAME SOFT HARD FILES
-  local M=$T_DIR/$1/m B=$T_DIR/$1/b
-  mkdir -p "$M" "$B" "$T_DIR/$1/ref"
+start() {  # start NAME SOFT HARD: the daemon on $T_DIR/NAME/m; sets M B pid
+  M=$T_DIR/$1/m B=$T_DIR/$1/b
+  mkdir -p "$M" "$B"
   prlimit --nofile="$2:$3" "$bin" "$M" \
     -o "backing=$B,nvram=$T_SHM/$1.nv,cache_size=64M,writeback_delay=0.1" -f \
     >"$T_DIR/$1/log" 2>&1 &
-  local pid=$!
+  pid=$!
   t_cleanup "kill -9 $pid"
   t_cleanup "t_umount $M"
   t_wait 20 t_is_mounted "$M" || { cat "$T_DIR/$1/log"; t_fail "$1: no mount"; }
+}
+
+run() {  # run NAME SOFT HARD FILES
+  local M B pid
+  start "$1" "$2" "$3"
+  mkdir -p "$T_DIR/$1/ref"
   # files of 1-3 blocks in 20 directories, each written, closed, left
   python3 - "$M" "$T_DIR/$1/ref" "$4" <<'PY' || { tail -5 "$T_DIR/$1/log" >&2; t_fail "$1: writing $4 files through the mount failed"; }
 import os, sys
@@ -89,16 +95,9 @@ fi
 #     the daemon stops on SIGTERM during a storm of lookups (that one
 #     waited for directory locks and hung it).
 if printf '%s\n' 6.18 "$(uname -r)" | sort -V -C; then
-  M=$T_DIR/keep/m B=$T_DIR/keep/b
-  mkdir -p "$M" "$B" "$T_DIR/keep/src"
+  start keep 600 600
+  mkdir -p "$T_DIR/keep/src"
   echo bound >"$T_DIR/keep/src/file"
-  prlimit --nofile=600:600 "$bin" "$M" \
-    -o "backing=$B,nvram=$T_SHM/keep.nv,cache_size=64M,writeback_delay=0.1" -f \
-    >"$T_DIR/keep/log" 2>&1 &
-  pid=$!
-  t_cleanup "kill -9 $pid"
-  t_cleanup "t_umount $M"
-  t_wait 20 t_is_mounted "$M" || { cat "$T_DIR/keep/log"; t_fail "keep: no mount"; }
   mkdir -p "$M/mp" "$M/cwd"
   echo orig >"$M/target"
   mount -t tmpfs nvtest-keep "$M/mp" || t_fail "keep: tmpfs mount"
@@ -142,15 +141,7 @@ fi
 # 3. Past the limit (files held open, which cannot be forgotten): the user
 #    gets EMFILE, the daemon's log says why, and every file written before
 #    is there, in the mount and after unmount.
-M=$T_DIR/over/m B=$T_DIR/over/b
-mkdir -p "$M" "$B"
-prlimit --nofile=200:200 "$bin" "$M" \
-  -o "backing=$B,nvram=$T_SHM/over.nv,cache_size=64M,writeback_delay=0.1" -f \
-  >"$T_DIR/over/log" 2>&1 &
-pid=$!
-t_cleanup "kill -9 $pid"
-t_cleanup "t_umount $M"
-t_wait 20 t_is_mounted "$M" || { cat "$T_DIR/over/log"; t_fail "over: no mount"; }
+start over 200 200
 n=$(python3 - "$M" <<'PY'
 import errno, os, sys
 held = []
