@@ -519,22 +519,30 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr,
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
 		struct stat st;
-		if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISLNK(st.st_mode))
+		bool link = fstatat(ino->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(st.st_mode);
+		/* Under ino->lk: a write-back that ends puts ino->mtime back
+		 * on the backing file (its own writes moved it), and must put
+		 * these times, not the older ones, whichever comes first. */
+		pthread_mutex_lock(&ino->lk);
+		if (link)
 			r = utimensat(ino->fd, "", tv, AT_EMPTY_PATH);
 		else if (fi)
 			r = futimens(((struct handle *)(uintptr_t)fi->fh)->fd, tv);
 		else
 			r = utimensat(AT_FDCWD, proc, tv, 0);
-		if (r < 0)
+		int e = errno;
+		/* The time just set is the file's; write-back keeps it. Not
+		 * read back from the backing file: a write-back's write may
+		 * already have moved it again. */
+		if (r == 0 && ino->mtime_dirty && tv[1].tv_nsec == UTIME_NOW)
+			clock_gettime(CLOCK_REALTIME, &ino->mtime);
+		else if (r == 0 && ino->mtime_dirty && tv[1].tv_nsec != UTIME_OMIT)
+			ino->mtime = tv[1];
+		pthread_mutex_unlock(&ino->lk);
+		if (r < 0) {
+			errno = e;
 			goto err;
-		/* the times just set are the file's; write-back keeps them */
-		struct stat now;
-		if (fstatat(ino->fd, "", &now, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0) {
-			pthread_mutex_lock(&ino->lk);
-			if (ino->mtime_dirty)
-				ino->mtime = now.st_mtim;
-			pthread_mutex_unlock(&ino->lk);
 		}
 	}
 	return op_getattr(req, n, fi);

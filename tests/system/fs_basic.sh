@@ -33,6 +33,17 @@ t_log "$(wc -l <"$T_DIR/m.out") operation results identical"
 # for them (a stale "none" learnt by a racing getxattr kept them)
 python3 "$here/fs_caps_race.py" "$T_DIR/m" "$T_DIR/b" 2000 >&2 || t_fail "a write through the mount kept file capabilities"
 
+# times set while the write-back of the last close writes the file stay
+# (a second mount whose write-back starts at the close)
+mkdir -p "$T_DIR/b0" "$T_DIR/m0"
+"$bin" "$T_DIR/m0" -o "backing=$T_DIR/b0,nvram=$T_SHM/nv0,cache_size=64M,writeback_delay=0" -f \
+  >"$T_DIR/log0" 2>&1 &
+pid0=$!
+t_cleanup "kill -9 $pid0"
+t_cleanup "t_umount $T_DIR/m0"
+t_wait 20 t_is_mounted "$T_DIR/m0" || { cat "$T_DIR/log0"; t_fail "no second mount"; }
+python3 "$here/fs_mtime_race.py" "$T_DIR/m0" "$T_DIR/b0" 600 >&2 || t_fail "times set right after a close were lost to its write-back"
+
 # stats answer on the control socket
 if ctl=$(t_bin nvcachectl 2>/dev/null); then
   "$ctl" stats "$T_DIR/m" >"$T_DIR/stats" 2>&1 || { cat "$T_DIR/stats"; t_fail "nvcachectl stats failed"; }
