@@ -25,13 +25,13 @@ static int l_read(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 }
 
 static int l_write(struct cache_mgr *m, uint64_t obj, uint64_t blk,
-		   uint32_t off, const void *buf, uint32_t len,
+		   uint32_t off, const struct bstore_src *src, uint32_t len,
 		   const void *base, uint32_t base_len, unsigned flags,
 		   struct bstore_binfo *bi)
 {
-	return bstore_block_write_over(B(m), obj, blk, off, buf, len, base,
-				       base_len, flags & CM_DIRTY,
-				       flags & CM_IF_ABSENT, bi);
+	return bstore_block_write_src(B(m), obj, blk, off, src, len, base,
+				      base_len, flags & CM_DIRTY,
+				      flags & CM_IF_ABSENT, bi);
 }
 
 static int l_info(struct cache_mgr *m, uint64_t obj, uint64_t blk,

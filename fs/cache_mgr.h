@@ -34,9 +34,11 @@ struct cache_mgr_ops {
 	int (*read)(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 		    uint32_t off, void *buf, uint32_t len,
 		    struct bstore_binfo *bi);
-	/* base/base_len: the block's backing bytes, used if it is absent */
+	/* the new bytes come from src (memory, or a stream copied straight
+	 * into place); base/base_len: the block's backing bytes, used if it
+	 * is absent */
 	int (*write)(struct cache_mgr *m, uint64_t obj, uint64_t blk,
-		     uint32_t off, const void *buf, uint32_t len,
+		     uint32_t off, const struct bstore_src *src, uint32_t len,
 		     const void *base, uint32_t base_len, unsigned flags,
 		     struct bstore_binfo *bi);
 	int (*info)(struct cache_mgr *m, uint64_t obj, uint64_t blk,

@@ -248,7 +248,9 @@ ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 				obj = ino->obj;
 			pthread_mutex_unlock(&ino->lk);
 			if (obj) {
-				r = m->ops->write(m, obj, blk, 0, tmp, (uint32_t)got,
+				r = m->ops->write(m, obj, blk, 0,
+						  &(struct bstore_src){ .buf = tmp },
+						  (uint32_t)got,
 						  NULL, 0, CM_IF_ABSENT, NULL);
 				if (r == -EEXIST)
 					continue; /* someone cached it first: read that */
@@ -345,6 +347,12 @@ void fdata_read_done(struct fdata_pin *pins, int npins)
 ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		    size_t len, const char *buf)
 {
+	return fdata_write_src(fs, ino, off, len, &(struct bstore_src){ .buf = buf });
+}
+
+ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
+			size_t len, const struct bstore_src *src)
+{
 	uint32_t B = fs->cfg.block_size;
 	uint64_t bsize, obj;
 	size_t done = 0;
@@ -393,8 +401,12 @@ ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 				goto out;
 			}
 		}
+		/* a stream's next bytes are this block's: blocks go in order */
+		struct bstore_src part = *src;
+		if (src->buf)
+			part.buf = (const char *)src->buf + done;
 		for (;;) {
-			r = m->ops->write(m, obj, blk, boff, buf + done, n, tmp,
+			r = m->ops->write(m, obj, blk, boff, &part, n, tmp,
 					  (uint32_t)base_len, CM_DIRTY, NULL);
 			if (r != -ENOSPC)
 				break;
@@ -591,8 +603,9 @@ ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
 		if (res == 0 || total < 0)
 			continue;
 		struct cache_mgr *m = fs_mgr_for(fs, ino, want[i]);
-		r = m->ops->write(m, obj, want[i], 0, bufs[i], (uint32_t)res, NULL,
-				  0, CM_IF_ABSENT, NULL);
+		r = m->ops->write(m, obj, want[i], 0,
+				  &(struct bstore_src){ .buf = bufs[i] },
+				  (uint32_t)res, NULL, 0, CM_IF_ABSENT, NULL);
 		if (r == 0)
 			total += res;
 		else if (r != -EEXIST)

@@ -89,6 +89,7 @@ struct fs_stats {
 	atomic_uint_fast64_t backing_errors, bp_waits, dropped_unlinked;
 	atomic_uint_fast64_t recovered_files, recovered_bytes;
 	atomic_uint_fast64_t forget_asks;
+	atomic_uint_fast64_t spliced;   /* write bytes read from the pipe */
 };
 
 struct fs {
@@ -200,6 +201,10 @@ int fdata_read_zc(struct fs *fs, struct fs_inode *ino, uint64_t off,
 void fdata_read_done(struct fdata_pin *pins, int npins);
 ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		    size_t len, const char *buf);
+/* The same with the bytes from src, consumed in order, once each; an error
+ * may leave the rest of a stream unread. */
+ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
+			size_t len, const struct bstore_src *src);
 int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size);
 /* The backing file was extended to size (fallocate) behind the cache. */
 void fdata_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);

@@ -361,6 +361,7 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		"cached_files: %llu\n"
 		"inodes_held: %llu\n"
 		"forget_requests: %llu\n"
+		"spliced_write_bytes: %llu\n"
 		"killpriv_v2: %s\n",
 		fs->cfg.mountpoint, fs->cfg.backing, fs->cfg.nvram,
 		opts_format_size(bst.blocks_used * bst.block_size, a, sizeof(a)),
@@ -383,6 +384,7 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		(unsigned long long)bst.objs_used,
 		(unsigned long long)held,
 		(unsigned long long)atomic_load(&s->forget_asks),
+		(unsigned long long)atomic_load(&s->spliced),
 		killpriv_granted() ? "yes" : "no");
 	return n < 0 ? -EIO : (size_t)n >= len ? (ssize_t)len : n;
 }

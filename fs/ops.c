@@ -370,6 +370,32 @@ static void maybe_doom(struct fs *fs, struct fs_inode *ino)
 
 /* ---- operations ---- */
 
+/* libfuse splices a request into a pipe (and a write's data can then go
+ * from the pipe straight into NVRAM, op_write_buf) only if each worker's
+ * pipe grows to its whole buffer, 1 MiB + 4 KiB, which is over the default
+ * fs.pipe-max-size for a process without CAP_SYS_RESOURCE. Otherwise it
+ * reads every request into a buffer, one copy more per written byte. */
+static bool splice_possible(void)
+{
+	size_t want = 256 * (size_t)sysconf(_SC_PAGESIZE) + 4096;
+	int p[2];
+	bool ok;
+
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return false;
+	ok = fcntl(p[0], F_SETPIPE_SZ, (int)want) >= (int)want;
+	close(p[0]);
+	close(p[1]);
+	if (ok)
+		log_info("writes: spliced, their data read from the request's "
+			 "pipe straight into NVRAM (one copy)");
+	else
+		log_info("writes: read into a buffer, then copied to NVRAM: a "
+			 "pipe of %zu bytes is over fs.pipe-max-size; "
+			 "`sysctl fs.pipe-max-size=2097152` saves that copy", want);
+	return ok;
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
@@ -380,6 +406,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 48;
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (!splice_possible())
+		conn->want &= ~FUSE_CAP_SPLICE_READ;
 	if (fs->cfg.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
@@ -950,15 +978,42 @@ static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	free(buf);
 }
 
-static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf,
-		     size_t size, off_t off, struct fuse_file_info *fi)
+/* Copy the next len bytes of a request's data (its pipe) into dst. */
+static int fill_from_req(void *ctx, void *dst, uint32_t len)
+{
+	struct fuse_bufvec to = FUSE_BUFVEC_INIT(len);
+	ssize_t got;
+
+	to.buf[0].mem = dst;
+	got = fuse_buf_copy(&to, ctx, FUSE_BUF_NO_SPLICE);
+	if (got < 0)
+		return (int)got;
+	return (size_t)got == len ? 0 : -EIO;
+}
+
+/* Writes come as a buffer vector so that, with FUSE_CAP_SPLICE_READ, a
+ * large write's data is still in the pipe libfuse spliced the request
+ * into, and is read from there straight into its NVRAM block: one copy
+ * (pipe -> NVRAM) in place of two (/dev/fuse -> buffer -> NVRAM). */
+static void op_write_buf(fuse_req_t req, fuse_ino_t n, struct fuse_bufvec *in,
+			 off_t off, struct fuse_file_info *fi)
 {
 	struct fs_inode *ino = I(req, n);
+	size_t size = fuse_buf_size(in);
+	const struct fuse_buf *b = &in->buf[in->idx];
 	/* a page-cache write-back (writepage) is not the writer's own call */
 	ssize_t r = fi->writepage ? 0 : killpriv_on_modify(req, ino, KP_ASK);
 
-	if (r == 0)
-		r = fdata_write(FS(req), ino, (uint64_t)off, size, buf);
+	if (r == 0 && in->count - in->idx == 1 && !(b->flags & FUSE_BUF_IS_FD))
+		r = fdata_write(FS(req), ino, (uint64_t)off, size,
+				(const char *)b->mem + in->off);
+	else if (r == 0) {
+		r = fdata_write_src(FS(req), ino, (uint64_t)off, size,
+				    &(struct bstore_src){ .fill = fill_from_req,
+							  .ctx = in });
+		if (r > 0)
+			atomic_fetch_add(&FS(req)->st.spliced, (uint64_t)r);
+	}
 	if (r < 0)
 		fuse_reply_err(req, (int)-r);
 	else
@@ -1143,7 +1198,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.flush = op_flush,
 	.fsync = op_fsync,
 	.read = op_read,
-	.write = op_write,
+	.write_buf = op_write_buf,
 	.statfs = op_statfs,
 	.fallocate = op_fallocate,
 	.setxattr = op_setxattr,

@@ -900,6 +900,18 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 			    const void *base, uint32_t base_len, bool dirty,
 			    bool if_absent, struct bstore_binfo *info)
 {
+	struct bstore_src in = { .buf = buf };
+
+	return bstore_block_write_src(bs, obj, idx, off, &in, len, base,
+				      base_len, dirty, if_absent, info);
+}
+
+int bstore_block_write_src(struct bstore *bs, uint64_t obj, uint64_t idx,
+			   uint32_t off, const struct bstore_src *in,
+			   uint32_t len, const void *base, uint32_t base_len,
+			   bool dirty, bool if_absent,
+			   struct bstore_binfo *info)
+{
 	pthread_mutex_t *kl = key_lock(bs, obj, idx);
 	uint32_t old, p, oldvalid = 0, valid;
 	const uint8_t *src = NULL;
@@ -956,23 +968,29 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 		region_write(bs->r, dst, src, off < oldvalid ? off : oldvalid);
 	if (off > oldvalid)
 		zero_fill(bs, dst + oldvalid, off - oldvalid);
-	region_write(bs->r, dst + off, buf, len);
-	if (src && off + len < oldvalid)
+	if (in->fill)
+		ret = region_fill(bs->r, dst + off, len, in->fill, in->ctx);
+	else
+		region_write(bs->r, dst + off, in->buf, len);
+	if (ret == 0 && src && off + len < oldvalid)
 		region_write(bs->r, dst + off + len, src + off + len,
 			     oldvalid - off - len);
-	region_persist(bs->r, dst, valid);
+	if (ret == 0)
+		region_persist(bs->r, dst, valid);
 
 	pthread_mutex_lock(&bs->lk);
 	struct pblk *b = &bs->pb[p];
-	if (!obj_find(bs, obj, NULL)) {
-		/* deleted while we copied: p was never committed */
+	if (ret < 0 || !obj_find(bs, obj, NULL)) {
+		/* the source failed, or the object was deleted while we
+		 * copied: p was never committed */
 		b->pins = 0;
 		b->lnext = bs->free_head;
 		bs->free_head = p;
 		bs->nfree++;
 		if (old != NIL)
 			blk_unpin(bs, old);
-		ret = -ENOENT;
+		if (ret == 0)
+			ret = -ENOENT;
 		goto out_unlock;
 	}
 	b->obj = obj;

@@ -134,6 +134,21 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 			    uint32_t off, const void *buf, uint32_t len,
 			    const void *base, uint32_t base_len, bool dirty,
 			    bool if_absent, struct bstore_binfo *info);
+/* Where a write's new bytes come from: memory (buf), or fill, which puts
+ * the next len bytes of a stream straight into the NVRAM block (a FUSE
+ * request's pipe: one copy fewer than through a buffer). fill returns 0 or
+ * -errno; after an error the block keeps its old contents. */
+struct bstore_src {
+	const void *buf;
+	int (*fill)(void *ctx, void *dst, uint32_t len);
+	void *ctx;
+};
+/* bstore_block_write_over with the bytes from src. */
+int bstore_block_write_src(struct bstore *bs, uint64_t obj, uint64_t idx,
+			   uint32_t off, const struct bstore_src *src,
+			   uint32_t len, const void *base, uint32_t base_len,
+			   bool dirty, bool if_absent,
+			   struct bstore_binfo *info);
 /* Copy len bytes at off out of the block; bytes past the valid length read
  * as zeros. -ENOENT if the block is not in the store. */
 int bstore_block_read(struct bstore *bs, uint64_t obj, uint64_t idx,

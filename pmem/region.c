@@ -282,6 +282,13 @@ void region_write(struct region *r, void *dst, const void *src, size_t len)
 	r->memcpy_fn(dst, src, len, PMEM2_F_MEM_NOFLUSH);
 }
 
+int region_fill(struct region *r, void *dst, uint32_t len,
+		int (*fill)(void *ctx, void *dst, uint32_t len), void *ctx)
+{
+	charge_access(r, len);
+	return fill(ctx, dst, len);
+}
+
 void region_read(struct region *r, void *dst, const void *src, size_t len)
 {
 	charge_access(r, len);

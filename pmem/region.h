@@ -51,6 +51,11 @@ void region_drain(struct region *r);
 /* Copy into the region without persisting (caller persists later, once per
  * commit): the fast path for bulk data. Charges emulated write cost. */
 void region_write(struct region *r, void *dst, const void *src, size_t len);
+/* Like region_write, but fill(ctx, dst, len) puts the bytes there itself
+ * (read(2) from a pipe: one copy instead of two). Returns fill's result,
+ * 0 or -errno; the emulated cost is charged either way. */
+int region_fill(struct region *r, void *dst, uint32_t len,
+		int (*fill)(void *ctx, void *dst, uint32_t len), void *ctx);
 /* Copy out of the region, charging emulated read latency and bandwidth. */
 void region_read(struct region *r, void *dst, const void *src, size_t len);
 

@@ -11,6 +11,8 @@ T_TIMEOUT=${T_TIMEOUT:-120}
 t_require_root
 t_require_cmd fusermount3 python3
 bin=$(t_bin nvcachefs)
+# writes over 4 KiB come from the request's pipe; the stats check it below
+t_pipe_splice
 export NVCACHE_RUN_DIR=$T_DIR/run
 here=$(dirname "$0")
 mkdir -p "$T_DIR/b" "$T_DIR/m" "$T_DIR/ref"
@@ -66,6 +68,8 @@ if ctl=$(t_bin nvcachectl 2>/dev/null); then
   stat "$T_DIR/m/pc" >/dev/null
   h0=$(hits)
   cmp "$T_DIR/pc.ref" "$T_DIR/m/pc" >&2 || t_fail "a file read right after its write differs from what was written"
+  spliced=$("$ctl" stats "$T_DIR/m" | awk '$1 == "spliced_write_bytes:" {print $2}')
+  [ "${spliced:-0}" -ge 4194304 ] || t_fail "the 4 MiB write did not come from the request pipe (spliced_write_bytes ${spliced:-none})"
   h1=$(hits)
   # The file is 256 blocks: a dropped page cache sends them all (it did:
   # +256). A stray page the kernel reclaimed meanwhile may come back on

@@ -22,6 +22,8 @@
 t_require_root
 t_require_cmd fusermount3 python3
 
+# writes over 4 KiB then come from the request's pipe (op_write_buf)
+t_pipe_splice
 ops_py=$T_ROOT/tests/system/fsx/fsx_ops.py
 seed=${FSX_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 ops=${FSX_OPS:-10000}

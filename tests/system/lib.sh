@@ -26,6 +26,18 @@ t_log() { echo "[$T_NAME] $*" >&2; }
 
 t_cleanup() { _t_cleanups+=("$1"); }
 
+# t_pipe_splice: let libfuse splice requests into pipes, so that nvcachefs
+# reads a write's data from the pipe straight into NVRAM (its other write
+# path): fs.pipe-max-size up to 2 MiB for this test, put back after.
+# Prints nothing; fails only if the sysctl cannot be written.
+t_pipe_splice() {
+  local f=/proc/sys/fs/pipe-max-size old
+  old=$(cat "$f") || t_fail "cannot read $f"
+  [ "$old" -ge 2097152 ] && return 0
+  echo 2097152 >"$f" || t_fail "cannot raise $f"
+  t_cleanup "echo $old >$f"
+}
+
 _t_run_cleanups() {
   local rc=$? i
   trap - EXIT INT TERM

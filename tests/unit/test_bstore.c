@@ -269,6 +269,61 @@ static void pin_and_base(void **state)
 	bstore_close(bs);
 }
 
+/* A stream source: hands out the next bytes of a buffer, or fails. */
+struct stream { const uint8_t *next; int fail; };
+static int stream_fill(void *ctx, void *dst, uint32_t len)
+{
+	struct stream *s = ctx;
+	if (s->fail)
+		return -EPIPE;
+	memcpy(dst, s->next, len);
+	s->next += len;
+	return 0;
+}
+
+/* Bytes from a stream land in place over the old copy's head and tail; a
+ * stream that fails leaves the block as it was and costs no block. */
+static void write_from_stream(void **state)
+{
+	struct bstore *bs = open_store(path, 16);
+	uint8_t a[BS], b[BS], out[BS];
+	struct stream st = { .next = b };
+	struct bstore_src src = { .fill = stream_fill, .ctx = &st };
+	struct bstore_stats s0, s1;
+	(void)state;
+
+	uint64_t id = new_obj(bs, "s");
+	fill(a, BS, 3);
+	fill(b, BS, 4);
+	assert_int_equal(bstore_block_write(bs, id, 0, 0, a, BS, true, false, NULL), 0);
+	assert_int_equal(bstore_block_write_src(bs, id, 0, 100, &src, 200, NULL, 0, true, false, NULL), 0);
+	assert_ptr_equal(st.next, b + 200); /* consumed once, in order */
+	assert_int_equal(bstore_block_write_src(bs, id, 0, 300, &src, 50, NULL, 0, true, false, NULL), 0);
+	assert_int_equal(bstore_block_read(bs, id, 0, 0, out, BS, NULL), 0);
+	assert_memory_equal(out, a, 100);
+	assert_memory_equal(out + 100, b, 250);
+	assert_memory_equal(out + 350, a + 350, BS - 350);
+
+	bstore_stats_get(bs, &s0);
+	st.fail = 1;
+	assert_int_equal(bstore_block_write_src(bs, id, 0, 0, &src, BS, NULL, 0, true, false, NULL), -EPIPE);
+	assert_int_equal(bstore_block_write_src(bs, id, 1, 0, &src, BS, NULL, 0, true, false, NULL), -EPIPE);
+	bstore_stats_get(bs, &s1);
+	assert_int_equal(s1.blocks_used, s0.blocks_used);
+	assert_int_equal(bstore_block_info(bs, id, 1, NULL), -ENOENT);
+	assert_int_equal(bstore_block_read(bs, id, 0, 0, out, BS, NULL), 0);
+	assert_memory_equal(out + 100, b, 250);
+	bstore_close(bs);
+
+	/* and after a reopen (recovery) too */
+	bs = open_store(path, 16);
+	assert_int_equal(bstore_block_read(bs, id, 0, 0, out, BS, NULL), 0);
+	assert_memory_equal(out, a, 100);
+	assert_memory_equal(out + 100, b, 250);
+	assert_int_equal(bstore_block_info(bs, id, 1, NULL), -ENOENT);
+	bstore_close(bs);
+}
+
 /* A partial rewrite of the least recently used clean block when the store is
  * full: the allocation must evict some other block, never the one being
  * copied (that once put a block on the free list twice). */
@@ -499,6 +554,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(refuses_foreign_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(evicts_clean_backpressure_dirty, setup, teardown),
 		cmocka_unit_test_setup_teardown(pin_and_base, setup, teardown),
+		cmocka_unit_test_setup_teardown(write_from_stream, setup, teardown),
 		cmocka_unit_test_setup_teardown(rewrite_lru_block_when_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(torn_record_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(crash_at_every_persist_point, setup, teardown),
