@@ -1,8 +1,10 @@
 /* backend_flat.c - the simplest backend: one anonymous mapping the size of
  * the export, no tiers, no counters (`--store flat`). It measures the
  * protocol path alone, which tells how much of nvswapd's time the tiered
- * store costs. Pages are faulted in (and locked, under mlockall's
- * MCL_ONFAULT) on first write; TRIM zeroes without giving memory back. */
+ * store costs. nvswapd's mlockall(MCL_FUTURE) faults in and locks the
+ * whole mapping as it is made (1 GiB resident at start for --size 1G),
+ * so the export must fit in RAM: nvswapd refuses it otherwise. TRIM
+ * zeroes without giving memory back. */
 #include "nbd/backend_flat.h"
 
 #include <errno.h>

@@ -70,6 +70,51 @@ static const struct nbd_backend_ops store_ops = {
 	.flush = st_flush, .stats = st_stats, .destroy = st_destroy,
 };
 
+/* RAM each page of the export costs whatever its tier, allocated (and,
+ * under mlockall, locked) at start: the store's tables (tier 1, slot 4,
+ * read and write counts 8, lost 1 byte) and the policy's page entry (one
+ * 64-byte cache line). A lower bound (ranking policies add more), so
+ * that a start is refused only when it surely cannot fit. */
+#define META_PER_PAGE 78ULL
+/* Each MRAM or DRAM frame: its free-list and retired-list entries. */
+#define META_PER_FRAME 8ULL
+
+/* What must live in RAM: the DRAM tier (locked at start), the MRAM tier
+ * (a locked mapping, of a tmpfs file by default) and the tables. Its
+ * refusal says which part to shrink. An export larger than RAM is fine
+ * as long as these fit: the rest lives in the flash file. */
+static int ram_check(const struct nbd_store_opts *o, uint64_t mram,
+		     uint64_t dram)
+{
+	uint64_t pages = o->size / TIERSTORE_PAGE;
+	uint64_t meta = pages * META_PER_PAGE +
+			(mram + dram) / TIERSTORE_PAGE * META_PER_FRAME;
+	uint64_t need = mram + dram + meta;
+
+	char hint[160];
+
+	if (!o->ram || need <= o->ram)
+		return 0;
+	if (meta >= o->ram)
+		snprintf(hint, sizeof(hint), "the tables alone do not fit: "
+			 "give a --size of at most about %llu GiB",
+			 (unsigned long long)(o->ram / META_PER_PAGE *
+					      TIERSTORE_PAGE >> 30));
+	else
+		snprintf(hint, sizeof(hint), "give a smaller --dram (and "
+			 "--mram) with --flash FILE: the rest of the export "
+			 "spills there");
+	log_err("tiered store: needs at least %llu MiB of RAM (DRAM tier %llu "
+		"MiB, MRAM tier %llu MiB, per-page tables %llu MiB for %llu "
+		"pages), more than this machine's %llu MiB; %s",
+		(unsigned long long)(need >> 20),
+		(unsigned long long)(dram >> 20),
+		(unsigned long long)(mram >> 20),
+		(unsigned long long)(meta >> 20), (unsigned long long)pages,
+		(unsigned long long)(o->ram >> 20), hint);
+	return -ENOMEM;
+}
+
 int nbd_backend_store_create(struct nbd_backend *be,
 			     const struct nbd_store_opts *o)
 {
@@ -81,6 +126,9 @@ int nbd_backend_store_create(struct nbd_backend *be,
 		log_err("--mram and --dram must be multiples of 4 KiB");
 		return -EINVAL;
 	}
+	int rc = ram_check(o, mram, dram);
+	if (rc < 0)
+		return rc;
 	struct tierstore_opts to = {
 		.pages = o->size / TIERSTORE_PAGE,
 		.mram_pages = mram / TIERSTORE_PAGE,
@@ -91,7 +139,7 @@ int nbd_backend_store_create(struct nbd_backend *be,
 		.trace_path = o->trace_path,
 		.profile_path = o->profile_path,
 	};
-	int rc = tierstore_open(&ts, &to);
+	rc = tierstore_open(&ts, &to);
 	if (rc < 0)
 		return rc;
 	if (to.mram_pages && o->nvram_path)

@@ -16,8 +16,12 @@ struct nbd_store_opts {
 	const char *policy;
 	const char *trace_path;  /* access log for nvsim (--trace-out), or NULL */
 	const char *profile_path;/* a previous run's access log (--profile) */
+	uint64_t ram;            /* bytes of RAM this machine has, or 0 (no
+				  * check): a store whose locked tiers and
+				  * per-page tables exceed it is refused */
 };
 
-/* 0 or -errno (logged). Fills be; be->ops->destroy closes the store. */
+/* 0 or -errno (logged; -ENOMEM, before any allocation, for a store that
+ * cannot fit in o->ram). Fills be; be->ops->destroy closes the store. */
 int nbd_backend_store_create(struct nbd_backend *be,
 			     const struct nbd_store_opts *o);

@@ -215,13 +215,18 @@ static void req_start(struct nbd_conn *c)
 			return;
 		}
 		stat_add(&st->reads, 1);
-		reply(c, 0);
 		c->direct_off = false;
 		c->left = r->len;
 		c->cur = r->offset;
 		c->read_seen = r->offset;
+		/* The header waits for the first piece of data (read_step):
+		 * until the backend has read it, the answer may still be an
+		 * error, and a simple reply cannot take back a success. */
+		c->read_hdr = r->len != 0;
 		if (c->left)
 			c->state = CONN_READ_DATA;
+		else
+			reply(c, 0);
 		return;
 	case NBD_CMD_FLUSH:
 		if (!c->err) {
@@ -285,12 +290,36 @@ static bool write_step(struct nbd_conn *c)
 
 static bool read_failed(struct nbd_conn *c, int rc)
 {
+	if (c->read_hdr) {
+		/* Nothing of this READ queued yet: answer it with the error
+		 * and go on with the next request (a lost page must not take
+		 * the client's other pages with it). */
+		log_err("connection %u: read at %llu: %s; answered with an "
+			"error", c->id, (unsigned long long)c->cur,
+			strerror(-rc));
+		c->read_hdr = false;
+		c->left = 0;
+		reply(c, errno_to_nbd(rc));
+		c->state = CONN_REQ_HDR;
+		return true;
+	}
 	/* The header already said "success": a simple reply cannot take it
 	 * back, the spec's only way out is to disconnect. */
-	log_err("connection %u: read at %llu: %s; dropping the connection",
+	log_err("connection %u: read at %llu: %s; dropping the connection "
+		"(this READ's success header was sent)",
 		c->id, (unsigned long long)c->cur, strerror(-rc));
 	c->state = CONN_DEAD;
 	return false;
+}
+
+/* The first piece of this READ's data is in hand: its header goes into
+ * the send buffer, before that data (room was kept for it). */
+static void read_hdr_queue(struct nbd_conn *c)
+{
+	if (!c->read_hdr)
+		return;
+	reply(c, 0);
+	c->read_hdr = false;
 }
 
 static void read_done(struct nbd_conn *c, size_t n)
@@ -327,6 +356,12 @@ static bool read_direct(struct nbd_conn *c)
 	}
 	if (n < 0)
 		return read_failed(c, n);
+	if (c->read_hdr) {
+		/* Mapped: our header joins the queued replies (its room was
+		 * kept at CONN_REQ_HDR, nothing was queued since). */
+		read_hdr_queue(c);
+		q = c->slen[c->sfill];
+	}
 	iov[0] = (struct iovec){ .iov_base = c->sbuf[c->sfill], .iov_len = q };
 	r = c->ctx->send_direct(c, q ? iov : iov + 1,
 				(unsigned)n + (q ? 1 : 0));
@@ -359,18 +394,27 @@ static bool read_step(struct nbd_conn *c)
 	if (c->ctx->send_direct && c->ctx->be->ops->read_map &&
 	    !c->direct_off && c->req.len >= NBD_CONN_DIRECT_MIN)
 		return read_direct(c);
-	size_t room = send_room(c);
+	size_t hdr = c->read_hdr ? NBD_REPLY_LEN : 0;
+	size_t room = send_room(c) - hdr;   /* CONN_REQ_HDR kept hdr free */
 	size_t take = c->left < room ? c->left : room;
 	if (take < c->left) {
 		take &= ~(size_t)(PAGE - 1);
 		if (take == 0)
 			return false;
 	}
+	/* The data goes after the place of the header, which is written
+	 * only once the backend read worked: on failure nothing of this
+	 * READ is left in the buffer and it is answered with the error. */
 	struct nbd_backend *be = c->ctx->be;
+	size_t at = c->slen[c->sfill];
+	c->slen[c->sfill] += hdr;
 	int rc = be->ops->read(be->priv, send_take(c, take), c->cur,
 			       (uint32_t)take);
+	c->slen[c->sfill] = at;
 	if (rc < 0)
 		return read_failed(c, rc);
+	read_hdr_queue(c);
+	send_take(c, take);
 	read_done(c, take);
 	return true;
 }

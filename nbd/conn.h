@@ -96,6 +96,9 @@ struct nbd_conn {
 	uint64_t left;              /* payload bytes still to stream/discard */
 	uint64_t read_seen;         /* zero-copy READ: presented to the policy
 				     * up to here (read_map's *seen) */
+	bool read_hdr;              /* this READ's header is not queued yet:
+				     * a backend error can still be its
+				     * answer (see read_failed) */
 	bool direct_off;            /* this READ is copied (backend said so) */
 	bool want_out;              /* zero-copy READ waits for socket room */
 };

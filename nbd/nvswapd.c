@@ -67,8 +67,10 @@ static void usage(FILE *f)
 "optional flash spill file. Sizes take K/M/G/T suffixes.\n"
 "\n"
 "  --size SIZE       export size (required)\n"
-"  --unix PATH       listen on a Unix socket\n"
-"  --listen H:P      listen on TCP (default 127.0.0.1:10809 when no --unix)\n"
+"  --unix PATH       listen on a Unix socket (a dead server's socket there\n"
+"                    is replaced; any other file refuses the start)\n"
+"  --listen H:P      listen on TCP (default 127.0.0.1:10809 when no --unix;\n"
+"                    port 0: any free port, logged)\n"
 "  --name NAME       export name (default \"swap\"; \"\" also selects it);\n"
 "                    the control socket is $NVCACHE_RUN_DIR/swap-NAME.sock\n"
 "  --mram SIZE       MRAM tier (default 64M, at most --size)\n"
@@ -213,6 +215,52 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 	return 0;
 }
 
+/* getaddrinfo() takes "99999" and wraps it (to 34463): the range is
+ * checked here. */
+static bool port_ok(const char *p)
+{
+	char *end;
+	unsigned long v;
+
+	if (*p < '0' || *p > '9')
+		return false;
+	errno = 0;
+	v = strtoul(p, &end, 10);
+	return !*end && !errno && v <= 65535;
+}
+
+/* Bytes of RAM this machine has (0: unknown, nothing is checked). What
+ * a store must keep in memory (locked, under mlockall) is checked against
+ * it at start: over it, nvswapd would grow until the OOM killer ends it. */
+static uint64_t ram_total(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+}
+
+/* A file nvswapd may create at start (flash, MRAM, access log), and
+ * whether it was there before: a refused start removes what it created
+ * itself (a 0-byte flash file refused on tmpfs, an MRAM file whose
+ * mapping failed), and nothing it found. */
+struct own_file {
+	const char *path;
+	bool existed;
+};
+
+static void own_note(struct own_file *f, const char *path)
+{
+	struct stat st;
+
+	f->path = path;
+	f->existed = !path || lstat(path, &st) == 0 || errno != ENOENT;
+}
+
+static void own_remove(const struct own_file *f)
+{
+	if (!f->existed && unlink(f->path) == 0)
+		log_info("removed %s (created by this refused start)", f->path);
+}
+
 /* Swap hygiene, before any thread exists (PR_SET_IO_FLUSHER is inherited
  * by threads created afterwards). */
 static void swap_hygiene(void)
@@ -350,6 +398,12 @@ int main(int argc, char **argv)
 		}
 		if (colon && colon[1])
 			strcpy(port, colon + 1);
+		if (!port_ok(port)) {
+			fprintf(stderr, "nvswapd: bad --listen '%s': the port "
+				"is a number from 0 to 65535 (0: any free "
+				"port, logged)\n", c.listen);
+			return 2;
+		}
 	}
 	if (!c.nvram) {
 		snprintf(nvram, sizeof(nvram), "/dev/shm/nvswapd-%s.mram",
@@ -374,6 +428,12 @@ int main(int argc, char **argv)
 
 	swap_hygiene();
 
+	struct own_file own[3];
+	own_note(&own[0], c.flash);
+	own_note(&own[1], c.trace_out);
+	own_note(&own[2], strcmp(c.store, "tiered") ? NULL : c.nvram);
+	bool serving = false;
+
 	if (!strcmp(c.store, "remote")) {
 		struct nbd_remote_opts ro = {
 			.size = c.size, .cluster = c.cluster,
@@ -382,6 +442,19 @@ int main(int argc, char **argv)
 		};
 		rc = nbd_backend_remote_create(&be, &ro);
 	} else if (!strcmp(c.store, "flat")) {
+		uint64_t ram = ram_total();
+		if (ram && c.size > ram) {
+			/* Its one mapping is the whole export, locked by
+			 * mlockall as it is mapped: it cannot spill. */
+			log_err("flat store of %llu MiB: more than this "
+				"machine's %llu MiB of RAM, and the flat store "
+				"keeps the whole export in memory; give a "
+				"smaller --size, or --store tiered with --flash "
+				"FILE", (unsigned long long)(c.size >> 20),
+				(unsigned long long)(ram >> 20));
+			rc = -ENOMEM;
+			goto out;
+		}
 		rc = nbd_backend_flat_create(&be, c.size);
 		if (rc < 0)
 			log_err("flat store of %llu bytes: %s",
@@ -397,6 +470,7 @@ int main(int argc, char **argv)
 			.policy = c.policy,
 			.trace_path = c.trace_out,
 			.profile_path = c.profile,
+			.ram = ram_total(),
 		};
 		rc = nbd_backend_store_create(&be, &so);
 	}
@@ -439,6 +513,7 @@ int main(int argc, char **argv)
 		 (unsigned long long)c.size, c.store);
 	daemon_ready(notify_fd, 0);
 	notify_fd = -1;
+	serving = true;
 
 	do {
 		if (sigwait(&set, &sig) != 0)
@@ -452,6 +527,8 @@ out:
 	ctl_server_stop(ctl);
 	if (be.ops)
 		be.ops->destroy(be.priv);
+	for (unsigned i = 0; !serving && i < 3; i++)
+		own_remove(&own[i]);
 	daemon_ready(notify_fd, 1);
 	return rc < 0 ? 1 : 0;
 }

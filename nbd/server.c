@@ -74,10 +74,61 @@ struct nbd_server {
 	unsigned nworkers;
 };
 
+/* Whatever is at path before we bind there: nothing (0), a socket file
+ * left by a dead server (removed, 0), or -errno (logged): a live server's
+ * socket, or anything that is not a socket. Only a socket nobody answers
+ * on is ours to remove: --unix given a data file by mistake must not
+ * delete it. */
+static int unix_path_clear(const struct sockaddr_un *sa, const char *path)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		rc = -errno;
+		log_err("socket %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		log_err("socket %s: the path exists and is not a socket; "
+			"refusing to replace it (remove it or give another "
+			"--unix path)", path);
+		return -EEXIST;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0
+		? 0 : -errno;
+	close(fd);
+	if (rc == 0) {
+		log_err("socket %s: another server is listening there", path);
+		return -EADDRINUSE;
+	}
+	if (rc != -ECONNREFUSED) {
+		/* EAGAIN (a live server's full backlog), EACCES, ...: not
+		 * known to be dead, so not removed. */
+		log_err("socket %s: in place and not known to be stale (%s); "
+			"refusing to replace it", path, strerror(-rc));
+		return rc;
+	}
+	if (unlink(path) < 0 && errno != ENOENT) {
+		rc = -errno;
+		log_err("socket %s: cannot remove the stale socket: %s", path,
+			strerror(-rc));
+		return rc;
+	}
+	log_info("socket %s: removed a stale socket (no server answered)",
+		 path);
+	return 0;
+}
+
 static int listen_unix(struct nbd_server *srv, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	int fd, rc;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		log_err("socket path %s: too long (max %zu bytes)", path,
@@ -85,30 +136,43 @@ static int listen_unix(struct nbd_server *srv, const char *path)
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, path);
+	if ((rc = unix_path_clear(&sa, path)) < 0)
+		return rc;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	/* A socket file left by a dead server is replaced; a live one not. */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		close(fd);
-		log_err("socket %s: another server is listening there", path);
-		return -EADDRINUSE;
-	}
-	close(fd);
-	unlink(path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(fd, 128) < 0) {
-		int rc = -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
 		log_err("socket %s: %s", path, strerror(-rc));
 		close(fd);
+		return rc;
+	}
+	if (listen(fd, 128) < 0) {
+		rc = -errno;
+		log_err("socket %s: listen: %s", path, strerror(-rc));
+		close(fd);
+		unlink(path);   /* we bound it: not left behind */
 		return rc;
 	}
 	chmod(path, 0600);   /* only root may swap to or read our pages */
 	snprintf(srv->where, sizeof(srv->where), "unix:%s", path);
 	return fd;
+}
+
+/* The port a listening socket got: with port 0 the kernel picks one, and
+ * the log and the stats must say which, not ":0". */
+static unsigned bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
 }
 
 static int listen_tcp(struct nbd_server *srv, const char *host,
@@ -145,7 +209,8 @@ static int listen_tcp(struct nbd_server *srv, const char *host,
 		log_err("listen on %s:%s: %s", host, port, strerror(-rc));
 		return rc;
 	}
-	snprintf(srv->where, sizeof(srv->where), "tcp:%s:%s", host, port);
+	snprintf(srv->where, sizeof(srv->where), "tcp:%s:%u", host,
+		 bound_port(fd));
 	srv->tcp = true;
 	return fd;
 }

@@ -5,6 +5,11 @@ good and bad, and checks the server's answers against the NBD spec.
   nbd_raw.py SOCKET NAME badinput   every bad-input case, then data checks
   nbd_raw.py SOCKET NAME trim OFF LEN
   nbd_raw.py SOCKET NAME sum OFF LEN    sha256 of a range
+  nbd_raw.py SOCKET NAME write FILE     FILE's bytes from offset 0
+  nbd_raw.py SOCKET NAME pages FILE     every 4 KiB page read on one
+      connection: each reads as FILE's bytes or gets EIO; then 64 KiB and
+      1 MiB READs (zero-copy) over the first EIO page get EIO too, and the
+      connection still serves; prints "pages: N good, M EIO"
 
 Exit 0 when every check passed; the first failure raises with its case."""
 import hashlib
@@ -24,7 +29,7 @@ ERR = 1 << 31
 ERR_UNSUP, ERR_INVALID, ERR_UNKNOWN, ERR_TOO_BIG = ERR + 1, ERR + 3, ERR + 6, ERR + 9
 READ, WRITE, DISC, FLUSH, TRIM, WZ = 0, 1, 2, 3, 4, 6
 FUA = 1
-EINVAL, ENOSPC = 22, 28
+EIO, EINVAL, ENOSPC = 5, 22, 28
 
 
 class Closed(Exception):
@@ -280,6 +285,51 @@ def badinput(path, name):
     print("all bad-input cases answered per the spec")
 
 
+def write_file(path, name, fname):
+    c, _ = session(path, name)
+    with open(fname, "rb") as f:
+        data = f.read()
+    for off in range(0, len(data), 1 << 20):
+        piece = data[off:off + (1 << 20)]
+        assert c.cmd(WRITE, off, len(piece), data=piece) == (0, b""), off
+
+
+def pages(path, name, fname):
+    """A page the store lost fails alone: its READ gets EIO and the
+    connection goes on serving every other page."""
+    with open(fname, "rb") as f:
+        data = f.read()
+    c, size = session(path, name)
+    assert size >= len(data)
+    good, eio = 0, []
+    for off in range(0, len(data), 4096):
+        err, d = c.cmd(READ, off, 4096)
+        if err == EIO:
+            eio.append(off)
+            continue
+        assert err == 0, "page at %d: error %d" % (off, err)
+        assert d == data[off:off + 4096], "page at %d: wrong bytes" % off
+        good += 1
+    if eio:
+        bad = eio[0]
+        case("64 KiB and 1 MiB READs over the page at %d: EIO" % bad)
+        for n in (64 << 10, 1 << 20):
+            start = bad - bad % n
+            if start + n <= size:
+                assert c.cmd(READ, start, n)[0] == EIO, (start, n)
+        case("pipelined: a lost page between two good ones")
+        ok = next((o for o in range(0, len(data), 4096) if o not in eio), None)
+        if ok is not None:
+            ck = [c.req(READ, ok, 4096), c.req(READ, bad, 4096),
+                  c.req(READ, ok, 4096)]
+            assert c.answer(ck[0], 4096) == (0, data[ok:ok + 4096])
+            assert c.answer(ck[1], 4096)[0] == EIO
+            assert c.answer(ck[2], 4096) == (0, data[ok:ok + 4096])
+    c.req(DISC, 0, 0)
+    assert c.closed_by_server()
+    print("pages: %d good, %d EIO" % (good, len(eio)))
+
+
 def main():
     path, name, what = sys.argv[1], sys.argv[2], sys.argv[3]
     if what == "badinput":
@@ -288,6 +338,10 @@ def main():
         c, _ = session(path, name)
         err, _ = c.cmd(TRIM, int(sys.argv[4]), int(sys.argv[5]))
         assert err == 0, err
+    elif what == "write":
+        write_file(path, name, sys.argv[4])
+    elif what == "pages":
+        pages(path, name, sys.argv[4])
     elif what == "sum":
         c, _ = session(path, name)
         off, n, h = int(sys.argv[4]), int(sys.argv[5]), hashlib.sha256()

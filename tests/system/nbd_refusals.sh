@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# nbd_refusals.sh - setups nvswapd must refuse, quickly, with a message and
+# a non-zero exit, leaving behind nothing it created, and the files it was
+# pointed at untouched:
+#  - --unix PATH where PATH is not a socket (it used to be deleted), or a
+#    live server's socket; a dead server's socket is still replaced;
+#  - --listen with a port over 65535 (it used to wrap: 99999 listened on
+#    34463); port 0 picks a free port, and the log says which;
+#  - a store that cannot fit in this machine's RAM (--size 8T, flat or
+#    tiered: nvswapd used to grow until the OOM killer ended it);
+#  - a flash file refused on tmpfs leaves no flash nor MRAM file behind.
+T_TIMEOUT=${T_TIMEOUT:-120}
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/nbd_common.bash"
+t_require_cmd python3 timeout
+bin=$(t_bin nvswapd)
+raw=$(dirname "$0")/nbd_raw.py
+export NVCACHE_RUN_DIR=$T_DIR/run
+
+# refused NAME LOGPATTERN nvswapd-options...: the start fails within 30 s,
+# (exit 1 or 2, not a signal), and the log says why.
+refused() {
+  local name=$1 pat=$2 rc; shift 2
+  timeout 30 "$bin" -f --name "$name" --nvram "$T_SHM/$name.mram" "$@" \
+    >"$T_DIR/$name.log" 2>&1
+  rc=$?
+  case $rc in
+    1|2) ;;
+    0) t_fail "$name: nvswapd started: $*" ;;
+    *) t_fail "$name: nvswapd exited with $rc (killed?): $(tail -3 "$T_DIR/$name.log")" ;;
+  esac
+  grep -q -- "$pat" "$T_DIR/$name.log" ||
+    t_fail "$name: no clear message (want '$pat'): $(tail -3 "$T_DIR/$name.log")"
+  grep -E 'error|bad' "$T_DIR/$name.log" | tail -1
+}
+
+echo "== --unix on a path that is not a live server's socket"
+echo "precious data" >"$T_DIR/notasock"
+refused tfile 'not a socket' --size 16M --unix "$T_DIR/notasock"
+[ "$(cat "$T_DIR/notasock" 2>/dev/null)" = "precious data" ] ||
+  t_fail "--unix deleted or changed the regular file at its path"
+mkdir "$T_DIR/adir"
+refused tdir 'not a socket' --size 16M --unix "$T_DIR/adir"
+[ -d "$T_DIR/adir" ] || t_fail "--unix removed the directory at its path"
+# A socket left by a dead server (bound, closed, never unlinked): replaced.
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' \
+  "$T_DIR/stale.sock"
+[ -S "$T_DIR/stale.sock" ] || t_fail "no stale socket made"
+nbd_start "$T_DIR/stale.sock" tstale --size 16M --mram 4M
+python3 "$raw" "$T_DIR/stale.sock" tstale sum 0 4096 >/dev/null ||
+  t_fail "nvswapd on a replaced stale socket does not serve"
+grep -q 'stale socket' "$T_DIR/nvswapd-tstale.log" || t_fail "stale socket removal not logged"
+# A live server's socket: refused, and the live server goes on.
+refused tlive 'another server' --size 16M --unix "$T_DIR/stale.sock"
+python3 "$raw" "$T_DIR/stale.sock" tstale sum 0 4096 >/dev/null ||
+  t_fail "the live server stopped serving after a refused second start"
+
+echo "== --listen ports"
+refused tport 'port' --size 16M --listen 127.0.0.1:99999
+refused tport2 'port' --size 16M --listen 127.0.0.1:80x
+refused tport3 'port' --size 16M --listen 127.0.0.1:-1
+nbd_start - tport0 --size 16M --mram 4M --listen 127.0.0.1:0
+where=$(nbd_stat tport0 listen)
+port=${where##*:}
+case $port in ''|0|*[!0-9]*) t_fail "port 0: stats say '$where', not the real port" ;; esac
+grep -q "listening on tcp:127.0.0.1:$port:" "$T_DIR/nvswapd-tport0.log" ||
+  t_fail "port 0: the log does not say the real port $port"
+python3 - "$port" <<'PY' || t_fail "nothing serves NBD on the logged port $port"
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+magic, = struct.unpack(">Q", s.recv(8, socket.MSG_WAITALL))
+assert magic == 0x4E42444D41474943
+PY
+echo "port 0 -> $port"
+
+echo "== stores that cannot fit in RAM: refused at once, without the memory"
+# In a memory cgroup where there is one: a regression is then OOM-killed
+# there (exit 137, a failure here), not on the whole machine.
+cgroot=/sys/fs/cgroup/memory cg=
+if [ -w "$cgroot/cgroup.procs" ]; then
+  cg=$cgroot/nvtest-nbd-refusals-$$
+  mkdir "$cg" || t_fail "cannot create $cg"
+  t_cleanup "for p in \$(cat $cg/cgroup.procs); do kill -9 \$p; done; sleep 0.2; rmdir $cg"
+  echo 1G >"$cg/memory.limit_in_bytes" || t_fail "memory.limit_in_bytes"
+fi
+t_require_cmd /usr/bin/time
+for args in "--store flat" "" "--mram 0 --dram 64M --flash $T_DIR/big.flash"; do
+  # shellcheck disable=SC2086  # $args: several options
+  /usr/bin/time -f '%M' -o "$T_DIR/rss" sh -c \
+    '[ -z "$1" ] || echo $$ >"$1/cgroup.procs" || exit 3; shift; exec "$@"' \
+    sh "$cg" timeout 30 "$bin" -f --name tbig --nvram "$T_SHM/tbig.mram" \
+      --unix "$T_DIR/big.sock" --size 8T $args >"$T_DIR/tbig.log" 2>&1
+  rc=$?
+  rss=$(tail -1 "$T_DIR/rss")
+  echo "--size 8T $args: exit $rc, max RSS $rss KiB"
+  [ "$rc" -eq 1 ] || t_fail "--size 8T $args: exit $rc: $(tail -2 "$T_DIR/tbig.log")"
+  grep -q "RAM" "$T_DIR/tbig.log" || t_fail "--size 8T $args: no message: $(tail -2 "$T_DIR/tbig.log")"
+  grep 'error' "$T_DIR/tbig.log" | tail -1
+  [ "$rss" -lt 262144 ] || t_fail "--size 8T $args: $rss KiB resident before refusing"
+  [ -e "$T_DIR/big.flash" ] && t_fail "--size 8T $args: flash file left behind"
+done
+# An export larger than RAM is fine when what must be in RAM fits: here
+# RAM + 4 GiB, with 64 MiB of DRAM and the rest in the flash file (its
+# per-page tables take ~2 % of the export).
+ramkb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+big=$(( ramkb / 1048576 + 4 ))G
+nbd_start "$T_DIR/big2.sock" tbig2 --size "$big" --mram 0 --dram 64M \
+  --flash "$T_DIR/big2.flash"
+python3 "$raw" "$T_DIR/big2.sock" tbig2 sum 0 4096 >/dev/null ||
+  t_fail "an export of $big (more than RAM) with a flash file does not serve"
+echo "--size $big (more than RAM) with --flash: serves"
+kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
+
+echo "== a refused start leaves nothing it created"
+refused ttmpfs 'tmpfs' --size 64M --mram 4M --dram 4M \
+  --unix "$T_DIR/t.sock" --flash "$T_SHM/tmpfs.flash"
+[ -e "$T_SHM/tmpfs.flash" ] && t_fail "the refused flash file on tmpfs was left behind"
+[ -e "$T_SHM/ttmpfs.mram" ] && t_fail "the MRAM file of a refused start was left behind"
+# ... and a file that was there before stays.
+echo keep >"$T_SHM/kept.flash"
+refused tkept 'tmpfs' --size 64M --mram 4M --dram 4M \
+  --unix "$T_DIR/t.sock" --flash "$T_SHM/kept.flash"
+[ "$(cat "$T_SHM/kept.flash" 2>/dev/null)" = keep ] ||
+  t_fail "a refused start removed or changed a flash file it did not create"
+echo ok
