@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -427,6 +428,20 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	swap_hygiene();
+
+	/* A second nvswapd for the same export name would open (and at its
+	 * exit remove) the first one's MRAM file, which is the same default
+	 * path: refused before any store is opened. The control socket
+	 * check further down stays for two starts at the same moment. */
+	char cpath[PATH_MAX], probe[16];
+	if (ctl_socket_path("swap", c.name[0] ? c.name : "default", cpath,
+			    sizeof(cpath)) == 0 &&
+	    ctl_request(cpath, "ping", probe, sizeof(probe), 500) >= 0) {
+		log_err("another nvswapd serves export name '%s' (%s answers); "
+			"not starting", c.name, cpath);
+		daemon_ready(notify_fd, 1);
+		return 1;
+	}
 
 	struct own_file own[3];
 	own_note(&own[0], c.flash);

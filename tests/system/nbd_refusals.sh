@@ -55,6 +55,17 @@ refused tlive 'another server' --size 16M --unix "$T_DIR/stale.sock"
 python3 "$raw" "$T_DIR/stale.sock" tstale sum 0 4096 >/dev/null ||
   t_fail "the live server stopped serving after a refused second start"
 
+echo "== a second nvswapd for the same export name"
+# It would open, and at its exit remove, the first one's MRAM file (same
+# default path): refused first, and the first keeps its file and its pages.
+head -c 8M /dev/urandom >"$T_DIR/pat"
+python3 "$raw" "$T_DIR/stale.sock" tstale write "$T_DIR/pat" || t_fail "cannot write the pattern"
+want=$(sha256sum <"$T_DIR/pat" | cut -d' ' -f1)
+refused tstale 'another nvswapd' --size 16M --mram 4M --unix "$T_DIR/other.sock"
+[ -e "$T_SHM/tstale.mram" ] || t_fail "a refused second start removed the running one's MRAM file"
+[ "$(python3 "$raw" "$T_DIR/stale.sock" tstale sum 0 8388608)" = "$want" ] ||
+  t_fail "the running nvswapd's pages changed after a refused second start"
+
 echo "== --listen ports"
 refused tport 'port' --size 16M --listen 127.0.0.1:99999
 refused tport2 'port' --size 16M --listen 127.0.0.1:80x
