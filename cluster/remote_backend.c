@@ -30,6 +30,13 @@
 #define POOL 4           /* open groups: the parity-logging buffers */
 #define DOWN_NS (1000ULL * 1000000ULL) /* avoid a failed node this long */
 #define RECOVER_THREADS 8 /* parity recovery workers (parity_recover) */
+#define HOLD_CHUNK 256   /* held pages per allocation (1 MiB) */
+#define HOLD_MIN_PAGES ((64u << 20) / PAGE) /* hold at least 64 MiB ... */
+#define HOLD_MAX_PAGES 65535u /* ... at most 256 MiB (struct slot's
+					* 16-bit hold index) */
+#define RETRY_MIN_NS (1000ULL * 1000000ULL)  /* short of room: first retry */
+#define RETRY_MAX_NS (60ULL * 1000000000ULL) /* ... backing off to this */
+#define SHORT_LOG_NS (60ULL * 1000000000ULL) /* short of room: log this often */
 
 struct rconn {
 	pthread_mutex_t lock;
@@ -73,15 +80,22 @@ struct rnode {
 	atomic_int_fast64_t held;       /* our copies there (placement load) */
 };
 
+_Static_assert(HOLD_MAX_PAGES <= UINT16_MAX, "a hold entry + 1 fits slot.hold");
+
 /* One shadow slot map entry: where the slot's copies are and its version. */
 struct slot {
 	uint64_t version;
 	uint8_t n[2];                   /* node index, NO_NODE: none */
 	uint8_t g[2];                   /* the node's generation at placement */
-	uint8_t spilled;                /* in the local spill file, not on nodes */
+	/* In the local spill file, not on nodes; with parity (no spill
+	 * file there): held in our own memory (the hold, below). */
+	uint8_t spilled;
 	/* Its page was lost (rebuilt for one read, then no node took it):
 	 * reads give EIO, never zeros, until a write or a trim. */
 	uint8_t lost;
+	/* With parity: its entry in the hold + 1, 0: none (in what was the
+	 * struct's padding, so the hold costs nothing per slot) */
+	uint16_t hold;
 };
 
 struct remote_backend {
@@ -126,6 +140,31 @@ struct remote_backend {
 	} tscr[POOL];
 	atomic_uint tscr_rr;
 	atomic_int merge_needed;
+	/* Parity modes: the hold. A page we have in hand (rebuilt after a
+	 * loss, or being moved) that no node takes, because the cluster is
+	 * short of room, is kept here rather than dropped: its slot is on no
+	 * node and in no group, `spilled` set; reads are served from it, a
+	 * write replaces it (or places the page, if a node takes it now), a
+	 * trim frees it, and the refresher places it once room appears
+	 * (hold_retry, backing off). At most hold_max pages; space is
+	 * reserved before a page leaves its group (hold_reserve), so a page
+	 * that cannot be held stays in its group, still recoverable. The
+	 * contents of an entry belong to its slot's stripe; hold_lock guards
+	 * the rest (slots[i].hold is written under both). */
+	pthread_mutex_t hold_lock;
+	uint64_t *hold_slot;            /* entry -> slot */
+	uint8_t **hold_chunk;           /* HOLD_CHUNK entries each, made as needed */
+	uint32_t *hold_free;            /* free entries, a stack */
+	uint32_t hold_n, hold_nfree, hold_reserved, hold_max;
+	atomic_uint_fast64_t held_now, holds, hold_placed, hold_refused;
+	/* Short of room: something could not be placed (a parity page, a
+	 * held page, a rebuild left in its group): retried from the
+	 * refresher at retry_at_ns, the delay doubling while nothing
+	 * changes (retry_ns); logged once per SHORT_LOG_NS with counts. */
+	atomic_int retry_due;
+	uint64_t retry_at_ns, retry_ns; /* refresher only */
+	bool had_room;                  /* refresher only: a node could take a page */
+	atomic_uint_fast64_t short_parity, short_held, short_kept, short_logged_ns;
 	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
 		rebuilt_batched, rebuilt_regrouped,
@@ -688,8 +727,139 @@ static void slot_unmap_remote(struct remote_backend *rb, uint64_t i)
 	}
 }
 
+/* --- the hold (parity modes; see struct remote_backend) ------------------ */
+
+/* Entry x's page. */
+static uint8_t *hold_page(struct remote_backend *rb, uint32_t x)
+{
+	return rb->hold_chunk[x / HOLD_CHUNK] + (size_t)(x % HOLD_CHUNK) * PAGE;
+}
+
+/* Reserve room for one page in the hold (made now, so that hold_put
+ * cannot fail): true, or false when the hold is at its cap or out of
+ * memory (said once per SHORT_LOG_NS, see short_log). */
+static bool hold_reserve(struct remote_backend *rb)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&rb->hold_lock);
+	if (!rb->hold_slot) {
+		uint32_t nc = (rb->hold_max + HOLD_CHUNK - 1) / HOLD_CHUNK;
+		rb->hold_slot = calloc(rb->hold_max, sizeof(*rb->hold_slot));
+		rb->hold_chunk = calloc(nc, sizeof(*rb->hold_chunk));
+		rb->hold_free = calloc(rb->hold_max, sizeof(*rb->hold_free));
+		if (!rb->hold_slot || !rb->hold_chunk || !rb->hold_free) {
+			free(rb->hold_slot);
+			free(rb->hold_chunk);
+			free(rb->hold_free);
+			rb->hold_slot = NULL;
+			rb->hold_chunk = NULL;
+			rb->hold_free = NULL;
+			goto out;
+		}
+	}
+	if (rb->hold_nfree <= rb->hold_reserved && rb->hold_n < rb->hold_max) {
+		uint8_t *c = malloc((size_t)HOLD_CHUNK * PAGE);
+		if (c) {
+			uint32_t n = rb->hold_max - rb->hold_n < HOLD_CHUNK ?
+				     rb->hold_max - rb->hold_n : HOLD_CHUNK;
+			rb->hold_chunk[rb->hold_n / HOLD_CHUNK] = c;
+			for (uint32_t x = rb->hold_n + n; x-- > rb->hold_n;)
+				rb->hold_free[rb->hold_nfree++] = x;
+			rb->hold_n += n;
+		}
+	}
+	if (rb->hold_nfree > rb->hold_reserved) {
+		rb->hold_reserved++;
+		ok = true;
+	}
+out:
+	pthread_mutex_unlock(&rb->hold_lock);
+	if (!ok) {
+		atomic_fetch_add(&rb->hold_refused, 1);
+		atomic_store(&rb->retry_due, 1);
+	}
+	return ok;
+}
+
+static void hold_unreserve(struct remote_backend *rb)
+{
+	pthread_mutex_lock(&rb->hold_lock);
+	rb->hold_reserved--;
+	pthread_mutex_unlock(&rb->hold_lock);
+}
+
+/* Slot i (on no node, in no group) keeps `page` in the hold, in the room
+ * a hold_reserve made; the slot stays mapped. Caller holds the stripe. */
+static void hold_put(struct remote_backend *rb, uint64_t i, const void *page)
+{
+	struct slot *s = &rb->slots[i];
+
+	pthread_mutex_lock(&rb->hold_lock);
+	uint32_t x = rb->hold_free[--rb->hold_nfree];
+	rb->hold_reserved--;
+	rb->hold_slot[x] = i;
+	s->hold = (uint16_t)(x + 1);
+	pthread_mutex_unlock(&rb->hold_lock);
+	memcpy(hold_page(rb, x), page, PAGE);
+	s->spilled = 1;
+	atomic_fetch_add(&rb->held_now, 1);
+	atomic_fetch_add(&rb->holds, 1);
+	atomic_fetch_add(&rb->short_held, 1);
+	atomic_store(&rb->retry_due, 1);
+}
+
+/* Slot i leaves the hold (placed on a node, trimmed). Caller holds the
+ * stripe. */
+static void hold_release(struct remote_backend *rb, uint64_t i)
+{
+	pthread_mutex_lock(&rb->hold_lock);
+	uint32_t x = rb->slots[i].hold - 1u;
+	rb->slots[i].hold = 0;
+	rb->hold_free[rb->hold_nfree++] = x;
+	pthread_mutex_unlock(&rb->hold_lock);
+	atomic_fetch_sub(&rb->held_now, 1);
+}
+
+/* The cluster is short of room: one warning per SHORT_LOG_NS, with what
+ * happened since the last one, never one per page. */
+static void short_log(struct remote_backend *rb)
+{
+	uint64_t now = clock_now_ns(), last = atomic_load(&rb->short_logged_ns);
+
+	if (last && now - last < SHORT_LOG_NS)
+		return;
+	/* nothing to say: the window stays open for the next shortage */
+	if (!atomic_load(&rb->short_parity) && !atomic_load(&rb->short_held) &&
+	    !atomic_load(&rb->short_kept) && !atomic_load(&rb->hold_refused))
+		return;
+	if (!atomic_compare_exchange_strong(&rb->short_logged_ns, &last, now))
+		return;
+	uint64_t par = atomic_exchange(&rb->short_parity, 0);
+	uint64_t held = atomic_exchange(&rb->short_held, 0);
+	uint64_t kept = atomic_exchange(&rb->short_kept, 0);
+	uint64_t refused = atomic_exchange(&rb->hold_refused, 0);
+	if (!par && !held && !kept && !refused)
+		return;
+	log_warn("remote swap: the cluster is short of room (no node takes our "
+		 "pages): %" PRIu64 " parity pages not placed (their groups are "
+		 "unprotected), %" PRIu64 " pages held in nvswapd's memory "
+		 "(%" PRIu64 " now, at most %u MiB), %" PRIu64 " lost pages left "
+		 "in their groups to be rebuilt later%s, since the last such "
+		 "message; retrying with back-off. Give the nodes memory "
+		 "(mem=, nvcachectl grow) or add a node", par, held,
+		 (uint64_t)atomic_load(&rb->held_now), rb->hold_max / (1048576 / PAGE),
+		 kept, refused ? " (the hold is full: another loss in those "
+		 "groups loses their pages)" : "");
+}
+
 static int spill_io(struct remote_backend *rb, bool write, uint64_t i, void *page)
 {
+	if (rb->gsize) {        /* the hold; caller holds the stripe */
+		uint8_t *h = hold_page(rb, rb->slots[i].hold - 1u);
+		memcpy(write ? h : page, write ? page : h, PAGE);
+		return 0;
+	}
 	ssize_t n = write ? pwrite(rb->spill_fd, page, PAGE, (off_t)(i * PAGE)) :
 			    pread(rb->spill_fd, page, PAGE, (off_t)(i * PAGE));
 	if (n == PAGE)
@@ -706,6 +876,10 @@ static void spill_forget(struct remote_backend *rb, uint64_t i)
 	if (!s->spilled)
 		return;
 	s->spilled = 0;
+	if (rb->gsize) {
+		hold_release(rb, i);
+		return;
+	}
 	atomic_fetch_sub(&rb->spilled_now, 1);
 	/* give the file's blocks back; failure only costs disk space */
 	(void)fallocate(rb->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -920,10 +1094,14 @@ static int group_parity_store(struct remote_backend *rb, struct parity_group *g,
 	g->pn = PARITY_NO_NODE;
 	g->parity_lost = 1;
 	atomic_fetch_add(&rb->parity_errors, 1);
-	atomic_store(&rb->rebuild_needed, 1);
-	log_warn("remote swap: parity group %" PRIu64 ": no node took its parity "
-		 "page (%s); retrying in the background", g->pkey & 0xffffffff,
-		 strerror(-rc));
+	/* retried by the refresher, backing off (it used to run a whole
+	 * recovery pass at once, and again, logging every group each time:
+	 * thousands of lines a second while the cluster had no room) */
+	atomic_fetch_add(&rb->short_parity, 1);
+	atomic_store(&rb->retry_due, 1);
+	log_debug("remote swap: parity group %" PRIu64 ": no node took its parity "
+		  "page (%s)", g->pkey & 0xffffffff, strerror(-rc));
+	short_log(rb);
 	return rc;
 }
 
@@ -1264,22 +1442,28 @@ static int pslot_rehome(struct remote_backend *rb, uint64_t i, uint64_t gid,
 		}
 		exclude[n] = true;
 	}
-	/* No node outside the group: leave it for an open group. */
+	/* No node outside the group: leave it for an open group. If no
+	 * node takes it there either, it is held in our memory (room for it
+	 * reserved first); with no room in the hold either, it stays in its
+	 * group as it was, lost but recoverable, for a later read or pass
+	 * (taken out, it would be lost for good). */
+	if (!hold_reserve(rb)) {
+		pthread_mutex_unlock(glock(rb, gid));
+		atomic_fetch_add(&rb->short_kept, 1);
+		short_log(rb);
+		return 0;
+	}
 	if (s->n[0] != NO_NODE)
 		atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
 	s->n[0] = NO_NODE;
 	group_remove(rb, gid, (unsigned)idx, page);
 	pthread_mutex_unlock(glock(rb, gid));
-	if (group_add(rb, i, s->version, page, -1) == 0)
+	if (group_add(rb, i, s->version, page, -1) == 0) {
+		hold_unreserve(rb);
 		atomic_fetch_add(&rb->rehomes, 1);
-	else {
-		/* no node has room for it: this read gets it, later ones
-		 * an error (not zeros) */
-		atomic_fetch_sub(&rb->mapped, 1);
-		atomic_fetch_add(&rb->write_errors, 1);
-		s->lost = 1;
-		log_err("remote swap: slot %" PRIu64 " rebuilt but no node took it: "
-			"it is lost after this read (later reads fail with EIO)", i);
+	} else {
+		hold_put(rb, i, page);
+		short_log(rb);
 	}
 	return 0;
 }
@@ -1438,6 +1622,20 @@ static int pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 	uint8_t old[PAGE];
 	int rc;
 
+	if (s->spilled) {
+		/* Held in our memory (no node had room for it): placed now
+		 * if a node takes it, else the held page takes the write (a
+		 * newer write always wins; the slot never reads older data). */
+		rc = group_add(rb, i, v, page, -1);
+		s->version = v;
+		if (rc == 0) {
+			spill_forget(rb, i);
+			atomic_fetch_add(&rb->hold_placed, 1);
+		} else {
+			(void)spill_io(rb, true, i, (void *)page);
+		}
+		return 0;
+	}
 	if (was_mapped) {
 		uint64_t gid = rb->slot_grp[i] - 1;
 		struct parity_group *g = parity_group_at(&rb->pt, gid);
@@ -2621,7 +2819,7 @@ static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
 		if (!slot_mapped(s))
 			continue;       /* the version stays: a late copy can
 					 * never pass for current */
-		if (rb->gsize && !done[k])
+		if (rb->gsize && !done[k] && !s->spilled)
 			continue;       /* pslot_unmap's, below: it takes group locks */
 		for (unsigned r = 0; r < rb->copies; r++) {
 			if (s->n[r] == NO_NODE)
@@ -2877,7 +3075,7 @@ _Static_assert(RECOVER_FETCHES <= FETCH_BATCH_NODE, "a batch fits fetch_batch");
 struct recover_arg {
 	struct remote_backend *rb;
 	unsigned k;
-	uint64_t fixed, failed;
+	uint64_t fixed, failed, held;
 };
 
 struct recover_job {
@@ -3032,16 +3230,18 @@ static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
 	} else {
 		/* No node outside the group (N + 1 data nodes, one lost): out
 		 * of it and into an open group, with the batch's others
-		 * (recover_regroup; the page stays where it was rebuilt);
-		 * unless no node has room at all: then it stays in its
-		 * group, degraded, and a read rebuilds it (taken out now,
-		 * it would be lost). */
-		bool none[CONFIG_MAX_NODES] = { false };
+		 * (recover_regroup; the page stays where it was rebuilt). If
+		 * no node takes it there, it is held in our memory: room for
+		 * it is reserved now; without room it stays in its group,
+		 * degraded but recoverable, for a read or the next pass
+		 * (taken out, it would be lost). */
 		pthread_mutex_unlock(glock(rb, j->gid));
-		if (pick_count(rb, none))
+		if (hold_reserve(rb)) {
 			ret = 2;
-		else
+		} else {
 			a->failed++;
+			atomic_fetch_add(&rb->short_kept, 1);
+		}
 	}
 	pthread_mutex_unlock(stripe(rb, j->i));
 	return ret;
@@ -3087,8 +3287,10 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 		ok[k] = slot_lost(rb, s) && s->version == j->version && s->n[0] == j->n0 &&
 			s->g[0] == j->g0 && rb->slot_grp[j->i] == j->gid + 1 &&
 			group_same(g, &j->snap) && (idx = parity_member_find(g, j->i)) >= 0;
-		if (!ok[k])
+		if (!ok[k]) {
+			hold_unreserve(rb);     /* recover_prepare's, for it */
 			continue;
+		}
 		atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
 		s->n[0] = NO_NODE;
 		atomic_fetch_sub(&rb->mapped, 1);       /* written again below */
@@ -3134,17 +3336,21 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 	for (unsigned k = 0; k < nw; k++) {
 		struct slot *s = &rb->slots[ws[k]];
 		if (slot_mapped(s)) {
+			hold_unreserve(rb);
 			atomic_fetch_add(&rb->rehomes, 1);
 			atomic_fetch_add(&rb->rebuilt_batched, 1);
 			atomic_fetch_add(&rb->rebuilt_regrouped, 1);
 			a->fixed++;
 			continue;
 		}
-		/* no node took it: reads fail with EIO, not zeros */
-		s->lost = 1;
-		a->failed++;
-		log_err("remote swap: slot %" PRIu64 " rebuilt but no node took it: "
-			"it is lost (reads fail with EIO)", ws[k]);
+		/* No node took it (the cluster is short of room; write_slots
+		 * counted a failed write): it was rebuilt and is held in our
+		 * memory, in the room recover_prepare reserved, until a node
+		 * takes it. Dropping it here lost it for good. */
+		atomic_fetch_sub(&rb->write_errors, 1);
+		atomic_fetch_add(&rb->mapped, 1);
+		hold_put(rb, ws[k], pages[k]);
+		a->held++;
 	}
 	for (unsigned k = 0; k < n; k++) {
 		struct slot *s = &rb->slots[b->job[jk[k]].i];
@@ -3243,7 +3449,8 @@ static void parity_recover(struct remote_backend *rb)
 	struct recover_arg args[RECOVER_THREADS];
 	pthread_t th[RECOVER_THREADS];
 	bool started[RECOVER_THREADS];
-	uint64_t fixed = 0, failed = 0, groups = 0, regrouped = 0, t0 = clock_now_ns();
+	uint64_t fixed = 0, failed = 0, held = 0, groups = 0, regrouped = 0;
+	uint64_t t0 = clock_now_ns();
 
 	for (unsigned k = 0; k < RECOVER_THREADS; k++) {
 		args[k] = (struct recover_arg){ .rb = rb, .k = k };
@@ -3256,6 +3463,7 @@ static void parity_recover(struct remote_backend *rb)
 			pthread_join(th[k], NULL);
 		fixed += args[k].fixed;
 		failed += args[k].failed;
+		held += args[k].held;
 	}
 	uint64_t dt = clock_now_ns() - t0;
 	if (stopping(rb))
@@ -3269,7 +3477,17 @@ static void parity_recover(struct remote_backend *rb)
 		    g->pn == PARITY_NO_NODE ||
 		    (uint8_t)atomic_load(&rb->nodes[g->pn].gen) != g->pgen ||
 		    !atomic_load(&rb->nodes[g->pn].alive))) {
-			int rc = group_parity_rebuild(rb, g);
+			/* no node can take anything: do not fetch every
+			 * member of every such group for nothing (retried
+			 * later, backing off) */
+			bool none[CONFIG_MAX_NODES] = { false };
+			int rc = -ENOSPC;
+			if (pick_count(rb, none)) {
+				rc = group_parity_rebuild(rb, g);
+			} else {
+				atomic_fetch_add(&rb->short_parity, 1);
+				atomic_store(&rb->retry_due, 1);
+			}
 			groups += rc == 0;
 			/* No node outside the group for its parity (N + 1
 			 * nodes for groups of N, one lost): a member on a
@@ -3290,11 +3508,14 @@ static void parity_recover(struct remote_backend *rb)
 	atomic_fetch_add(&rb->rebuilt_pages, fixed);
 	if (fixed)
 		atomic_fetch_add(&rb->rebuild_ns, dt);
-	if (fixed || failed || groups)
+	if (fixed || failed || held || groups)
 		log_info("remote swap: recovery pass: %" PRIu64 " pages rebuilt from "
-			 "parity (%.3f ms/page), %" PRIu64 " could not be, %" PRIu64
-			 " parity pages recomputed", fixed,
-			 fixed ? dt / 1e6 / (double)fixed : 0.0, failed, groups);
+			 "parity (%.3f ms/page), %" PRIu64 " rebuilt and held in "
+			 "nvswapd's memory (no node had room), %" PRIu64 " could not be "
+			 "(left in their groups), %" PRIu64 " parity pages recomputed",
+			 fixed, fixed ? dt / 1e6 / (double)fixed : 0.0, held, failed,
+			 groups);
+	short_log(rb);
 }
 
 /* Move the members `slots` of closed group gid into open groups: XORed out
@@ -3317,21 +3538,31 @@ static uint64_t group_dissolve(struct remote_backend *rb, uint32_t gid,
 		int idx = rb->slot_grp[j] == gid + 1 && g->state == PG_CLOSED ?
 			  parity_member_find(g, j) : -1;
 		int node = s->n[0];
+		/* room in the hold first: a page that leaves its group
+		 * and finds no other is held, never dropped; without that
+		 * room it stays where it is */
 		if (idx >= 0 && copy_valid(rb, s, 0) && usable(rb, s->n[0]) &&
-		    node_op(rb, s->n[0], OP_FETCH, j, s->version, page) == 0) {
+		    hold_reserve(rb)) {
+			if (node_op(rb, s->n[0], OP_FETCH, j, s->version, page) != 0) {
+				hold_unreserve(rb);
+				pthread_mutex_unlock(glock(rb, gid));
+				pthread_mutex_unlock(stripe(rb, j));
+				continue;
+			}
 			group_remove(rb, gid, (unsigned)idx, page);
 			pthread_mutex_unlock(glock(rb, gid));
 			if (group_add(rb, j, s->version, page, node) == 0) {
+				hold_unreserve(rb);
 				moved++;
 			} else {
-				/* nowhere to go: the page is lost (reads say so) */
+				/* nowhere to go: held in our memory */
 				atomic_fetch_sub(&rb->nodes[node].held, 1);
 				s->n[0] = NO_NODE;
-				s->lost = 1;
-				atomic_fetch_sub(&rb->mapped, 1);
-				atomic_fetch_add(&rb->write_errors, 1);
-				log_err("remote swap: slot %" PRIu64 " dropped while "
-					"regrouping parity groups: no node has room", j);
+				if (usable(rb, (unsigned)node))
+					(void)node_op(rb, (unsigned)node, OP_DROP, j,
+						      s->version, NULL);
+				hold_put(rb, j, page);
+				short_log(rb);
 			}
 		} else {
 			pthread_mutex_unlock(glock(rb, gid));
@@ -3418,27 +3649,33 @@ static int migrate_pslot(struct remote_backend *rb, uint64_t i, unsigned j,
 		exclude[n] = true;
 	}
 	/* Every node with room is in the group already: the page leaves it
-	 * (XORed out of its parity) for an open group. */
+	 * (XORed out of its parity) for an open group; room in the hold is
+	 * reserved first (without it, the page stays where it is). */
+	if (!hold_reserve(rb)) {
+		pthread_mutex_unlock(glock(rb, gid));
+		return -ENOSPC;
+	}
 	atomic_fetch_sub(&rb->nodes[j].held, 1);
 	s->n[0] = NO_NODE;
 	group_remove(rb, gid, (unsigned)idx, page);
 	pthread_mutex_unlock(glock(rb, gid));
 	if (group_add(rb, i, s->version, page, -1) == 0) {
+		hold_unreserve(rb);
 		(void)node_op(rb, j, OP_DROP, i, s->version, NULL);
 		return 1;
 	}
 	/* No node has room: it stays where it is, in an open group
 	 * (group_add keeps it on j, or moves it and drops the copy on j). */
 	atomic_fetch_add(&rb->nodes[j].held, 1);
-	if (group_add(rb, i, s->version, page, (int)j) == 0)
+	if (group_add(rb, i, s->version, page, (int)j) == 0) {
+		hold_unreserve(rb);
 		return s->n[0] == j ? -ENOSPC : 1;
+	}
+	/* Not even there (no group can take it): held in our memory. */
 	atomic_fetch_sub(&rb->nodes[j].held, 1);
 	(void)node_op(rb, j, OP_DROP, i, s->version, NULL);
-	s->lost = 1;
-	atomic_fetch_sub(&rb->mapped, 1);
-	atomic_fetch_add(&rb->write_errors, 1);
-	log_err("remote swap: slot %" PRIu64 " lost while migrating it off node %u: "
-		"no node has room for it", i, rb->nodes[j].id);
+	hold_put(rb, i, page);
+	short_log(rb);
 	return -ENOSPC;
 }
 
@@ -3670,6 +3907,48 @@ static void reset_late_nodes(struct remote_backend *rb)
 	}
 }
 
+/* Place held pages on the nodes, now that one may have room: each, under
+ * its stripe, joins an open group as a new page would. Stops at the first
+ * that no node takes. Returns how many were placed. */
+static uint64_t hold_retry(struct remote_backend *rb)
+{
+	uint64_t placed = 0;
+	bool none[CONFIG_MAX_NODES] = { false };
+
+	for (uint32_t x = 0; atomic_load(&rb->held_now) && !stopping(rb); x++) {
+		pthread_mutex_lock(&rb->hold_lock);
+		bool more = x < rb->hold_n;
+		uint64_t i = more ? rb->hold_slot[x] : 0;
+		bool used = more && rb->slots[i].hold == x + 1;
+		pthread_mutex_unlock(&rb->hold_lock);
+		if (!more || !pick_count(rb, none))
+			break;
+		if (!used)
+			continue;
+		pthread_mutex_lock(stripe(rb, i));
+		struct slot *s = &rb->slots[i];
+		int rc = 0;
+		if (s->spilled && s->hold == x + 1) {
+			rc = group_add(rb, i, s->version, hold_page(rb, x), -1);
+			if (!rc) {
+				spill_forget(rb, i);
+				atomic_fetch_add(&rb->hold_placed, 1);
+				placed++;
+			}
+		}
+		pthread_mutex_unlock(stripe(rb, i));
+		if (rc)
+			break;
+	}
+	if (atomic_load(&rb->held_now))
+		atomic_store(&rb->retry_due, 1);
+	if (placed)
+		log_info("remote swap: %" PRIu64 " held pages placed on the nodes, %"
+			 PRIu64 " still held in nvswapd's memory", placed,
+			 (uint64_t)atomic_load(&rb->held_now));
+	return placed;
+}
+
 static void *refresher_main(void *arg)
 {
 	struct remote_backend *rb = arg;
@@ -3694,12 +3973,48 @@ static void *refresher_main(void *arg)
 		if (refresh(rb))
 			log_debug("remote swap: no node answered the table refresh");
 		reset_late_nodes(rb);
+		/* Short of room (a parity page or a page that no node took):
+		 * try again, the delay doubling (up to RETRY_MAX_NS) while
+		 * nothing gets placed; a node death's own pass is not held
+		 * back by this. */
+		bool retry = false;
+		uint64_t placed = 0, rebuilds0 = 0;
+		if (rb->gsize) {
+			/* room appeared (a node came back or grew): no waiting */
+			bool none[CONFIG_MAX_NODES] = { false };
+			bool room = pick_count(rb, none) > 0;
+			if (room && !rb->had_room) {
+				rb->retry_at_ns = 0;
+				rb->retry_ns = RETRY_MIN_NS;
+			}
+			rb->had_room = room;
+		}
+		if (rb->gsize && atomic_load(&rb->retry_due) &&
+		    clock_now_ns() >= rb->retry_at_ns) {
+			atomic_store(&rb->retry_due, 0);
+			retry = true;
+			rebuilds0 = atomic_load(&rb->parity_rebuilds);
+			placed = hold_retry(rb);
+			atomic_store(&rb->rebuild_needed, 1);
+		}
 		atomic_store(&rb->recovering, 1);
 		if (rb->gsize && atomic_exchange(&rb->rebuild_needed, 0))
 			parity_recover(rb);
 		else if (rb->copies > 1 && atomic_exchange(&rb->rebuild_needed, 0))
 			rebuild(rb);
 		atomic_store(&rb->recovering, 0);
+		if (retry) {
+			/* progress: a held page placed, a parity page
+			 * recomputed and stored */
+			bool progress = placed ||
+					atomic_load(&rb->parity_rebuilds) != rebuilds0;
+			if (!atomic_load(&rb->retry_due) || progress)
+				rb->retry_ns = RETRY_MIN_NS;
+			else if ((rb->retry_ns *= 2) > RETRY_MAX_NS)
+				rb->retry_ns = RETRY_MAX_NS;
+			rb->retry_at_ns = clock_now_ns() + rb->retry_ns;
+			short_log(rb);
+		}
 		if (rb->gsize && atomic_exchange(&rb->merge_needed, 0))
 			parity_merge(rb);
 		migrate(rb);
@@ -3767,6 +4082,14 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 	pthread_condattr_destroy(&ca);
 	for (unsigned i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&rb->stripes[i], NULL);
+	pthread_mutex_init(&rb->hold_lock, NULL);
+	rb->retry_ns = RETRY_MIN_NS;
+	/* the hold: 1/16 of the device, at least 64 MiB, at most 256 MiB */
+	{
+		uint64_t h = rb->nslots / 16;
+		h = h < HOLD_MIN_PAGES ? HOLD_MIN_PAGES : h > HOLD_MAX_PAGES ? HOLD_MAX_PAGES : h;
+		rb->hold_max = (uint32_t)(h < rb->nslots ? h : rb->nslots);
+	}
 	rb->slots = malloc(rb->nslots * sizeof(*rb->slots));
 	if (!rb->slots) {
 		remote_close(rb);
@@ -3778,6 +4101,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		rb->slots[i].g[0] = rb->slots[i].g[1] = 0;
 		rb->slots[i].spilled = 0;
 		rb->slots[i].lost = 0;
+		rb->slots[i].hold = 0;
 	}
 	if (o->spill_path) {
 		struct statfs sfs;
@@ -3935,6 +4259,13 @@ void remote_close(struct remote_backend *rb)
 	}
 	for (unsigned i = 0; i < STRIPES; i++)
 		pthread_mutex_destroy(&rb->stripes[i]);
+	if (rb->hold_chunk)
+		for (uint32_t c = 0; c * HOLD_CHUNK < rb->hold_n; c++)
+			free(rb->hold_chunk[c]);
+	free(rb->hold_chunk);
+	free(rb->hold_slot);
+	free(rb->hold_free);
+	pthread_mutex_destroy(&rb->hold_lock);
 	if (rb->spill_fd >= 0)
 		close(rb->spill_fd);
 	pthread_cond_destroy(&rb->cond);
@@ -3981,7 +4312,9 @@ static struct degraded count_degraded(struct remote_backend *rb)
 	for (uint64_t i = 0; i < rb->nslots; i++) {
 		pthread_mutex_lock(stripe(rb, i));
 		const struct slot *s = &rb->slots[i];
-		if (slot_mapped(s) && !s->spilled)
+		if (s->spilled && rb->gsize)
+			d.slots++;      /* held: on no node, in no group */
+		else if (slot_mapped(s) && !s->spilled)
 			for (unsigned r = 0; r < rb->copies; r++)
 				if (node_gone(rb, s->n[r], s->g[r])) {
 					d.slots++;
@@ -4075,6 +4408,20 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 		    local, mapped ? (double)local / (double)mapped : 0.0);
 		OUT("parity_node_bytes_per_page: %.1f\n",
 		    mapped ? (double)used * PAGE / (double)mapped : 0.0);
+	}
+	if (rb->gsize) {
+		/* pages no node had room for, held in our memory (also in
+		 * remote_slots_degraded); the hold's cap; pages held so far,
+		 * and placed on a node later */
+		pthread_mutex_lock(&rb->hold_lock);
+		uint64_t hb = (uint64_t)rb->hold_n * PAGE;
+		pthread_mutex_unlock(&rb->hold_lock);
+		OUT("remote_slots_held: %" PRIu64 "\nremote_hold_bytes: %" PRIu64
+		    "\nremote_hold_max_bytes: %" PRIu64 "\nremote_holds: %" PRIu64
+		    "\nremote_holds_placed: %" PRIu64 "\nremote_short_of_room: %d\n",
+		    (uint64_t)atomic_load(&rb->held_now), hb,
+		    (uint64_t)rb->hold_max * PAGE, (uint64_t)atomic_load(&rb->holds),
+		    (uint64_t)atomic_load(&rb->hold_placed), atomic_load(&rb->retry_due));
 	}
 	OUT("remote_spill: %s\n", rb->spill_fd >= 0 ? "yes" : "no");
 	OUT("remote_spills: %" PRIu64 "\nremote_slots_spilled: %" PRIu64 "\n",

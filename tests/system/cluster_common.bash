@@ -35,7 +35,8 @@ cluster_sees() { [ "$(cluster_stat "$1" nodes_alive)" = "$2" ]; }
 # cluster_start N TAG: N nvcached on loopback (heartbeat 200 ms, dead after
 # 1 s) from a fresh cluster file $conf (secret in $T_DIR/secret, made if
 # missing), pids in pid[1..N], logs in $T_DIR/nodeI-TAG.log; returns once
-# every node sees the N-1 others alive. If the caller defines
+# every node sees the N-1 others alive. CLUSTER_MEM=SIZE gives every node
+# that mem= cap in the cluster file. If the caller defines
 # cluster_node_args, `cluster_node_args I` prints node I's extra arguments.
 cluster_start() {
   local n=$1 tag=$2 i ports extra
@@ -43,7 +44,7 @@ cluster_start() {
   read -r -a ports < <(cluster_free_ports "$n")
   conf=$T_DIR/cluster-$tag.conf
   { echo "secret secret"
-    for ((i = 1; i <= n; i++)); do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done; } >"$conf"
+    for ((i = 1; i <= n; i++)); do echo "node $i 127.0.0.1:${ports[$((i-1))]}${CLUSTER_MEM:+ mem=$CLUSTER_MEM}"; done; } >"$conf"
   for ((i = 1; i <= n; i++)); do
     extra=()
     if declare -F cluster_node_args >/dev/null; then read -r -a extra < <(cluster_node_args "$i") || true; fi
