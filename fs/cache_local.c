@@ -31,7 +31,8 @@ static int l_write(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 {
 	return bstore_block_write_src(B(m), obj, blk, off, src, len, base,
 				      base_len, flags & CM_DIRTY,
-				      flags & CM_IF_ABSENT, bi);
+				      flags & CM_IF_ABSENT,
+				      flags & CM_NEED_OLD, bi);
 }
 
 static int l_info(struct cache_mgr *m, uint64_t obj, uint64_t blk,

@@ -20,6 +20,9 @@
 
 #define CM_DIRTY     1u /* the bytes are newer than the backing file */
 #define CM_IF_ABSENT 2u /* install only if the block is not cached */
+#define CM_NEED_OLD  4u /* without base: -ENODATA if the block is absent
+			 * (its bytes around the write are in the backing
+			 * file: fetch them and write again with them) */
 
 struct cache_mgr;
 

@@ -150,8 +150,17 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 				continue;
 			ver[i] = bi.version;
 			uint32_t len = bi.valid;
-			if (start + len > size)
+			if (start + len > size) {
+				/* Bytes past the size: an extending write
+				 * still going on (it sets the size once done).
+				 * Written up to the size, but the block stays
+				 * dirty: marked clean, it could be evicted and
+				 * those bytes read back from the backing file
+				 * as zeros (a tryout saw acknowledged writes
+				 * come back as zeros under cache pressure). */
 				len = (uint32_t)(size - start);
+				ver[i] = 0;
+			}
 			if (!len)
 				continue;
 			used++;
@@ -216,6 +225,8 @@ static void dirty_add(struct fs *fs, struct fs_inode *ino)
 	ino->dnext = fs->dirty_head;
 	if (fs->dirty_head)
 		fs->dirty_head->dprev = ino;
+	else
+		fs->dirty_tail = ino;
 	fs->dirty_head = ino;
 	fs->ndirty_files++;
 }
@@ -228,9 +239,29 @@ static void dirty_del(struct fs *fs, struct fs_inode *ino)
 		fs->dirty_head = ino->dnext;
 	if (ino->dnext)
 		ino->dnext->dprev = ino->dprev;
+	else
+		fs->dirty_tail = ino->dprev;
 	ino->dnext = ino->dprev = NULL;
 	ino->on_dirty = false;
 	fs->ndirty_files--;
+}
+
+/* A file just written back and still listed goes behind the others, so
+ * that, while writers wait for space (every file due at once), one file
+ * whose pass cleaned nothing cannot be picked again and again while the
+ * others' dirty blocks wait (a livelock a tryout hit: the head was a file
+ * whose extending write was itself waiting for space). */
+static void dirty_to_tail(struct fs *fs, struct fs_inode *ino)
+{
+	if (fs->dirty_tail == ino)
+		return;
+	dirty_del(fs, ino);
+	ino->on_dirty = true;
+	fs->ndirty_files++;
+	ino->dnext = NULL;
+	ino->dprev = fs->dirty_tail;
+	fs->dirty_tail->dnext = ino;
+	fs->dirty_tail = ino;
 }
 
 void engine_mark_dirty(struct fs *fs, struct fs_inode *ino)
@@ -379,6 +410,7 @@ static void *wb_main(void *arg)
 				drop = true;
 			} else {
 				pick->wb_due_ns = open ? 0 : now + fs->cfg.wb_delay_ns;
+				dirty_to_tail(fs, pick);
 			}
 		}
 		pthread_cond_broadcast(&fs->space_cv);

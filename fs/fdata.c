@@ -350,11 +350,92 @@ ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	return fdata_write_src(fs, ino, off, len, &(struct bstore_src){ .buf = buf });
 }
 
+/* What a write has committed up to end becomes the file's: its size, its
+ * mtime, and a place on the dirty list. At the write's end, and before it
+ * waits for space: write-back takes only bytes below the size and only
+ * files on the list, so an extending write that waited with its first
+ * blocks out of sight could wait for good (a tryout's writers hung in
+ * engine_wait_space while the cache was all dirty). */
+static void write_publish(struct fs *fs, struct fs_inode *ino, uint64_t end)
+{
+	pthread_mutex_lock(&ino->lk);
+	if (end > ino->size) {
+		ino->size = end;
+		save_size(fs, ino);
+	}
+	clock_gettime(CLOCK_REALTIME, &ino->mtime);
+	ino->mtime_dirty = true;
+	ino->wgen++;
+	/* on_dirty only goes false with ino->lk held (wb_main), so reading it
+	 * here, after our block is committed, is race-free */
+	bool listed = ino->on_dirty;
+	pthread_mutex_unlock(&ino->lk);
+	if (!listed)
+		engine_mark_dirty(fs, ino);
+}
+
+/* One block's part of a write: [boff, boff+n) of block blk from part.
+ * A partial write of a block that is not cached starts from the block's
+ * backing bytes, read now: the backing size is read afresh (write-back
+ * may have grown the file since the write began), and if the block was
+ * cached when looked at but evicted before the write, the store says so
+ * (CM_NEED_OLD) and the bytes are fetched then, never taken as zeros. */
+static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
+		       uint64_t blk, uint32_t boff, uint32_t n,
+		       const struct bstore_src *part, char **tmp,
+		       uint64_t end_done)
+{
+	uint32_t B = fs->cfg.block_size;
+	uint64_t start = blk * B;
+	struct cache_mgr *m = fs_mgr_for(fs, ino, blk);
+	bool fetched = false;
+	ssize_t base_len = 0;
+	int r;
+
+	for (;;) {
+		uint64_t inback = 0;
+		if (boff != 0 || n < B) {
+			pthread_mutex_lock(&ino->lk);
+			uint64_t bsize = ino->bsize;
+			pthread_mutex_unlock(&ino->lk);
+			inback = bsize > start ? bsize - start : 0;
+			if (inback > B)
+				inback = B;
+		}
+		bool partial = inback && !(boff == 0 && n >= inback);
+		if (partial && !fetched && m->ops->info(m, obj, blk, NULL) == -ENOENT) {
+			atomic_fetch_add(&fs->st.misses, 1);
+			if (!*tmp && !(*tmp = block_buf(fs)))
+				return -ENOMEM;
+			pthread_mutex_lock(&ino->lk);
+			uint64_t bsize = ino->bsize;
+			pthread_mutex_unlock(&ino->lk);
+			base_len = fetch(fs, ino, blk, *tmp, bsize);
+			if (base_len < 0)
+				return (int)base_len;
+			fetched = true;
+		}
+		unsigned fl = CM_DIRTY | (partial && !fetched ? CM_NEED_OLD : 0);
+		r = m->ops->write(m, obj, blk, boff, part, n,
+				  fetched ? *tmp : NULL, (uint32_t)base_len,
+				  fl, NULL);
+		if (r == -ENODATA && !fetched)
+			continue; /* evicted since we looked: fetch it */
+		if (r != -ENOSPC)
+			return r;
+		/* back-pressure, never ENOSPC; what this write committed so
+		 * far must be visible to the write-back we wait for */
+		if (end_done)
+			write_publish(fs, ino, end_done);
+		engine_wait_space(fs);
+	}
+}
+
 ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
 			size_t len, const struct bstore_src *src)
 {
 	uint32_t B = fs->cfg.block_size;
-	uint64_t bsize, obj;
+	uint64_t obj;
 	size_t done = 0;
 	ssize_t ret = 0;
 	char *tmp = NULL; /* only a partial write of an uncached block needs it */
@@ -363,7 +444,6 @@ ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	for (;;) {
 		pthread_mutex_lock(&ino->lk);
 		ret = ensure_obj(fs, ino);
-		bsize = ino->bsize;
 		obj = ino->obj;
 		pthread_mutex_unlock(&ino->lk);
 		if (ret != -ENOSPC)
@@ -376,63 +456,26 @@ ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	if (ret < 0)
 		goto out;
 	while (done < len) {
-		uint64_t pos = off + done, blk = pos / B, start = blk * B;
+		uint64_t pos = off + done, blk = pos / B;
 		uint32_t boff = (uint32_t)(pos % B);
 		uint32_t n = B - boff < len - done ? B - boff : (uint32_t)(len - done);
-		struct cache_mgr *m = fs_mgr_for(fs, ino, blk);
-		uint64_t inback = bsize > start ? bsize - start : 0;
-		ssize_t base_len = 0;
-		int r;
-
-		if (inback > B)
-			inback = B;
-		/* a partial write of an uncached block needs the block's
-		 * backing bytes around it */
-		if (inback && !(boff == 0 && n >= inback) &&
-		    m->ops->info(m, obj, blk, NULL) == -ENOENT) {
-			atomic_fetch_add(&fs->st.misses, 1);
-			if (!tmp && !(tmp = block_buf(fs))) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			base_len = fetch(fs, ino, blk, tmp, bsize);
-			if (base_len < 0) {
-				ret = base_len;
-				goto out;
-			}
-		}
 		/* a stream's next bytes are this block's: blocks go in order */
 		struct bstore_src part = *src;
 		if (src->buf)
 			part.buf = (const char *)src->buf + done;
-		for (;;) {
-			r = m->ops->write(m, obj, blk, boff, &part, n, tmp,
-					  (uint32_t)base_len, CM_DIRTY, NULL);
-			if (r != -ENOSPC)
-				break;
-			engine_wait_space(fs); /* back-pressure, never ENOSPC */
-		}
+		int r = write_block(fs, ino, obj, blk, boff, n, &part, &tmp,
+				    done ? off + done : 0);
 		if (r < 0) {
 			ret = r;
-			goto out;
+			break;
 		}
 		done += n;
 	}
-	pthread_mutex_lock(&ino->lk);
-	if (off + len > ino->size) {
-		ino->size = off + len;
-		save_size(fs, ino);
+	/* a write that failed part way has written its first done bytes */
+	if (done) {
+		write_publish(fs, ino, off + done);
+		ret = (ssize_t)done;
 	}
-	clock_gettime(CLOCK_REALTIME, &ino->mtime);
-	ino->mtime_dirty = true;
-	ino->wgen++;
-	/* on_dirty only goes false with ino->lk held (wb_main), so reading it
-	 * here, after our block is committed, is race-free */
-	bool listed = ino->on_dirty;
-	pthread_mutex_unlock(&ino->lk);
-	if (!listed)
-		engine_mark_dirty(fs, ino);
-	ret = (ssize_t)done;
 out:
 	pthread_rwlock_unlock(&ino->io);
 	free(tmp);

@@ -113,7 +113,7 @@ struct fs {
 	pthread_cond_t wb_cv;     /* wakes the write-back thread */
 	pthread_cond_t space_cv;  /* a write-back finished: space may be free */
 	pthread_cond_t pf_cv;
-	struct fs_inode *dirty_head;
+	struct fs_inode *dirty_head, *dirty_tail;
 	uint32_t ndirty_files;
 	bool wb_urgent, wb_all, stop;
 	struct fs_inode *pf_head, *pf_tail;
@@ -154,9 +154,10 @@ void forget_free(struct fs *fs);
 void forget_kick(struct fs *fs);
 /* An open just failed with errno: if it was EMFILE or ENFILE and the
  * thread can free descriptors, wake it, wait for an inode to be freed (at
- * most 5 ms) and return true: the caller tries again, 20 times at most
+ * most 5 ms) and return true: the caller tries again, 200 times (1 s) at most
  * (*tries counts). errno is kept. Lookups may outrun the thread for a
- * moment; they wait for it instead of failing. */
+ * moment; they wait for it instead of failing (100 ms was too short for
+ * a sanitizer build on a loaded machine: CI saw one EMFILE). */
 bool forget_retry(struct fs *fs, int *tries);
 bool forget_wait(struct fs *fs);
 /* An inode was freed (its fd closed): wake forget_wait. */

@@ -903,13 +903,13 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 	struct bstore_src in = { .buf = buf };
 
 	return bstore_block_write_src(bs, obj, idx, off, &in, len, base,
-				      base_len, dirty, if_absent, info);
+				      base_len, dirty, if_absent, false, info);
 }
 
 int bstore_block_write_src(struct bstore *bs, uint64_t obj, uint64_t idx,
 			   uint32_t off, const struct bstore_src *in,
 			   uint32_t len, const void *base, uint32_t base_len,
-			   bool dirty, bool if_absent,
+			   bool dirty, bool if_absent, bool need_old,
 			   struct bstore_binfo *info)
 {
 	pthread_mutex_t *kl = key_lock(bs, obj, idx);
@@ -933,6 +933,10 @@ int bstore_block_write_src(struct bstore *bs, uint64_t obj, uint64_t idx,
 	old = idx_find(bs, obj, idx);
 	if (old != NIL && if_absent) {
 		ret = -EEXIST;
+		goto out_unlock;
+	}
+	if (old == NIL && need_old && !base) {
+		ret = -ENODATA;
 		goto out_unlock;
 	}
 	/* pin the old copy first: the allocation below may evict a clean

@@ -143,11 +143,14 @@ struct bstore_src {
 	int (*fill)(void *ctx, void *dst, uint32_t len);
 	void *ctx;
 };
-/* bstore_block_write_over with the bytes from src. */
+/* bstore_block_write_over with the bytes from src. With need_old and no
+ * base, a block that is absent (never cached, or evicted since the caller
+ * looked) is not started from zeros: -ENODATA, and the caller fetches the
+ * backing bytes and calls again with them as base. */
 int bstore_block_write_src(struct bstore *bs, uint64_t obj, uint64_t idx,
 			   uint32_t off, const struct bstore_src *src,
 			   uint32_t len, const void *base, uint32_t base_len,
-			   bool dirty, bool if_absent,
+			   bool dirty, bool if_absent, bool need_old,
 			   struct bstore_binfo *info);
 /* Copy len bytes at off out of the block; bytes past the valid length read
  * as zeros. -ENOENT if the block is not in the store. */

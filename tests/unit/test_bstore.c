@@ -296,9 +296,9 @@ static void write_from_stream(void **state)
 	fill(a, BS, 3);
 	fill(b, BS, 4);
 	assert_int_equal(bstore_block_write(bs, id, 0, 0, a, BS, true, false, NULL), 0);
-	assert_int_equal(bstore_block_write_src(bs, id, 0, 100, &src, 200, NULL, 0, true, false, NULL), 0);
+	assert_int_equal(bstore_block_write_src(bs, id, 0, 100, &src, 200, NULL, 0, true, false, false, NULL), 0);
 	assert_ptr_equal(st.next, b + 200); /* consumed once, in order */
-	assert_int_equal(bstore_block_write_src(bs, id, 0, 300, &src, 50, NULL, 0, true, false, NULL), 0);
+	assert_int_equal(bstore_block_write_src(bs, id, 0, 300, &src, 50, NULL, 0, true, false, false, NULL), 0);
 	assert_int_equal(bstore_block_read(bs, id, 0, 0, out, BS, NULL), 0);
 	assert_memory_equal(out, a, 100);
 	assert_memory_equal(out + 100, b, 250);
@@ -306,13 +306,26 @@ static void write_from_stream(void **state)
 
 	bstore_stats_get(bs, &s0);
 	st.fail = 1;
-	assert_int_equal(bstore_block_write_src(bs, id, 0, 0, &src, BS, NULL, 0, true, false, NULL), -EPIPE);
-	assert_int_equal(bstore_block_write_src(bs, id, 1, 0, &src, BS, NULL, 0, true, false, NULL), -EPIPE);
+	assert_int_equal(bstore_block_write_src(bs, id, 0, 0, &src, BS, NULL, 0, true, false, false, NULL), -EPIPE);
+	assert_int_equal(bstore_block_write_src(bs, id, 1, 0, &src, BS, NULL, 0, true, false, false, NULL), -EPIPE);
 	bstore_stats_get(bs, &s1);
 	assert_int_equal(s1.blocks_used, s0.blocks_used);
 	assert_int_equal(bstore_block_info(bs, id, 1, NULL), -ENOENT);
 	assert_int_equal(bstore_block_read(bs, id, 0, 0, out, BS, NULL), 0);
 	assert_memory_equal(out + 100, b, 250);
+
+	/* need_old: an absent block is not started from zeros under a
+	 * partial write; with base it is */
+	struct bstore_src mem = { .buf = b };
+	assert_int_equal(bstore_block_write_src(bs, id, 2, 10, &mem, 20, NULL, 0, true, false, true, NULL), -ENODATA);
+	assert_int_equal(bstore_block_info(bs, id, 2, NULL), -ENOENT);
+	assert_int_equal(bstore_block_write_src(bs, id, 2, 10, &mem, 20, a, 100, true, false, true, NULL), 0);
+	assert_int_equal(bstore_block_read(bs, id, 2, 0, out, 100, NULL), 0);
+	assert_memory_equal(out, a, 10);
+	assert_memory_equal(out + 10, b, 20);
+	assert_memory_equal(out + 30, a + 30, 70);
+	/* present: need_old changes nothing */
+	assert_int_equal(bstore_block_write_src(bs, id, 2, 0, &mem, 5, NULL, 0, true, false, true, NULL), 0);
 	bstore_close(bs);
 
 	/* and after a reopen (recovery) too */
