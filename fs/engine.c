@@ -184,6 +184,14 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 		ret = -errno;
 		goto fail;
 	}
+	/* The backing size first: once a block is clean it can be evicted,
+	 * and a partial write into it then takes its bytes from the backing
+	 * file, as far as bsize says there are any (a stale bsize there
+	 * started the block from zeros: a review reproduced it). */
+	pthread_mutex_lock(&ino->lk);
+	if (fstat(fd, &st) == 0)
+		ino->bsize = (uint64_t)st.st_size;
+	pthread_mutex_unlock(&ino->lk);
 	/* only now, with the bytes durable in the backing file, may the
 	 * cache forget that they are dirty */
 	for (size_t i = 0; i < n; i++) {

@@ -375,36 +375,30 @@ static void write_publish(struct fs *fs, struct fs_inode *ino, uint64_t end)
 }
 
 /* One block's part of a write: [boff, boff+n) of block blk from part.
- * A partial write of a block that is not cached starts from the block's
- * backing bytes, read now: the backing size is read afresh (write-back
- * may have grown the file since the write began), and if the block was
- * cached when looked at but evicted before the write, the store says so
- * (CM_NEED_OLD) and the bytes are fetched then, never taken as zeros. */
+ * Less than a whole block, and the block not cached: it starts from its
+ * backing bytes. They are fetched only once the store has said the block
+ * is absent (CM_NEED_OLD: -ENODATA), with the backing size as it is then:
+ * an earlier look or size may be stale (write-back may have written the
+ * block, grown the file, and the block been evicted since), and a block
+ * started from zeros there lost bytes already acknowledged (found by a
+ * tryout and a review). Past the backing file's end fetch reads nothing. */
 static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
 		       uint64_t blk, uint32_t boff, uint32_t n,
 		       const struct bstore_src *part, char **tmp,
 		       uint64_t end_done)
 {
-	uint32_t B = fs->cfg.block_size;
-	uint64_t start = blk * B;
 	struct cache_mgr *m = fs_mgr_for(fs, ino, blk);
+	bool sub = boff != 0 || n < fs->cfg.block_size;
 	bool fetched = false;
 	ssize_t base_len = 0;
 	int r;
 
 	for (;;) {
-		uint64_t inback = 0;
-		if (boff != 0 || n < B) {
-			pthread_mutex_lock(&ino->lk);
-			uint64_t bsize = ino->bsize;
-			pthread_mutex_unlock(&ino->lk);
-			inback = bsize > start ? bsize - start : 0;
-			if (inback > B)
-				inback = B;
-		}
-		bool partial = inback && !(boff == 0 && n >= inback);
-		if (partial && !fetched && m->ops->info(m, obj, blk, NULL) == -ENOENT) {
-			atomic_fetch_add(&fs->st.misses, 1);
+		r = m->ops->write(m, obj, blk, boff, part, n,
+				  fetched ? *tmp : NULL, (uint32_t)base_len,
+				  CM_DIRTY | (sub && !fetched ? CM_NEED_OLD : 0),
+				  NULL);
+		if (r == -ENODATA && !fetched) {
 			if (!*tmp && !(*tmp = block_buf(fs)))
 				return -ENOMEM;
 			pthread_mutex_lock(&ino->lk);
@@ -413,14 +407,11 @@ static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
 			base_len = fetch(fs, ino, blk, *tmp, bsize);
 			if (base_len < 0)
 				return (int)base_len;
+			if (base_len > 0)
+				atomic_fetch_add(&fs->st.misses, 1);
 			fetched = true;
+			continue;
 		}
-		unsigned fl = CM_DIRTY | (partial && !fetched ? CM_NEED_OLD : 0);
-		r = m->ops->write(m, obj, blk, boff, part, n,
-				  fetched ? *tmp : NULL, (uint32_t)base_len,
-				  fl, NULL);
-		if (r == -ENODATA && !fetched)
-			continue; /* evicted since we looked: fetch it */
 		if (r != -ENOSPC)
 			return r;
 		/* back-pressure, never ENOSPC; what this write committed so
@@ -428,6 +419,10 @@ static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
 		if (end_done)
 			write_publish(fs, ino, end_done);
 		engine_wait_space(fs);
+		/* a base fetched before the wait may be stale by now (another
+		 * writer's bytes written back and evicted meanwhile) */
+		fetched = false;
+		base_len = 0;
 	}
 }
 
