@@ -237,6 +237,13 @@ ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 			ret = -ENOMEM;
 			goto out;
 		}
+		/* the backing size now, not as the read began: the block was
+		 * just absent, and a write-back that wrote it set the size
+		 * before it let it be evicted (engine.c); an older size would
+		 * read it short, the rest as zeros */
+		pthread_mutex_lock(&ino->lk);
+		bsize = ino->bsize;
+		pthread_mutex_unlock(&ino->lk);
 		ssize_t got = fetch(fs, ino, blk, tmp, bsize);
 		if (got < 0) {
 			ret = got;
@@ -605,6 +612,11 @@ ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
 			want[k++] = b;
 	}
 	*blk = b;
+	/* the lengths from the backing size as it is now that the blocks
+	 * were seen absent (see fdata_read) */
+	pthread_mutex_lock(&ino->lk);
+	bsize = ino->bsize;
+	pthread_mutex_unlock(&ino->lk);
 	for (unsigned i = 0; i < k; i++)
 		if (!(bufs[i] = block_buf(fs))) {
 			total = -ENOMEM;
