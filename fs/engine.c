@@ -201,8 +201,6 @@ int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 	}
 	atomic_fetch_add(&fs->st.written_back, bytes);
 	pthread_mutex_lock(&ino->lk);
-	if (fstat(fd, &st) == 0)
-		ino->bsize = (uint64_t)st.st_size;
 	if (ino->mtime_dirty) {
 		/* the backing file keeps the time of the last write, not of
 		 * its write-back */
