@@ -27,13 +27,21 @@ static int l_read(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 static int l_write(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 		   uint32_t off, const struct bstore_src *src, uint32_t len,
 		   const void *base, uint32_t base_len, unsigned flags,
-		   struct bstore_binfo *bi)
+		   uint32_t gen, struct bstore_binfo *bi)
 {
 	return bstore_block_write_src(B(m), obj, blk, off, src, len, base,
-				      base_len, flags & CM_DIRTY,
-				      flags & CM_IF_ABSENT,
-				      flags & CM_NEED_OLD, bi);
+				      base_len, flags, gen, bi);
 }
+
+static uint32_t l_gen(struct cache_mgr *m, uint64_t obj, uint64_t blk)
+{
+	return bstore_block_gen(B(m), obj, blk);
+}
+
+/* the manager's flags are the store's */
+_Static_assert(CM_DIRTY == BSTORE_DIRTY && CM_IF_ABSENT == BSTORE_IF_ABSENT &&
+	       CM_NEED_OLD == BSTORE_NEED_OLD && CM_GEN == BSTORE_GEN,
+	       "cache_mgr flags match bstore's");
 
 static int l_info(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 		  struct bstore_binfo *bi)
@@ -84,7 +92,7 @@ static void l_close(struct cache_mgr *m)
 static const struct cache_mgr_ops local_ops = {
 	.obj_create = l_obj_create, .obj_update = l_obj_update,
 	.obj_delete = l_obj_delete, .obj_get = l_obj_get,
-	.obj_list = l_obj_list, .read = l_read, .write = l_write,
+	.obj_list = l_obj_list, .read = l_read, .write = l_write, .gen = l_gen,
 	.info = l_info, .pin = l_pin, .unpin = l_unpin, .flush = l_flush, .drop = l_drop,
 	.blocks = l_blocks, .stats = l_stats, .close = l_close,
 };

@@ -23,6 +23,10 @@
 #define CM_NEED_OLD  4u /* without base: -ENODATA if the block is absent
 			 * (its bytes around the write are in the backing
 			 * file: fetch them and write again with them) */
+#define CM_GEN       8u /* the backing bytes (base, or the bytes of a
+			 * CM_IF_ABSENT install) were read after gen was
+			 * taken: -ESTALE if the block is absent and was
+			 * evicted or dropped since (bstore_block_gen) */
 
 struct cache_mgr;
 
@@ -43,7 +47,10 @@ struct cache_mgr_ops {
 	int (*write)(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 		     uint32_t off, const struct bstore_src *src, uint32_t len,
 		     const void *base, uint32_t base_len, unsigned flags,
-		     struct bstore_binfo *bi);
+		     uint32_t gen, struct bstore_binfo *bi);
+	/* the block's absence token for CM_GEN: take it before reading the
+	 * block from the backing file */
+	uint32_t (*gen)(struct cache_mgr *m, uint64_t obj, uint64_t blk);
 	int (*info)(struct cache_mgr *m, uint64_t obj, uint64_t blk,
 		    struct bstore_binfo *bi);
 	/* optional zero-copy read of a local block: pin it, get its bytes;

@@ -240,28 +240,29 @@ ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		/* the backing size now, not as the read began: the block was
 		 * just absent, and a write-back that wrote it set the size
 		 * before it let it be evicted (engine.c); an older size would
-		 * read it short, the rest as zeros */
+		 * read it short, the rest as zeros. The object too: the
+		 * absence token is per (object, block). */
 		pthread_mutex_lock(&ino->lk);
 		bsize = ino->bsize;
+		if (!obj && ensure_obj(fs, ino) == 0)
+			obj = ino->obj;
 		pthread_mutex_unlock(&ino->lk);
+		uint32_t gen = obj ? m->ops->gen(m, obj, blk) : 0;
 		ssize_t got = fetch(fs, ino, blk, tmp, bsize);
 		if (got < 0) {
 			ret = got;
 			goto out;
 		}
-		if (got > 0) {
-			pthread_mutex_lock(&ino->lk);
-			if (ensure_obj(fs, ino) == 0)
-				obj = ino->obj;
-			pthread_mutex_unlock(&ino->lk);
-			if (obj) {
-				r = m->ops->write(m, obj, blk, 0,
-						  &(struct bstore_src){ .buf = tmp },
-						  (uint32_t)got,
-						  NULL, 0, CM_IF_ABSENT, NULL);
-				if (r == -EEXIST)
-					continue; /* someone cached it first: read that */
-			}
+		if (got > 0 && obj) {
+			r = m->ops->write(m, obj, blk, 0,
+					  &(struct bstore_src){ .buf = tmp },
+					  (uint32_t)got, NULL, 0,
+					  CM_IF_ABSENT | CM_GEN, gen, NULL);
+			/* someone cached it first: read that; or another
+			 * writer's copy was written back and evicted while
+			 * we read, and ours may be older: read again */
+			if (r == -EEXIST || r == -ESTALE)
+				continue;
 		}
 		if ((ssize_t)boff < got) {
 			uint32_t c = (uint32_t)got - boff < n ? (uint32_t)got - boff : n;
@@ -398,25 +399,34 @@ static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
 	bool sub = boff != 0 || n < fs->cfg.block_size;
 	bool fetched = false;
 	ssize_t base_len = 0;
+	uint32_t gen = 0;
 	int r;
 
 	for (;;) {
 		r = m->ops->write(m, obj, blk, boff, part, n,
 				  fetched ? *tmp : NULL, (uint32_t)base_len,
-				  CM_DIRTY | (sub && !fetched ? CM_NEED_OLD : 0),
-				  NULL);
+				  CM_DIRTY | (sub && !fetched ? CM_NEED_OLD : 0) |
+				  (fetched ? CM_GEN : 0), gen, NULL);
 		if (r == -ENODATA && !fetched) {
 			if (!*tmp && !(*tmp = block_buf(fs)))
 				return -ENOMEM;
 			pthread_mutex_lock(&ino->lk);
 			uint64_t bsize = ino->bsize;
 			pthread_mutex_unlock(&ino->lk);
+			gen = m->ops->gen(m, obj, blk);
 			base_len = fetch(fs, ino, blk, *tmp, bsize);
 			if (base_len < 0)
 				return (int)base_len;
 			if (base_len > 0)
 				atomic_fetch_add(&fs->st.misses, 1);
 			fetched = true;
+			continue;
+		}
+		if (r == -ESTALE) {
+			/* another writer's version of the block was written
+			 * back and evicted while we fetched: fetch again */
+			fetched = false;
+			base_len = 0;
 			continue;
 		}
 		if (r != -ENOSPC)
@@ -589,6 +599,7 @@ ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
 {
 	uint32_t B = fs->cfg.block_size;
 	uint64_t want[PREFETCH_BATCH], b, bsize, obj;
+	uint32_t gen[PREFETCH_BATCH];
 	char *bufs[PREFETCH_BATCH] = { 0 };
 	unsigned k = 0;
 	ssize_t total = 0;
@@ -608,8 +619,10 @@ ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
 	/* the next blocks not cached yet, up to a batch */
 	for (b = *blk; b * B < bsize && k < PREFETCH_BATCH; b++) {
 		struct cache_mgr *m = fs_mgr_for(fs, ino, b);
-		if (m->ops->info(m, obj, b, NULL) == -ENOENT)
+		if (m->ops->info(m, obj, b, NULL) == -ENOENT) {
+			gen[k] = m->ops->gen(m, obj, b);
 			want[k++] = b;
+		}
 	}
 	*blk = b;
 	/* the lengths from the backing size as it is now that the blocks
@@ -655,10 +668,11 @@ ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
 		struct cache_mgr *m = fs_mgr_for(fs, ino, want[i]);
 		r = m->ops->write(m, obj, want[i], 0,
 				  &(struct bstore_src){ .buf = bufs[i] },
-				  (uint32_t)res, NULL, 0, CM_IF_ABSENT, NULL);
+				  (uint32_t)res, NULL, 0, CM_IF_ABSENT | CM_GEN,
+				  gen[i], NULL);
 		if (r == 0)
 			total += res;
-		else if (r != -EEXIST)
+		else if (r != -EEXIST && r != -ESTALE) /* newer, or maybe newer */
 			total = r; /* full: prefetch never waits for space */
 	}
 out:

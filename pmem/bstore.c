@@ -21,6 +21,7 @@
 #define OREC_DEAD 1u
 #define BREC_DIRTY 1u
 #define KEY_LOCKS 256u
+#define GONE_SLOTS 16384u /* power of two; see bstore_block_gen */
 #define NIL UINT32_MAX
 
 struct sb {
@@ -104,6 +105,8 @@ struct bstore {
 	uint32_t lru_head, lru_tail; /* head = most recent */
 	uint64_t ndirty, nused_objs, evictions;
 	uint32_t obj_cursor;
+	/* how often a block of a key hashing here left the store (lk) */
+	uint32_t gone[GONE_SLOTS];
 };
 
 static const uint8_t zeros[65536];
@@ -182,6 +185,13 @@ static uint32_t hash_key(const struct bstore *bs, uint64_t obj, uint64_t idx)
 {
 	uint64_t h = obj * 0x9E3779B97F4A7C15ull ^ (idx + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
 	return (uint32_t)(h >> 32) & (bs->nbuckets - 1);
+}
+
+static uint32_t gone_slot(uint64_t obj, uint64_t idx)
+{
+	uint64_t h = (obj + 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull ^
+		     idx * 0x94D049BB133111EBull;
+	return (uint32_t)(h >> 40) & (GONE_SLOTS - 1);
 }
 
 static uint32_t idx_find(const struct bstore *bs, uint64_t obj, uint64_t idx)
@@ -374,6 +384,14 @@ static void blk_free(struct bstore *bs, uint32_t p, bool clear)
 	bs->nfree++;
 }
 
+/* Block p's key leaves the store (evicted, dropped, deleted): bytes read
+ * from elsewhere before now may be older than the ones it held. */
+static void blk_gone(struct bstore *bs, uint32_t p, bool clear)
+{
+	bs->gone[gone_slot(bs->pb[p].obj, bs->pb[p].idx)]++;
+	blk_free(bs, p, clear);
+}
+
 static void blk_unpin(struct bstore *bs, uint32_t p)
 {
 	struct pblk *b = &bs->pb[p];
@@ -403,7 +421,7 @@ static uint32_t blk_alloc(struct bstore *bs, bool *dirty_recs)
 				break;
 		if (p == NIL)
 			return NIL;
-		blk_free(bs, p, false);
+		blk_gone(bs, p, false);
 		bs->evictions++;
 		*dirty_recs = true;
 	}
@@ -786,7 +804,7 @@ int bstore_obj_delete(struct bstore *bs, uint64_t id)
 		struct orec r = os->rec;
 		orec_commit(bs, s, &r, OREC_DEAD); /* the commit point */
 		while (os->head != NIL)
-			blk_free(bs, os->head, true);
+			blk_gone(bs, os->head, true);
 		struct orec *a = &bs->orecs[2 * (uint64_t)s];
 		memset(a, 0, 2 * sizeof(*a));
 		region_persist(bs->r, a, 2 * sizeof(*a));
@@ -903,15 +921,19 @@ int bstore_block_write_over(struct bstore *bs, uint64_t obj, uint64_t idx,
 	struct bstore_src in = { .buf = buf };
 
 	return bstore_block_write_src(bs, obj, idx, off, &in, len, base,
-				      base_len, dirty, if_absent, false, info);
+				      base_len,
+				      (dirty ? BSTORE_DIRTY : 0) |
+				      (if_absent ? BSTORE_IF_ABSENT : 0),
+				      0, info);
 }
 
 int bstore_block_write_src(struct bstore *bs, uint64_t obj, uint64_t idx,
 			   uint32_t off, const struct bstore_src *in,
 			   uint32_t len, const void *base, uint32_t base_len,
-			   bool dirty, bool if_absent, bool need_old,
+			   unsigned flags, uint32_t gen,
 			   struct bstore_binfo *info)
 {
+	bool dirty = flags & BSTORE_DIRTY, if_absent = flags & BSTORE_IF_ABSENT;
 	pthread_mutex_t *kl = key_lock(bs, obj, idx);
 	uint32_t old, p, oldvalid = 0, valid;
 	const uint8_t *src = NULL;
@@ -935,8 +957,16 @@ int bstore_block_write_src(struct bstore *bs, uint64_t obj, uint64_t idx,
 		ret = -EEXIST;
 		goto out_unlock;
 	}
-	if (old == NIL && need_old && !base) {
+	if (old == NIL && (flags & BSTORE_NEED_OLD) && !base) {
 		ret = -ENODATA;
+		goto out_unlock;
+	}
+	/* the caller's bytes from elsewhere (a fetch from the backing file)
+	 * may predate a version that was here, written back and evicted
+	 * since: installing them would bring the old bytes back */
+	if (old == NIL && (flags & BSTORE_GEN) &&
+	    bs->gone[gone_slot(obj, idx)] != gen) {
+		ret = -ESTALE;
 		goto out_unlock;
 	}
 	/* pin the old copy first: the allocation below may evict a clean
@@ -1038,6 +1068,14 @@ out_unlock:
 	pthread_mutex_unlock(&bs->lk);
 	pthread_mutex_unlock(kl);
 	return ret;
+}
+
+uint32_t bstore_block_gen(struct bstore *bs, uint64_t obj, uint64_t idx)
+{
+	pthread_mutex_lock(&bs->lk);
+	uint32_t g = bs->gone[gone_slot(obj, idx)];
+	pthread_mutex_unlock(&bs->lk);
+	return g;
 }
 
 int bstore_block_read(struct bstore *bs, uint64_t obj, uint64_t idx,
@@ -1163,7 +1201,7 @@ int bstore_block_truncate(struct bstore *bs, uint64_t obj, uint64_t idx,
 	if (p == NIL) {
 		ret = -ENOENT;
 	} else if (valid == 0) {
-		blk_free(bs, p, true);
+		blk_gone(bs, p, true);
 	} else if (valid < bs->pb[p].valid) {
 		bs->pb[p].valid = valid;
 		brec_commit(bs, p, false);
@@ -1188,7 +1226,7 @@ uint64_t bstore_evict(struct bstore *bs, uint64_t n)
 		prev = bs->pb[p].lprev;
 		if (bs->pb[p].pins)
 			continue;
-		blk_free(bs, p, true);
+		blk_gone(bs, p, true);
 		bs->evictions++;
 		done++;
 	}

@@ -143,15 +143,31 @@ struct bstore_src {
 	int (*fill)(void *ctx, void *dst, uint32_t len);
 	void *ctx;
 };
-/* bstore_block_write_over with the bytes from src. With need_old and no
- * base, a block that is absent (never cached, or evicted since the caller
- * looked) is not started from zeros: -ENODATA, and the caller fetches the
- * backing bytes and calls again with them as base. */
+/* Flags of bstore_block_write_src. */
+#define BSTORE_DIRTY     1u /* as dirty in bstore_block_write */
+#define BSTORE_IF_ABSENT 2u /* as if_absent in bstore_block_write */
+#define BSTORE_NEED_OLD  4u /* without base, an absent block (never cached,
+			     * or evicted since the caller looked) is not
+			     * started from zeros: -ENODATA, and the caller
+			     * fetches the backing bytes and calls again with
+			     * them as base */
+#define BSTORE_GEN       8u /* the block's bytes from elsewhere (base, or
+			     * src with BSTORE_IF_ABSENT) were read after gen
+			     * was taken (bstore_block_gen): if the block is
+			     * absent and has left the store since, -ESTALE;
+			     * they may be older than what it held */
+/* bstore_block_write_over with the bytes from src, and flags. */
 int bstore_block_write_src(struct bstore *bs, uint64_t obj, uint64_t idx,
 			   uint32_t off, const struct bstore_src *src,
 			   uint32_t len, const void *base, uint32_t base_len,
-			   bool dirty, bool if_absent, bool need_old,
+			   unsigned flags, uint32_t gen,
 			   struct bstore_binfo *info);
+/* A token that changes whenever block (obj, idx) leaves the store
+ * (eviction, drop, object deletion); keys may share a token, which only
+ * costs a needless -ESTALE. Take it before reading the block's bytes from
+ * the backing file, and install them with BSTORE_GEN: a version written
+ * back and evicted while the read ran is not overwritten by older bytes. */
+uint32_t bstore_block_gen(struct bstore *bs, uint64_t obj, uint64_t idx);
 /* Copy len bytes at off out of the block; bytes past the valid length read
  * as zeros. -ENOENT if the block is not in the store. */
 int bstore_block_read(struct bstore *bs, uint64_t obj, uint64_t idx,

@@ -296,9 +296,9 @@ static void write_from_stream(void **state)
 	fill(a, BS, 3);
 	fill(b, BS, 4);
 	assert_int_equal(bstore_block_write(bs, id, 0, 0, a, BS, true, false, NULL), 0);
-	assert_int_equal(bstore_block_write_src(bs, id, 0, 100, &src, 200, NULL, 0, true, false, false, NULL), 0);
+	assert_int_equal(bstore_block_write_src(bs, id, 0, 100, &src, 200, NULL, 0, BSTORE_DIRTY, 0, NULL), 0);
 	assert_ptr_equal(st.next, b + 200); /* consumed once, in order */
-	assert_int_equal(bstore_block_write_src(bs, id, 0, 300, &src, 50, NULL, 0, true, false, false, NULL), 0);
+	assert_int_equal(bstore_block_write_src(bs, id, 0, 300, &src, 50, NULL, 0, BSTORE_DIRTY, 0, NULL), 0);
 	assert_int_equal(bstore_block_read(bs, id, 0, 0, out, BS, NULL), 0);
 	assert_memory_equal(out, a, 100);
 	assert_memory_equal(out + 100, b, 250);
@@ -306,8 +306,8 @@ static void write_from_stream(void **state)
 
 	bstore_stats_get(bs, &s0);
 	st.fail = 1;
-	assert_int_equal(bstore_block_write_src(bs, id, 0, 0, &src, BS, NULL, 0, true, false, false, NULL), -EPIPE);
-	assert_int_equal(bstore_block_write_src(bs, id, 1, 0, &src, BS, NULL, 0, true, false, false, NULL), -EPIPE);
+	assert_int_equal(bstore_block_write_src(bs, id, 0, 0, &src, BS, NULL, 0, BSTORE_DIRTY, 0, NULL), -EPIPE);
+	assert_int_equal(bstore_block_write_src(bs, id, 1, 0, &src, BS, NULL, 0, BSTORE_DIRTY, 0, NULL), -EPIPE);
 	bstore_stats_get(bs, &s1);
 	assert_int_equal(s1.blocks_used, s0.blocks_used);
 	assert_int_equal(bstore_block_info(bs, id, 1, NULL), -ENOENT);
@@ -317,15 +317,15 @@ static void write_from_stream(void **state)
 	/* need_old: an absent block is not started from zeros under a
 	 * partial write; with base it is */
 	struct bstore_src mem = { .buf = b };
-	assert_int_equal(bstore_block_write_src(bs, id, 2, 10, &mem, 20, NULL, 0, true, false, true, NULL), -ENODATA);
+	assert_int_equal(bstore_block_write_src(bs, id, 2, 10, &mem, 20, NULL, 0, BSTORE_DIRTY | BSTORE_NEED_OLD, 0, NULL), -ENODATA);
 	assert_int_equal(bstore_block_info(bs, id, 2, NULL), -ENOENT);
-	assert_int_equal(bstore_block_write_src(bs, id, 2, 10, &mem, 20, a, 100, true, false, true, NULL), 0);
+	assert_int_equal(bstore_block_write_src(bs, id, 2, 10, &mem, 20, a, 100, BSTORE_DIRTY | BSTORE_NEED_OLD, 0, NULL), 0);
 	assert_int_equal(bstore_block_read(bs, id, 2, 0, out, 100, NULL), 0);
 	assert_memory_equal(out, a, 10);
 	assert_memory_equal(out + 10, b, 20);
 	assert_memory_equal(out + 30, a + 30, 70);
 	/* present: need_old changes nothing */
-	assert_int_equal(bstore_block_write_src(bs, id, 2, 0, &mem, 5, NULL, 0, true, false, true, NULL), 0);
+	assert_int_equal(bstore_block_write_src(bs, id, 2, 0, &mem, 5, NULL, 0, BSTORE_DIRTY | BSTORE_NEED_OLD, 0, NULL), 0);
 	bstore_close(bs);
 
 	/* and after a reopen (recovery) too */
@@ -334,6 +334,65 @@ static void write_from_stream(void **state)
 	assert_memory_equal(out, a, 100);
 	assert_memory_equal(out + 100, b, 250);
 	assert_int_equal(bstore_block_info(bs, id, 1, NULL), -ENOENT);
+	bstore_close(bs);
+}
+
+/* Backing bytes read while another copy of the block was written back and
+ * evicted may be older than that copy: with the absence token taken before
+ * the read, installing them is refused (-ESTALE), as a read's install, a
+ * prefetch's, and a partial write's base; with a fresh token they go in.
+ * (Before the token, a read that fetched the block just before another
+ * writer's copy reached the backing file put the old bytes back.) */
+static void stale_fetch_refused(void **state)
+{
+	struct bstore *bs = open_store(path, 16);
+	uint8_t oldb[BS], newb[BS], out[BS];
+	struct bstore_src mem = { .buf = oldb };
+	(void)state;
+
+	uint64_t id = new_obj(bs, "g");
+	fill(oldb, BS, 5);
+	fill(newb, BS, 6);
+	/* never cached: the token holds, the install goes in */
+	uint32_t g = bstore_block_gen(bs, id, 3);
+	assert_int_equal(bstore_block_write_src(bs, id, 3, 0, &mem, BS, NULL, 0,
+						BSTORE_IF_ABSENT | BSTORE_GEN, g, NULL), 0);
+	assert_int_equal(bstore_block_drop(bs, id, 3), 0);
+
+	/* a reader takes the token and reads the backing file's old bytes;
+	 * meanwhile a writer's copy is written back (clean) and evicted */
+	g = bstore_block_gen(bs, id, 3);
+	struct bstore_binfo bi;
+	assert_int_equal(bstore_block_write(bs, id, 3, 0, newb, BS, true, false, &bi), 0);
+	assert_int_equal(bstore_block_clean(bs, id, 3, bi.version), 0);
+	assert_int_equal(bstore_evict(bs, 16), 1);
+	assert_int_equal(bstore_block_write_src(bs, id, 3, 0, &mem, BS, NULL, 0,
+						BSTORE_IF_ABSENT | BSTORE_GEN, g, NULL), -ESTALE);
+	assert_int_equal(bstore_block_info(bs, id, 3, NULL), -ENOENT);
+	/* the same for a partial write's base */
+	struct bstore_src part = { .buf = newb };
+	assert_int_equal(bstore_block_write_src(bs, id, 3, 10, &part, 20, oldb, BS,
+						BSTORE_DIRTY | BSTORE_GEN, g, NULL), -ESTALE);
+	/* a drop (truncate) counts as leaving too */
+	uint32_t g2 = bstore_block_gen(bs, id, 3);
+	assert_int_not_equal(g2, g);
+	assert_int_equal(bstore_block_write(bs, id, 3, 0, newb, 100, true, false, NULL), 0);
+	assert_int_equal(bstore_block_truncate(bs, id, 3, 0), 0);
+	assert_int_equal(bstore_block_write_src(bs, id, 3, 0, &mem, BS, NULL, 0,
+						BSTORE_IF_ABSENT | BSTORE_GEN, g2, NULL), -ESTALE);
+	/* a fresh token: the (now current) backing bytes go in */
+	g = bstore_block_gen(bs, id, 3);
+	mem.buf = newb;
+	assert_int_equal(bstore_block_write_src(bs, id, 3, 0, &mem, BS, NULL, 0,
+						BSTORE_IF_ABSENT | BSTORE_GEN, g, NULL), 0);
+	assert_int_equal(bstore_block_read(bs, id, 3, 0, out, BS, NULL), 0);
+	assert_memory_equal(out, newb, BS);
+	/* a present block is unaffected by the token: -EEXIST as before, and
+	 * a rewrite of it does not change the token */
+	assert_int_equal(bstore_block_write_src(bs, id, 3, 0, &mem, BS, NULL, 0,
+						BSTORE_IF_ABSENT | BSTORE_GEN, g - 1, NULL), -EEXIST);
+	assert_int_equal(bstore_block_write(bs, id, 3, 0, oldb, 64, true, false, NULL), 0);
+	assert_int_equal(bstore_block_gen(bs, id, 3), g);
 	bstore_close(bs);
 }
 
@@ -568,6 +627,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(evicts_clean_backpressure_dirty, setup, teardown),
 		cmocka_unit_test_setup_teardown(pin_and_base, setup, teardown),
 		cmocka_unit_test_setup_teardown(write_from_stream, setup, teardown),
+		cmocka_unit_test_setup_teardown(stale_fetch_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(rewrite_lru_block_when_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(torn_record_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(crash_at_every_persist_point, setup, teardown),
