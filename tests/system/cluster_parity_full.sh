@@ -16,7 +16,9 @@ T_TIMEOUT=${T_TIMEOUT:-400}
 . "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
 t_require_cmd nbdcopy cmp
-PY=/usr/bin/python3
+# -I: the repository's own nbd/ directory (our cwd) must not pass for
+# libnbd's module
+PY="/usr/bin/python3 -I"
 $PY -c 'import nbd' 2>/dev/null || t_skip "no python3 libnbd module (python3-libnbd) for $PY"
 
 export NVCACHE_RUN_DIR=$T_DIR/run
