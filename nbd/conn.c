@@ -74,6 +74,7 @@ void nbd_conn_start(struct nbd_conn *c, unsigned id)
 	c->no_zeroes = false;
 	c->transmitting = false;
 	c->direct_off = c->want_out = false;
+	c->shutting = false;
 	c->state = CONN_CFLAGS;
 	nbd_greeting_build(send_take(c, NBD_GREETING_LEN));
 	stat_add(&c->ctx->stats->conns_total, 1);
@@ -88,6 +89,13 @@ void nbd_conn_stop(struct nbd_conn *c)
 					  memory_order_relaxed);
 	c->live = false;
 	c->state = CONN_DEAD;
+}
+
+void nbd_conn_shutdown(struct nbd_conn *c)
+{
+	c->shutting = true;
+	if (!c->transmitting && c->state != CONN_DEAD)
+		c->state = CONN_CLOSING;
 }
 
 void nbd_conn_recv_space(struct nbd_conn *c, uint8_t **p, size_t *len)
@@ -466,6 +474,12 @@ static bool step(struct nbd_conn *c)
 		}
 		return opt_finish(c, NULL);
 	case CONN_REQ_HDR:
+		/* Stopping, and between requests with nothing received: the
+		 * replies queued go out, then the connection closes. */
+		if (c->shutting && avail(c) == 0) {
+			c->state = CONN_CLOSING;
+			return false;
+		}
 		/* Room for the reply header first, so a request is never
 		 * consumed without a place for its answer. */
 		if (send_room(c) < NBD_REPLY_LEN || avail(c) < NBD_REQ_LEN)
@@ -476,6 +490,11 @@ static bool step(struct nbd_conn *c)
 			return false;
 		}
 		c->err = nbd_req_check(&c->req, c->ctx->exp);
+		/* a request that arrives while we stop is refused, not
+		 * dropped: the client learns it was not done (a WRITE's
+		 * payload is read and discarded) */
+		if (c->shutting && !c->err && c->req.type != NBD_CMD_DISC)
+			c->err = NBD_ESHUTDOWN;
 		req_start(c);
 		return true;
 	case CONN_WRITE_DATA:

@@ -101,6 +101,8 @@ struct nbd_conn {
 				     * answer (see read_failed) */
 	bool direct_off;            /* this READ is copied (backend said so) */
 	bool want_out;              /* zero-copy READ waits for socket room */
+	bool shutting;              /* the server is stopping (see
+				     * nbd_conn_shutdown) */
 };
 
 /* Allocate the buffers. 0 or -ENOMEM. */
@@ -137,3 +139,10 @@ bool nbd_conn_closing(const struct nbd_conn *c);
 bool nbd_conn_send_idle(const struct nbd_conn *c);
 /* The connection was dropped by the peer or the server. */
 void nbd_conn_stop(struct nbd_conn *c);
+/* The server is stopping (SIGTERM): a connection still negotiating is
+ * closed; one transmitting finishes the request it is in (a WRITE whose
+ * payload is streaming is applied and answered), answers every later
+ * request with NBD_ESHUTDOWN, as the NBD spec asks, and closes once it is
+ * between requests with nothing received and its replies sent. Call
+ * nbd_conn_process() afterwards. */
+void nbd_conn_shutdown(struct nbd_conn *c);

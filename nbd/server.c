@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RING_ENTRIES 256
@@ -36,6 +37,9 @@
 #define OP_SEND      2ULL
 #define OP_POLL      3ULL   /* a zero-copy READ waits for socket room */
 #define OP_MASK      3ULL
+/* At a stop, how long connections get to finish the request they are in
+ * and send their replies before they are dropped. */
+#define DRAIN_SECONDS 5
 
 struct wconn {
 	struct nbd_conn c;
@@ -433,15 +437,63 @@ static void on_conn(struct worker *w, struct wconn *wc, uint64_t op, int res)
 	conn_kick(w, wc);
 }
 
+/* The server is stopping: every connection finishes what it is in the
+ * middle of (nbd_conn_shutdown). */
+static void drain_begin(struct worker *w)
+{
+	for (unsigned i = 0; i < w->nconns; i++) {
+		struct wconn *wc = &w->conns[i];
+		if (!wc->in_use)
+			continue;
+		nbd_conn_shutdown(&wc->c);
+		nbd_conn_process(&wc->c);
+		conn_kick(w, wc);
+	}
+	if (w->nused)
+		log_info("thread %u: stopping; %u connections finish their "
+			 "requests (up to %d s), later ones get ESHUTDOWN",
+			 w->idx, w->nused, DRAIN_SECONDS);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct io_uring_cqe *cqe;
+	bool draining = false;
+	struct timespec deadline = { 0 }, now;
 
 	post_accept(w);
 	post_wake(w);
-	while (!atomic_load(&w->srv->stop)) {
-		int rc = io_uring_submit_and_wait(&w->ring, 1);
+	for (;;) {
+		int rc;
+		if (atomic_load(&w->srv->stop) && !draining) {
+			draining = true;
+			clock_gettime(CLOCK_MONOTONIC, &deadline);
+			deadline.tv_sec += DRAIN_SECONDS;
+			drain_begin(w);
+		}
+		if (draining) {
+			/* connections close on their own: conn_kick releases
+			 * each once its last reply is sent */
+			if (w->nused == 0)
+				break;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec > deadline.tv_sec ||
+			    (now.tv_sec == deadline.tv_sec &&
+			     now.tv_nsec >= deadline.tv_nsec)) {
+				log_warn("thread %u: %u connections still busy "
+					 "after %d s; dropping them", w->idx,
+					 w->nused, DRAIN_SECONDS);
+				break;
+			}
+			struct __kernel_timespec ts = { 0, 100 * 1000 * 1000 };
+			rc = io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1,
+							      &ts, NULL);
+			if (rc == -ETIME)
+				continue;
+		} else {
+			rc = io_uring_submit_and_wait(&w->ring, 1);
+		}
 		if (rc < 0 && rc != -EINTR) {
 			log_err("thread %u: io_uring: %s", w->idx, strerror(-rc));
 			break;

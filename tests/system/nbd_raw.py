@@ -6,6 +6,10 @@ good and bad, and checks the server's answers against the NBD spec.
   nbd_raw.py SOCKET NAME trim OFF LEN
   nbd_raw.py SOCKET NAME sum OFF LEN    sha256 of a range
   nbd_raw.py SOCKET NAME write FILE     FILE's bytes from offset 0
+  nbd_raw.py SOCKET NAME stop PID   SIGTERM to PID (the server) while one
+      client is in the middle of a WRITE, one is idle and one negotiates:
+      the WRITE is finished and answered, a request completed after the
+      signal gets ESHUTDOWN, every connection is then closed by the server
   nbd_raw.py SOCKET NAME pages FILE     every 4 KiB page read on one
       connection: each reads as FILE's bytes or gets EIO; then 64 KiB and
       1 MiB READs (zero-copy) over the first EIO page get EIO too, and the
@@ -29,7 +33,7 @@ ERR = 1 << 31
 ERR_UNSUP, ERR_INVALID, ERR_UNKNOWN, ERR_TOO_BIG = ERR + 1, ERR + 3, ERR + 6, ERR + 9
 READ, WRITE, DISC, FLUSH, TRIM, WZ = 0, 1, 2, 3, 4, 6
 FUA = 1
-EIO, EINVAL, ENOSPC = 5, 22, 28
+EIO, EINVAL, ENOSPC, ESHUTDOWN = 5, 22, 28, 108
 
 
 class Closed(Exception):
@@ -330,6 +334,44 @@ def pages(path, name, fname):
     print("pages: %d good, %d EIO" % (good, len(eio)))
 
 
+def stop(path, name, pid):
+    import signal
+    import time
+    a, _ = session(path, name)
+    b, _ = session(path, name)
+    d, _ = session(path, name)
+    c = Conn(path)
+    c.greet()
+    pat = os.urandom(4 << 20)
+    case("a WRITE in flight when SIGTERM comes")
+    cookie = a.req(WRITE, 0, len(pat))
+    a.send(pat[:1 << 20])
+    # d is in the middle of a READ's header
+    d.cookie += 1
+    hdr = struct.pack(">IHHQQI", REQMAGIC, 0, READ, d.cookie, 0, 4096)
+    d.send(hdr[:14])
+    time.sleep(0.2)
+    os.kill(pid, signal.SIGTERM)
+    time.sleep(0.3)
+    case("an idle connection and a negotiating one are closed")
+    t = time.monotonic()
+    assert b.closed_by_server(), "idle connection left open"
+    assert c.closed_by_server(), "negotiating connection left open"
+    assert time.monotonic() - t < 3, "idle connections closed only late"
+    case("the WRITE's payload is still taken, and the WRITE answered")
+    a.send(pat[1 << 20:])
+    err, _ = a.answer(cookie)
+    assert err == 0, "the WRITE in flight got error %d" % err
+    case("then the server closes that connection")
+    assert a.closed_by_server(), "connection left open after its request"
+    case("a request that arrives after the stop: ESHUTDOWN")
+    d.send(hdr[14:])
+    err, _ = d.answer(d.cookie)
+    assert err == ESHUTDOWN, "READ after the stop got %d" % err
+    assert d.closed_by_server(), "connection left open after ESHUTDOWN"
+    print("stop: in-flight WRITE answered, a later request ESHUTDOWN")
+
+
 def main():
     path, name, what = sys.argv[1], sys.argv[2], sys.argv[3]
     if what == "badinput":
@@ -340,6 +382,8 @@ def main():
         assert err == 0, err
     elif what == "write":
         write_file(path, name, sys.argv[4])
+    elif what == "stop":
+        stop(path, name, int(sys.argv[4]))
     elif what == "pages":
         pages(path, name, sys.argv[4])
     elif what == "sum":
