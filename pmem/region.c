@@ -54,10 +54,15 @@ uint64_t region_persist_points(void)
 	return atomic_load(&persist_points);
 }
 
+/* Counted only while crash testing is armed: one counter shared by every
+ * thread cost 5-6% of nvcachefs's CPU on 1 MiB writes (perf: its locked
+ * add bounced between the cores). */
 static void persist_point(void)
 {
+	if (!crash_point)
+		return;
 	uint64_t n = atomic_fetch_add(&persist_points, 1) + 1;
-	if (crash_point && n == crash_point)
+	if (n == crash_point)
 		raise(SIGKILL);
 }
 

@@ -59,6 +59,8 @@ int region_fill(struct region *r, void *dst, uint32_t len,
 /* Copy out of the region, charging emulated read latency and bandwidth. */
 void region_read(struct region *r, void *dst, const void *src, size_t len);
 
-/* Persist points (see top). 0 disables. Process-wide. */
+/* Persist points (see top). 0 disables. Process-wide. Points are counted
+ * (from 0 at this call) only while armed: region_persist_points() stays
+ * put otherwise; arm with a point never reached to count without a crash. */
 void region_crash_at(uint64_t n);
 uint64_t region_persist_points(void);
