@@ -297,7 +297,7 @@ static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
 	 * page to its list's head below leaves every `last` as it was);
 	 * UINT64_MAX stands for no candidate. */
 	uint64_t lm = ad_last(pc, cm), ld = ad_last(pc, cd);
-	uint32_t first = PC_NIL, any = PC_NIL, v = PC_NIL;
+	uint32_t first = PC_NIL, any = PC_NIL;
 	uint64_t ufirst = 0;           /* uses of LRU's victim, `first` */
 	unsigned seen = 0;
 	for (unsigned step = 0; step < AD_SCAN; step++) {
@@ -334,32 +334,22 @@ static uint32_t ad_victim(struct ad_policy *a, uint32_t keep)
 		}
 		bool clean = g->flash && !g->dirty;
 		if (first == PC_NIL) {
-			if (clean) {
-				v = c;
-				break;
-			}
+			if (clean)
+				return c;
 			first = c;
 			ufirst = ad_uses(a, g);
 		} else if (clean && ad_uses(a, g) <= ufirst) {
-			v = c;
-			break;
+			return c;
 		}
 		if (++seen >= AD_CLEAN_WINDOW)
 			break;
 	}
-	/* The next fault's scan starts about here and reads one page
-	 * further: the pages at the cold ends are the ones least likely
-	 * cached, and each step waits for the one before it. */
-	pc_prefetch_prev(pc, cm);
-	pc_prefetch_prev(pc, cd);
-	if (v != PC_NIL)
-		return v;
 	if (first != PC_NIL)
 		return first;
 	if (any != PC_NIL)
 		return any;
 	/* Everything looked at was hot: the least recently used goes. */
-	v = ad_older(pc, a->mram.tail, a->dram.tail);
+	uint32_t v = ad_older(pc, a->mram.tail, a->dram.tail);
 	if (v == keep)
 		v = ad_older(pc, pc_pg(pc, a->mram.tail == keep ? keep : a->dram.tail)->prev,
 			     a->mram.tail == keep ? a->dram.tail : a->mram.tail);
@@ -439,17 +429,6 @@ static bool ad_sampled(const struct ad_policy *a, uint64_t key)
 	return a->sh[0] && (a->s == 0 || (h >> (64 - a->s)) == 0);
 }
 
-/* Start loading the shadows' entries for page g, which the access in
- * progress will reach after its policy's own work (ad_access). */
-static void ad_shadow_prefetch(const struct ad_policy *a,
-			       const struct pc_page *g)
-{
-	if (!a->sh[0] || a->s != 0)
-		return;
-	for (int k = 0; k < AD_MODES; k++)
-		pc_prefetch(&a->sh[k]->pc, g->aux);
-}
-
 /* The shadows number their sample alike (ad_profile gives each the same
  * pages): the page's place in their tables, kept in its aux, saves each
  * of them the lookup (policy_access_idx; a stale guess is only slower). */
@@ -462,25 +441,17 @@ static void ad_shadow(struct ad_policy *a, struct pc_page *g, bool write)
 		return;
 	struct tier_move mv[POLICY_MAX_MOVES];
 	enum tier t;
-	uint32_t at = g->aux, idx[AD_MODES];
-	/* All three pages first, then the accesses: the shadows' tables
-	 * are apart, so their cache misses (each page, and the list
-	 * neighbours its access unlinks it from) overlap instead of
-	 * coming one after another. */
-	for (int k = 0; k < AD_MODES; k++) {
-		struct pc *pc = &a->sh[k]->pc;
-		idx[k] = pc_get_at(pc, g->key, at);
-		if (k == 0)
-			at = idx[0];
-		pc_prefetch_links(pc, idx[k]);
-	}
-	g->aux = at;
+	uint32_t at = g->aux;
 	for (int k = 0; k < AD_MODES; k++) {
 		struct policy *s = a->sh[k];
+		uint32_t i = pc_get_at(&s->pc, g->key, at);
 		((struct ad_policy *)s)->src_pg = g;
 		/* policy_access_idx, with the call to the access inlined */
-		pc_access_at(s, idx[k], write, mv, &t, ad_shadow_access);
+		pc_access_at(s, i, write, mv, &t, ad_shadow_access);
+		if (k == 0)
+			at = i;
 	}
+	g->aux = at;
 }
 
 /* Pinned page i (off every list, not in MRAM) goes to MRAM, where the pin
@@ -647,13 +618,8 @@ static enum tier ad_access(struct policy *p, uint32_t i, bool write)
 	/* Before the shadows, which may share the threshold. */
 	if (++a->since_thr >= AD_T_EVERY)
 		ad_threshold(a);
-	/* The policy serves first, while its shadows' pages load: serving
-	 * changes nothing a shadow reads (its lists and tiers are its own;
-	 * the counts and threshold a shared shadow takes are set above). */
-	ad_shadow_prefetch(a, g);
-	enum tier t = ad_serve(a, i);
-	ad_shadow(a, pc_pg(&p->pc, i), write);
-	return t;
+	ad_shadow(a, g, write);
+	return ad_serve(a, i);
 }
 
 /* A shadow's access: as ad_access, but shadows have none of their own. */

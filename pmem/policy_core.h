@@ -87,33 +87,6 @@ static inline struct pc_page *pc_pg(struct pc *pc, uint32_t i)
 	return &pc->pg[i];
 }
 
-/* Hints, no effect on results: start loading page i's entry (any index;
- * out of range is ignored), or, with it loaded, its list neighbours'. */
-static inline void pc_prefetch(const struct pc *pc, uint32_t i)
-{
-	if (i < pc->n)
-		__builtin_prefetch(&pc->pg[i], 1);
-}
-
-static inline void pc_prefetch_links(const struct pc *pc, uint32_t i)
-{
-	if (i == PC_NIL)
-		return;
-	const struct pc_page *g = &pc->pg[i];
-	if (g->prev != PC_NIL)
-		__builtin_prefetch(&pc->pg[g->prev], 1);
-	if (g->next != PC_NIL)
-		__builtin_prefetch(&pc->pg[g->next], 1);
-}
-
-/* With page i's entry loaded: its predecessor's (the next candidate of a
- * walk from a list's cold end). */
-static inline void pc_prefetch_prev(const struct pc *pc, uint32_t i)
-{
-	if (i != PC_NIL && pc->pg[i].prev != PC_NIL)
-		__builtin_prefetch(&pc->pg[pc->pg[i].prev], 1);
-}
-
 /* Lists (tag identifies the list in page.list; nonzero). Inline: they are
  * most of every policy's hit path (adaptive runs four policies an access
  * with its shadows). */
