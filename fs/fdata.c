@@ -241,13 +241,15 @@ ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		 * just absent, and a write-back that wrote it set the size
 		 * before it let it be evicted (engine.c); an older size would
 		 * read it short, the rest as zeros. The object too: the
-		 * absence token is per (object, block). */
+		 * absence token is per (object, block). The token before the
+		 * size: a block written back (size set first) and evicted
+		 * between the two would pass the check with the old size. */
 		pthread_mutex_lock(&ino->lk);
-		bsize = ino->bsize;
 		if (!obj && ensure_obj(fs, ino) == 0)
 			obj = ino->obj;
-		pthread_mutex_unlock(&ino->lk);
 		uint32_t gen = obj ? m->ops->gen(m, obj, blk) : 0;
+		bsize = ino->bsize;
+		pthread_mutex_unlock(&ino->lk);
 		ssize_t got = fetch(fs, ino, blk, tmp, bsize);
 		if (got < 0) {
 			ret = got;
@@ -410,10 +412,11 @@ static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
 		if (r == -ENODATA && !fetched) {
 			if (!*tmp && !(*tmp = block_buf(fs)))
 				return -ENOMEM;
+			/* the token before the size (see fdata_read) */
 			pthread_mutex_lock(&ino->lk);
+			gen = m->ops->gen(m, obj, blk);
 			uint64_t bsize = ino->bsize;
 			pthread_mutex_unlock(&ino->lk);
-			gen = m->ops->gen(m, obj, blk);
 			base_len = fetch(fs, ino, blk, *tmp, bsize);
 			if (base_len < 0)
 				return (int)base_len;
