@@ -85,7 +85,7 @@ static void log_wb_error(struct fs_inode *ino, int err)
 		strerror(-err));
 }
 
-int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
+static int writeback_pass(struct fs *fs, struct fs_inode *ino)
 {
 	uint32_t B = fs->cfg.block_size;
 	struct cache_mgr *m = fs->mgr[0];
@@ -219,6 +219,18 @@ out:
 	free(idx);
 	free(ver);
 	fdata_close_idle(fs, ino);
+	return ret;
+}
+
+/* Passes of one file one at a time: a pass copies each dirty block and
+ * writes it later; one running beside a newer pass could write its older
+ * copy after the newer one was written, marked clean and evicted, and
+ * the backing file would keep the older bytes (found in a review). */
+int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
+{
+	pthread_mutex_lock(&ino->wb_mx);
+	int ret = writeback_pass(fs, ino);
+	pthread_mutex_unlock(&ino->wb_mx);
 	return ret;
 }
 

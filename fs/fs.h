@@ -58,6 +58,10 @@ struct fs_inode {
 
 	pthread_rwlock_t io;
 	pthread_mutex_t lk;
+	/* one write-back pass of the file at a time (engine.c), taken
+	 * before io: fsync=backing and setxattr run passes of their own
+	 * beside the write-back thread's */
+	pthread_mutex_t wb_mx;
 	int datafd;            /* O_RDWR (or O_RDONLY) fd for cache I/O, -1;
 				* closed only under io (write) and lk */
 	uint64_t obj;          /* cache object id, 0 = none yet */

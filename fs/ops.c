@@ -57,6 +57,7 @@ void fs_inode_init(struct fs_inode *ino)
 {
 	pthread_rwlock_init(&ino->io, NULL);
 	pthread_mutex_init(&ino->lk, NULL);
+	pthread_mutex_init(&ino->wb_mx, NULL);
 	ino->datafd = -1;
 }
 
@@ -67,6 +68,7 @@ static void inode_free(struct fs *fs, struct fs_inode *ino)
 	close(ino->fd);
 	pthread_rwlock_destroy(&ino->io);
 	pthread_mutex_destroy(&ino->lk);
+	pthread_mutex_destroy(&ino->wb_mx);
 	free(ino);
 	forget_freed(fs);
 }

@@ -135,6 +135,7 @@ int recovery_run(struct fs *fs)
 		close(fd);
 		pthread_rwlock_destroy(&ino->io);
 		pthread_mutex_destroy(&ino->lk);
+		pthread_mutex_destroy(&ino->wb_mx);
 		free(ino);
 	}
 	free(ids);
