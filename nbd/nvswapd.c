@@ -53,7 +53,7 @@ struct cfg {
 	const char *trace_out;              /* --store tiered */
 	const char *profile;                /* --store tiered */
 	unsigned node;
-	unsigned threads, max_conns;
+	unsigned threads, max_conns, handshake_s;
 	bool foreground;
 };
 
@@ -105,6 +105,8 @@ static void usage(FILE *f)
 "  --threads N       server threads, each with its own io_uring\n"
 "                    (default: the number of CPUs, at most 4)\n"
 "  --max-conns N     connections served at once (default 32)\n"
+"  --handshake-timeout S  close a connection still negotiating after S\n"
+"                    seconds (default 30, 0: never)\n"
 "  -f, --foreground  stay in the foreground, log to stderr\n"
 "  -h, --help        this text\n"
 "\n"
@@ -132,6 +134,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		{ "profile", required_argument, NULL, 'P' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "max-conns", required_argument, NULL, 'c' },
+		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -164,6 +167,17 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		case 'P': c->profile = optarg; break;
 		case 't': c->threads = (unsigned)atoi(optarg); break;
 		case 'c': c->max_conns = (unsigned)atoi(optarg); break;
+		case 'H': {
+			char *end;
+			unsigned long s = strtoul(optarg, &end, 10);
+			if (end == optarg || *end || s > 86400) {
+				fprintf(stderr, "nvswapd: --handshake-timeout "
+					"takes seconds, 0..86400\n");
+				return -1;
+			}
+			c->handshake_s = (unsigned)s;
+			break;
+		}
 		case 'f': c->foreground = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
@@ -370,7 +384,7 @@ static ssize_t swap_ctl(void *arg, const char *cmd, char *out,
 int main(int argc, char **argv)
 {
 	struct cfg c = { .name = "swap", .policy = "lru", .store = "tiered",
-			 .threads = 0, .max_conns = 32 };
+			 .threads = 0, .max_conns = 32, .handshake_s = 30 };
 	char host[256] = "127.0.0.1", port[16] = "10809", nvram[512];
 	struct nbd_backend be = { 0 };
 	struct nbd_server *srv = NULL;
@@ -508,6 +522,7 @@ int main(int argc, char **argv)
 	struct nbd_server_opts sopts = {
 		.unix_path = c.unix_path, .host = host, .port = port,
 		.threads = c.threads, .max_conns = c.max_conns,
+		.handshake_s = c.handshake_s,
 	};
 	rc = nbd_server_create(&srv, &sopts, &exp, &be);
 	if (rc < 0)

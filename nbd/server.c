@@ -47,6 +47,7 @@ struct wconn {
 	bool in_use;
 	bool recv_posted, send_posted, poll_posted;
 	bool shut;                      /* shutdown() issued */
+	uint64_t since_ns;              /* accepted at (CLOCK_MONOTONIC) */
 } __attribute__((aligned(8)));
 
 struct worker {
@@ -322,6 +323,47 @@ static void conn_kick(struct worker *w, struct wconn *wc)
 	}
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A connection that has not finished negotiating. */
+static bool negotiating(const struct wconn *wc)
+{
+	return wc->in_use && !wc->c.transmitting && !nbd_conn_dead(&wc->c);
+}
+
+/* Slots are few (--max-conns) and a client that connects and says
+ * nothing would hold one for good: a handful of them locked the kernel's
+ * swap client out. Close those still negotiating after handshake_s;
+ * returns whether any connection is still negotiating. */
+static bool sweep_handshakes(struct worker *w)
+{
+	unsigned lim = w->srv->opts.handshake_s;
+	uint64_t now = mono_ns();
+	bool any = false;
+
+	for (unsigned i = 0; i < w->nconns; i++) {
+		struct wconn *wc = &w->conns[i];
+		if (!negotiating(wc))
+			continue;
+		if (now - wc->since_ns < (uint64_t)lim * 1000000000ull) {
+			any = true;
+			continue;
+		}
+		log_warn("connection %u: no handshake after %u s; closing it "
+			 "(--handshake-timeout)", wc->c.id, lim);
+		atomic_fetch_add_explicit(&w->stats.proto_errors, 1,
+					  memory_order_relaxed);
+		nbd_conn_stop(&wc->c);
+		conn_kick(w, wc);
+	}
+	return any;
+}
+
 static void on_accept(struct worker *w, int res)
 {
 	struct nbd_server *srv = w->srv;
@@ -380,6 +422,7 @@ static void on_accept(struct worker *w, int res)
 	post_accept(w);
 	wc->recv_posted = wc->send_posted = wc->poll_posted = false;
 	wc->shut = false;
+	wc->since_ns = mono_ns();
 	unsigned id = atomic_fetch_add(&srv->next_id, 1) + 1;
 	nbd_conn_start(&wc->c, id);
 	log_info("connection %u: accepted on %s (thread %u)", id, srv->where,
@@ -487,6 +530,13 @@ static void *worker_main(void *arg)
 				break;
 			}
 			struct __kernel_timespec ts = { 0, 100 * 1000 * 1000 };
+			rc = io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1,
+							      &ts, NULL);
+			if (rc == -ETIME)
+				continue;
+		} else if (w->srv->opts.handshake_s && sweep_handshakes(w)) {
+			/* someone is negotiating: wake up to time them out */
+			struct __kernel_timespec ts = { 1, 0 };
 			rc = io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1,
 							      &ts, NULL);
 			if (rc == -ETIME)

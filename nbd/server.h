@@ -19,6 +19,8 @@ struct nbd_server_opts {
 	const char *port;       /* TCP: port (10809) */
 	unsigned threads;       /* worker threads (>= 1) */
 	unsigned max_conns;     /* connections served at once, all threads */
+	unsigned handshake_s;   /* a connection still negotiating after this
+				 * many seconds is closed (0: never) */
 };
 
 struct nbd_server;

@@ -10,6 +10,10 @@ good and bad, and checks the server's answers against the NBD spec.
       client is in the middle of a WRITE, one is idle and one negotiates:
       the WRITE is finished and answered, a request completed after the
       signal gets ESHUTDOWN, every connection is then closed by the server
+  nbd_raw.py SOCKET NAME silent SECONDS   one connection that says nothing,
+      one that stops after the client flags, one that negotiates and then
+      idles; the first two must be closed by the server within SECONDS
+      (--handshake-timeout), the third must still serve
   nbd_raw.py SOCKET NAME pages FILE     every 4 KiB page read on one
       connection: each reads as FILE's bytes or gets EIO; then 64 KiB and
       1 MiB READs (zero-copy) over the first EIO page get EIO too, and the
@@ -372,6 +376,28 @@ def stop(path, name, pid):
     print("stop: in-flight WRITE answered, a later request ESHUTDOWN")
 
 
+def silent(path, name, secs):
+    import time
+    mute = Conn(path)
+    mute.recvn(18)  # the greeting; then it says nothing
+    half = Conn(path)
+    half.recvn(18)
+    half.send(struct.pack(">I", 3))
+    live, _ = session(path, name)
+    for c in (mute, half):
+        c.s.settimeout(secs)
+    t = time.monotonic()
+    case("a silent connection is closed")
+    assert mute.closed_by_server(), "silent connection left open"
+    case("one stopped after its flags is closed")
+    assert half.closed_by_server(), "half-negotiated connection left open"
+    took = time.monotonic() - t
+    case("an idle connection past the handshake is kept")
+    err, _ = live.cmd(READ, 0, 4096)
+    assert err == 0, "the negotiated connection got %d" % err
+    print("silent: both closed after %.1f s, the negotiated one serves" % took)
+
+
 def main():
     path, name, what = sys.argv[1], sys.argv[2], sys.argv[3]
     if what == "badinput":
@@ -382,6 +408,8 @@ def main():
         assert err == 0, err
     elif what == "write":
         write_file(path, name, sys.argv[4])
+    elif what == "silent":
+        silent(path, name, float(sys.argv[4]))
     elif what == "stop":
         stop(path, name, int(sys.argv[4]))
     elif what == "pages":
