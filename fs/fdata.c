@@ -569,7 +569,10 @@ void fdata_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
 	pthread_mutex_unlock(&ino->lk);
 }
 
-int fdata_zero(struct fs *fs, struct fs_inode *ino, uint64_t off, uint64_t len)
+/* Zeros written through the cache: for a backing file system without
+ * PUNCH_HOLE / ZERO_RANGE. */
+static int zero_through_cache(struct fs *fs, struct fs_inode *ino,
+			      uint64_t off, uint64_t len)
 {
 	uint64_t size;
 	char *z;
@@ -595,6 +598,107 @@ int fdata_zero(struct fs *fs, struct fs_inode *ino, uint64_t off, uint64_t len)
 	}
 	free(z);
 	return ret < 0 ? ret : 0;
+}
+
+/* The cache's part of a punch of [off, end) (ino->io held for writing,
+ * so no write, read, prefetch or write-back of the file runs, and a dirty
+ * block stays dirty and cached). *wrote: a dirty block got zeros.
+ * -ENOSPC: no block free for a dirty edge block's new copy. */
+static int punch_cache(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		       uint64_t end, bool *wrote)
+{
+	uint32_t B = fs->cfg.block_size;
+	struct cache_mgr *m0 = fs->mgr[0];
+	uint64_t *idx = NULL;
+	size_t n, cap = 64;
+	int ret = 0;
+
+	if (!ino->obj)
+		return 0;
+	for (;;) {
+		free(idx);
+		if (!(idx = malloc(cap * sizeof(*idx))))
+			return -ENOMEM;
+		n = m0->ops->blocks(m0, ino->obj, 0, idx, cap);
+		if (n <= cap)
+			break;
+		cap = n + 64;
+	}
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		uint64_t start = idx[i] * B;
+		if (start >= end || start + B <= off)
+			continue;
+		struct cache_mgr *m = fs_mgr_for(fs, ino, idx[i]);
+		struct bstore_binfo bi;
+		if (m->ops->info(m, ino->obj, idx[i], &bi) < 0)
+			continue;
+		bool inside = start >= off && start + B <= end;
+		if (inside || !bi.dirty) {
+			/* zeros now, or the backing file's bytes */
+			m->ops->drop(m, ino->obj, idx[i], 0);
+			continue;
+		}
+		uint32_t a = off > start ? (uint32_t)(off - start) : 0;
+		uint32_t z = end < start + B ? (uint32_t)(end - start) : B;
+		if (a >= bi.valid)
+			continue; /* the range is past the block's bytes */
+		if (z > bi.valid)
+			z = bi.valid;
+		ret = m->ops->write(m, ino->obj, idx[i], a,
+				    &(struct bstore_src){ .buf = zero_block },
+				    z - a, NULL, 0, CM_DIRTY, 0, NULL);
+		if (ret == 0)
+			*wrote = true;
+	}
+	free(idx);
+	return ret;
+}
+
+int fdata_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
+		uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+	bool wrote = false, listed = true;
+	int ret;
+
+	for (;;) {
+		pthread_rwlock_wrlock(&ino->io);
+		if (fallocate(fd, mode, (off_t)off, (off_t)len) < 0) {
+			ret = -errno;
+			pthread_rwlock_unlock(&ino->io);
+			if (ret != -EOPNOTSUPP)
+				return ret;
+			ret = zero_through_cache(fs, ino, off, len);
+			if (ret == 0 && !(mode & FALLOC_FL_KEEP_SIZE))
+				fdata_grown(fs, ino, end);
+			return ret;
+		}
+		pthread_mutex_lock(&ino->lk);
+		if (!(mode & FALLOC_FL_KEEP_SIZE) && end > ino->bsize)
+			ino->bsize = end; /* ZERO_RANGE extended it */
+		if (!(mode & FALLOC_FL_KEEP_SIZE) && end > ino->size) {
+			ino->size = end;
+			save_size(fs, ino);
+		}
+		ret = punch_cache(fs, ino, off, end, &wrote);
+		/* a write-back pending would put an older write's time on
+		 * the backing file after the punch's */
+		if (ret == 0 && (wrote || ino->mtime_dirty)) {
+			clock_gettime(CLOCK_REALTIME, &ino->mtime);
+			ino->mtime_dirty = true;
+		}
+		listed = ino->on_dirty;
+		pthread_mutex_unlock(&ino->lk);
+		pthread_rwlock_unlock(&ino->io);
+		if (ret != -ENOSPC)
+			break;
+		/* a dirty edge block needs a free block: let write-back make
+		 * one (it takes io), then do it all again */
+		engine_wait_space(fs);
+	}
+	if (ret == 0 && wrote && !listed)
+		engine_mark_dirty(fs, ino);
+	return ret;
 }
 
 ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,

@@ -213,9 +213,15 @@ ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
 int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size);
 /* The backing file was extended to size (fallocate) behind the cache. */
 void fdata_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);
-/* Zero [off, off+len) in the cache (punch hole / zero range). */
-int fdata_zero(struct fs *fs, struct fs_inode *ino, uint64_t off,
-	       uint64_t len);
+/* fallocate PUNCH_HOLE / ZERO_RANGE (mode) of [off, off+len): the backing
+ * file gets the call through fd, and the cache follows it, in one step
+ * for every other I/O of the file (ino->io held for writing): blocks
+ * inside the range are dropped, a dirty block at an edge gets zeros over
+ * the range, a clean one is dropped (the backing file has its bytes).
+ * Where the backing file system cannot (EOPNOTSUPP), zeros are written
+ * through the cache instead. 0 or -errno. */
+int fdata_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
+		uint64_t off, uint64_t len);
 /* Prefetch: read the next (up to PREFETCH_BATCH) uncached blocks from *blk
  * on, all in flight at once through ring, and install them clean (never
  * over newer data). Advances *blk past the blocks looked at. Returns bytes

@@ -1046,18 +1046,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t n, int mode, off_t off,
 	if (r < 0)
 		return (void)fuse_reply_err(req, -r);
 	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
-		/* the cached bytes become zeros; the backing gets the same
-		 * call so its allocation matches */
-		r = fdata_zero(fs, ino, (uint64_t)off, (uint64_t)len);
-		if (r == 0 && fallocate(h->fd, mode, off, len) < 0 && errno != EOPNOTSUPP)
-			r = -errno;
-		if (r == 0 && (mode & FALLOC_FL_ZERO_RANGE) && !(mode & FALLOC_FL_KEEP_SIZE)) {
-			pthread_mutex_lock(&ino->lk);
-			uint64_t end = (uint64_t)(off + len), sz = ino->size;
-			pthread_mutex_unlock(&ino->lk);
-			if (end > sz)
-				r = fdata_truncate(fs, ino, end);
-		}
+		/* the backing file gets the call (its holes are the user's)
+		 * and the cache follows, atomically for other I/O */
+		r = fdata_punch(fs, ino, h->fd, mode, (uint64_t)off,
+				(uint64_t)len);
 		return (void)fuse_reply_err(req, -r);
 	}
 	if (fallocate(h->fd, mode, off, len) < 0)

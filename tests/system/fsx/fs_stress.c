@@ -4,7 +4,8 @@
  * the backing file with a delay injected before the token existed).
  *
  * Several worker processes do partial (unaligned, sub-block) writes, reads,
- * appends, truncates (private files only), fsync and close/reopen, on a few
+ * appends, truncates (private files only), punched holes and zeroed ranges,
+ * fsync and close/reopen, on a few
  * shared and private files, through the mount, with O_DIRECT (so the kernel
  * page cache never hides what the daemon returns). Shared files are cut in
  * stripes of STRIPE bytes owned round-robin by the workers: a worker only
@@ -49,7 +50,7 @@
 
 struct stats {
 	uint64_t writes, uring_writes, wbytes, reads, checks, cbytes, fails,
-		 fsyncs, reopens, truncs, appends;
+		 fsyncs, reopens, truncs, appends, punches;
 };
 
 struct shm {
@@ -502,13 +503,53 @@ static void worker(int w)
 			hadd('T', f, n, 0, n);
 			*sz = n;
 			st->truncs++;
-		} else if (op < 97) {
+		} else if (op < 96) {
 			struct wfile *F = rr(&s, 2) ? &sh[rr(&s, NS)] : &pr[rr(&s, NP)];
 			if (fsync(wopen(F)) < 0) {
 				fprintf(stderr, "w%d fsync: %s\n", w, strerror(errno));
 				st->fails++;
 			}
 			st->fsyncs++;
+		} else if (op < 98) {
+			/* a punched hole or a zeroed range, keeping the size: in
+			 * a shared file inside one of my stripes (the other
+			 * workers' bytes of its blocks must survive it), or
+			 * anywhere in a private file */
+			int shared = (int)rr(&s, 2), f;
+			uint64_t off, len;
+			struct wfile *F;
+			if (shared) {
+				uint32_t l;
+				f = (int)rr(&s, NS);
+				F = &sh[f];
+				pick_own(&s, w, f, &off, &l);
+				len = l;
+			} else {
+				f = (int)rr(&s, NP);
+				F = &pr[f];
+				off = rr(&s, G->pr_size[w][f] + 1000);
+				len = 1 + rr(&s, rr(&s, 2) ? 3000 : 100000);
+				if (off + len > PMAX)
+					len = PMAX - off;
+			}
+			int mode = FALLOC_FL_KEEP_SIZE |
+				   (rr(&s, 2) ? FALLOC_FL_PUNCH_HOLE : FALLOC_FL_ZERO_RANGE);
+			if (len == 0)
+				continue;
+			if (fallocate(wopen(F), mode, (off_t)off, (off_t)len) < 0) {
+				fprintf(stderr, "w%d fallocate %s: %s\n", w, F->path, strerror(errno));
+				st->fails++;
+				continue;
+			}
+			if (shared) {
+				memset(shexp[f] + off, 0, len);
+			} else {
+				uint64_t sz = G->pr_size[w][f];
+				if (off < sz)
+					memset(prexp[w][f] + off, 0, (off + len < sz ? off + len : sz) - off);
+				hadd('P', f, off, len, sz);
+			}
+			st->punches++;
 		} else {
 			/* close everything: last closes start write-back */
 			hadd('C', -1, 0, 0, 0);
@@ -722,6 +763,7 @@ int main(int argc, char **argv)
 		tot.wbytes += s->wbytes; tot.reads += s->reads; tot.checks += s->checks;
 		tot.cbytes += s->cbytes; tot.fails += s->fails; tot.fsyncs += s->fsyncs;
 		tot.reopens += s->reopens; tot.truncs += s->truncs; tot.appends += s->appends;
+		tot.punches += s->punches;
 	}
 	/* the final check through the mount, and the expected images */
 	uint64_t bad = 0;
@@ -741,14 +783,14 @@ int main(int argc, char **argv)
 		}
 	printf("run: %.1fs seed=%u workers=%d writes=%llu (uring %llu, %llu appends, "
 	       "%.1f MB) reads=%llu checks=%llu (%.1f MB own bytes compared) "
-	       "fsyncs=%llu truncs=%llu closes=%llu | FAILURES during run=%llu, "
+	       "fsyncs=%llu truncs=%llu punches=%llu closes=%llu | FAILURES during run=%llu, "
 	       "final bad bytes=%llu\n",
 	       now() - t0, seed0, W, (unsigned long long)tot.writes,
 	       (unsigned long long)tot.uring_writes, (unsigned long long)tot.appends,
 	       tot.wbytes / 1e6, (unsigned long long)tot.reads,
 	       (unsigned long long)tot.checks, tot.cbytes / 1e6,
 	       (unsigned long long)tot.fsyncs, (unsigned long long)tot.truncs,
-	       (unsigned long long)tot.reopens, (unsigned long long)tot.fails,
+	       (unsigned long long)tot.punches, (unsigned long long)tot.reopens, (unsigned long long)tot.fails,
 	       (unsigned long long)bad);
 	return errs ? 2 : (tot.fails || bad) ? 1 : 0;
 }
