@@ -30,7 +30,10 @@
  *    a clean page with a valid flash copy goes first (a drop costs nothing,
  *    a write-back 64 us), if it has been used no more often than the page
  *    LRU would evict (see ad_victim).
- * O(1) per access; the shadows use preallocated tables in live mode. */
+ * O(1) per access; the shadows use preallocated tables in live mode. In
+ * nvsim, where the shadows see every page, the policy stands in for the
+ * shadow of its mode until it first leaves that mode (ad_fork: one
+ * O(pages) copy then, in an epoch step). */
 #include <errno.h>
 #include <string.h>
 
@@ -82,6 +85,13 @@ struct ad_policy {
 	 * instead of keeping them itself. NULL: its own. */
 	const struct ad_policy *src;
 	const struct pc_page *src_pg;
+	/* nvsim, s == 0: until its first change of mode the policy is, page
+	 * for page, the shadow held in its mode (same stream, capacities,
+	 * epochs and code), so that shadow is not run: the policy stands in
+	 * for it (its costs, ad_duel) until the change, where it is forked
+	 * off as a copy (ad_fork, O(pages) once). A quarter of the work an
+	 * access while it lasts. -1: none. */
+	int alias;
 };
 
 static struct pc_list *ad_list(struct ad_policy *a, uint8_t tag)
@@ -250,7 +260,8 @@ static void ad_reset(struct policy *p, uint32_t i)
 		g->flags &= ~AD_PINF;
 	if (a->sh[0])
 		for (int k = 0; k < AD_MODES; k++)
-			policy_forget(a->sh[k], g->key);
+			if (k != a->alias)
+				policy_forget(a->sh[k], g->key);
 }
 
 static uint32_t ad_older(struct pc *pc, uint32_t x, uint32_t y)
@@ -443,13 +454,14 @@ static void ad_shadow(struct ad_policy *a, struct pc_page *g, bool write)
 	enum tier t;
 	uint32_t at = g->aux;
 	for (int k = 0; k < AD_MODES; k++) {
+		if (k == a->alias)
+			continue;
 		struct policy *s = a->sh[k];
 		uint32_t i = pc_get_at(&s->pc, g->key, at);
 		((struct ad_policy *)s)->src_pg = g;
 		/* policy_access_idx, with the call to the access inlined */
 		pc_access_at(s, i, write, mv, &t, ad_shadow_access);
-		if (k == 0)
-			at = i;
+		at = i;
 	}
 	g->aux = at;
 }
@@ -533,8 +545,12 @@ static struct pc_page *ad_start(struct ad_policy *a, uint32_t i)
 		 * before the first access, as the paper's mram-fixed has it,
 		 * and pinning is where the run starts. */
 		ad_rank(a);
-		if (a->force < 0)
+		if (a->force < 0) {
 			a->mode = AD_PIN;
+			/* No access made yet: every shadow is as created. */
+			if (a->alias >= 0)
+				a->alias = AD_PIN;
+		}
 	}
 	return pc_pg(&p->pc, i);
 }
@@ -652,6 +668,37 @@ static uint64_t ad_shadow_cost(struct policy *s)
 }
 
 static void ad_rank(struct ad_policy *a);
+static void ad_refile(struct ad_policy *a);
+
+/* The aliased shadow (see alias) becomes one of its own, in the policy's
+ * epoch step just before the policy leaves its mode: a copy of the
+ * policy's pages, lists and counters, which are the shadow's own after
+ * the same accesses and the first half of the same epoch step (the
+ * shadow's half, ad_epoch's for !sh[0], is finished here). PINF flags
+ * ad_pin_entry_cost may have set come along; a shadow out of AD_PIN
+ * never reads them. Out of memory (nvsim), that shadow goes on stale. */
+static void ad_fork(struct ad_policy *a)
+{
+	struct ad_policy *s = (struct ad_policy *)a->sh[a->alias];
+	a->alias = -1;
+	if (pc_copy(&s->base.pc, &a->base.pc) < 0)
+		return;
+	s->base.ctr = a->base.ctr;
+	s->base.epoch_left = a->base.epoch_left;
+	s->mram = a->mram;
+	s->dram = a->dram;
+	s->pin = a->pin;
+	s->e = a->e;
+	s->thr = a->thr;
+	s->pending = a->pending;
+	s->since_thr = a->since_thr;
+	s->pay_move = a->pay_move;
+	s->pay_swap = a->pay_swap;
+	if (s->mode == AD_PIN)
+		ad_rank(s);
+	if (s->mode == AD_PIN || s->pin.len)
+		ad_refile(s);
+}
 
 /* A flash read (35 us) for each page of the pin set not yet in MRAM: what
  * entering AD_PIN costs beyond what the pin shadow, pinned all along,
@@ -683,7 +730,7 @@ static uint64_t ad_pin_entry_cost(struct ad_policy *a)
 static void ad_duel(struct ad_policy *a)
 {
 	for (int k = 0; k < AD_MODES; k++) {
-		uint64_t now = ad_shadow_cost(a->sh[k]);
+		uint64_t now = ad_shadow_cost(k == a->alias ? &a->base : a->sh[k]);
 		uint64_t c = now - a->sh_cost[k];
 		a->sh_cost[k] = now;
 		/* Decayed over ~8 epochs: the verdict follows real changes,
@@ -717,6 +764,8 @@ static void ad_duel(struct ad_policy *a)
 			best = k;
 		}
 	}
+	if (best != (int)a->mode && a->alias >= 0)
+		ad_fork(a);
 	a->mode = (enum ad_mode)best;
 }
 
@@ -831,6 +880,7 @@ static int ad_init_common(struct policy *p, int force)
 	a->pending = PC_NIL;
 	a->force = force;
 	a->mode = force < 0 ? AD_OFF : (enum ad_mode)force;
+	a->alias = -1;
 	ad_set_pay(a);
 	return 0;
 }
@@ -892,6 +942,8 @@ static int ad_init(struct policy *p)
 	if (a->s == 0)
 		for (int k = 0; k < AD_MODES; k++)
 			((struct ad_policy *)a->sh[k])->src = a;
+	if (a->s == 0 && !cfg->max_pages)
+		a->alias = AD_OFF;   /* ad_init_common's mode */
 	return 0;
 }
 

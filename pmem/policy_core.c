@@ -122,6 +122,33 @@ void pc_fini(struct pc *pc)
 	memset(pc, 0, sizeof(*pc));
 }
 
+int pc_copy(struct pc *dst, const struct pc *src)
+{
+	if (dst->max_pages || dst->no_grow || src->max_pages || src->no_grow)
+		return -EINVAL;
+	struct pc_page *pg = aligned_alloc(_Alignof(struct pc_page),
+					   (size_t)src->cap * sizeof(*pg));
+	uint32_t *ht = malloc((src->ht_mask + 1) * sizeof(uint32_t));
+	if (!pg || !ht) {
+		free(pg);
+		free(ht);
+		return -ENOMEM;
+	}
+	memcpy(pg, src->pg, (size_t)src->n * sizeof(*pg));
+	memcpy(ht, src->ht, (src->ht_mask + 1) * sizeof(uint32_t));
+	free(dst->pg);
+	free(dst->ht);
+	dst->pg = pg;
+	dst->ht = ht;
+	dst->n = src->n;
+	dst->cap = src->cap;
+	dst->ht_mask = src->ht_mask;
+	dst->clock = src->clock;
+	dst->used[0] = src->used[0];
+	dst->used[1] = src->used[1];
+	return 0;
+}
+
 static inline uint64_t pc_hash(uint64_t key)
 {
 	key ^= key >> 33;

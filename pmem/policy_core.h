@@ -76,6 +76,11 @@ int pc_init_fixed_hash(struct pc *pc, const struct policy_config *cfg,
 		       struct policy_counters *ctr, uint32_t reserve,
 		       bool want_scratch);
 void pc_fini(struct pc *pc);
+/* nvsim tables only (max_pages == 0, growing): make dst's page table an
+ * exact copy of src's (entries, index, clock, tier occupancy), as if dst
+ * had seen every access src has; dst keeps its counters pointer,
+ * capacities and scratch. Allocates; -ENOMEM leaves dst as it was. */
+int pc_copy(struct pc *dst, const struct pc *src);
 /* Index of page, or PC_NIL when unknown. */
 uint32_t pc_find(const struct pc *pc, uint64_t page);
 /* Index of page, inserting a TIER_NONE entry when unknown. PC_NIL when the
