@@ -567,6 +567,61 @@ static void adaptive_finds_stable_pin_set(void **state)
 	assert_true(faults[2] <= faults[1] + faults[1] / 20);
 }
 
+/* adaptive's nvsim tables (growing; the policy stands in for the shadow of
+ * its mode until its first change of mode, then forks it off as a copy)
+ * and its live tables (preallocated, every shadow run all along) must make
+ * the same decisions: the same tier and the same moves at every access of
+ * a stream whose phases change the mode five times, back to the first
+ * one too (a hot set under a cold stream, a new set, a cyclic sweep
+ * larger than memory, random accesses). A fork that does not copy the
+ * policy's tables fails here at access 152000. */
+static void adaptive_nvsim_tables_decide_as_live(void **state)
+{
+	(void)state;
+	/* access_lines alike: it defaults to 64 in live mode, 1 in nvsim */
+	struct policy_config ca_ = { .mram_pages = 32, .dram_pages = 32,
+				     .alpha = 0.9, .epoch = 2000,
+				     .access_lines = 64 };
+	struct policy_config cb_ = ca_;
+	cb_.max_pages = 1 << 16;
+	struct policy *a = NULL, *b = NULL;
+	assert_int_equal(policy_create(&a, "adaptive", &ca_), 0);
+	assert_int_equal(policy_create(&b, "adaptive", &cb_), 0);
+	struct tier_move ma[POLICY_MAX_MOVES], mb[POLICY_MAX_MOVES];
+	uint64_t n = 0;
+	rnd_state = 4242;
+	for (unsigned phase = 0; phase < 8; phase++)
+		for (unsigned i = 0; i < 30000; i++, n++) {
+			uint64_t key;
+			switch (phase % 4) {
+			case 0: key = i % 4 ? rnd() % 24 : 1000 + i;  /* hot + cold */
+				break;
+			case 1: key = 5000 + phase * 100 + rnd() % 56; /* a new set */
+				break;
+			case 2: key = i % 200; break;                 /* sweep */
+			default: key = rnd() % 300; break;
+			}
+			bool w = rnd() % 3 == 0;
+			enum tier ta, tb;
+			unsigned ka = policy_access(a, key, w, ma, &ta);
+			unsigned kb = policy_access(b, key, w, mb, &tb);
+			if (ta != tb || ka != kb)
+				fail_msg("access %lu (phase %u, page %lu): tier %d/%d, "
+					 "%u/%u moves", (unsigned long)n, phase,
+					 (unsigned long)key, ta, tb, ka, kb);
+			for (unsigned k = 0; k < ka; k++)
+				if (ma[k].page != mb[k].page || ma[k].from != mb[k].from ||
+				    ma[k].to != mb[k].to || ma[k].kind != mb[k].kind)
+					fail_msg("access %lu: move %u differs", (unsigned long)n, k);
+		}
+	struct policy_counters ca, cb;
+	policy_get_counters(a, &ca);
+	policy_get_counters(b, &cb);
+	assert_memory_equal(&ca, &cb, sizeof(ca));
+	policy_destroy(a);
+	policy_destroy(b);
+}
+
 /* Live mode: no allocation at all after policy_create. */
 static void live_path_never_allocates(void **state)
 {
@@ -612,6 +667,7 @@ int main(void)
 		cmocka_unit_test(adaptive_migrates_only_when_it_pays),
 		cmocka_unit_test(adaptive_cyclic_region_does_not_thrash),
 		cmocka_unit_test(adaptive_finds_stable_pin_set),
+		cmocka_unit_test(adaptive_nvsim_tables_decide_as_live),
 		cmocka_unit_test(live_path_never_allocates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
