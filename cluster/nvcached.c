@@ -50,6 +50,11 @@ static void usage(FILE *f)
 "      --policy NAME      its tiering policy (default lru; known: %s)\n"
 "      --trace-out FILE   log every page access its policy sees (nvt, for\n"
 "                         nvsim; gzip if FILE ends in .gz)\n"
+"      --profile FILE     the paper's profiling run: an access log an\n"
+"                         earlier run wrote with --trace-out ranks the\n"
+"                         pages (mram-fixed and lowpower pin that run's\n"
+"                         hottest from their first touch, adaptive ranks\n"
+"                         its pin set by it; lru ignores it)\n"
 "  -v, --verbose          debug logging\n"
 "  -h, --help\n"
 "\n"
@@ -136,6 +141,7 @@ int main(int argc, char **argv)
 		{ "nvram", required_argument, NULL, 'N' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "trace-out", required_argument, NULL, 'O' },
+		{ "profile", required_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -144,7 +150,7 @@ int main(int argc, char **argv)
 	struct {   /* the tiered store's options, as given */
 		uint64_t size, mram, dram;
 		bool mram_set, dram_set, given;
-		const char *flash, *nvram, *policy, *trace;
+		const char *flash, *nvram, *policy, *trace, *profile;
 	} t = { .policy = "lru" };
 	struct node_opts o = { .cfg = &cfg, .listen_fd = -1 };
 	const char *cluster = NULL;
@@ -209,6 +215,7 @@ int main(int argc, char **argv)
 		case 'N': t.nvram = optarg; t.given = true; break;
 		case 'p': t.policy = optarg; t.given = true; break;
 		case 'O': t.trace = optarg; t.given = true; break;
+		case 'P': t.profile = optarg; t.given = true; break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -223,8 +230,8 @@ int main(int argc, char **argv)
 	if (t.given) {
 		if (!t.size) {
 			fprintf(stderr, "nvcached: --mram, --dram, --flash, --nvram, "
-				"--policy and --trace-out describe the tiered "
-				"store: give its --tier-size too\n");
+				"--policy, --trace-out and --profile describe "
+				"the tiered store: give its --tier-size too\n");
 			return 2;
 		}
 		if (!t.nvram) {
@@ -248,7 +255,7 @@ int main(int argc, char **argv)
 			.pages = t.size / 4096, .mram_pages = mram / 4096,
 			.dram_pages = dram / 4096, .nvram_path = t.nvram,
 			.flash_path = t.flash, .policy = t.policy,
-			.trace_path = t.trace,
+			.trace_path = t.trace, .profile_path = t.profile,
 		};
 		o.tier = &to;
 	}

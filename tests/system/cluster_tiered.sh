@@ -6,8 +6,9 @@
 # (node 3's lost pages from node 2's copies), most of it came through
 # flash, the nodes offer exactly their tier size, and their stats show the
 # policy and its MRAM hit rate. Pages freed by the owner leave the store.
-# Node 2's access log (--trace-out) replays in nvsim. Bad tier options are
-# refused with a clear message.
+# Node 2's access log (--trace-out) replays in nvsim, and is the profile
+# (--profile) of its next run. Bad tier options are refused with a clear
+# message.
 T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_common.bash"
@@ -129,4 +130,22 @@ n=$(sed -n "s|.*access log $T_DIR/node2.nvt.gz: \([0-9]*\) accesses.*|\1|p" "$T_
 [ "$(awk -F, 'NR == 2 { print $4 }' "$T_DIR/replay.csv")" = "$n" ] ||
   t_fail "replay of node 2's log saw $(awk -F, 'NR == 2 { print $4 }' "$T_DIR/replay.csv") accesses, the log has $n"
 t_log "node 2's access log: $n accesses, replayed: $(cut -d, -f7-9 "$T_DIR/replay.csv" | tail -1) (hit rate, flash reads, writes)"
+
+# That log as the profile of node 2's next run (--profile, the paper's
+# profiling run): counted, logged and shown in the stats; a file that is
+# no access log is refused at start.
+"$nvcached" --cluster "$conf" --node 2 -f --heartbeat 200 --timeout 1000 --no-mlock \
+  --tier-size 32M --mram 1M --dram 3M --flash "$T_DIR/flash2b" --nvram "$T_SHM/node2b.mram" \
+  --policy mram-fixed --profile "$T_DIR/node2.nvt.gz" >"$T_DIR/node2-prof.log" 2>&1 &
+p2=$!
+t_cleanup "kill -9 $p2 2>/dev/null"
+t_wait 15 grep -q "profile $T_DIR/node2.nvt.gz: [0-9]* accesses to [0-9]* pages" "$T_DIR/node2-prof.log" ||
+  t_fail "node 2 with --profile: no profile line: $(tail -3 "$T_DIR/node2-prof.log")"
+t_wait 10 sh -c "[ \"\$(\"$(t_bin nvcachectl)\" stats --node 2 2>/dev/null | awk -F': ' '\$1 == \"profile_pages\" { print \$2 }')\" -gt 0 ]" ||
+  t_fail "node 2: profile_pages $(cluster_stat 2 profile_pages)"
+t_log "node 2 restarted with its log as profile: $(grep -o 'profile .*: [0-9]* accesses to [0-9]* pages' "$T_DIR/node2-prof.log"), profile_pages $(cluster_stat 2 profile_pages)"
+kill -TERM $p2; wait $p2 2>/dev/null
+refused 1 "$T_DIR/data" --tier-size 32M --mram 1M --dram 31M --nvram "$T_SHM/r.mram" \
+  --policy mram-fixed --profile "$T_DIR/data"
+refused 2 "give its --tier-size too" --profile "$T_DIR/node2.nvt.gz"
 echo "cluster_tiered: ok"
