@@ -86,14 +86,22 @@ run_mode() {
   [ "$(st remote_write_errors)" = 0 ] || mfail "$mode: write errors"
   grep -q "migration pass: .* moved off node $sn" "$T_DIR/nvswapd-$name.log" || mfail "$mode: no migration pass logged"
   grep -q "shrink done" "$T_DIR/node$sn-$mode.log" || mfail "$mode: node $sn did not log the end of its shrink"
-  # every page where the map says, no copy left behind anywhere
-  local dat=0
-  for i in 2 3 4 5 6; do dat=$((dat + $(stat_val $i pages_data))); done
-  mapped=$(st remote_slots_mapped)
-  [ "$dat" -eq $((mapped * copies)) ] || mfail "$mode: $dat data pages on the nodes for $mapped slots x $copies"
   healed() { [ "$(st remote_recovery_pending)" = 0 ] && [ "$(st remote_slots_degraded)" = 0 ] &&
              { [ "$mode" = mirror ] || [ "$(st parity_groups_unprotected)" = 0 ]; }; }
   t_wait 30 healed || mfail "$mode: degraded after the migration: $(st remote_slots_degraded) slots, $(st parity_groups_unprotected) groups"
+  # every page where the map says, no copy left behind anywhere. Once
+  # healed: a regroup (a parity page no node outside its group could
+  # take) still moves pages, and five nodes' counts are not read at one
+  # instant (an ASan run read 8193 for 8192 slots once, mid-regroup); a
+  # copy really left behind keeps the sum over for good.
+  local dat
+  counted() {
+    local i; dat=0
+    for i in 2 3 4 5 6; do dat=$((dat + $(stat_val $i pages_data))); done
+    mapped=$(st remote_slots_mapped)
+    [ "$dat" -eq $((mapped * copies)) ]
+  }
+  counted || t_wait 10 counted || { counted; mfail "$mode: $dat data pages on the nodes for $mapped slots x $copies"; }
   t_log "$mode: $(st remote_migrations) pages migrated in $(st remote_migration_passes) passes, $(st remote_migration_ms_per_page) ms/page; $(grep -c "migration pass:" "$T_DIR/nvswapd-$name.log") passes moved pages"
 
   # Lift the cap: node $sn takes new pages again (16 MiB never written).
