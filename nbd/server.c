@@ -48,6 +48,7 @@ struct wconn {
 	bool recv_posted, send_posted, poll_posted;
 	bool shut;                      /* shutdown() issued */
 	uint64_t since_ns;              /* accepted at (CLOCK_MONOTONIC) */
+	bool nego;                      /* counted in worker.nnego */
 } __attribute__((aligned(8)));
 
 struct worker {
@@ -63,6 +64,8 @@ struct worker {
 	struct nbd_conn_ctx ctx;
 	struct wconn *conns;
 	unsigned nconns, nused;
+	unsigned nnego;   /* connections still negotiating: only then does
+			   * the loop wake up to time handshakes out */
 	bool accept_posted;
 };
 
@@ -270,9 +273,20 @@ static ssize_t send_direct(struct nbd_conn *c, const struct iovec *iov,
 	return r < 0 ? -errno : r;
 }
 
+/* The connection left negotiation (transmitting, dead or gone). */
+static void nego_settle(struct worker *w, struct wconn *wc)
+{
+	if (wc->nego && (!wc->in_use || wc->c.transmitting ||
+			 nbd_conn_dead(&wc->c))) {
+		wc->nego = false;
+		w->nnego--;
+	}
+}
+
 static void conn_release(struct worker *w, struct wconn *wc)
 {
 	nbd_conn_stop(&wc->c);
+	nego_settle(w, wc);
 	close(wc->fd);
 	wc->fd = -1;
 	wc->in_use = false;
@@ -288,6 +302,7 @@ static void conn_kick(struct worker *w, struct wconn *wc)
 	uint8_t *rp;
 	size_t len;
 
+	nego_settle(w, wc);
 	if (nbd_conn_closing(&wc->c) && !wc->send_posted &&
 	    nbd_conn_send_idle(&wc->c))
 		nbd_conn_stop(&wc->c);
@@ -423,6 +438,8 @@ static void on_accept(struct worker *w, int res)
 	wc->recv_posted = wc->send_posted = wc->poll_posted = false;
 	wc->shut = false;
 	wc->since_ns = mono_ns();
+	wc->nego = true;
+	w->nnego++;
 	unsigned id = atomic_fetch_add(&srv->next_id, 1) + 1;
 	nbd_conn_start(&wc->c, id);
 	log_info("connection %u: accepted on %s (thread %u)", id, srv->where,
@@ -534,7 +551,8 @@ static void *worker_main(void *arg)
 							      &ts, NULL);
 			if (rc == -ETIME)
 				continue;
-		} else if (w->srv->opts.handshake_s && sweep_handshakes(w)) {
+		} else if (w->srv->opts.handshake_s && w->nnego &&
+			   sweep_handshakes(w)) {
 			/* someone is negotiating: wake up to time them out */
 			struct __kernel_timespec ts = { 1, 0 };
 			rc = io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1,
