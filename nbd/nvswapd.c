@@ -10,6 +10,7 @@
 #include "common/ctl.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/paths.h"
 #include "pmem/policy.h"
 
 #include <errno.h>
@@ -230,6 +231,27 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 	return 0;
 }
 
+/* One file in two roles would have the store write swapped pages over its
+ * own MRAM or access log (or the log over flash pages): silent corruption,
+ * so refused, whatever the names (hard links, "./x", a file not made yet). */
+static int files_distinct(const struct cfg *c)
+{
+	const char *what[] = { "--flash", "--nvram", "--trace-out", "--profile" };
+	const char *path[] = { c->flash,
+			       strcmp(c->store, "tiered") ? NULL : c->nvram,
+			       c->trace_out, c->profile };
+	for (int i = 0; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
+			if (path_same_file(path[i], path[j])) {
+				fprintf(stderr, "nvswapd: %s %s and %s %s "
+					"are the same file; "
+					"give each its own\n", what[i], path[i],
+					what[j], path[j]);
+				return -1;
+			}
+	return 0;
+}
+
 /* getaddrinfo() takes "99999" and wraps it (to 34463): the range is
  * checked here. */
 static bool port_ok(const char *p)
@@ -274,6 +296,28 @@ static void own_remove(const struct own_file *f)
 {
 	if (!f->existed && unlink(f->path) == 0)
 		log_info("removed %s (created by this refused start)", f->path);
+}
+
+/* At exit the flash file's pages are dead (no later run reads them) but
+ * they are swapped memory, readable on disk: a file this run created is
+ * removed, one it found is emptied (it keeps its name and owner). */
+static void flash_discard(const struct own_file *f)
+{
+	if (!f->path)
+		return;
+	if (!f->existed) {
+		if (unlink(f->path) == 0)
+			log_info("removed flash file %s", f->path);
+		else
+			log_warn("flash file %s: cannot remove it: %s",
+				 f->path, strerror(errno));
+	} else if (truncate(f->path, 0) == 0) {
+		log_info("emptied flash file %s (swapped pages are not kept "
+			 "after exit)", f->path);
+	} else {
+		log_warn("flash file %s: cannot empty it: %s", f->path,
+			 strerror(errno));
+	}
 }
 
 /* Swap hygiene, before any thread exists (PR_SET_IO_FLUSHER is inherited
@@ -425,6 +469,8 @@ int main(int argc, char **argv)
 			 c.name[0] ? c.name : "default");
 		c.nvram = nvram;
 	}
+	if (files_distinct(&c) < 0)
+		return 2;
 
 	log_init("nvswapd", LOG_LVL_INFO);
 	if (!c.foreground && daemonize(&notify_fd) < 0) {
@@ -559,6 +605,8 @@ out:
 		be.ops->destroy(be.priv);
 	for (unsigned i = 0; !serving && i < 3; i++)
 		own_remove(&own[i]);
+	if (serving)
+		flash_discard(&own[0]);
 	daemon_ready(notify_fd, 1);
 	return rc < 0 ? 1 : 0;
 }

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/paths.h"
 #include "pmem/profile_load.h"
 #include "pmem/region.h"
 #include "pmem/tracelog.h"
@@ -182,21 +183,13 @@ fail:
 	return -EIO;
 }
 
-/* The same file under two names (or one)? */
-static bool same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
-	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 /* The policy's profile from a previous run's access log (before any
  * memory is reserved, and before this run's log is created: a bad file
  * costs nothing). */
 static int load_profile(struct tierstore *ts, const struct tierstore_opts *o)
 {
 	struct profile_summary sum;
-	if (o->trace_path && same_file(o->profile_path, o->trace_path)) {
+	if (o->trace_path && path_same_file(o->profile_path, o->trace_path)) {
 		log_err("profile %s is also this run's access log: recording "
 			"would overwrite it as it is read; give --trace-out "
 			"another file", o->profile_path);

@@ -8,7 +8,12 @@
 #    34463); port 0 picks a free port, and the log says which;
 #  - a store that cannot fit in this machine's RAM (--size 8T, flat or
 #    tiered: nvswapd used to grow until the OOM killer ended it);
-#  - a flash file refused on tmpfs leaves no flash nor MRAM file behind.
+#  - a flash file refused on tmpfs leaves no flash nor MRAM file behind;
+#  - one file in two roles (--nvram and --flash, --flash and --trace-out
+#    under two hard-linked names): the store wrote swapped pages over its
+#    own MRAM or log and corrupted them silently;
+#  - and after a clean stop the flash file's swapped pages are not left on
+#    disk: a file the run created is removed, one it found is emptied.
 T_TIMEOUT=${T_TIMEOUT:-120}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/nbd_common.bash"
@@ -121,6 +126,33 @@ python3 "$raw" "$T_DIR/big2.sock" tbig2 sum 0 4096 >/dev/null ||
   t_fail "an export of $big (more than RAM) with a flash file does not serve"
 echo "--size $big (more than RAM) with --flash: serves"
 kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
+[ -e "$T_DIR/big2.flash" ] && t_fail "the flash file this run created was left behind at its stop"
+grep -q "removed flash file" "$T_DIR/nvswapd-tbig2.log" ||
+  t_fail "the stop did not log the flash file's removal"
+
+echo "== a flash file that was there before: emptied at the stop"
+printf 'x%.0s' $(seq 100) >"$T_DIR/pre.flash"
+nbd_start "$T_DIR/pre.sock" tpre --size 16M --mram 0 --dram 1M \
+  --flash "$T_DIR/pre.flash"
+head -c 8M /dev/urandom >"$T_DIR/8m"
+python3 "$raw" "$T_DIR/pre.sock" tpre write "$T_DIR/8m" >/dev/null ||
+  t_fail "writing 8 MiB through 1 MiB of DRAM failed"
+[ "$(stat -c %b "$T_DIR/pre.flash")" -gt 0 ] || t_fail "nothing was spilled to the flash file"
+kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
+[ -e "$T_DIR/pre.flash" ] || t_fail "a flash file the run did not create was removed"
+[ "$(stat -c %s "$T_DIR/pre.flash")" = 0 ] ||
+  t_fail "the swapped pages stayed in the flash file after the stop ($(stat -c %s "$T_DIR/pre.flash") bytes)"
+echo "flash files: removed (created) or emptied (found) at the stop"
+
+echo "== one file in two roles"
+refused tsame 'same file' --size 16M --mram 4M --dram 4M --unix "$T_DIR/s.sock" \
+  --nvram "$T_DIR/same.f" --flash "$T_DIR/same.f"
+[ -e "$T_DIR/same.f" ] && t_fail "a refused start created the file it was refused for"
+echo keep >"$T_DIR/log1"
+ln "$T_DIR/log1" "$T_DIR/log2"
+refused tsame2 'same file' --size 16M --mram 4M --dram 4M --unix "$T_DIR/s.sock" \
+  --flash "$T_DIR/log1" --trace-out "$T_DIR/./log2"
+[ "$(cat "$T_DIR/log1")" = keep ] || t_fail "a refused start changed the file given twice"
 
 echo "== a refused start leaves nothing it created"
 refused ttmpfs 'tmpfs' --size 64M --mram 4M --dram 4M \

@@ -1,0 +1,54 @@
+/* paths.c - see paths.h. */
+#include "common/paths.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Real path of p's directory plus p's last component, for a name that
+ * does not exist yet. 0, or -1 when the directory cannot be resolved. */
+static int canon_new(const char *p, char *out, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(p, '/');
+	const char *base = slash ? slash + 1 : p;
+
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == p)
+		strcpy(dir, "/");
+	else if ((size_t)(slash - p) < sizeof(dir)) {
+		memcpy(dir, p, (size_t)(slash - p));
+		dir[slash - p] = '\0';
+	} else
+		return -1;
+	if (!realpath(dir, real))
+		return -1;
+	size_t n = strlen(real), m = strlen(base);
+	if (n + 1 + m + 1 > len)
+		return -1;
+	memcpy(out, real, n);
+	out[n] = '/';
+	memcpy(out + n + 1, base, m + 1);
+	return 0;
+}
+
+bool path_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	char ca[PATH_MAX], cb[PATH_MAX];
+	bool ea, eb;
+
+	if (!a || !b)
+		return false;
+	ea = stat(a, &sa) == 0;
+	eb = stat(b, &sb) == 0;
+	if (ea && eb)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	if (ea != eb)   /* one exists, the other not (yet): two files */
+		return false;
+	if (canon_new(a, ca, sizeof(ca)) < 0 || canon_new(b, cb, sizeof(cb)) < 0)
+		return strcmp(a, b) == 0;
+	return strcmp(ca, cb) == 0;
+}
