@@ -122,6 +122,14 @@ int model_params_load(struct model_params *mp, const char *path)
 	int rc = 0;
 	while (fgets(line, sizeof(line), f)) {
 		no++;
+		/* A line longer than the buffer would go on as a line of its
+		 * own: refused instead of read in pieces. */
+		if (!strchr(line, '\n') && !feof(f)) {
+			log_err("%s:%u: line too long (at most %zu bytes)",
+				path, no, sizeof(line) - 2);
+			rc = -EINVAL;
+			break;
+		}
 		char *hash = strchr(line, '#');
 		if (hash)
 			*hash = 0;
@@ -147,6 +155,12 @@ int model_params_load(struct model_params *mp, const char *path)
 			rc = r;
 			break;
 		}
+	}
+	/* fopen opens a directory, and fgets then fails at once: that is
+	 * no empty file of defaults. */
+	if (rc == 0 && ferror(f)) {
+		rc = errno ? -errno : -EIO;
+		log_err("parameter file %s: %s", path, strerror(-rc));
 	}
 	fclose(f);
 	if (rc == 0 && mp_check(mp) < 0) {

@@ -20,6 +20,7 @@ struct trace_reader {
 	uint8_t *buf;
 	size_t len, pos;
 	bool eof;
+	bool cut;                /* eof is a gzip stream cut short (tr_cut) */
 	enum trace_format fmt;
 	uint32_t flags;
 	uint64_t line;           /* lackey: lines consumed */
@@ -60,12 +61,29 @@ static int tr_fill(struct trace_reader *r)
 			return -EIO;
 		}
 		if (n == 0) {
+			/* zlib ends a stream cut short like a whole one and
+			 * tells them apart only here: Z_BUF_ERROR is input
+			 * that ended inside the gzip stream (a copy cut off,
+			 * a log whose writer was killed). */
+			int e;
+			gzerror(r->gz, &e);
+			r->cut = e == Z_BUF_ERROR;
 			r->eof = true;
 			break;
 		}
 		r->len += (size_t)n;
 	}
 	return 0;
+}
+
+/* The end of a cut gzip stream, once the records before it are out: an
+ * error, not the end of the trace (a copy cut off, a log whose writer was
+ * killed, must not pass for a whole run). */
+static int tr_cut(const struct trace_reader *r)
+{
+	log_err("trace %s: truncated: the gzip stream ends early, after %llu "
+		"bytes of data", r->name, (unsigned long long)(r->base + r->len));
+	return -EIO;
 }
 
 static int tr_start(struct trace_reader *r, enum trace_format fmt)
@@ -367,6 +385,8 @@ static ssize_t lk_read(struct trace_reader *r, struct trace_rec *recs,
 					return rc;
 				continue;
 			}
+			if (r->cut)   /* a line cut off is no record */
+				return got ? (ssize_t)got : tr_cut(r);
 			if (s == end)
 				break;
 			nl = end;   /* last line without newline */
@@ -393,7 +413,7 @@ static int nvt_varint(struct trace_reader *r, uint64_t *out, bool at_start)
 			return rc;
 	}
 	if (r->pos == r->len && at_start)
-		return 1;
+		return r->cut ? tr_cut(r) : 1;
 	uint64_t v = 0;
 	for (unsigned sh = 0;; sh += 7) {
 		if (r->pos == r->len) {

@@ -72,8 +72,8 @@ def main():
     ax.set_title(f"{t}time vs DRAM, MRAM {mib(m3):g} MiB", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
+    ax.set_yscale("log")   # before the layout, which sizes its labels
     fig.tight_layout()
-    ax.set_yscale("log")
     fig.savefig(os.path.join(a.outdir, a.prefix + "fig3_time_vs_dram.png"))
     plt.close(fig)
 

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/paths.h"
 #include "pmem/model.h"
 #include "pmem/policy.h"
 #include "tools/nvsim_cache.h"
@@ -166,6 +167,13 @@ static int do_convert(int argc, char **argv)
 	}
 	if (!in || !outp) {
 		usage(stderr);
+		return 2;
+	}
+	/* The writer truncates its file while the reader has read one
+	 * buffer of it: the trace would be lost, and "converted" a part. */
+	if (path_same_file(in, outp)) {
+		log_err("convert: %s is both the input and the output; give "
+			"another output file", in);
 		return 2;
 	}
 	struct model_params mp;
@@ -706,8 +714,10 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'e':
+			errno = 0;
 			epoch = strtoull(optarg, &end, 10);
-			if (*end || end == optarg || !epoch) {
+			if (*end || end == optarg || !epoch || errno ||
+			    optarg[0] == '-') {
 				log_err("bad --epoch '%s' (accesses, > 0)", optarg);
 				return 2;
 			}
@@ -726,8 +736,8 @@ int main(int argc, char **argv)
 		case 'c': csv = optarg; break;
 		case 'g': plot = optarg; break;
 		case 'j':
-			threads = atoi(optarg);
-			if (threads < 1 || threads > 64) {
+			threads = (int)strtol(optarg, &end, 10);
+			if (*end || end == optarg || threads < 1 || threads > 64) {
 				log_err("bad -j '%s' (1..64)", optarg);
 				return 2;
 			}
@@ -754,6 +764,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(policies, "all"))
 		policies = policy_names();
+	if (csv && !strcmp(csv, "-"))
+		csv = NULL;   /* stdout, as --trace - is stdin */
+	if (path_same_file(csv, trace)) {
+		log_err("--csv %s is the trace itself; give another file", csv);
+		return 2;
+	}
 
 	/* Everything below releases what it holds on every path (one exit),
 	 * so that error exits stay clean under LeakSanitizer too. */
@@ -764,12 +780,25 @@ int main(int argc, char **argv)
 	struct trace_reader *r = NULL;
 	struct l2 *l2 = NULL;
 	FILE *out = NULL;
+	bool made_csv = false;
 	size_t cap = 0;
 	int rc = 0;
 	if (parse_sizes(mram_arg, &mram, &nm) < 0 ||
 	    parse_sizes(dram_arg, &dram, &nd) < 0) {
 		rc = 2;
 		goto done;
+	}
+	/* Memory is whole pages; 1000 bytes used to run silently as 0. */
+	for (size_t i = 0; i < nm + nd; i++) {
+		uint64_t v = i < nm ? mram[i] : dram[i - nm];
+		if (v % mp.page_bytes) {
+			log_err("--%s size %llu bytes is not a whole number of "
+				"%llu-byte pages", i < nm ? "mram" : "dram",
+				(unsigned long long)v,
+				(unsigned long long)mp.page_bytes);
+			rc = 2;
+			goto done;
+		}
 	}
 
 	/* Opened first: its flags say how the policies weigh an access. */
@@ -824,8 +853,10 @@ int main(int argc, char **argv)
 					log_err("policy %s with MRAM %llu + DRAM %llu bytes: %s",
 						name, (unsigned long long)mram[i],
 						(unsigned long long)dram[j],
-						e == -EINVAL ? "no memory pages at all"
-							     : strerror(-e));
+						e != -EINVAL ? strerror(-e)
+						: cfg.mram_pages || cfg.dram_pages
+						? "more pages than a policy can number (2^32)"
+						: "no memory pages at all");
 					rc = 2;
 				} else {
 					in->policy = policy_name(in->p);
@@ -838,10 +869,34 @@ int main(int argc, char **argv)
 	if (rc)
 		goto done;
 	if (s.n == 0) {
-		log_err("no policy given");
+		log_err(policies[strspn(policies, ",")] ? "nothing to simulate: every MRAM + DRAM size "
+			"given is 0" : "no policy given");
 		rc = 2;
 		goto done;
 	}
+
+	/* The output before the run: a bad path must not cost a long run. */
+	char csvpath[4096];
+	struct stat pst;
+	if (plot && !csv) {
+		if ((mkdir(plot, 0755) < 0 && errno != EEXIST) ||
+		    stat(plot, &pst) < 0 || !S_ISDIR(pst.st_mode)) {
+			log_err("--plot %s: %s", plot,
+				errno == EEXIST || errno == 0 ? "not a directory"
+							      : strerror(errno));
+			rc = 1;
+			goto done;
+		}
+		snprintf(csvpath, sizeof(csvpath), "%s/nvsim.csv", plot);
+		csv = csvpath;
+	}
+	out = csv ? fopen(csv, "w") : stdout;
+	if (!out) {
+		log_err("--csv %s: %s", csv, strerror(errno));
+		rc = 1;
+		goto done;
+	}
+	made_csv = csv != NULL;
 
 	if (oracle && oracle_profile(&s, trace, fmt, &mp) < 0) {
 		rc = 1;
@@ -910,31 +965,15 @@ int main(int argc, char **argv)
 				 (unsigned long long)nfree);
 		fprintf(stderr, "%snvsim: %llu accesses, %llu instructions, "
 			"L2 %llu misses + %llu write-backs; footprint %s%s; "
-			"%.2f s (%.1f M accesses/s, %zu combinations)\n",
+			"%.2f s (%.1f M accesses/s, %zu combination%s)\n",
 			tty ? "\r" : "", (unsigned long long)(nrec - nfree),
 			(unsigned long long)instr, (unsigned long long)misses,
 			(unsigned long long)wbs,
 			opts_format_size(pc0.places * mp.page_bytes, fb, sizeof(fb)),
 			freed, secs, (double)(nrec - nfree) / (secs > 0 ? secs : 1e-9) / 1e6,
-			s.n);
+			s.n, s.n == 1 ? "" : "s");
 	}
 
-	char csvpath[4096];
-	if (plot && !csv) {
-		if (mkdir(plot, 0755) < 0 && errno != EEXIST) {
-			log_err("--plot %s: %s", plot, strerror(errno));
-			rc = 1;
-			goto done;
-		}
-		snprintf(csvpath, sizeof(csvpath), "%s/nvsim.csv", plot);
-		csv = csvpath;
-	}
-	out = csv ? fopen(csv, "w") : stdout;
-	if (!out) {
-		log_err("--csv %s: %s", csv, strerror(errno));
-		rc = 1;
-		goto done;
-	}
 	fprintf(out, "%s\n", CSV_HEADER);
 	for (size_t k = 0; k < s.n; k++) {
 		struct inst *in = &s.in[k];
@@ -954,6 +993,8 @@ int main(int argc, char **argv)
 	if (csv ? fclose(out) != 0 : fflush(out) != 0) {
 		log_err("--csv %s: write failed", csv ? csv : "(stdout)");
 		rc = 1;
+	} else {
+		made_csv = false;   /* whole: kept even if the plot fails */
 	}
 	out = NULL;
 	if (!rc && plot && run_plot(argv[0], csv, plot) < 0)
@@ -961,6 +1002,8 @@ int main(int argc, char **argv)
 done:
 	if (out && out != stdout)
 		fclose(out);
+	if (rc && made_csv)   /* no partial results left to be taken for whole */
+		unlink(csv);
 	for (size_t k = 0; k < s.n; k++)
 		policy_destroy(s.in[k].p);
 	trace_close(r);
