@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -72,25 +74,33 @@ static int ctl_addr(const char *path, struct sockaddr_un *sa)
 	return 0;
 }
 
-static void ctl_serve_one(struct ctl_server *s, int c)
-{
-	char cmd[CTL_MAX_CMD + 1];
-	size_t have = 0;
-	ssize_t n;
+/* Clients being read at once: one that connects and sends nothing must
+ * not hold up the others (it used to, 2 s each, one at a time). */
+#define CTL_CLIENTS 16
+#define CTL_CLIENT_MS 2000
 
-	/* One line, bounded: a client that sends more is cut off. */
-	while (have < CTL_MAX_CMD) {
-		struct pollfd p = { .fd = c, .events = POLLIN };
-		if (poll(&p, 1, 2000) <= 0)
-			return;
-		n = read(c, cmd + have, CTL_MAX_CMD - have);
-		if (n <= 0)
-			break;
-		have += (size_t)n;
-		if (memchr(cmd, '\n', have))
-			break;
-	}
-	cmd[have] = 0;
+struct ctl_client {
+	int fd;                  /* -1: free slot */
+	size_t have;
+	int64_t deadline;        /* ms, CLOCK_MONOTONIC */
+	char cmd[CTL_MAX_CMD + 1];
+};
+
+static int64_t ctl_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Answer one whole command line and close. The reply is sent blocking,
+ * bounded by a send timeout: a client that does not read is dropped. */
+static void ctl_answer(struct ctl_server *s, struct ctl_client *c)
+{
+	ssize_t n;
+	char *cmd = c->cmd;
+
+	cmd[c->have] = 0;
 	cmd[strcspn(cmd, "\r\n")] = 0;
 	if (!strcmp(cmd, "ping"))
 		n = snprintf(s->reply, sizeof(s->reply), "pong\n");
@@ -101,36 +111,99 @@ static void ctl_serve_one(struct ctl_server *s, int c)
 			     n == -ENOENT ? "unknown command" : strerror((int)-n));
 	if ((size_t)n > sizeof(s->reply))
 		n = sizeof(s->reply);
+	int fl = fcntl(c->fd, F_GETFL);
+	struct timeval tv = { .tv_sec = CTL_CLIENT_MS / 1000 };
+	if (fl >= 0)
+		fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK);
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	for (ssize_t off = 0; off < n;) {
-		ssize_t w = send(c, s->reply + off, (size_t)(n - off), MSG_NOSIGNAL);
+		ssize_t w = send(c->fd, s->reply + off, (size_t)(n - off),
+				 MSG_NOSIGNAL);
 		if (w <= 0)
 			break;
 		off += w;
 	}
 }
 
+static void ctl_drop(struct ctl_client *c)
+{
+	close(c->fd);
+	c->fd = -1;
+}
+
+/* Read what a client sent; answer once a line is whole (or the command
+ * buffer full: a longer line is cut off there), drop it at EOF. */
+static void ctl_read(struct ctl_server *s, struct ctl_client *c)
+{
+	ssize_t n = read(c->fd, c->cmd + c->have, CTL_MAX_CMD - c->have);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0)
+		c->have += (size_t)n;
+	if (n > 0 && !memchr(c->cmd, '\n', c->have) && c->have < CTL_MAX_CMD)
+		return;
+	if (n > 0 || c->have)
+		ctl_answer(s, c);
+	ctl_drop(c);
+}
+
 static void *ctl_thread(void *arg)
 {
 	struct ctl_server *s = arg;
+	struct ctl_client cl[CTL_CLIENTS];
 
+	for (int i = 0; i < CTL_CLIENTS; i++)
+		cl[i].fd = -1;
 	for (;;) {
-		struct pollfd p[2] = {
-			{ .fd = s->fd, .events = POLLIN },
-			{ .fd = s->stop_pipe[0], .events = POLLIN },
-		};
-		if (poll(p, 2, -1) < 0) {
+		struct pollfd p[2 + CTL_CLIENTS];
+		int who[CTL_CLIENTS], np = 2, nc = 0;
+		int64_t now = ctl_now_ms(), wait = -1;
+		for (int i = 0; i < CTL_CLIENTS; i++) {
+			if (cl[i].fd < 0)
+				continue;
+			if (cl[i].deadline <= now) {   /* silent too long */
+				ctl_drop(&cl[i]);
+				continue;
+			}
+			int64_t left = cl[i].deadline - now;
+			if (wait < 0 || left < wait)
+				wait = left;
+			p[np] = (struct pollfd){ .fd = cl[i].fd, .events = POLLIN };
+			who[np - 2] = i;
+			np++;
+			nc++;
+		}
+		/* Full: new clients wait in the listen backlog. */
+		p[0] = (struct pollfd){ .fd = nc < CTL_CLIENTS ? s->fd : -1,
+					.events = POLLIN };
+		p[1] = (struct pollfd){ .fd = s->stop_pipe[0], .events = POLLIN };
+		if (poll(p, (nfds_t)np, (int)wait) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (p[1].revents)
 			break;
-		int c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0)
-			continue;
-		ctl_serve_one(s, c);
-		close(c);
+		for (int k = 2; k < np; k++)
+			if (p[k].revents)
+				ctl_read(s, &cl[who[k - 2]]);
+		if (p[0].revents) {
+			int c = accept4(s->fd, NULL, NULL,
+					SOCK_CLOEXEC | SOCK_NONBLOCK);
+			for (int i = 0; c >= 0 && i < CTL_CLIENTS; i++)
+				if (cl[i].fd < 0) {
+					cl[i].fd = c;
+					cl[i].have = 0;
+					cl[i].deadline = ctl_now_ms() + CTL_CLIENT_MS;
+					c = -1;
+				}
+			if (c >= 0)
+				close(c);
+		}
 	}
+	for (int i = 0; i < CTL_CLIENTS; i++)
+		if (cl[i].fd >= 0)
+			ctl_drop(&cl[i]);
 	return NULL;
 }
 

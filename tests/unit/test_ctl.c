@@ -1,5 +1,6 @@
 /* test_ctl.c - control sockets: request/reply, unknown commands, a second
- * daemon refused, a stale socket replaced, oversize commands cut off. */
+ * daemon refused, a stale socket replaced, oversize commands cut off,
+ * idle clients that do not hold up the others. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -112,6 +114,37 @@ static void oversize_command(void **state)
 	ctl_server_stop(s);
 }
 
+/* Clients that connect and say nothing: each used to hold the server
+ * 2 s, one after the other, so three delayed every request by 6 s. Now
+ * they wait beside it and a request is answered at once; the silent ones
+ * are dropped after 2 s. */
+static void idle_clients_do_not_block(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ctl_server *s;
+	char out[64], buf[8];
+	int hits = 5, idle[3];
+	(void)state;
+
+	assert_int_equal(ctl_server_start(&s, "fs", "t4", handler, &hits), 0);
+	assert_int_equal(ctl_socket_path("fs", "t4", sa.sun_path, sizeof(sa.sun_path)), 0);
+	for (int i = 0; i < 3; i++) {
+		idle[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+		assert_int_equal(connect(idle[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	}
+	/* 1.5 s: less than even one idle client's 2 s used to take. */
+	assert_true(ctl_request(sa.sun_path, "stats", out, sizeof(out), 1500) > 0);
+	assert_string_equal(out, "hits: 5\n");
+	/* The silent ones are closed by the server (read sees EOF). */
+	for (int i = 0; i < 3; i++) {
+		struct timeval tv = { .tv_sec = 5 };
+		setsockopt(idle[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		assert_int_equal(read(idle[i], buf, sizeof(buf)), 0);
+		close(idle[i]);
+	}
+	ctl_server_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -119,6 +152,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(request_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(stale_socket_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(oversize_command, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_clients_do_not_block, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
