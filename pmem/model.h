@@ -75,6 +75,15 @@ static inline void model_count_access(struct model_counts *c, enum tier t,
 /* Count one move a policy asked for. */
 void model_count_move(struct model_counts *c, const struct tier_move *m);
 
+/* A load of the accessed page when the access overwrites it whole reads
+ * nothing from flash (the live store skips it, flash_loads_skipped): the
+ * callers leave it out of the counts. */
+static inline bool model_load_skipped(const struct tier_move *m,
+				      uint64_t accessed, bool whole_write)
+{
+	return whole_write && m->kind == MOVE_LOAD && m->page == accessed;
+}
+
 struct model_result {
 	double time_s, energy_j;
 	double cpu_s, mem_s, flash_s, migrate_s;

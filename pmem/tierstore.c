@@ -630,7 +630,8 @@ static int page_access(struct tierstore *ts, uint64_t p, bool write,
 	for (unsigned i = 0; i < n; i++) {
 		if ((rc = move_apply(ts, &mv[i], p, full_write)) < 0)
 			return rc;
-		model_count_move(&ts->mc, &mv[i]);
+		if (!model_load_skipped(&mv[i], p, full_write))
+			model_count_move(&ts->mc, &mv[i]);
 	}
 	if (served > TIER_DRAM || ts->tier[p] != served) {
 		log_err("tiering policy %s: page %llu served from tier %u but "

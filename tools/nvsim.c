@@ -420,8 +420,12 @@ static void *run_slice(void *arg)
 				in->failed = 1;
 				break;
 			}
+			/* A whole page written (a store log's 4 KiB
+			 * write) needs no flash read, as in the store. */
+			bool whole = ev->write && ev->whole;
 			for (unsigned m = 0; m < nm; m++)
-				model_count_move(&in->mc, &mv[m]);
+				if (!model_load_skipped(&mv[m], ev->page, whole))
+					model_count_move(&in->mc, &mv[m]);
 			model_count_access(&in->mc, t, ev->write, ev->lines);
 		}
 	}

@@ -82,6 +82,7 @@ static inline unsigned l2_line(struct l2 *c, uint64_t ln, int store,
 		ev[n].lines = 1;
 		ev[n].write = 1;
 		ev[n].freed = 0;
+		ev[n].whole = 0;
 		n++;
 		c->writebacks++;
 	}
@@ -89,6 +90,7 @@ static inline unsigned l2_line(struct l2 *c, uint64_t ln, int store,
 	ev[n].lines = 1;
 	ev[n].write = 0;
 	ev[n].freed = 0;
+	ev[n].whole = 0;
 	n++;
 	c->tag[victim] = ln + 1;
 	c->dirty[victim] = (uint8_t)store;
@@ -138,6 +140,7 @@ unsigned l2_bypass(const struct l2 *c, const struct trace_rec *rec,
 		ev[n].lines = (uint32_t)((e - a + lsize - 1) >> c->line_shift);
 		ev[n].write = rec->op != TRACE_L;
 		ev[n].freed = 0;
+		ev[n].whole = e - a == psize;
 		n++;
 		if (e == end)
 			break;

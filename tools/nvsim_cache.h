@@ -19,6 +19,7 @@ struct mem_event {
 	uint32_t idx;
 	uint8_t write;
 	uint8_t freed;
+	uint8_t whole;   /* the access covers its whole page */
 };
 
 struct l2;

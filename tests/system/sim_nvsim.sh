@@ -115,6 +115,18 @@ printf 'I  0400a3e,3\nI  0400a41,2\n' >"$T_DIR/instr.txt"
 [ "$(awk -F, 'NR > 1 && $4 == 0' "$T_DIR/instr.csv" | wc -l)" = 4 ] || t_fail "instructions-only trace: $(cat "$T_DIR/instr.csv")"
 t_log "a trace without memory accesses gives rows of 0 accesses, oracle profile too"
 
+# A page written whole needs no flash read, as in the live store: 64
+# pages written twice through 16 frames of DRAM (memory-level records of
+# 4 KiB, as a store log has): the second pass reads nothing (it read 64).
+for r in 1 2; do
+  for p in $(seq 0 63); do printf ' S %08x,4096\n' $((0x100000 + p * 4096)); done
+done >"$T_DIR/whole.txt"
+"$nvsim" convert "$T_DIR/whole.txt" "$T_DIR/whole.nvt" --pages 2>/dev/null || t_fail "convert whole-page trace"
+"$nvsim" --trace "$T_DIR/whole.nvt" --policy lru --mram 0 --dram 64K -q >"$T_DIR/whole.csv" || t_fail "nvsim whole-page trace"
+awk -F, 'NR == 2 && $8 == 0 && $9 > 0 { ok = 1 } END { exit !ok }' "$T_DIR/whole.csv" ||
+  t_fail "whole-page writes charged flash reads: $(cat "$T_DIR/whole.csv")"
+t_log "pages written whole are not read from flash"
+
 # 5. Plots like the paper's Figures 3, 5 and 6.
 py=/usr/bin/python3; [ -x $py ] || py=python3
 if $py -c 'import matplotlib' 2>/dev/null; then
