@@ -226,7 +226,10 @@ static int lk_line(struct trace_reader *r, const char *s, const char *e,
 {
 	if (e > s && e[-1] == '\r')
 		e--;
-	if (e - s >= 2 && s[0] == '=' && s[1] == '=')
+	/* valgrind's own lines: "==pid== ..." and, with -v, "--pid-- ..."
+	 * (a record line starts with a space or 'I'). */
+	if (e - s >= 2 && ((s[0] == '=' && s[1] == '=') ||
+			   (s[0] == '-' && s[1] == '-')))
 		return 0;
 	if (s == e)
 		return 0;

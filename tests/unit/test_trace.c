@@ -30,6 +30,7 @@ static ssize_t read_all(struct trace_reader *r, struct trace_rec *recs,
 static void lackey_parses(void **state)
 {
 	const char *txt =
+		"--123-- Reading syms from /bin/ls\n"   /* valgrind -v */
 		"==123== Lackey, an example Valgrind tool\n"
 		"I  04001234,3\n"
 		" L 1ffefff8,8\n"
