@@ -8,6 +8,7 @@
 #include "pmem/tierstore.h"
 #include "common/ctl.h"
 #include "common/log.h"
+#include "common/paths.h"
 #include "common/opts.h"
 
 #include <errno.h>
@@ -251,6 +252,18 @@ int main(int argc, char **argv)
 				(unsigned long long)(t.size >> 20));
 			return 2;
 		}
+		/* One file in two roles: the store would write pages over
+		 * its own MRAM or log. */
+		const char *what[] = { "--flash", "--nvram", "--trace-out",
+				       "--profile" };
+		const char *path[] = { t.flash, t.nvram, t.trace, t.profile };
+		int i, j;
+		if (paths_first_same(path, 4, &i, &j)) {
+			fprintf(stderr, "nvcached: %s %s and %s %s are the same "
+				"file; give each its own\n", what[i], path[i],
+				what[j], path[j]);
+			return 2;
+		}
 		to = (struct tierstore_opts){
 			.pages = t.size / 4096, .mram_pages = mram / 4096,
 			.dram_pages = dram / 4096, .nvram_path = t.nvram,
@@ -294,11 +307,14 @@ int main(int argc, char **argv)
 	/* The emulated MRAM file is ours to remove if we create it (another
 	 * nvcached of the same id may be using an existing one). */
 	bool own_nvram = o.tier && to.mram_pages && access(to.nvram_path, F_OK) != 0;
+	bool own_flash = o.tier && to.flash_path && access(to.flash_path, F_OK) != 0;
 	struct node *n;
 	int rc = node_start(&n, &o);
 	if (rc) {
 		if (own_nvram)
 			unlink(to.nvram_path);
+		if (own_flash)
+			unlink(to.flash_path);
 		return 1; /* logged */
 	}
 	char name[16];
@@ -312,6 +328,8 @@ int main(int argc, char **argv)
 		node_stop(n);
 		if (own_nvram)
 			unlink(to.nvram_path);
+		if (own_flash)
+			unlink(to.flash_path);
 		return 1;
 	}
 	if (ready_fd >= 0) {
@@ -336,5 +354,7 @@ int main(int argc, char **argv)
 	/* The emulated MRAM held only other nodes' pages, gone with us. */
 	if (o.tier && to.mram_pages && unlink(to.nvram_path) < 0 && errno != ENOENT)
 		log_warn("%s: %s", to.nvram_path, strerror(errno));
+	if (o.tier)
+		spill_discard(to.flash_path, own_flash);
 	return 0;
 }

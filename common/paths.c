@@ -1,10 +1,14 @@
 /* paths.c - see paths.h. */
 #include "common/paths.h"
 
+#include "common/log.h"
+
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Real path of p's directory plus p's last component, for a name that
  * does not exist yet. 0, or -1 when the directory cannot be resolved. */
@@ -51,4 +55,35 @@ bool path_same_file(const char *a, const char *b)
 	if (canon_new(a, ca, sizeof(ca)) < 0 || canon_new(b, cb, sizeof(cb)) < 0)
 		return strcmp(a, b) == 0;
 	return strcmp(ca, cb) == 0;
+}
+
+bool paths_first_same(const char *const path[], int n, int *i, int *j)
+{
+	for (int a = 0; a < n; a++)
+		for (int b = a + 1; b < n; b++)
+			if (path_same_file(path[a], path[b])) {
+				*i = a;
+				*j = b;
+				return true;
+			}
+	return false;
+}
+
+void spill_discard(const char *path, bool created)
+{
+	if (!path)
+		return;
+	if (created) {
+		if (unlink(path) == 0)
+			log_info("removed flash file %s", path);
+		else
+			log_warn("flash file %s: cannot remove it: %s", path,
+				 strerror(errno));
+	} else if (truncate(path, 0) == 0) {
+		log_info("emptied flash file %s (swapped pages are not kept "
+			 "after exit)", path);
+	} else {
+		log_warn("flash file %s: cannot empty it: %s", path,
+			 strerror(errno));
+	}
 }

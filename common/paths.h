@@ -1,4 +1,5 @@
-/* paths.h - questions about file names shared by the tools. */
+/* paths.h - the files a daemon is pointed at: one file in two roles, and
+ * a spill file's pages at a clean stop. */
 #pragma once
 #include <stdbool.h>
 
@@ -9,3 +10,13 @@
  * to refuse one file in two roles (an input that an output would
  * truncate, a flash file that is also the access log). */
 bool path_same_file(const char *a, const char *b);
+
+/* Among n names (NULLs skipped), the first pair that is one file: returns
+ * true with *i < *j set, false when all are distinct. */
+bool paths_first_same(const char *const path[], int n, int *i, int *j);
+
+/* A flash spill file at a clean stop: its pages were swapped memory, dead
+ * now (no later run reads them) yet readable on disk. A file this run
+ * created is removed; one it found is emptied (it keeps its name, owner
+ * and mode). Logged either way. */
+void spill_discard(const char *path, bool created);

@@ -240,15 +240,13 @@ static int files_distinct(const struct cfg *c)
 	const char *path[] = { c->flash,
 			       strcmp(c->store, "tiered") ? NULL : c->nvram,
 			       c->trace_out, c->profile };
-	for (int i = 0; i < 4; i++)
-		for (int j = i + 1; j < 4; j++)
-			if (path_same_file(path[i], path[j])) {
-				fprintf(stderr, "nvswapd: %s %s and %s %s "
-					"are the same file; "
-					"give each its own\n", what[i], path[i],
-					what[j], path[j]);
-				return -1;
-			}
+	int i, j;
+	if (paths_first_same(path, 4, &i, &j)) {
+		fprintf(stderr, "nvswapd: %s %s and %s %s are the same file; "
+			"give each its own\n", what[i], path[i], what[j],
+			path[j]);
+		return -1;
+	}
 	return 0;
 }
 
@@ -296,28 +294,6 @@ static void own_remove(const struct own_file *f)
 {
 	if (!f->existed && unlink(f->path) == 0)
 		log_info("removed %s (created by this refused start)", f->path);
-}
-
-/* At exit the flash file's pages are dead (no later run reads them) but
- * they are swapped memory, readable on disk: a file this run created is
- * removed, one it found is emptied (it keeps its name and owner). */
-static void flash_discard(const struct own_file *f)
-{
-	if (!f->path)
-		return;
-	if (!f->existed) {
-		if (unlink(f->path) == 0)
-			log_info("removed flash file %s", f->path);
-		else
-			log_warn("flash file %s: cannot remove it: %s",
-				 f->path, strerror(errno));
-	} else if (truncate(f->path, 0) == 0) {
-		log_info("emptied flash file %s (swapped pages are not kept "
-			 "after exit)", f->path);
-	} else {
-		log_warn("flash file %s: cannot empty it: %s", f->path,
-			 strerror(errno));
-	}
 }
 
 /* Swap hygiene, before any thread exists (PR_SET_IO_FLUSHER is inherited
@@ -606,7 +582,7 @@ out:
 	for (unsigned i = 0; !serving && i < 3; i++)
 		own_remove(&own[i]);
 	if (serving)
-		flash_discard(&own[0]);
+		spill_discard(own[0].path, !own[0].existed);
 	daemon_ready(notify_fd, 1);
 	return rc < 0 ? 1 : 0;
 }

@@ -122,6 +122,8 @@ cmp -n $((24 << 20)) "$T_DIR/back" /dev/zero || t_fail "trimmed range does not r
 kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
 kill -TERM "${pid[2]}"
 t_wait 10 test ! -e "$T_SHM/node2.mram" || t_fail "node 2 left its MRAM file behind"
+# ... and its flash file, which it created: other nodes' swapped pages.
+t_wait 10 test ! -e "$T_DIR/flash2" || t_fail "node 2 left its flash file (others' pages) behind"
 t_wait 10 grep -q "access log $T_DIR/node2.nvt.gz: [0-9]* accesses" "$T_DIR/node2-tier.log" ||
   t_fail "node 2: no closing line for its access log: $(tail -3 "$T_DIR/node2-tier.log")"
 n=$(sed -n "s|.*access log $T_DIR/node2.nvt.gz: \([0-9]*\) accesses.*|\1|p" "$T_DIR/node2-tier.log")
@@ -148,4 +150,8 @@ kill -TERM $p2; wait $p2 2>/dev/null
 refused 1 "$T_DIR/data" --tier-size 32M --mram 1M --dram 31M --nvram "$T_SHM/r.mram" \
   --policy mram-fixed --profile "$T_DIR/data"
 refused 2 "give its --tier-size too" --profile "$T_DIR/node2.nvt.gz"
+# One file in two roles: the store would write pages over its own MRAM.
+refused 2 "are the same file" --tier-size 32M --mram 1M --dram 3M \
+  --nvram "$T_DIR/same.f" --flash "$T_DIR/./same.f"
+[ -e "$T_DIR/same.f" ] && t_fail "a refused start created the file it was refused for"
 echo "cluster_tiered: ok"
