@@ -97,7 +97,9 @@ static int writeback_pass(struct fs *fs, struct fs_inode *ino)
 
 	pthread_rwlock_rdlock(&ino->io);
 	pthread_mutex_lock(&ino->lk);
-	obj = ino->doomed ? 0 : ino->obj;
+	/* a deleted file is written only while open (to its unlinked
+	 * inode, for room: fdata_doom) */
+	obj = ino->doomed && !ino->opens ? 0 : ino->obj;
 	size = ino->size;
 	bsize = ino->bsize;
 	wgen = ino->wgen;
@@ -288,7 +290,9 @@ void engine_mark_dirty(struct fs *fs, struct fs_inode *ino)
 
 	pthread_mutex_lock(&ino->lk);
 	pthread_mutex_lock(&fs->wb_lk);
-	if (!ino->on_dirty && !ino->doomed) {
+	/* Open, a file is written back only when the cache needs room
+	 * (due 0: wb_pick's forced picks), deleted or not (fdata_doom). */
+	if (!ino->on_dirty && (!ino->doomed || ino->opens)) {
 		dirty_add(fs, ino);
 		ino->wb_due_ns = ino->opens ? 0 : clock_now_ns() + fs->cfg.wb_delay_ns;
 		added = true;
@@ -385,10 +389,10 @@ static void *wb_main(void *arg)
 		struct fs_inode *pick = wb_pick(fs, now, &next);
 
 		if (!pick) {
-			if (fs->wb_urgent) {
-				fs->wb_urgent = false;
-				pthread_cond_broadcast(&fs->space_cv);
-			}
+			/* Nothing can be written: waking the writers now
+			 * would only have them ask again at once (a spin
+			 * at full CPU); they retry at their wait's end. */
+			fs->wb_urgent = false;
 			if (fs->stop)
 				break;
 			abstime(&ts, next - now);
@@ -400,12 +404,17 @@ static void *wb_main(void *arg)
 		int r = engine_writeback_inode(fs, pick);
 		struct cache_mgr *m = fs->mgr[0];
 		pthread_mutex_lock(&pick->lk);
-		size_t left = pick->obj && !pick->doomed ?
-			      m->ops->blocks(m, pick->obj, 1, NULL, 0) : 0;
 		bool open = pick->opens > 0;
-		/* a doomed file (unlinked while we were busy with it) or one
-		 * without a cache object has nothing to write back */
-		bool gone = pick->doomed || !pick->obj;
+		/* a doomed file (unlinked) once closed, or one without a
+		 * cache object, has nothing to write back; a doomed file's
+		 * object goes with its last close, or here if that close
+		 * came while we wrote (fdata_release_obj saw it listed) */
+		bool gone = (pick->doomed && !open) || !pick->obj;
+		if (pick->doomed && !open && pick->obj) {
+			m->ops->obj_delete(m, pick->obj);
+			pick->obj = 0;
+		}
+		size_t left = !gone ? m->ops->blocks(m, pick->obj, 1, NULL, 0) : 0;
 		uint64_t size = pick->size, bsize = pick->bsize;
 		/* decide under pick->lk: a writer marks the file dirty under
 		 * the same lock after committing its block, so it either sees

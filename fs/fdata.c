@@ -796,7 +796,12 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino)
 	bool unlisted;
 
 	pthread_mutex_lock(&ino->lk);
-	unlisted = engine_forget_dirty(fs, ino);
+	/* Still open, it stays listed: its dirty blocks are not worth a
+	 * write-back, but when the cache needs room they are written to
+	 * the unlinked backing inode (its data fd still reaches it) and so
+	 * made evictable. Unlisted, a deleted open file with more dirty
+	 * data than the cache hung every writer on the mount. */
+	unlisted = ino->opens == 0 && engine_forget_dirty(fs, ino);
 	if (!ino->doomed) {
 		ino->doomed = true;
 		if (ino->obj) {

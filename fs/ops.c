@@ -905,8 +905,13 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	doomed = ino->doomed;
 	pthread_mutex_unlock(&ino->lk);
 	free(h);
-	if (last && doomed)
+	if (last && doomed) {
+		/* listed while open (fdata_doom): off the list, then the
+		 * object goes (if write-back holds it now, it deletes it) */
+		if (engine_forget_dirty(fs, ino))
+			fs_inode_unref(fs, ino);
 		fdata_release_obj(fs, ino);
+	}
 	else if (last)
 		engine_schedule(fs, ino); /* write-back after the last close */
 	if (last)

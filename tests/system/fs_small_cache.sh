@@ -75,6 +75,30 @@ for w in 1 2 3; do python3 "$here/fs_extend_writers.py" "$T_DIR/ext" $w 1200; do
 diff -r "$M/ext" "$T_DIR/ext" >&2 || t_fail "extending writers' files differ from a plain directory's"
 t_log "3 extending writers: back-pressure waits $(stat_of backpressure_waits), evictions $(stat_of evictions)"
 
+# A file deleted while open (tmpfile()'s create-then-unlink, as glibc
+# falls back to): 32 MiB written to it through the 8 MiB cache. Its dirty
+# blocks used to be written nowhere, so they filled the cache, and this
+# writer and every other one on the mount hung in D state, unkillable,
+# with the daemon spinning. They go to the unlinked backing inode instead,
+# it reads back whole, and nothing of it is left in the backing.
+timeout 90 python3 - "$M/tmpf" "$T_DIR/seq" "$M/after" <<'PY' || t_fail "a deleted open file larger than the cache: writes failed or hung: $(tail -3 "$T_DIR/log")"
+import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o600)
+os.unlink(sys.argv[1])
+src = open(sys.argv[2], 'rb').read()
+for off in range(0, len(src), 1 << 20):
+    os.pwrite(fd, src[off:off + (1 << 20)], off)
+# another file on the mount is not held up
+with open(sys.argv[3], 'wb') as f:
+    f.write(b'after' * 1000)
+got = b''.join(os.pread(fd, 1 << 20, off) for off in range(0, len(src), 1 << 20))
+assert got == src, 'the deleted file read back wrong'
+os.close(fd)
+PY
+[ "$(head -c 5 "$M/after")" = after ] || t_fail "the file written beside the deleted one is wrong"
+[ -e "$B/tmpf" ] && t_fail "the deleted file reached the backing directory"
+t_log "a deleted open file of 32 MiB through the 8 MiB cache: read back whole"
+
 fusermount3 -u "$M" || t_fail "fusermount3 -u"
 for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 wait $pid || t_fail "nvcachefs exited non-zero"
