@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -125,6 +126,17 @@ int region_open(struct region **out, const char *path,
 	r->fd = open(path, flags | O_CLOEXEC, 0600);
 	if (r->fd < 0) {
 		ret = -errno;
+		goto fail;
+	}
+	/* One process per region: two daemons on one file allocate the
+	 * same blocks and overwrite each other's data. The lock goes with
+	 * the last descriptor (a kill -9 frees it; a fork shares it). */
+	if (flock(r->fd, LOCK_EX | LOCK_NB) < 0) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		if (ret == -EBUSY)
+			log_err("NVRAM %s is in use by another process (another "
+				"daemon on this file would overwrite its data)",
+				path);
 		goto fail;
 	}
 	if (fstat(r->fd, &st) < 0) {

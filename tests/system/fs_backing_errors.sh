@@ -45,6 +45,15 @@ refuse "foreign nvram file" "not an nvcache" -o "backing=$T_DIR/ok,nvram=$T_SHM/
 p=$!; t_cleanup "kill -9 $p"
 t_wait 20 t_is_mounted "$M" || t_fail "no mount for the geometry test"
 printf 'keep me' >"$M/kept"
+# a second daemon on the NVRAM file in use: both allocated the same
+# blocks, and each one's files came back with the other's bytes
+mkdir -p "$T_DIR/m2"
+timeout 20 "$bin" "$T_DIR/m2" -f -o "backing=$T_DIR/ok,nvram=$T_SHM/geo,cache_size=16M" >"$T_DIR/inuse.log" 2>&1 &&
+  t_fail "nvram in use: a second daemon started"
+t_is_mounted "$T_DIR/m2" && { t_umount "$T_DIR/m2"; t_fail "nvram in use: mounted anyway"; }
+grep -q "in use by another process" "$T_DIR/inuse.log" || t_fail "nvram in use: unclear: $(cat "$T_DIR/inuse.log")"
+t_log "nvram in use by a mounted daemon: refused"
+[ "$(cat "$M/kept")" = "keep me" ] || t_fail "the mounted daemon's file changed after a refused second start"
 fusermount3 -u "$M"; wait $p
 sum=$(md5sum <"$T_SHM/geo")
 refuse "other geometry" "cache size|made for" -o "backing=$T_DIR/ok,nvram=$T_SHM/geo,cache_size=32M"
