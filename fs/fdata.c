@@ -4,6 +4,7 @@
 #include "fs/fs.h"
 
 #include "common/log.h"
+#include "pmem/region.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -115,18 +116,26 @@ static int ensure_obj(struct fs *fs, struct fs_inode *ino)
 	return 0;
 }
 
-/* Persist the size into the object record (ino->lk held). */
-static void save_size(struct fs *fs, struct fs_inode *ino)
+/* Persist size and flags into the object record (ino->lk held). */
+static void save_record(struct fs *fs, struct fs_inode *ino, uint64_t size,
+			uint32_t set, uint32_t clear)
 {
 	struct bstore_obj o;
 	struct cache_mgr *m = fs->mgr[0];
 
 	if (!ino->obj || m->ops->obj_get(m, ino->obj, &o) < 0)
 		return;
-	o.size = ino->size;
+	o.size = size;
 	if (ino->doomed)
 		o.uflags |= OBJ_DOOMED;
+	o.uflags = (o.uflags | set) & ~clear;
 	m->ops->obj_update(m, &o);
+}
+
+/* Persist the size into the object record (ino->lk held). */
+static void save_size(struct fs *fs, struct fs_inode *ino)
+{
+	save_record(fs, ino, ino->size, 0, 0);
 }
 
 int fdata_inode_init(struct fs *fs, struct fs_inode *ino)
@@ -498,7 +507,7 @@ out:
 }
 
 /* Drop cached bytes at and past size (ino->io held for writing). */
-static void trim(struct fs *fs, struct fs_inode *ino, uint64_t size)
+void fdata_trim(struct fs *fs, struct fs_inode *ino, uint64_t size)
 {
 	uint32_t B = fs->cfg.block_size;
 	struct cache_mgr *m = fs->mgr[0];
@@ -535,12 +544,27 @@ int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 	pthread_rwlock_wrlock(&ino->io);
 	pthread_mutex_lock(&ino->lk);
 	fd = fdata_datafd(fs, ino);
-	if (fd < 0 || ftruncate(fd, (off_t)size) < 0) {
-		ret = -errno;
+	if (fd < 0) {
+		ret = fd;
 		pthread_mutex_unlock(&ino->lk);
 		goto out;
 	}
-	trim(fs, ino, size);
+	/* Crash-consistent: the intent is persisted first, so a crash
+	 * anywhere below leaves the old file or the new one, never a mix.
+	 * (The backing used to be cut first: a crash before the cache and
+	 * its record followed brought the old size back, with zeros where
+	 * clean data had been cut off.) Recovery finishes an intent it
+	 * finds: drops the blocks past it, cuts the backing, then writes
+	 * back. */
+	save_record(fs, ino, size, OBJ_TRUNCATING, 0);
+	if (ftruncate(fd, (off_t)size) < 0) {
+		ret = -errno;
+		save_record(fs, ino, ino->size, 0, OBJ_TRUNCATING);
+		pthread_mutex_unlock(&ino->lk);
+		goto out;
+	}
+	region_crash_in("truncate");   /* the backing cut, the cache not yet */
+	fdata_trim(fs, ino, size);
 	if (!ino->sized)
 		stripe_map_init(&ino->smap, fs->cfg.stripe_unit, fs->nmgr,
 				(uint32_t)ino->ino, size, fs->cfg.block_size);
@@ -550,7 +574,7 @@ int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 		clock_gettime(CLOCK_REALTIME, &ino->mtime);
 	if (size == 0)
 		ino->prefetched = true; /* nothing to fetch after O_TRUNC */
-	save_size(fs, ino);
+	save_record(fs, ino, size, 0, OBJ_TRUNCATING);
 	pthread_mutex_unlock(&ino->lk);
 out:
 	pthread_rwlock_unlock(&ino->io);

@@ -232,6 +232,9 @@ ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
 		       struct io_uring *ring);
 /* The inode was unlinked for good: forget its dirty data. */
 void fdata_doom(struct fs *fs, struct fs_inode *ino);
+/* Drop the cached blocks past size, cut the edge block (ino->lk held, or
+ * recovery's own inode). */
+void fdata_trim(struct fs *fs, struct fs_inode *ino, uint64_t size);
 /* Drop the inode's cache object if it holds nothing dirty (forget, unmount). */
 void fdata_release_obj(struct fs *fs, struct fs_inode *ino);
 
@@ -266,3 +269,6 @@ void fdata_identity(struct fs *fs, struct fs_inode *ino, struct bstore_obj *o);
 
 /* uflags of cache objects */
 #define OBJ_DOOMED 1u
+/* A truncation to the record's size is under way (fdata_truncate): after
+ * a crash, recovery finishes it before any write-back. */
+#define OBJ_TRUNCATING 2u

@@ -54,7 +54,8 @@ int recovery_run(struct fs *fs)
 		if (m->ops->obj_get(m, ids[i], &o) < 0)
 			continue;
 		size_t nd = m->ops->blocks(m, o.id, 1, NULL, 0);
-		if ((o.uflags & OBJ_DOOMED) || !nd) {
+		bool cut = o.uflags & OBJ_TRUNCATING;
+		if ((o.uflags & OBJ_DOOMED) || (!nd && !cut)) {
 			if (nd)
 				log_info("recovery: dropping %zu dirty blocks of "
 					 "unlinked file %s", nd, o.path);
@@ -77,7 +78,8 @@ int recovery_run(struct fs *fs)
 			continue;
 		}
 		/* size: the record's, or further if a crash came between a
-		 * block commit and the size update */
+		 * block commit and the size update (not for a truncation
+		 * under way: its record's size is the end) */
 		uint64_t size = o.size, last = 0;
 		size_t nb = m->ops->blocks(m, o.id, 0, NULL, 0);
 		uint64_t *idx = calloc(nb ? nb : 1, sizeof(*idx));
@@ -86,7 +88,7 @@ int recovery_run(struct fs *fs)
 			if (nb) {
 				struct bstore_binfo bi;
 				last = idx[nb - 1];
-				if (m->ops->info(m, o.id, last, &bi) == 0 &&
+				if (!cut && m->ops->info(m, o.id, last, &bi) == 0 &&
 				    last * B + bi.valid > size)
 					size = last * B + bi.valid;
 			}
@@ -102,7 +104,7 @@ int recovery_run(struct fs *fs)
 		}
 		/* never shrink the backing file: a truncation reached it
 		 * before its record, an fallocate extended it directly */
-		if ((uint64_t)st.st_size > size)
+		if ((uint64_t)st.st_size > size && !cut)
 			size = (uint64_t)st.st_size;
 		fs_inode_init(ino);
 		ino->fd = fd; /* the write-back opens its data fd from it */
@@ -112,6 +114,26 @@ int recovery_run(struct fs *fs)
 		ino->sized = true;
 		stripe_map_init(&ino->smap, fs->cfg.stripe_unit, fs->nmgr,
 				(uint32_t)st.st_ino, size, B);
+		/* A truncation the crash interrupted is finished first: the
+		 * blocks past its size go, the backing is cut to it (its
+		 * data past the size may be gone already, and a dirty block
+		 * there dropped), so the file is the truncated one, whole. */
+		if (cut) {
+			fdata_trim(fs, ino, size);
+			if (ftruncate(fd, (off_t)size) < 0) {
+				log_err("recovery: cannot finish the truncation of "
+					"%s to %llu bytes: %s; its dirty data stays "
+					"in NVRAM", o.path, (unsigned long long)size,
+					strerror(errno));
+				close(fd);
+				free(ino);
+				failed++;
+				continue;
+			}
+			ino->bsize = size;
+			log_info("recovery: finished truncating %s to %llu bytes",
+				 o.path, (unsigned long long)size);
+		}
 		uint64_t before = atomic_load(&fs->st.written_back);
 		/* log the file under its current name (it may have been
 		 * renamed since its record was written) */

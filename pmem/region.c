@@ -35,6 +35,7 @@ struct region {
 
 static atomic_uint_fast64_t persist_points;
 static uint64_t crash_point;
+static const char *crash_step;
 
 __attribute__((constructor))
 static void region_crash_env(void)
@@ -42,6 +43,15 @@ static void region_crash_env(void)
 	const char *e = getenv("NVCACHE_CRASH_AT");
 	if (e)
 		crash_point = strtoull(e, NULL, 10);
+	crash_step = getenv("NVCACHE_CRASH_IN");
+}
+
+void region_crash_in(const char *name)
+{
+	if (crash_step && !strcmp(crash_step, name)) {
+		log_warn("crash test: killed in %s (NVCACHE_CRASH_IN)", name);
+		raise(SIGKILL);
+	}
 }
 
 void region_crash_at(uint64_t n)

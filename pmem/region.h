@@ -64,3 +64,8 @@ void region_read(struct region *r, void *dst, const void *src, size_t len);
  * put otherwise; arm with a point never reached to count without a crash. */
 void region_crash_at(uint64_t n);
 uint64_t region_persist_points(void);
+/* Crash testing of one named step between persists (a window no count of
+ * persist points reaches reliably, with other threads persisting too):
+ * with NVCACHE_CRASH_IN=NAME in the environment the process kills itself
+ * with SIGKILL when it passes region_crash_in(NAME). Off: one compare. */
+void region_crash_in(const char *name);

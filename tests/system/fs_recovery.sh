@@ -80,6 +80,34 @@ mount_fs "$T_DIR/log3" ",writeback_delay=0.1"
 python3 "$here/fs_recovery.py" check "$B/stream" "$acked" >&2 || t_fail "acknowledged records lost in backing"
 python3 "$here/fs_recovery.py" check "$M/stream" "$acked" >&2 || t_fail "acknowledged records lost in mount"
 
+# kill -9 inside a shrinking ftruncate, just after the backing file was
+# cut and before the cache and its record followed: the file must come
+# back old or new, never a mix. (It came back at its old size, with
+# zeros where written-back data had been cut off, and a dirty block
+# beyond the new size written back.)
+fusermount3 -u "$M"
+for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+wait $pid
+head -c $((8 << 20)) /dev/urandom >"$T_DIR/tr.src"
+NVCACHE_CRASH_IN=truncate mount_fs "$T_DIR/log4" ",writeback_delay=0.1"
+cp "$T_DIR/tr.src" "$M/tr"
+t_wait 20 sh -c "cmp -s '$B/tr' '$T_DIR/tr.src'" || t_fail "truncate case: the file was not written back"
+python3 - "$M/tr" <<'PY' && t_fail "the truncate was not interrupted (NVCACHE_CRASH_IN=truncate)"
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.pwrite(fd, b'D' * 16384, 6 << 20)    # dirty, past the new end
+os.ftruncate(fd, 1 << 20)
+PY
+wait "$pid" 2>/dev/null
+fusermount3 -uz "$M" 2>/dev/null || umount -l "$M"
+mount_fs "$T_DIR/log5" ",writeback_delay=0.1"
+sz=$(stat -c %s "$B/tr")
+[ "$sz" = $((1 << 20)) ] || t_fail "after a crash in ftruncate: $sz bytes in the backing, want the new size 1048576"
+cmp -n $((1 << 20)) "$B/tr" "$T_DIR/tr.src" || t_fail "after a crash in ftruncate: the first MiB changed"
+cmp "$M/tr" "$B/tr" || t_fail "after a crash in ftruncate: mount and backing differ"
+grep -q "finished truncating" "$T_DIR/log5" || t_fail "recovery did not log the truncation it finished"
+t_log "kill -9 inside ftruncate: the file is the truncated one, whole"
+
 # a clean unmount after all that
 fusermount3 -u "$M"
 for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
