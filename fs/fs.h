@@ -111,6 +111,7 @@ struct fs {
 	/* more inodes than inode_high: ask the kernel to forget idle ones
 	 * down to inode_low (forget.c) */
 	uint64_t inode_high, inode_low;
+	uint64_t max_file_size;   /* the backing's (probed at mount) */
 	struct fs_forget *forget;
 
 	pthread_mutex_t wb_lk;

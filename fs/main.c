@@ -9,6 +9,7 @@
 #include "common/opts.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <fuse_opt.h>
 #include <limits.h>
@@ -275,6 +276,31 @@ static void raise_open_files(struct fs *fs)
 		 (unsigned long long)fs->inode_high);
 }
 
+/* The largest file the backing takes (ext4: 16 TiB with 4 KiB blocks):
+ * ftruncate of an empty file, which allocates nothing, bisected. A write
+ * past it would be acknowledged into NVRAM and then never written back
+ * (EFBIG forever, and the next mount refused), so writes are held to it.
+ * A file-size rlimit counts too: it binds the write-back as well. */
+static uint64_t probe_max_size(int fd)
+{
+	uint64_t lo = 0, hi = (uint64_t)INT64_MAX;
+	void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+
+	if (ftruncate(fd, (off_t)hi) == 0)
+		lo = hi;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (ftruncate(fd, (off_t)mid) == 0)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (ftruncate(fd, 0) < 0)
+		log_debug("backing probe: %s", strerror(errno));
+	signal(SIGXFSZ, old);
+	return lo;
+}
+
 /* Refuse a backing dir we could not write back into. */
 static int check_backing(struct fs *fs)
 {
@@ -299,6 +325,7 @@ static int check_backing(struct fs *fs)
 			fs->cfg.backing, strerror(errno));
 		return -1;
 	}
+	fs->max_file_size = probe_max_size(fd);
 	close(fd);
 	unlinkat(fs->backing_fd, probe, 0);
 	return 0;

@@ -1008,6 +1008,15 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t n, struct fuse_bufvec *in,
 	struct fs_inode *ino = I(req, n);
 	size_t size = fuse_buf_size(in);
 	const struct fuse_buf *b = &in->buf[in->idx];
+	uint64_t max = FS(req)->max_file_size;
+
+	/* Past the backing's largest file: EFBIG, or a short write up to
+	 * it, as the backing itself answers (acknowledged, it could never
+	 * be written back) */
+	if ((uint64_t)off >= max)
+		return (void)fuse_reply_err(req, EFBIG);
+	if (size > max - (uint64_t)off)
+		size = (size_t)(max - (uint64_t)off);
 	/* a page-cache write-back (writepage) is not the writer's own call */
 	ssize_t r = fi->writepage ? 0 : killpriv_on_modify(req, ino, KP_ASK);
 

@@ -63,6 +63,43 @@ mount -t tmpfs -o size=1M tmpfs "$T_DIR/tiny" && t_cleanup "umount $T_DIR/tiny"
 refuse "no room for nvram" "no space|unusable" -o "backing=$T_DIR/ok,nvram=$T_DIR/tiny/nv,cache_size=64M"
 refuse "bad option" "cache_size" -o "backing=$T_DIR/ok,nvram=$T_SHM/a,cache_size=lots"
 
+# -- writes past the backing's largest file: answered as the backing
+# answers (EFBIG, or a short write up to the limit). They used to be
+# acknowledged into NVRAM and then fail write-back forever, and the next
+# mount was refused until the file was deleted.
+"$bin" "$M" -o "backing=$T_DIR/ok,nvram=$T_SHM/big,cache_size=16M,writeback_delay=0.1" -f >"$T_DIR/big.log" 2>&1 &
+p=$!; t_cleanup "kill -9 $p"
+t_wait 20 t_is_mounted "$M" || t_fail "no mount for the file-size test"
+python3 - "$M/huge" "$T_DIR/plain-huge" <<'PY' || t_fail "writes past the largest file differ from the backing's answers"
+import errno, os, sys
+def answers(path):
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    # the backing's limit, found as the daemon finds it
+    lo, hi = 0, (1 << 63) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            os.ftruncate(fd, mid); lo = mid
+        except OSError:
+            hi = mid
+    os.ftruncate(fd, 0)
+    out = []
+    for off in (lo + (1 << 40), lo, lo - 1):
+        try:
+            out.append(os.pwrite(fd, b'xy', off))
+        except OSError as e:
+            out.append(errno.errorcode[e.errno])
+    os.fsync(fd)
+    os.close(fd)
+    return lo, out
+plain = answers(sys.argv[2])
+mnt = answers(sys.argv[1])
+print('largest file %d; plain %s, mount %s' % (plain[0], plain[1], mnt[1]))
+sys.exit(0 if plain == mnt and mnt[1][0] == 'EFBIG' else 1)
+PY
+fusermount3 -u "$M"; wait $p || t_fail "unmount after writes at the largest file: exit $?: $(tail -3 "$T_DIR/big.log")"
+t_log "writes past the largest file: answered as the backing answers; unmount clean"
+
 # -- a backing file system that fills up: 24 MiB ext4 on a loop device (the
 # image on disk, never on tmpfs)
 img=$T_DIR/backing.img
