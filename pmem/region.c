@@ -127,13 +127,21 @@ int region_open(struct region **out, const char *path,
 	struct statfs sfs;
 	struct stat st;
 	int flags = O_RDWR | (opts->create ? O_CREAT : 0);
+	bool created = false, locked = false;
 	int ret;
 
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	r->opts = *opts;
-	r->fd = open(path, flags | O_CLOEXEC, 0600);
+	/* Made here, a file that then proves unusable (no room for its
+	 * size) is removed, not left empty for the next try to find. */
+	if (opts->create) {
+		r->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		created = r->fd >= 0;
+	}
+	if (!created)
+		r->fd = open(path, flags | O_CLOEXEC, 0600);
 	if (r->fd < 0) {
 		ret = -errno;
 		goto fail;
@@ -149,6 +157,7 @@ int region_open(struct region **out, const char *path,
 				path);
 		goto fail;
 	}
+	locked = true;
 	if (fstat(r->fd, &st) < 0) {
 		ret = -errno;
 		goto fail;
@@ -241,6 +250,8 @@ fail:
 		pmem2_map_delete(&r->map);
 	if (r->fd >= 0)
 		close(r->fd);
+	if (created && locked)   /* never a file another process holds */
+		unlink(path);
 	free(r);
 	return ret;
 }

@@ -61,6 +61,7 @@ refuse "other geometry" "cache size|made for" -o "backing=$T_DIR/ok,nvram=$T_SHM
 mkdir -p "$T_DIR/tiny"
 mount -t tmpfs -o size=1M tmpfs "$T_DIR/tiny" && t_cleanup "umount $T_DIR/tiny"
 refuse "no room for nvram" "no space|unusable" -o "backing=$T_DIR/ok,nvram=$T_DIR/tiny/nv,cache_size=64M"
+[ -e "$T_DIR/tiny/nv" ] && t_fail "the NVRAM file a refused mount created was left behind (empty)"
 refuse "bad option" "cache_size" -o "backing=$T_DIR/ok,nvram=$T_SHM/a,cache_size=lots"
 
 # -- writes past the backing's largest file: answered as the backing
