@@ -7,6 +7,7 @@
 #include "cluster/parity.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/paths.h"
 #include "common/xor.h"
 
 #include <errno.h>
@@ -4109,6 +4110,10 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		if (rb->spill_fd < 0) {
 			rc = -errno;
 			log_err("remote swap: spill file %s: %s", o->spill_path, strerror(-rc));
+			remote_close(rb);
+			return rc;
+		}
+		if ((rc = spill_lock(rb->spill_fd, o->spill_path)) < 0) {
 			remote_close(rb);
 			return rc;
 		}

@@ -4,9 +4,11 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,21 +71,48 @@ bool paths_first_same(const char *const path[], int n, int *i, int *j)
 	return false;
 }
 
+int spill_lock(int fd, const char *path)
+{
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	int e = errno;
+	if (e == EWOULDBLOCK) {
+		log_err("flash file %s is in use by another process (two "
+			"stores on one file overwrite each other's pages); give "
+			"each its own", path);
+		return -EBUSY;
+	}
+	log_err("flash file %s: lock: %s", path, strerror(e));
+	return -e;
+}
+
 void spill_discard(const char *path, bool created)
 {
 	if (!path)
 		return;
-	if (created) {
+	/* Through a descriptor we hold locked: never a file another
+	 * daemon has taken up since the store closed ours. */
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		log_warn("flash file %s: cannot discard its pages: %s", path,
+			 strerror(errno));
+		return;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		log_warn("flash file %s: in use by another process; left as it "
+			 "is", path);
+	} else if (created) {
 		if (unlink(path) == 0)
 			log_info("removed flash file %s", path);
 		else
 			log_warn("flash file %s: cannot remove it: %s", path,
 				 strerror(errno));
-	} else if (truncate(path, 0) == 0) {
+	} else if (ftruncate(fd, 0) == 0) {
 		log_info("emptied flash file %s (swapped pages are not kept "
 			 "after exit)", path);
 	} else {
 		log_warn("flash file %s: cannot empty it: %s", path,
 			 strerror(errno));
 	}
+	close(fd);
 }

@@ -15,8 +15,14 @@ bool path_same_file(const char *a, const char *b);
  * true with *i < *j set, false when all are distinct. */
 bool paths_first_same(const char *const path[], int n, int *i, int *j);
 
-/* A flash spill file at a clean stop: its pages were swapped memory, dead
- * now (no later run reads them) yet readable on disk. A file this run
- * created is removed; one it found is emptied (it keeps its name, owner
- * and mode). Logged either way. */
+/* A flash spill file is one process's: a second daemon on it overwrote
+ * the first one's pages (and its stop emptied them). Takes an exclusive
+ * lock on fd; -EBUSY, logged with path, when another process holds it. */
+int spill_lock(int fd, const char *path);
+
+/* A flash spill file at a clean stop, after the store closed it: its
+ * pages were swapped memory, dead now (no later run reads them) yet
+ * readable on disk. A file this run created is removed; one it found is
+ * emptied (it keeps its name, owner and mode); one another process has
+ * locked meanwhile (spill_lock) is left alone. Logged either way. */
 void spill_discard(const char *path, bool created);

@@ -120,6 +120,11 @@ static int flash_open(struct tierstore *ts, const char *path)
 		log_err("flash file %s: %s", path, strerror(-rc));
 		return rc;
 	}
+	int lk = spill_lock(fd, path);
+	if (lk < 0) {
+		close(fd);
+		return lk;
+	}
 	if (fstatfs(fd, &sfs) == 0 &&
 	    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
 		log_err("flash file %s is on tmpfs/ramfs: refused (swap pages "

@@ -144,6 +144,18 @@ kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
   t_fail "the swapped pages stayed in the flash file after the stop ($(stat -c %s "$T_DIR/pre.flash") bytes)"
 echo "flash files: removed (created) or emptied (found) at the stop"
 
+echo "== a flash file another nvswapd uses"
+# A second store on a live one's flash file overwrote its pages, and its
+# stop emptied them: refused, and the first one's data reads back.
+nbd_start "$T_DIR/sh.sock" tsh --size 16M --mram 0 --dram 1M --flash "$T_DIR/shared.flash"
+python3 "$raw" "$T_DIR/sh.sock" tsh write "$T_DIR/8m" >/dev/null || t_fail "writing to the first store failed"
+refused tsh2 'in use by another process' --size 16M --mram 0 --dram 1M --unix "$T_DIR/sh2.sock" \
+  --flash "$T_DIR/shared.flash"
+want=$(sha256sum <"$T_DIR/8m" | cut -d' ' -f1)
+got=$(python3 "$raw" "$T_DIR/sh.sock" tsh sum 0 8388608)
+[ "${got##* }" = "$want" ] || t_fail "the first store's pages changed after a refused second start on its flash file ($got)"
+kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
+
 echo "== one file in two roles"
 refused tsame 'same file' --size 16M --mram 4M --dram 4M --unix "$T_DIR/s.sock" \
   --nvram "$T_DIR/same.f" --flash "$T_DIR/same.f"
