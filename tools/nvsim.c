@@ -64,6 +64,14 @@ struct sim {
 	uint32_t nids;
 };
 
+/* The process's umask (read by setting it back). */
+static mode_t cur_umask(void)
+{
+	mode_t m = umask(0);
+	umask(m);
+	return m;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -768,8 +776,14 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(policies, "all"))
 		policies = policy_names();
-	if (csv && !strcmp(csv, "-"))
+	if (csv && !strcmp(csv, "-")) {
+		if (plot) {
+			log_err("--csv - with --plot: the plots are drawn from "
+				"DIR/nvsim.csv; leave out --csv");
+			return 2;
+		}
 		csv = NULL;   /* stdout, as --trace - is stdin */
+	}
 	if (path_same_file(csv, trace)) {
 		log_err("--csv %s is the trace itself; give another file", csv);
 		return 2;
@@ -880,7 +894,7 @@ int main(int argc, char **argv)
 	}
 
 	/* The output before the run: a bad path must not cost a long run. */
-	char csvpath[4096];
+	char csvpath[4096], csvtmp[4200];
 	struct stat pst;
 	if (plot && !csv) {
 		if ((mkdir(plot, 0755) < 0 && errno != EEXIST) ||
@@ -894,13 +908,39 @@ int main(int argc, char **argv)
 		snprintf(csvpath, sizeof(csvpath), "%s/nvsim.csv", plot);
 		csv = csvpath;
 	}
-	out = csv ? fopen(csv, "w") : stdout;
-	if (!out) {
-		log_err("--csv %s: %s", csv, strerror(errno));
-		rc = 1;
-		goto done;
+	/* A regular file (or a new one) is written beside it and renamed
+	 * over it only when the run succeeds: a failed run leaves the old
+	 * results as they were, and nothing it did not make is removed
+	 * (--csv /dev/null, a FIFO: written as they are). */
+	struct stat cst;
+	if (csv && (stat(csv, &cst) < 0 || S_ISREG(cst.st_mode))) {
+		int n = snprintf(csvtmp, sizeof(csvtmp), "%s.nvsim-XXXXXX", csv);
+		int fd = -1, e = ENAMETOOLONG;
+		if (n > 0 && (size_t)n < sizeof(csvtmp)) {
+			fd = mkstemp(csvtmp);
+			e = errno;
+		}
+		if (fd >= 0 && !(out = fdopen(fd, "w"))) {
+			e = errno;
+			close(fd);
+			unlink(csvtmp);
+			fd = -1;
+		}
+		if (fd < 0) {
+			log_err("--csv %s: %s", csv, strerror(e));
+			rc = 1;
+			goto done;
+		}
+		fchmod(fd, 0644 & ~cur_umask());
+		made_csv = true;
+	} else {
+		out = csv ? fopen(csv, "w") : stdout;
+		if (!out) {
+			log_err("--csv %s: %s", csv, strerror(errno));
+			rc = 1;
+			goto done;
+		}
 	}
-	made_csv = csv != NULL;
 
 	if (oracle && oracle_profile(&s, trace, fmt, &mp) < 0) {
 		rc = 1;
@@ -997,6 +1037,9 @@ int main(int argc, char **argv)
 	if (csv ? fclose(out) != 0 : fflush(out) != 0) {
 		log_err("--csv %s: write failed", csv ? csv : "(stdout)");
 		rc = 1;
+	} else if (made_csv && rename(csvtmp, csv) < 0) {
+		log_err("--csv %s: %s", csv, strerror(errno));
+		rc = 1;
 	} else {
 		made_csv = false;   /* whole: kept even if the plot fails */
 	}
@@ -1006,8 +1049,8 @@ int main(int argc, char **argv)
 done:
 	if (out && out != stdout)
 		fclose(out);
-	if (rc && made_csv)   /* no partial results left to be taken for whole */
-		unlink(csv);
+	if (made_csv)   /* the run failed: its partial results go */
+		unlink(csvtmp);
 	for (size_t k = 0; k < s.n; k++)
 		policy_destroy(s.in[k].p);
 	trace_close(r);

@@ -89,6 +89,10 @@ cmp -s "$T_DIR/tiny.nvt" "$T_DIR/same.nvt" || t_fail "--csv on the trace changed
   t_fail "--csv in a missing directory: want exit 1"
 "$nvsim" --trace "$T_DIR/cut.nvt.gz" --csv "$T_DIR/part.csv" --policy lru --mram 0 --dram 1M 2>/dev/null
 [ -e "$T_DIR/part.csv" ] && t_fail "a failed run left its CSV"
+ls "$T_DIR"/part.csv.nvsim-* 2>/dev/null && t_fail "a failed run left its temporary CSV"
+echo earlier >"$T_DIR/kept.csv"
+"$nvsim" --trace "$T_DIR/cut.nvt.gz" --csv "$T_DIR/kept.csv" --policy lru --mram 0 --dram 1M 2>/dev/null
+[ "$(cat "$T_DIR/kept.csv")" = earlier ] || t_fail "a failed run removed or emptied an existing CSV"
 "$nvsim" --trace "$T_DIR/tiny.nvt" --policy lru --mram 1000 --dram 1M 2>"$T_DIR/err"; [ $? -eq 2 ] ||
   t_fail "--mram 1000 (not whole pages): want exit 2, it ran as 0"
 "$nvsim" --trace "$T_DIR/tiny.nvt" --params "$T_DIR" --policy lru --mram 0 --dram 1M 2>"$T_DIR/err"; [ $? -eq 2 ] ||
