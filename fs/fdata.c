@@ -108,6 +108,9 @@ static int ensure_obj(struct fs *fs, struct fs_inode *ino)
 	if (ino->obj)
 		return 0;
 	fdata_identity(fs, ino, &o);
+	/* unlinked before its first block: recovery must drop it too */
+	if (ino->doomed)
+		o.uflags |= OBJ_DOOMED;
 	o.size = ino->size;
 	ret = fs->mgr[0]->ops->obj_create(fs->mgr[0], &o);
 	if (ret < 0)
@@ -556,6 +559,13 @@ int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 	 * clean data had been cut off.) Recovery finishes an intent it
 	 * finds: drops the blocks past it, cuts the backing, then writes
 	 * back. */
+	/* Past the backing's largest file: its answer, before any intent
+	 * (one recovery could not finish) is recorded. */
+	if (size > fs->max_file_size) {
+		ret = -EFBIG;
+		pthread_mutex_unlock(&ino->lk);
+		goto out;
+	}
 	save_record(fs, ino, size, OBJ_TRUNCATING, 0);
 	if (ftruncate(fd, (off_t)size) < 0) {
 		ret = -errno;

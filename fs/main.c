@@ -277,7 +277,9 @@ static void raise_open_files(struct fs *fs)
 }
 
 /* The largest file the backing takes (ext4: 16 TiB with 4 KiB blocks):
- * ftruncate of an empty file, which allocates nothing, bisected. A write
+ * ftruncate of an empty file, bisected (it allocates nothing where files
+ * can be sparse; on vfat/exfat it would write zeros, and such a backing
+ * is no parallel file system). A write
  * past it would be acknowledged into NVRAM and then never written back
  * (EFBIG forever, and the next mount refused), so writes are held to it.
  * A file-size rlimit counts too: it binds the write-back as well. */
@@ -290,15 +292,23 @@ static uint64_t probe_max_size(int fd)
 		lo = hi;
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		if (ftruncate(fd, (off_t)mid) == 0)
+		if (ftruncate(fd, (off_t)mid) == 0) {
 			lo = mid;
-		else
+		} else if (errno == EFBIG || errno == EINVAL) {
 			hi = mid;
+		} else {
+			/* another failure says nothing of the size: no limit
+			 * rather than a wrong one (0 would refuse every write) */
+			log_warn("backing dir: its largest file size unknown "
+				 "(%s); writes are not held to one", strerror(errno));
+			lo = (uint64_t)INT64_MAX;
+			break;
+		}
 	}
 	if (ftruncate(fd, 0) < 0)
 		log_debug("backing probe: %s", strerror(errno));
 	signal(SIGXFSZ, old);
-	return lo;
+	return lo ? lo : (uint64_t)INT64_MAX;
 }
 
 /* Refuse a backing dir we could not write back into. */

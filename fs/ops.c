@@ -908,7 +908,10 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	if (last && doomed) {
 		/* listed while open (fdata_doom): off the list, then the
 		 * object goes (if write-back holds it now, it deletes it) */
-		if (engine_forget_dirty(fs, ino))
+		pthread_mutex_lock(&ino->lk);   /* on_dirty changes under lk */
+		bool unlisted = engine_forget_dirty(fs, ino);
+		pthread_mutex_unlock(&ino->lk);
+		if (unlisted)
 			fs_inode_unref(fs, ino);
 		fdata_release_obj(fs, ino);
 	}

@@ -77,6 +77,18 @@ int recovery_run(struct fs *fs)
 			failed++;
 			continue;
 		}
+		/* A truncation under way at the crash: the backing is cut
+		 * first (it may be already), the blocks past it go below.
+		 * One the backing refuses (EFBIG, EPERM on an append-only
+		 * file) never happened: the file is recovered as it was. */
+		if (cut && ftruncate(fd, (off_t)o.size) < 0) {
+			log_warn("recovery: %s: the truncation to %llu bytes under "
+				 "way at the crash is refused by the backing (%s); "
+				 "the file keeps its old size", o.path,
+				 (unsigned long long)o.size, strerror(errno));
+			cut = false;
+			o.size = 0;   /* its target; the backing and blocks say */
+		}
 		/* size: the record's, or further if a crash came between a
 		 * block commit and the size update (not for a truncation
 		 * under way: its record's size is the end) */
@@ -119,17 +131,8 @@ int recovery_run(struct fs *fs)
 		 * data past the size may be gone already, and a dirty block
 		 * there dropped), so the file is the truncated one, whole. */
 		if (cut) {
+			/* the backing was cut above; now the blocks past it */
 			fdata_trim(fs, ino, size);
-			if (ftruncate(fd, (off_t)size) < 0) {
-				log_err("recovery: cannot finish the truncation of "
-					"%s to %llu bytes: %s; its dirty data stays "
-					"in NVRAM", o.path, (unsigned long long)size,
-					strerror(errno));
-				close(fd);
-				free(ino);
-				failed++;
-				continue;
-			}
 			ino->bsize = size;
 			log_info("recovery: finished truncating %s to %llu bytes",
 				 o.path, (unsigned long long)size);

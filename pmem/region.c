@@ -248,10 +248,11 @@ fail:
 		pmem2_source_delete(&src);
 	if (r->map)
 		pmem2_map_delete(&r->map);
+	/* Unlinked while still locked: never a file another process holds */
+	if (created && locked)
+		unlink(path);
 	if (r->fd >= 0)
 		close(r->fd);
-	if (created && locked)   /* never a file another process holds */
-		unlink(path);
 	free(r);
 	return ret;
 }

@@ -90,6 +90,11 @@ def answers(path):
             out.append(os.pwrite(fd, b'xy', off))
         except OSError as e:
             out.append(errno.errorcode[e.errno])
+    try:
+        os.ftruncate(fd, lo + 4096)
+        out.append('truncated')
+    except OSError as e:
+        out.append(errno.errorcode[e.errno])
     os.fsync(fd)
     os.close(fd)
     return lo, out
