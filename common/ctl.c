@@ -138,8 +138,10 @@ static void ctl_read(struct ctl_server *s, struct ctl_client *c)
 	ssize_t n = read(c->fd, c->cmd + c->have, CTL_MAX_CMD - c->have);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n > 0)
+	if (n > 0) {
 		c->have += (size_t)n;
+		c->deadline = ctl_now_ms() + CTL_CLIENT_MS;   /* 2 s of silence */
+	}
 	if (n > 0 && !memchr(c->cmd, '\n', c->have) && c->have < CTL_MAX_CMD)
 		return;
 	if (n > 0 || c->have)
@@ -161,8 +163,14 @@ static void *ctl_thread(void *arg)
 		for (int i = 0; i < CTL_CLIENTS; i++) {
 			if (cl[i].fd < 0)
 				continue;
-			if (cl[i].deadline <= now) {   /* silent too long */
-				ctl_drop(&cl[i]);
+			/* Silent too long, unless its line came while this
+			 * thread was busy answering another: read it first. */
+			if (cl[i].deadline <= now) {
+				struct pollfd q = { .fd = cl[i].fd, .events = POLLIN };
+				if (poll(&q, 1, 0) > 0)
+					ctl_read(s, &cl[i]);
+				if (cl[i].fd >= 0)
+					ctl_drop(&cl[i]);
 				continue;
 			}
 			int64_t left = cl[i].deadline - now;
@@ -190,6 +198,11 @@ static void *ctl_thread(void *arg)
 		if (p[0].revents) {
 			int c = accept4(s->fd, NULL, NULL,
 					SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (c < 0 && (errno == EMFILE || errno == ENFILE)) {
+				/* the listener stays readable: not a spin */
+				poll(NULL, 0, 100);
+				continue;
+			}
 			for (int i = 0; c >= 0 && i < CTL_CLIENTS; i++)
 				if (cl[i].fd < 0) {
 					cl[i].fd = c;
@@ -228,8 +241,11 @@ int ctl_server_start(struct ctl_server **out, const char *kind,
 		ret = -errno;
 		goto fail;
 	}
-	/* A live daemon answers; a stale socket from a crash does not. */
-	if (ctl_request(s->path, "ping", probe, sizeof(probe), 500) >= 0) {
+	/* A live daemon answers; a stale socket from a crash refuses the
+	 * connection. A slow answer (a live daemon, busy) is no proof of
+	 * death: only a refused connection or no socket is. */
+	ret = ctl_request(s->path, "ping", probe, sizeof(probe), 500);
+	if (ret >= 0 || (ret != -ECONNREFUSED && ret != -ENOENT)) {
 		ret = -EADDRINUSE;
 		goto fail;
 	}
