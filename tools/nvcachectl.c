@@ -104,6 +104,12 @@ static int cmd_status(void)
 		size_t l = strlen(de->d_name);
 		if (l < 6 || strcmp(de->d_name + l - 5, ".sock"))
 			continue;
+		/* Control sockets only (ctl_socket_path's kinds): the run
+		 * dir also holds others, such as nvswapd's NBD socket in
+		 * the quick start, which answered with its NBD greeting. */
+		if (strncmp(de->d_name, "fs-", 3) && strncmp(de->d_name, "swap-", 5) &&
+		    strncmp(de->d_name, "node-", 5))
+			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		printf("== %.*s\n", (int)(l - 5), de->d_name);
 		if (ctl_request(path, "status", reply, sizeof(reply), 2000) < 0) {

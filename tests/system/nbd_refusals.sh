@@ -144,6 +144,16 @@ kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
   t_fail "the swapped pages stayed in the flash file after the stop ($(stat -c %s "$T_DIR/pre.flash") bytes)"
 echo "flash files: removed (created) or emptied (found) at the stop"
 
+echo "== nvcachectl status with the NBD socket in the run dir (as the quick start has it)"
+# status asked every *.sock there, the NBD socket too, and printed its
+# NBD greeting as a daemon's status.
+mkdir -p "$NVCACHE_RUN_DIR"
+nbd_start "$NVCACHE_RUN_DIR/nvswapd.sock" tq --size 16M
+"$(t_bin nvcachectl)" status >"$T_DIR/status.out" 2>&1 || t_fail "nvcachectl status failed"
+grep -q "^== swap-tq" "$T_DIR/status.out" || t_fail "status does not show the daemon: $(cat "$T_DIR/status.out")"
+grep -q -e "^== nvswapd" -e NBDMAGIC "$T_DIR/status.out" && t_fail "status asked the NBD socket: $(cat "$T_DIR/status.out")"
+kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
+
 echo "== a flash file another nvswapd uses"
 # A second store on a live one's flash file overwrote its pages, and its
 # stop emptied them: refused, and the first one's data reads back.
