@@ -1013,7 +1013,10 @@ int main(int argc, char **argv)
 			tty ? "\r" : "", (unsigned long long)(nrec - nfree),
 			(unsigned long long)instr, (unsigned long long)misses,
 			(unsigned long long)wbs,
-			opts_format_size(pc0.places * mp.page_bytes, fb, sizeof(fb)),
+			/* distinct pages: a page freed and used again (a
+			 * store log's TRIMs) is placed twice, but is one */
+			opts_format_size((s.nids && s.nids != UINT32_MAX ? s.nids
+					  : pc0.places) * mp.page_bytes, fb, sizeof(fb)),
 			freed, secs, (double)(nrec - nfree) / (secs > 0 ? secs : 1e-9) / 1e6,
 			s.n, s.n == 1 ? "" : "s");
 	}

@@ -173,6 +173,7 @@ fio_nbd w1 --rw=write --size=3M
 fio_nbd tr --rw=trim --size=2M
 fio_nbd w2 --rw=write --offset=3M --size=2M
 fio_nbd rd --rw=read --offset=2M --size=3M
+fio_nbd w3 --rw=write --size=1M   # trimmed pages used again: memory is full, not over
 "$(t_bin nvcachectl)" stats --swap "$name" >"$T_DIR/stats" || t_fail "no stats"
 freed=$(st pages_trimmed) acc=$(( $(st page_reads) + $(st page_writes) ))
 [ "$freed" -eq 512 ] || t_fail "pages_trimmed $freed, want 512"
@@ -189,5 +190,8 @@ grep -q "nvsim: $acc accesses, 0 instructions.*; $freed pages freed;" "$T_DIR/tr
 read -r na fr fw < <(awk -F, 'NR == 2 { print $4, $8, $9 }' "$T_DIR/trim.csv")
 [ "$na" -eq "$acc" ] || t_fail "the replay's policy saw $na accesses, want $acc (a free is not an access)"
 t_log "after a trim: replayed lru $fr flash reads, $fw flash writes (live: 0, 0)"
+# The footprint is the distinct pages (0-5M): the 256 used again after
+# their trim counted twice (6.0 MiB).
+grep -q "footprint 5.0 MiB" "$T_DIR/trim.err" || t_fail "footprint of the trim log: $(cat "$T_DIR/trim.err")"
 [ "$fr" -eq 0 ] && [ "$fw" -eq 0 ] || t_fail "the replay went to flash ($fr reads, $fw writes): it kept the trimmed pages"
 echo "sim_live_trace: ok"
