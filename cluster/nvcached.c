@@ -252,18 +252,6 @@ int main(int argc, char **argv)
 				(unsigned long long)(t.size >> 20));
 			return 2;
 		}
-		/* One file in two roles: the store would write pages over
-		 * its own MRAM or log. */
-		const char *what[] = { "--flash", "--nvram", "--trace-out",
-				       "--profile" };
-		const char *path[] = { t.flash, t.nvram, t.trace, t.profile };
-		int i, j;
-		if (paths_first_same(path, 4, &i, &j)) {
-			fprintf(stderr, "nvcached: %s %s and %s %s are the same "
-				"file; give each its own\n", what[i], path[i],
-				what[j], path[j]);
-			return 2;
-		}
 		to = (struct tierstore_opts){
 			.pages = t.size / 4096, .mram_pages = mram / 4096,
 			.dram_pages = dram / 4096, .nvram_path = t.nvram,

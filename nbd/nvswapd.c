@@ -231,25 +231,6 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 	return 0;
 }
 
-/* One file in two roles would have the store write swapped pages over its
- * own MRAM or access log (or the log over flash pages): silent corruption,
- * so refused, whatever the names (hard links, "./x", a file not made yet). */
-static int files_distinct(const struct cfg *c)
-{
-	const char *what[] = { "--flash", "--nvram", "--trace-out", "--profile" };
-	const char *path[] = { c->flash,
-			       strcmp(c->store, "tiered") ? NULL : c->nvram,
-			       c->trace_out, c->profile };
-	int i, j;
-	if (paths_first_same(path, 4, &i, &j)) {
-		fprintf(stderr, "nvswapd: %s %s and %s %s are the same file; "
-			"give each its own\n", what[i], path[i], what[j],
-			path[j]);
-		return -1;
-	}
-	return 0;
-}
-
 /* getaddrinfo() takes "99999" and wraps it (to 34463): the range is
  * checked here. */
 static bool port_ok(const char *p)
@@ -445,8 +426,6 @@ int main(int argc, char **argv)
 			 c.name[0] ? c.name : "default");
 		c.nvram = nvram;
 	}
-	if (files_distinct(&c) < 0)
-		return 2;
 
 	log_init("nvswapd", LOG_LVL_INFO);
 	if (!c.foreground && daemonize(&notify_fd) < 0) {

@@ -194,12 +194,6 @@ fail:
 static int load_profile(struct tierstore *ts, const struct tierstore_opts *o)
 {
 	struct profile_summary sum;
-	if (o->trace_path && path_same_file(o->profile_path, o->trace_path)) {
-		log_err("profile %s is also this run's access log: recording "
-			"would overwrite it as it is read; give --trace-out "
-			"another file", o->profile_path);
-		return -EINVAL;
-	}
 	int rc = profile_load(ts->pol, o->profile_path, o->pages, &sum);
 	if (rc < 0)
 		return rc;
@@ -230,6 +224,20 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 			"%llu pages)", (unsigned long long)o->pages,
 			(unsigned long long)o->mram_pages,
 			(unsigned long long)o->dram_pages);
+		return -EINVAL;
+	}
+	/* One file in two roles: the store would write pages over its own
+	 * MRAM or log, or a log over the profile it reads (silent
+	 * corruption). Checked before any of them is created. */
+	const char *role[] = { "flash file", "MRAM file", "access log",
+			       "profile" };
+	const char *path[] = { o->flash_path,
+			       o->mram_pages ? o->nvram_path : NULL,
+			       o->trace_path, o->profile_path };
+	int i, j;
+	if (paths_first_same(path, 4, &i, &j)) {
+		log_err("tiered store: %s %s and %s %s are the same file; give "
+			"each its own", role[i], path[i], role[j], path[j]);
 		return -EINVAL;
 	}
 	if (!o->flash_path && o->mram_pages + o->dram_pages < o->pages) {
