@@ -6,6 +6,7 @@
 #include "cluster/node.h"
 #include "pmem/policy.h"
 #include "pmem/tierstore.h"
+#include "common/bigmem.h"
 #include "common/ctl.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -297,12 +298,19 @@ int main(int argc, char **argv)
 	bool own_nvram = o.tier && to.mram_pages && access(to.nvram_path, F_OK) != 0;
 	bool own_flash = o.tier && to.flash_path && access(to.flash_path, F_OK) != 0;
 	struct node *n;
+	/* A large --tier-size takes a while to reserve: a SIGTERM or ^C
+	 * stops the start-up between steps. */
+	bigmem_set_stop(bigmem_stop_signal_pending);
 	int rc = node_start(&n, &o);
 	if (rc) {
 		if (own_nvram)
-			unlink(to.nvram_path);
+			path_remove_unlocked(to.nvram_path, "NVRAM file");
 		if (own_flash)
-			unlink(to.flash_path);
+			path_remove_unlocked(to.flash_path, "flash file");
+		if (rc == -EINTR && bigmem_stopping()) {
+			log_info("stopped by a signal during start-up");
+			return 0;
+		}
 		return 1; /* logged */
 	}
 	char name[16];
@@ -315,9 +323,9 @@ int main(int argc, char **argv)
 			" (another nvcached runs as this node)" : "");
 		node_stop(n);
 		if (own_nvram)
-			unlink(to.nvram_path);
+			path_remove_unlocked(to.nvram_path, "NVRAM file");
 		if (own_flash)
-			unlink(to.flash_path);
+			path_remove_unlocked(to.flash_path, "flash file");
 		return 1;
 	}
 	if (ready_fd >= 0) {

@@ -116,3 +116,26 @@ void spill_discard(const char *path, bool created)
 	}
 	close(fd);
 }
+
+void path_remove_unlocked(const char *path, const char *what)
+{
+	if (!path)
+		return;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			log_warn("%s %s: not removed: %s", what, path,
+				 strerror(errno));
+		return;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		log_warn("%s %s: in use by another process; left as it is",
+			 what, path);
+	else if (unlink(path) == 0)
+		log_info("removed %s %s (created by this refused start)",
+			 what, path);
+	else if (errno != ENOENT)
+		log_warn("%s %s: cannot remove it: %s", what, path,
+			 strerror(errno));
+	close(fd);
+}

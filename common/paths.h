@@ -26,3 +26,12 @@ int spill_lock(int fd, const char *path);
  * emptied (it keeps its name, owner and mode); one another process has
  * locked meanwhile (spill_lock) is left alone. Logged either way. */
 void spill_discard(const char *path, bool created);
+
+/* A refused start removes the files it created, but "not there when we
+ * started" does not make a file ours: another daemon started on the same
+ * name meanwhile may have created it and be using it (a second nvcached
+ * stopped during its start-up removed a running one's flash file). The
+ * stores hold their NVRAM and flash files flock'ed, so a file locked by
+ * another process is left; otherwise it is removed under our lock.
+ * `what` names the file in the log. */
+void path_remove_unlocked(const char *path, const char *what);

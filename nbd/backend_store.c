@@ -129,6 +129,13 @@ int nbd_backend_store_create(struct nbd_backend *be,
 	int rc = ram_check(o, mram, dram);
 	if (rc < 0)
 		return rc;
+	uint64_t meta = o->size / TIERSTORE_PAGE * META_PER_PAGE;
+	if (meta + dram >= (1ULL << 30))
+		log_info("reserving %llu MiB of RAM (per-page tables %llu MiB, "
+			 "DRAM tier %llu MiB): a while for this size; SIGTERM "
+			 "stops it", (unsigned long long)((meta + dram) >> 20),
+			 (unsigned long long)(meta >> 20),
+			 (unsigned long long)(dram >> 20));
 	struct tierstore_opts to = {
 		.pages = o->size / TIERSTORE_PAGE,
 		.mram_pages = mram / TIERSTORE_PAGE,

@@ -7,6 +7,7 @@
 #include "nbd/backend_store.h"
 #include "nbd/server.h"
 
+#include "common/bigmem.h"
 #include "common/ctl.h"
 #include "common/log.h"
 #include "common/opts.h"
@@ -260,21 +261,23 @@ static uint64_t ram_total(void)
  * mapping failed), and nothing it found. */
 struct own_file {
 	const char *path;
+	const char *what;
 	bool existed;
 };
 
-static void own_note(struct own_file *f, const char *path)
+static void own_note(struct own_file *f, const char *path, const char *what)
 {
 	struct stat st;
 
 	f->path = path;
+	f->what = what;
 	f->existed = !path || lstat(path, &st) == 0 || errno != ENOENT;
 }
 
 static void own_remove(const struct own_file *f)
 {
-	if (!f->existed && unlink(f->path) == 0)
-		log_info("removed %s (created by this refused start)", f->path);
+	if (!f->existed)
+		path_remove_unlocked(f->path, f->what);
 }
 
 /* Swap hygiene, before any thread exists (PR_SET_IO_FLUSHER is inherited
@@ -443,6 +446,9 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	swap_hygiene();
+	/* The store's tables take a while for a large export (a minute for
+	 * 1 TiB): a SIGTERM or ^C then stops the start-up between steps. */
+	bigmem_set_stop(bigmem_stop_signal_pending);
 
 	/* A second nvswapd for the same export name would open (and at its
 	 * exit remove) the first one's MRAM file, which is the same default
@@ -459,9 +465,10 @@ int main(int argc, char **argv)
 	}
 
 	struct own_file own[3];
-	own_note(&own[0], c.flash);
-	own_note(&own[1], c.trace_out);
-	own_note(&own[2], strcmp(c.store, "tiered") ? NULL : c.nvram);
+	own_note(&own[0], c.flash, "flash file");
+	own_note(&own[1], c.trace_out, "access log");
+	own_note(&own[2], strcmp(c.store, "tiered") ? NULL : c.nvram,
+		 "NVRAM file");
 	bool serving = false;
 
 	if (!strcmp(c.store, "remote")) {
@@ -553,6 +560,10 @@ int main(int argc, char **argv)
 	log_info("signal %d: stopping", sig);
 	rc = 0;
 out:
+	if (rc == -EINTR && bigmem_stopping()) {
+		log_info("stopped by a signal during start-up");
+		rc = 0;
+	}
 	if (srv)
 		nbd_server_destroy(srv);
 	ctl_server_stop(ctl);

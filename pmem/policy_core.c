@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bigmem.h"
 #include "pmem/policy_core.h"
 
 #define PC_MIN_CAP 1024u
@@ -45,16 +46,30 @@ int pc_init(struct pc *pc, const struct policy_config *cfg,
 			return -EINVAL;
 		pc->cap = (uint32_t)cfg->max_pages;
 		pc->n = pc->cap;
-		pc->pg = pc_pages(NULL, 0, pc->cap);
+		/* A live store's whole table at once: gigabytes for a large
+		 * export, made in steps a stop request cuts short (bigmem.h;
+		 * page-aligned, so the entries stay cache-line aligned). */
+		size_t bytes = (size_t)pc->cap * sizeof(struct pc_page);
+		pc->big = bytes >= BIGMEM_PAGE_MIN;
+		pc->pg = pc->big ? bigmem_alloc(bytes, NULL) :
+				   pc_pages(NULL, 0, pc->cap);
 		if (!pc->pg)
-			return -ENOMEM;
-		for (uint32_t i = 0; i < pc->cap; i++)
-			pc_page_reset(&pc->pg[i], i);
-		if (want_scratch) {
-			pc->scratch = malloc((size_t)pc->cap * sizeof(uint32_t));
-			if (!pc->scratch) {
+			return errno == EINTR ? -EINTR : -ENOMEM;
+		for (uint32_t i = 0; i < pc->cap; i++) {
+			if (!(i & 0xfffff) && i && bigmem_stopping()) {
 				pc_fini(pc);
-				return -ENOMEM;
+				return -EINTR;
+			}
+			pc_page_reset(&pc->pg[i], i);
+		}
+		if (want_scratch) {
+			size_t sb = (size_t)pc->cap * sizeof(uint32_t);
+			pc->scratch = pc->big ? bigmem_alloc(sb, NULL) :
+						malloc(sb);
+			if (!pc->scratch) {
+				int err = errno == EINTR ? -EINTR : -ENOMEM;
+				pc_fini(pc);
+				return err;
 			}
 		}
 		return 0;
@@ -116,9 +131,14 @@ int pc_init_fixed_hash(struct pc *pc, const struct policy_config *cfg,
 
 void pc_fini(struct pc *pc)
 {
-	free(pc->pg);
+	if (pc->big) {
+		bigmem_free(pc->pg, (size_t)pc->cap * sizeof(*pc->pg));
+		bigmem_free(pc->scratch, (size_t)pc->cap * sizeof(uint32_t));
+	} else {
+		free(pc->pg);
+		free(pc->scratch);
+	}
 	free(pc->ht);
-	free(pc->scratch);
 	memset(pc, 0, sizeof(*pc));
 }
 

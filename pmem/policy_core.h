@@ -56,6 +56,7 @@ struct pc {
 	uint32_t *ht;                  /* nvsim: open-addressing index */
 	uint64_t ht_mask;
 	bool no_grow;                  /* pc_init_fixed_hash */
+	bool big;                      /* pg and scratch from bigmem_alloc */
 	uint32_t *scratch;             /* profile ranking; NULL if unused */
 	uint64_t max_pages;
 	uint64_t clock;                /* accesses so far */

@@ -9,6 +9,7 @@
 #include "pmem/tierstore.h"
 #include "pmem/model.h"
 
+#include "common/bigmem.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -81,9 +82,16 @@ struct tierstore {
 	struct tracelog *log;       /* --trace-out, or NULL */
 };
 
+/* Per-page and per-frame tables: gigabytes for a large export, made in
+ * steps that a stop request (SIGTERM during start-up) cuts short. */
 static void *table(uint64_t n, size_t each)
 {
-	return calloc(n ? n : 1, each);
+	return bigmem_alloc((size_t)n * each, NULL);
+}
+
+static void table_free(void *t, uint64_t n, size_t each)
+{
+	bigmem_free(t, (size_t)n * each);
 }
 
 static int frames_init(struct frames *f, uint8_t *base, uint64_t cap)
@@ -93,7 +101,7 @@ static int frames_init(struct frames *f, uint8_t *base, uint64_t cap)
 	f->free = table(cap, sizeof(uint32_t));
 	f->retired = table(cap, sizeof(uint32_t));
 	if (!f->free || !f->retired)
-		return -ENOMEM;
+		return -errno;
 	/* Low slots on top, so a lightly used store touches few frames. */
 	for (uint64_t i = 0; i < cap; i++)
 		f->free[i] = (uint32_t)(cap - 1 - i);
@@ -267,7 +275,7 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 	ts->nwrites = table(o->pages, sizeof(uint32_t));
 	ts->lost = table(o->pages, 1);
 	if (!ts->tier || !ts->slot || !ts->nreads || !ts->nwrites || !ts->lost) {
-		rc = -ENOMEM;
+		rc = -errno;
 		goto fail;
 	}
 	memset(ts->tier, TIER_NONE, o->pages);
@@ -278,12 +286,13 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 		.max_pages = o->pages, .alpha = o->alpha ? o->alpha : 0.9,
 	};
 	rc = policy_create(&ts->pol, o->policy, &pc);
-	if (rc < 0) {
+	if (rc < 0 && rc != -EINTR) {
 		log_err("tiering policy '%s': %s (known: %s)", o->policy,
 			rc == -ENOENT ? "unknown" : strerror(-rc),
 			policy_names());
-		goto fail;
 	}
+	if (rc < 0)
+		goto fail;
 	if (o->profile_path && (rc = load_profile(ts, o)) < 0)
 		goto fail;
 	/* The access log is created only now, after the profile was read
@@ -312,22 +321,22 @@ int tierstore_open(struct tierstore **out, const struct tierstore_opts *o)
 	uint8_t *dbase = NULL;
 	if (o->dram_pages) {
 		ts->dram_len = o->dram_pages * PG;
-		dbase = mmap(NULL, ts->dram_len, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (dbase == MAP_FAILED) {
-			dbase = NULL;
-			rc = -ENOMEM;
-			log_err("DRAM tier of %llu MiB: cannot map it",
-				(unsigned long long)(ts->dram_len >> 20));
-			goto fail;
-		}
 		/* Locked and resident from the start: a swap store must not
 		 * fault (allocate) on the I/O path nor be swapped itself. */
-		if (mlock(dbase, ts->dram_len) < 0)
+		int lerr;
+		dbase = bigmem_alloc(ts->dram_len, &lerr);
+		if (!dbase) {
+			rc = -errno;
+			if (rc != -EINTR)
+				log_err("DRAM tier of %llu MiB: cannot map it",
+					(unsigned long long)(ts->dram_len >> 20));
+			goto fail;
+		}
+		if (lerr)
 			log_warn("DRAM tier: mlock of %llu MiB failed (%s); its "
 				 "pages may be swapped out",
 				 (unsigned long long)(ts->dram_len >> 20),
-				 strerror(errno));
+				 strerror(lerr));
 	}
 	if ((rc = frames_init(&ts->fr[TIER_DRAM], dbase, o->dram_pages)) < 0)
 		goto fail;
@@ -359,20 +368,19 @@ void tierstore_close(struct tierstore *ts)
 		io_uring_queue_exit(&ts->ring);
 	if (ts->flash_fd >= 0)
 		close(ts->flash_fd);
-	if (ts->fr[TIER_DRAM].base)
-		munmap(ts->fr[TIER_DRAM].base, ts->dram_len);
+	bigmem_free(ts->fr[TIER_DRAM].base, ts->dram_len);
 	if (ts->mram)
 		region_close(ts->mram);
 	for (unsigned t = 0; t < 2; t++) {
-		free(ts->fr[t].free);
-		free(ts->fr[t].retired);
+		table_free(ts->fr[t].free, ts->fr[t].cap, sizeof(uint32_t));
+		table_free(ts->fr[t].retired, ts->fr[t].cap, sizeof(uint32_t));
 	}
 	policy_destroy(ts->pol);
-	free(ts->tier);
-	free(ts->slot);
-	free(ts->nreads);
-	free(ts->nwrites);
-	free(ts->lost);
+	table_free(ts->tier, ts->pages, 1);
+	table_free(ts->slot, ts->pages, sizeof(uint32_t));
+	table_free(ts->nreads, ts->pages, sizeof(uint32_t));
+	table_free(ts->nwrites, ts->pages, sizeof(uint32_t));
+	table_free(ts->lost, ts->pages, 1);
 	pthread_rwlock_destroy(&ts->maps);
 	pthread_mutex_destroy(&ts->lock);
 	free(ts);

@@ -40,6 +40,39 @@ refused 1 "tmpfs" --tier-size 32M --mram 1M --dram 3M --nvram "$T_SHM/r.mram" \
 refused 1 "unknown" --tier-size 32M --mram 1M --dram 31M --nvram "$T_SHM/r.mram" \
   --policy nosuch
 
+# A refused start leaves alone a flash file another daemon took up while
+# it started: "not there when we started" does not make it ours. Node 2
+# starts first, slowly (128 GiB of page space: seconds of tables), and
+# finds no flash file; node 1 starts on the same file, quickly, and
+# serves; node 2 then finds the file locked and is refused. It used to
+# remove node 1's flash file on its way out.
+read -r -a two < <(cluster_free_ports 2)
+printf 'secret secret\nnode 1 127.0.0.1:%s\nnode 2 127.0.0.1:%s\n' "${two[@]}" >"$T_DIR/two.conf"
+"$nvcached" --cluster "$T_DIR/two.conf" --node 2 -f --no-mlock --tier-size 128G \
+  --mram 1M --dram 4M --nvram "$T_SHM/slow.mram" --flash "$T_DIR/shared.flash" \
+  >"$T_DIR/slow.log" 2>&1 &
+slow=$!
+t_cleanup "kill $slow 2>/dev/null; wait $slow 2>/dev/null"
+sleep 0.5
+"$nvcached" --cluster "$T_DIR/two.conf" --node 1 -f --no-mlock --tier-size 32M \
+  --mram 1M --dram 4M --nvram "$T_SHM/fast.mram" --flash "$T_DIR/shared.flash" \
+  >"$T_DIR/fast.log" 2>&1 &
+fast=$!
+t_cleanup "kill $fast 2>/dev/null; wait $fast 2>/dev/null"
+t_wait 10 grep -q 'pages kept in a tiered store' "$T_DIR/fast.log" ||
+  t_fail "node 1 did not start: $(tail -3 "$T_DIR/fast.log")"
+kill -0 "$slow" 2>/dev/null ||
+  t_fail "node 2 finished before node 1 took the flash file; this test needs a slower start: $(tail -3 "$T_DIR/slow.log")"
+t_wait 120 sh -c "! kill -0 $slow 2>/dev/null" || t_fail "node 2 still starting after 120 s"
+wait "$slow"; rc=$?
+[ "$rc" = 1 ] && grep -q 'in use by another process' "$T_DIR/slow.log" ||
+  t_fail "node 2 on node 1's flash file: exit $rc, $(tail -3 "$T_DIR/slow.log")"
+[ -e "$T_DIR/shared.flash" ] ||
+  t_fail "node 2's refused start removed node 1's flash file"
+kill -TERM "$fast"; wait "$fast"
+[ ! -e "$T_DIR/shared.flash" ] || t_fail "node 1 left its flash file at its stop"
+t_log "a refused start left the running node's flash file alone"
+
 cluster_node_args() {
   [ "$1" = 1 ] && return
   local log=
