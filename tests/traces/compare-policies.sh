@@ -20,9 +20,11 @@ csv=${3:-$tmp/s.csv}
 fp=$(sed -n 's/.*footprint \([0-9.]*\) \([KMG]\)iB.*/\1 \2/p' "$tmp/err")
 [ -n "$fp" ] || { echo "compare-policies: no footprint from nvsim: $(cat "$tmp/err")" >&2; exit 1; }
 fk=$(awk -v v="${fp% *}" -v u="${fp#* }" 'BEGIN { m = (u == "G") ? 1048576 : (u == "M") ? 1024 : 1; printf "%d", v * m }')
+# Sizes in whole 4 KiB pages (nvsim refuses any other), rounded down.
+pg() { echo "$(($1 / 4 * 4))K"; }
 dr=
-for pct in 5 10 20 30 40 50 60 70 80 100 120; do dr="$dr,$((fk * pct / 100))K"; done
-"$nvsim" --trace "$f" --policy all --mram "$((fk * 3 / 10))K" --dram "${dr#,}" \
+for pct in 5 10 20 30 40 50 60 70 80 100 120; do dr="$dr,$(pg $((fk * pct / 100)))"; done
+"$nvsim" --trace "$f" --policy all --mram "$(pg $((fk * 3 / 10)))" --dram "${dr#,}" \
   --profile "$prof" -q -j2 >"$csv"
 # Per DRAM size: adaptive against lowpower and against the best of the
 # other three; lowpower against the better of lru and mram-fixed.
