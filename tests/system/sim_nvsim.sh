@@ -60,6 +60,14 @@ check "$T_DIR/cg.csv" adaptive lowpower time_s 1.01 || t_fail "adaptive slower t
 check "$T_DIR/cg.csv" adaptive lowpower energy_j 1.01 || t_fail "adaptive uses more energy than lowpower"
 t_log "adaptive <= lowpower (time and energy) on cg at every DRAM size"
 
+# 3b. With MRAM four times DRAM, pinning a set ranked by the program's
+# set-up is ruinous: adaptive must not enter it on one good epoch of its
+# pin shadow (it did at epoch 2, and ran 1.41x lru's time).
+"$nvsim" --trace "$tr/cg-small.l2.nvt.gz" --policy lru,adaptive \
+  --mram 2232K --dram 556K -q >"$T_DIR/early.csv" || t_fail "nvsim cg early pin"
+check "$T_DIR/early.csv" adaptive lru time_s 1.02 || t_fail "adaptive pinned the set-up's pages"
+t_log "adaptive within 2% of lru on cg at MRAM 2.2 + DRAM 0.54 MiB (no early pinning)"
+
 # 4. Bad input: clear errors, non-zero exit, no output file left behind.
 printf 'this is not a trace\n' >"$T_DIR/bad.txt"
 "$nvsim" --trace "$T_DIR/bad.txt" --policy lru --mram 0 --dram 1M -q >/dev/null 2>"$T_DIR/err" &&
