@@ -364,7 +364,17 @@ int pagestore_xor(struct pagestore *ps, const struct pagestore_key *k,
 		return -EINVAL;
 	pthread_mutex_lock(&ps->lock);
 	struct entry *e = find(ps, k, &link);
-	if (!e && full(ps)) {
+	if (e && version <= e->version) {
+		/* A delta no newer than what the page holds: sent before its
+		 * owner re-based or rebuilt this parity page (a request that
+		 * sat in a stalled node's socket ran after the owner gave up
+		 * on it and handled the page another way), or overtaken by a
+		 * later one. Deltas are not idempotent: applied, it corrupted
+		 * the page, and the next failure rebuilt wrong bytes. Refused;
+		 * the owner, if it still waits, recomputes the page. */
+		ps->st.stale_refused++;
+		rc = -ESTALE;
+	} else if (!e && full(ps)) {
 		ps->st.nospace_refused++;
 		rc = -ENOSPC;
 	} else {
@@ -378,8 +388,7 @@ int pagestore_xor(struct pagestore *ps, const struct pagestore_key *k,
 				memset(e->page, 0, PAGESTORE_PAGE); /* XOR of no pages */
 		}
 		if ((rc = page_xor(ps, e, delta)) == 0) {
-			if (version > e->version)
-				e->version = version;
+			e->version = version;
 			ps->st.xors++;
 		} else {
 			unlink_entry(ps, link);   /* as a failed store */
