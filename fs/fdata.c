@@ -872,3 +872,30 @@ void fdata_release_obj(struct fs *fs, struct fs_inode *ino)
 	}
 	pthread_mutex_unlock(&ino->lk);
 }
+
+bool fdata_release_open_obj(struct fs *fs, struct fs_inode *ino)
+{
+	struct cache_mgr *m = fs->mgr[0];
+	bool freed = false;
+
+	/* no read, write, prefetch or truncation of it under way */
+	if (pthread_rwlock_trywrlock(&ino->io) != 0)
+		return false;
+	pthread_mutex_lock(&ino->lk);
+	pthread_mutex_lock(&fs->wb_lk);
+	bool busy = ino->on_dirty || ino->wb_busy || ino->on_pf;
+	pthread_mutex_unlock(&fs->wb_lk);
+	/* Nothing in NVRAM newer than the backing file: its blocks are
+	 * clean, its size and mtime are the backing's. A later read
+	 * fetches what it needs, a later write makes a new object. */
+	if (ino->obj && !busy && !ino->doomed && !ino->mtime_dirty &&
+	    ino->size == ino->bsize &&
+	    m->ops->blocks(m, ino->obj, 1, NULL, 0) == 0) {
+		m->ops->obj_delete(m, ino->obj);
+		ino->obj = 0;
+		freed = true;
+	}
+	pthread_mutex_unlock(&ino->lk);
+	pthread_rwlock_unlock(&ino->io);
+	return freed;
+}

@@ -127,6 +127,7 @@ struct fs {
 
 	struct fs_stats st;
 	atomic_uint_fast64_t datafds;  /* inodes' data fds open */
+	atomic_uint_fast64_t table_full_logged_ns; /* fs_reclaim_objs's warning */
 	uint64_t datafd_budget;        /* more: close idle ones (fdata.c) */
 };
 
@@ -238,6 +239,10 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino);
 void fdata_trim(struct fs *fs, struct fs_inode *ino, uint64_t size);
 /* Drop the inode's cache object if it holds nothing dirty (forget, unmount). */
 void fdata_release_obj(struct fs *fs, struct fs_inode *ino);
+/* An open file's cache object, when the object table is full: given up
+ * (true) only if nothing in it is newer than the backing file and no I/O
+ * of the file is under way (its io lock is tried, never waited for). */
+bool fdata_release_open_obj(struct fs *fs, struct fs_inode *ino);
 
 /* engine.c: write-back and prefetch threads */
 int engine_start(struct fs *fs);

@@ -103,21 +103,31 @@ void fs_inodes_free(struct fs *fs)
 	close(fs->root.fd);
 }
 
-size_t fs_reclaim_objs(struct fs *fs, size_t want)
+/* Up to 64 candidates for fs_reclaim_objs, referenced (a ref keeps each
+ * alive once itab_lk is dropped): files with an object and no write-back
+ * or prefetch queued, closed ones (open == false) or open ones. */
+static size_t reclaim_candidates(struct fs *fs, bool open,
+				 struct fs_inode *cand[64])
 {
-	struct fs_inode *cand[64];
-	size_t n = 0, freed = 0;
+	size_t n = 0;
 
-	/* candidates: closed files not waiting for write-back; a ref keeps
-	 * each alive once itab_lk is dropped */
 	pthread_mutex_lock(&fs->itab_lk);
 	for (size_t h = 0; h < fs->itab_size && n < 64; h++)
 		for (struct fs_inode *i = fs->itab[h]; i && n < 64; i = i->hnext)
-			if (i->obj && !i->opens && !i->on_dirty && !i->on_pf) {
+			if (i->obj && !i->opens == !open && !i->on_dirty &&
+			    !i->on_pf) {
 				i->refs++;
 				cand[n++] = i;
 			}
 	pthread_mutex_unlock(&fs->itab_lk);
+	return n;
+}
+
+size_t fs_reclaim_objs(struct fs *fs, size_t want)
+{
+	struct fs_inode *cand[64];
+	size_t n = reclaim_candidates(fs, false, cand), freed = 0;
+
 	for (size_t k = 0; k < n; k++) {
 		struct fs_inode *i = cand[k];
 		if (freed < want && pthread_mutex_trylock(&i->lk) == 0) {
@@ -130,6 +140,31 @@ size_t fs_reclaim_objs(struct fs *fs, size_t want)
 			pthread_mutex_unlock(&i->lk);
 		}
 		fs_inode_unref(fs, i);
+	}
+	if (freed)
+		return freed;
+	/* Every entry is an open file's. Open clean files give theirs up
+	 * too: when open files held the whole table (a job keeping 300
+	 * files open through a 16M cache, whose table has 256 entries, or
+	 * 300 inputs opened read-only, which prefetch caches), every later
+	 * write waited for ever, unkillable, and the mount could not be
+	 * unmounted. */
+	n = reclaim_candidates(fs, true, cand);
+	for (size_t k = 0; k < n; k++) {
+		if (freed < want && fdata_release_open_obj(fs, cand[k]))
+			freed++;
+		fs_inode_unref(fs, cand[k]);
+	}
+	if (!freed) {
+		uint64_t now = clock_now_ns();
+		uint64_t last = atomic_load(&fs->table_full_logged_ns);
+		if (now - last > 10000000000ull &&
+		    atomic_compare_exchange_strong(&fs->table_full_logged_ns,
+						   &last, now))
+			log_warn("file table full: every entry is a file with "
+				 "data not yet written back; writers wait for "
+				 "write-back (the table has max(256, blocks/4) "
+				 "entries: a larger cache_size has more)");
 	}
 	return freed;
 }

@@ -99,6 +99,46 @@ PY
 [ -e "$B/tmpf" ] && t_fail "the deleted file reached the backing directory"
 t_log "a deleted open file of 32 MiB through the 8 MiB cache: read back whole"
 
+# Open files holding every entry of the object table (256 here): 300
+# files kept open while written, then 300 inputs kept open read-only
+# (prefetch caches them) and one result written. Every later write used
+# to wait for ever, unkillable (D state), and the mount could not be
+# unmounted: only closed files gave their entries up.
+held() {   # DESCRIPTION: run python3 - ARGS... from stdin, fail if it hangs
+  local what=$1; shift
+  python3 - "$@" <&0 & local w=$!   # <&0: a background job would read /dev/null
+  for _ in $(seq 600); do kill -0 $w 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $w 2>/dev/null; then
+    kill -9 $pid; t_fail "$what: hung (table full of open files): $(tail -3 "$T_DIR/log")"
+  fi
+  wait $w || t_fail "$what: failed"
+}
+mkdir "$M/open" "$B/in"
+for i in $(seq 0 299); do echo "input $i" >"$B/in/i$i"; done
+held "300 files written while held open" "$M/open" <<'PY'
+import os, sys
+fds = [os.open(f"{sys.argv[1]}/f{i}", os.O_CREAT | os.O_WRONLY, 0o644) for i in range(300)]
+for i, fd in enumerate(fds):
+    os.write(fd, b"%d\n" % i * 1000)
+for fd in fds:
+    os.close(fd)
+PY
+held "300 inputs held open read-only, then a write" "$M/in" "$M/result" <<'PY'
+import os, sys
+fds = [os.open(f"{sys.argv[1]}/i{i}", os.O_RDONLY) for i in range(300)]
+got = [os.read(fd, 100) for fd in fds]
+assert got == [b"input %d\n" % i for i in range(300)], "inputs read wrong"
+with open(sys.argv[2], "w") as f:
+    f.write("result\n")
+for fd in fds:
+    os.close(fd)
+PY
+for i in 0 150 299; do
+  [ "$(wc -l <"$M/open/f$i")" = 1000 ] && [ "$(sort -u "$M/open/f$i")" = "$i" ] ||
+    t_fail "held-open file $i reads back wrong"
+done
+t_log "300 files held open (written, then read-only): no writer hung; cached_files $(stat_of cached_files)"
+
 fusermount3 -u "$M" || t_fail "fusermount3 -u"
 for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 wait $pid || t_fail "nvcachefs exited non-zero"
@@ -106,5 +146,10 @@ cmp "$B/seq" "$T_DIR/seq" || t_fail "backing seq wrong"
 cmp "$B/rand" "$T_DIR/rand" || t_fail "backing rand wrong"
 for i in $(seq 400); do [ "$(cat "$B/many/f$i")" = "small file $i" ] || t_fail "backing small file $i wrong"; done
 diff -r "$B/ext" "$T_DIR/ext" >&2 || t_fail "backing: extending writers' files differ"
+[ "$(cat "$B/result")" = result ] || t_fail "backing: the result written beside 300 open inputs is wrong"
+for i in 0 150 299; do
+  [ "$(wc -l <"$B/open/f$i")" = 1000 ] && [ "$(sort -u "$B/open/f$i")" = "$i" ] ||
+    t_fail "backing: held-open file $i is wrong"
+done
 
 t_log "PASS"
