@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -4096,8 +4097,18 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		remote_close(rb);
 		return -ENOMEM;
 	}
+	/* Versions start at a random base for each open: a page of another
+	 * device under our key (a second nvswapd given our --node and
+	 * export name, or leftovers of an earlier run not yet dropped) then
+	 * never has the version we ask for, and reads fail -ESTALE (EIO)
+	 * instead of returning its bytes as ours. Both used to count from
+	 * 0: a second device's pages read back as the first's, silently. */
+	uint32_t r32 = 0;
+	if (getrandom(&r32, sizeof(r32), 0) != (ssize_t)sizeof(r32))
+		r32 = (uint32_t)clock_now_ns() ^ (uint32_t)getpid();
+	uint64_t vbase = (uint64_t)(r32 | 1) << 31;
 	for (uint64_t i = 0; i < rb->nslots; i++) {
-		rb->slots[i].version = 0;
+		rb->slots[i].version = vbase;
 		rb->slots[i].n[0] = rb->slots[i].n[1] = NO_NODE;
 		rb->slots[i].g[0] = rb->slots[i].g[1] = 0;
 		rb->slots[i].spilled = 0;

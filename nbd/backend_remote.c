@@ -38,6 +38,15 @@ int nbd_backend_remote_create(struct nbd_backend *be,
 		free(cfg);
 		return rc;
 	}
+	/* Our id is half of the key our pages are kept under on the nodes:
+	 * a wrong one (0, a typo) can be another machine's, whose pages
+	 * ours would then replace. It must be a node of the file. */
+	if (!o->self_node || !config_node_find(cfg, o->self_node)) {
+		log_err("--node %u: not a node of %s (give this machine's id "
+			"there, as its nvcached has)", o->self_node, o->cluster);
+		free(cfg);
+		return -EINVAL;
+	}
 	int red = remote_redundancy_parse(o->redundancy ? o->redundancy : "mirror");
 	if (red < 0) {
 		log_err("--redundancy %s: use none, mirror, parity[:N] or "

@@ -163,7 +163,17 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		case 'N': c->nvram = optarg; break;
 		case 'S': c->store = optarg; break;
 		case 'K': c->cluster = optarg; break;
-		case 'I': c->node = (unsigned)atoi(optarg); break;
+		case 'I': {
+			char *end;
+			unsigned long id = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || id == 0 || id > 65535) {
+				fprintf(stderr, "nvswapd: --node %s: a node id "
+					"(1-65535) of the cluster file\n", optarg);
+				return -1;
+			}
+			c->node = (unsigned)id;
+			break;
+		}
 		case 'R': c->redundancy = optarg; break;
 		case 'T': c->trace_out = optarg; break;
 		case 'P': c->profile = optarg; break;
