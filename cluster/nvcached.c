@@ -101,8 +101,9 @@ static int daemonize(int *ready_fd)
 	close(p[0]);
 	if (setsid() < 0)
 		return -errno;
-	if (chdir("/") < 0)
-		return -errno;
+	/* No chdir("/"): --flash, --nvram, --trace-out and --profile are
+	 * opened after this, and relative ones mean the caller's directory
+	 * (with "/" they were made there). */
 	*ready_fd = p[1];
 	return 0;
 }
@@ -276,7 +277,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "nvcached: cannot daemonize: %s\n", strerror(-rc));
 			return 1;
 		}
-		log_use_syslog(true);
+		/* stderr stays until it serves: a start that fails says why
+		 * on the terminal (syslog may not exist: no /dev/log here) */
 	}
 	lock_memory(mlock);
 
@@ -341,6 +343,7 @@ int main(int argc, char **argv)
 			if (devnull > 2)
 				close(devnull);
 		}
+		log_use_syslog(true);
 	}
 	int sig = 0;
 	sigwait(&set, &sig);

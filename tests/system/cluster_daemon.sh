@@ -58,8 +58,25 @@ t_cleanup "kill -9 $pid 2>/dev/null"
 "$ctl" stats --node 1 | grep -q "^node: 1$" || t_fail "control socket of the daemon"
 # A second nvcached for node 1 is refused: its port is taken.
 expect_fail 1 "cannot listen on 127.0.0.1:${ports[0]}: Address already in use" --cluster "$good" --node 1
+# The same without -f: the refusal is on stderr too (it went to syslog,
+# which may not exist: the start failed with no word). And a relative
+# --flash is the caller's directory's, not /'s (it chdir'ed to /).
+timeout 10 "$nvcached" --cluster "$good" --node 1 --no-mlock >"$T_DIR/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "Address already in use" "$T_DIR/out" ||
+  t_fail "second daemon without -f: exit $rc, stderr: $(cat "$T_DIR/out")"
 # SIGTERM stops it and removes the socket.
 kill -TERM "$pid"
 t_wait 10 test ! -e "$NVCACHE_RUN_DIR/node-1.sock" || t_fail "daemon did not stop on SIGTERM"
 t_wait 5 bash -c "! kill -0 $pid 2>/dev/null" || t_fail "daemon still running"
+mkdir "$T_DIR/rel"
+(cd "$T_DIR/rel" && "$nvcached" --cluster "$good" --node 1 --no-mlock --tier-size 8M \
+   --mram 1M --dram 1M --nvram "$T_SHM/rel.mram" --flash rel.flash) ||
+  t_fail "daemon with a relative --flash did not start"
+pid=$(pgrep -f -n "nvcached --cluster $good --node 1")
+t_cleanup "kill -9 $pid 2>/dev/null"
+[ -e "$T_DIR/rel/rel.flash" ] || t_fail "relative --flash not made in the caller's directory"
+[ -e /rel.flash ] && { rm -f /rel.flash; t_fail "relative --flash made in /"; }
+kill -TERM "$pid"
+t_wait 5 bash -c "! kill -0 $pid 2>/dev/null" || t_fail "daemon with --flash still running"
 t_log "PASS"
