@@ -4255,6 +4255,39 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 	return 0;
 }
 
+/* At a device's stop: swap does not outlive it, so its pages on the
+ * nodes are garbage. They used to stay, holding the nodes' memory until a
+ * device with the same key started again, maybe never (five stopped
+ * devices left 234 of 320 MiB used, and a new one got ENOSPC). A node
+ * that does not answer now drops them when that key next starts. */
+static void drop_all_pages(struct remote_backend *rb)
+{
+	unsigned done = 0, tried = 0;
+
+	for (unsigned i = 0; i < rb->nn; i++) {
+		struct rnode *nd = &rb->nodes[i];
+		if (!nd->target || !nd->conns || !atomic_load(&nd->reset_done) ||
+		    !atomic_load(&nd->alive))
+			continue;
+		tried++;
+		int e;
+		struct rconn *c = conn_take(rb, i, &e, false);
+		if (!c)
+			continue;
+		e = cluster_client_owner_reset(c->cl);
+		conn_put(rb, i, c, e);
+		if (e)
+			log_warn("remote swap: node %u: could not drop our pages at "
+				 "stop (%s); they go when this device starts again",
+				 nd->id, strerror(-e));
+		else
+			done++;
+	}
+	if (tried)
+		log_info("remote swap: our pages dropped on %u of %u nodes", done,
+			 tried);
+}
+
 void remote_close(struct remote_backend *rb)
 {
 	if (!rb)
@@ -4263,8 +4296,10 @@ void remote_close(struct remote_backend *rb)
 	rb->stopping = true;
 	pthread_cond_broadcast(&rb->cond);
 	pthread_mutex_unlock(&rb->lock);
-	if (rb->refresher_started)
+	if (rb->refresher_started) {
 		pthread_join(rb->refresher, NULL);
+		drop_all_pages(rb);
+	}
 	for (unsigned i = 0; i < rb->nn; i++) {
 		struct rnode *nd = &rb->nodes[i];
 		for (unsigned k = 0; nd->conns && k < nd->nconn; k++) {

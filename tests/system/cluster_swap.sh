@@ -83,4 +83,10 @@ nbdcopy "$T_DIR/data" "$uri" || t_fail "nbdcopy after the loss"
 kill -9 "${pid[4]}"
 nbdcopy "$uri" "$T_DIR/back3" || t_fail "nbdcopy with one node left"
 cmp "$T_DIR/data" "$T_DIR/back3" || t_fail "data differs with one node left"
+# A clean stop drops the device's pages on the nodes: swap does not
+# outlive it, and they used to hold the nodes' memory for good.
+[ "$(stat_val 2 pages_data)" -gt 0 ] || t_fail "node 2 holds nothing before the stop"
+kill -TERM "$NBD_PID"; wait "$NBD_PID"
+[ "$(stat_val 2 pages_data)" = 0 ] || t_fail "node 2 still holds $(stat_val 2 pages_data) pages after nvswapd stopped"
+t_log "nvswapd stopped: its pages dropped on the nodes"
 t_log "PASS"
