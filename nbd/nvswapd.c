@@ -482,6 +482,21 @@ int main(int argc, char **argv)
 	bool serving = false;
 
 	if (!strcmp(c.store, "remote")) {
+		/* Its slot table (16 bytes a 4 KiB page, and 4 more for the
+		 * parity group, at the least; about 80 with parity's tables)
+		 * is allocated and locked at start: --size 1T locked 20 GB. */
+		uint64_t ram = ram_total(), table = c.size / 4096 * 20;
+		if (ram && table >= ram) {
+			log_err("remote store of %llu GiB: its per-page tables alone "
+				"(at least %llu MiB) exceed this machine's %llu MiB "
+				"of RAM; give a --size of at most about %llu GiB",
+				(unsigned long long)(c.size >> 30),
+				(unsigned long long)(table >> 20),
+				(unsigned long long)(ram >> 20),
+				(unsigned long long)(ram / 80 * 4096 >> 30) / 2);
+			rc = -ENOMEM;
+			goto out;
+		}
 		struct nbd_remote_opts ro = {
 			.size = c.size, .cluster = c.cluster,
 			.self_node = c.node, .redundancy = c.redundancy,

@@ -30,6 +30,13 @@ for bad in 0 abc 9 ""; do
   grep -q -- "--node" "$T_DIR/x.log" || t_fail "--node '$bad': no clear message: $(cat "$T_DIR/x.log")"
 done
 t_log "--node 0, abc, 9 (not in the file) and '' refused"
+# A size whose slot table alone exceeds this machine's RAM is refused
+# before anything is allocated (--size 1T locked 20 GB of 24).
+big=$(awk '/^MemTotal:/ { printf "%d", $2 / 1048576 * 205 + 1 }' /proc/meminfo)G
+timeout 20 "$nvswapd" -f --unix "$T_DIR/x.sock" --name x --size "$big" --store remote \
+  --cluster "$conf" --node 1 >"$T_DIR/x.log" 2>&1 && t_fail "nvswapd accepted --size $big"
+grep -q "per-page tables alone" "$T_DIR/x.log" || t_fail "--size $big: $(cat "$T_DIR/x.log")"
+t_log "--size $big (tables over RAM) refused"
 
 # Device A, then device B with the same --node and name (another run dir,
 # as on another machine).
