@@ -43,6 +43,7 @@
 struct rconn {
 	pthread_mutex_t lock;
 	struct cluster_client *cl;      /* NULL: not connected */
+	unsigned epoch;                 /* the node's conn_epoch at connect */
 };
 
 struct rnode {
@@ -71,6 +72,13 @@ struct rnode {
 	uint64_t mig_idle_until_ns;
 	atomic_uint_fast64_t down_until_ns;
 	atomic_uint rr;                 /* rotating start for conn_get */
+	/* Bumped by a transport error on a connection of the current
+	 * epoch: the node most likely restarted or died, and its other
+	 * pooled connections broke with that one. Each is reconnected when
+	 * next taken, rather than found broken in turn, one down time
+	 * apart (a restarted node stayed out of use 12 s, and recovery
+	 * regrouped without it). */
+	atomic_uint conn_epoch;
 	/* The node's incarnation as last seen, and a generation number that
 	 * changes with it: copies placed under another generation died with
 	 * the node's previous process. */
@@ -308,6 +316,10 @@ static struct rconn *conn_take(struct remote_backend *rb, unsigned i, int *rc, b
 		c = &nd->conns[start % nd->nconn];
 		pthread_mutex_lock(&c->lock);
 	}
+	if (c->cl && c->epoch != atomic_load(&nd->conn_epoch)) {
+		cluster_client_close(c->cl);
+		c->cl = NULL;
+	}
 	if (!c->cl) {
 		char err[256];
 		/* The only allocation on the I/O path: reconnecting. We
@@ -325,6 +337,7 @@ static struct rconn *conn_take(struct remote_backend *rb, unsigned i, int *rc, b
 			mark_down(rb, i, *rc);
 			return NULL;
 		}
+		c->epoch = atomic_load(&nd->conn_epoch);
 		saw_incarnation(rb, i, cluster_client_incarnation(c->cl));
 	}
 	return c;
@@ -339,9 +352,19 @@ static struct rconn *conn_get(struct remote_backend *rb, unsigned i, int *rc)
 static void conn_put(struct remote_backend *rb, unsigned i, struct rconn *c, int rc)
 {
 	if (is_transport_error(rc)) {
+		struct rnode *nd = &rb->nodes[i];
+		unsigned e = c->epoch;
+		atomic_compare_exchange_strong(&nd->conn_epoch, &e, e + 1);
+		/* A connection to an earlier process of a node seen restarted
+		 * since: its break says nothing about the new one, which must
+		 * not be put down (the recovery its restart starts would then
+		 * regroup everything without it). */
+		bool stale = c->cl && cluster_client_incarnation(c->cl) !=
+				      atomic_load(&nd->incarnation);
 		cluster_client_close(c->cl);
 		c->cl = NULL;
-		mark_down(rb, i, rc);
+		if (!stale)
+			mark_down(rb, i, rc);
 	} else if (c->cl && cluster_client_pending(c->cl)) {
 		/* replies still due (a caller's bug): the stream is out of
 		 * step with whoever takes it next */
