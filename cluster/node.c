@@ -1032,6 +1032,14 @@ static bool input_waiting(const struct inbound *ib)
 	return poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN);
 }
 
+/* Has the peer hung up (its FIN arrived, maybe behind requests not read
+ * yet)? Nobody waits for what we would answer then. */
+static bool peer_hung_up(const struct inbound *ib)
+{
+	struct pollfd pf = { .fd = ib->c.fd, .events = POLLRDHUP };
+	return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP));
+}
+
 static void conn_slot_release(struct node *n, int slot)
 {
 	pthread_mutex_lock(&n->lock);
@@ -1106,6 +1114,17 @@ static void *inbound_main(void *arg)
 				 ib->c.peer);
 			conn_send_error(&ib->c, n->self, FS_BAD_FRAME,
 					"a reply where a request was expected");
+			break;
+		}
+		/* Requests left in the socket by a peer that has hung up
+		 * (this node stood still: SIGSTOP, a paused VM, and the
+		 * sender timed out): it gave up on them and handled their
+		 * pages another way. Served now, a store or a parity delta
+		 * would undo that; a late delta XORed into a parity page
+		 * already right, and the next failure rebuilt wrong bytes. */
+		if (peer_hung_up(ib)) {
+			log_info("%s hung up with requests not yet served: dropped "
+				 "(the sender gave up on them)", ib->c.peer);
 			break;
 		}
 		/* Overwrites go on while more requests wait: their parity

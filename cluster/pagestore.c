@@ -21,6 +21,11 @@ struct entry {
 	struct entry *next;
 	struct pagestore_key key;
 	uint64_t version;
+	/* Parity: the version of its last whole store. A delta sent before
+	 * it (version <= base) is late: the store already holds what the
+	 * owner computed without it. Deltas after it commute (XOR), so they
+	 * apply in whatever order they come (from several data nodes). */
+	uint64_t base;
 	uint32_t slot;          /* tiered: the page's place in the tierstore */
 	/* DRAM: PAGESTORE_PAGE bytes; a tiered entry is allocated without */
 	_Alignas(16) uint8_t page[];
@@ -238,6 +243,7 @@ static struct entry *insert(struct pagestore *ps, const struct pagestore_key *k,
 		e->slot = ps->free_slots[--ps->nfree];
 	e->key = *k;
 	e->version = 0;
+	e->base = 0;
 	e->next = NULL;
 	*link = e;
 	owner_count(ps, k->owner, 1);
@@ -302,6 +308,7 @@ int pagestore_store(struct pagestore *ps, const struct pagestore_key *k,
 		unlink_entry(ps, link);
 	} else {
 		e->version = version;
+		e->base = version;
 		ps->st.stores++;
 	}
 	pthread_mutex_unlock(&ps->lock);
@@ -364,13 +371,12 @@ int pagestore_xor(struct pagestore *ps, const struct pagestore_key *k,
 		return -EINVAL;
 	pthread_mutex_lock(&ps->lock);
 	struct entry *e = find(ps, k, &link);
-	if (e && version <= e->version) {
-		/* A delta no newer than what the page holds: sent before its
-		 * owner re-based or rebuilt this parity page (a request that
-		 * sat in a stalled node's socket ran after the owner gave up
-		 * on it and handled the page another way), or overtaken by a
-		 * later one. Deltas are not idempotent: applied, it corrupted
-		 * the page, and the next failure rebuilt wrong bytes. Refused;
+	if (e && version <= e->base) {
+		/* Sent before the page's last whole store (its owner rebuilt
+		 * it meanwhile, without this delta: a request that sat in a
+		 * stalled node's socket ran after the owner had given up on
+		 * it). Deltas are not idempotent: applied, it corrupted the
+		 * page, and the next failure rebuilt wrong bytes. Refused;
 		 * the owner, if it still waits, recomputes the page. */
 		ps->st.stale_refused++;
 		rc = -ESTALE;
@@ -388,7 +394,8 @@ int pagestore_xor(struct pagestore *ps, const struct pagestore_key *k,
 				memset(e->page, 0, PAGESTORE_PAGE); /* XOR of no pages */
 		}
 		if ((rc = page_xor(ps, e, delta)) == 0) {
-			e->version = version;
+			if (version > e->version)
+				e->version = version;
 			ps->st.xors++;
 		} else {
 			unlink_entry(ps, link);   /* as a failed store */

@@ -86,10 +86,10 @@ int pagestore_fetch(struct pagestore *ps, const struct pagestore_key *k,
 /* 0 or -ENOENT, -ESTALE. */
 int pagestore_drop(struct pagestore *ps, const struct pagestore_key *k,
 		   uint64_t version);
-/* Parity update: delta XORed into the page, which takes its version. 0 or
- * -ESTALE (version not newer than the page's: a late or overtaken delta,
- * not applied), -ENOSPC (a new parity page over the limit), -ENOMEM, -EIO
- * (tiered). */
+/* Parity update: delta XORed into the page (deltas commute: any order).
+ * 0 or -ESTALE (version not past the page's last whole store: a delta
+ * that store already left out, not applied), -ENOSPC (a new parity page
+ * over the limit), -ENOMEM, -EIO (tiered). */
 int pagestore_xor(struct pagestore *ps, const struct pagestore_key *k,
 		  uint64_t version, const void *delta);
 /* Drop every page of owner; returns how many. */

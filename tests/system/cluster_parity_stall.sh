@@ -7,7 +7,9 @@
 # their old^new deltas to the parity nodes, which XORed them into parity
 # pages already right. The next single failure then rebuilt wrong bytes,
 # silently (5-11 pages of 25,600 in a new user's tryout, three runs of
-# three). Parity nodes now refuse a delta no newer than the page.
+# three). A node now serves nothing from a peer that has hung up (the
+# sender gave up), and a parity node refuses a delta sent before the
+# page's last whole store.
 T_TIMEOUT=${T_TIMEOUT:-240}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_common.bash"
@@ -37,7 +39,7 @@ dd if="$T_DIR/over" of="$T_DIR/data" conv=notrunc status=none
 truncate -s 128M "$T_DIR/data"
 stale=$(cluster_stat 2 stale_refused)
 for i in 4 5 6; do stale=$((stale + $(cluster_stat $i stale_refused))); done
-t_log "node 3 stalled and came back; late parity deltas refused by the others: $stale"
+t_log "node 3 stalled and came back; late parity deltas refused by the others: $stale; requests of hung-up peers dropped by node 3: $(grep -c 'hung up with requests' "$T_DIR/node3-stall.log")"
 nbdcopy "$uri" "$T_DIR/back" || sfail "read back after the stall"
 cmp -s "$T_DIR/data" "$T_DIR/back" || sfail "data differs after the stall"
 # One failure now (node 4 stalls for good): its pages come from parity.

@@ -96,22 +96,24 @@ static void versions_and_parity_in_both_modes(void **s)
 		assert_int_equal(pagestore_xor(ps, &p, 3, a), 0);
 		assert_int_equal(pagestore_fetch(ps, &p, 0, got, NULL), 0);
 		assert_memory_equal(got, a, PG);
-		/* A late delta (older than the page, which its owner stored
-		 * again meanwhile) or a repeated one is refused, the page
+		/* A delta sent before the page's last whole store (its
+		 * owner rebuilt it without that delta) is refused, the page
 		 * left as it was: applied, it corrupted the page (a node
 		 * that stalled ran its queued overwrites after the owner
-		 * had rebuilt the group's parity). A newer one applies. */
+		 * had rebuilt the group's parity). Later deltas apply in any
+		 * order: XOR commutes, and several data nodes forward them. */
 		assert_int_equal(pagestore_store(ps, &p, 9, b), 0);
 		assert_int_equal(pagestore_xor(ps, &p, 8, a), -ESTALE);
 		assert_int_equal(pagestore_xor(ps, &p, 9, a), -ESTALE);
 		assert_int_equal(pagestore_fetch(ps, &p, 0, got, &v), 0);
 		assert_memory_equal(got, b, PG);
 		assert_int_equal(v, 9);
-		assert_int_equal(pagestore_xor(ps, &p, 10, a), 0);
+		assert_int_equal(pagestore_xor(ps, &p, 11, a), 0);
+		assert_int_equal(pagestore_xor(ps, &p, 10, b), 0);   /* overtaken */
 		assert_int_equal(pagestore_fetch(ps, &p, 0, got, &v), 0);
-		assert_memory_equal(got, want, PG);
-		assert_int_equal(v, 10);
-		assert_int_equal(pagestore_store(ps, &p, 11, a), 0);
+		assert_memory_equal(got, a, PG);                      /* b^a^b */
+		assert_int_equal(v, 11);
+		assert_int_equal(pagestore_store(ps, &p, 12, a), 0);
 
 		for (uint64_t id = 0; id < 10; id++) {
 			struct pagestore_key o = { 9, FK_DATA, id };
