@@ -10,6 +10,7 @@ struct membership {
 	pthread_mutex_t lock;
 	uint32_t self;
 	uint64_t timeout_ns;
+	uint64_t last_tick_ns;  /* membership_tick's last call, 0: none */
 	unsigned n;
 	struct member m[CONFIG_MAX_NODES];
 };
@@ -114,8 +115,22 @@ unsigned membership_tick(struct membership *mb, uint64_t now_ns,
 	unsigned n = 0;
 
 	pthread_mutex_lock(&mb->lock);
+	/* Ticks come every half heartbeat. A gap of half the timeout means
+	 * this process itself stood still (SIGSTOP, a paused VM, a starved
+	 * CPU): the silence it sees is its own, and the heartbeats queued
+	 * meanwhile are not read yet. Every peer gets a fresh timeout
+	 * instead of a death verdict (a node back from a stall declared
+	 * all its peers dead, and a swapping node that asked it believed
+	 * it: every page of a group written off). */
+	bool stood_still = mb->last_tick_ns && now_ns > mb->last_tick_ns &&
+			   now_ns - mb->last_tick_ns > mb->timeout_ns / 2;
+	mb->last_tick_ns = now_ns;
 	for (unsigned i = 0; i < mb->n; i++) {
 		struct member *m = &mb->m[i];
+		if (stood_still && m->state == FN_ALIVE) {
+			m->last_heard_ns = now_ns;
+			continue;
+		}
 		if (m->state != FN_ALIVE || now_ns < m->last_heard_ns ||
 		    now_ns - m->last_heard_ns <= mb->timeout_ns)
 			continue;

@@ -31,6 +31,31 @@ static struct membership *make(void)
 	return mb;
 }
 
+/* A node that itself stood still (SIGSTOP, a paused VM) longer than the
+ * timeout gives its peers a fresh timeout instead of a death verdict: the
+ * silence was its own, their heartbeats still unread in its sockets. */
+static void own_stall_kills_no_peer(void **state)
+{
+	struct membership *mb = make();   /* timeout 1000 ms */
+	uint32_t dead[4];
+	struct member m;
+	(void)state;
+
+	assert_int_equal(membership_heard(mb, 2, 500, NULL, 10 * MS, NULL), MB_UP);
+	for (uint64_t t = 250; t <= 1000; t += 250)
+		assert_int_equal(membership_tick(mb, t * MS, dead, 4), 0);
+	/* next tick 2 s late: no verdict, node 2 still alive */
+	assert_int_equal(membership_tick(mb, 3000 * MS, dead, 4), 0);
+	membership_get(mb, 2, &m);
+	assert_int_equal(m.state, FN_ALIVE);
+	assert_int_equal(membership_tick(mb, 3250 * MS, dead, 4), 0);
+	assert_int_equal(membership_tick(mb, 3750 * MS, dead, 4), 0);
+	/* still silent a whole timeout after that: dead after all */
+	assert_int_equal(membership_tick(mb, 4001 * MS, dead, 4), 1);
+	assert_int_equal(dead[0], 2);
+	membership_destroy(mb);
+}
+
 static void heard_dead_back_rejoin(void **state)
 {
 	struct membership *mb = make();
@@ -207,6 +232,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(heard_dead_back_rejoin),
+		cmocka_unit_test(own_stall_kills_no_peer),
 		cmocka_unit_test(pagestore_rules),
 		cmocka_unit_test(capacity_offer),
 	};
