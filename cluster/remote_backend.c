@@ -1598,10 +1598,14 @@ static void overwrite_count(struct remote_backend *rb, unsigned j, uint64_t i,
 
 	if (rc == 0 || rc == -EREMOTEIO)
 		atomic_fetch_add(&nd->stores, 1);
-	if (rc == -EREMOTEIO)
+	if (rc == -EREMOTEIO) {
+		/* a batch's entry has a status, not a text of its own */
+		const char *why = cl ? cluster_client_last_error(cl) : "";
 		log_warn("remote swap: node %u stored slot %" PRIu64 " but could not "
 			 "update its parity (%s); recomputing parity group %" PRIu64,
-			 nd->id, i, cluster_client_last_error(cl), g->pkey & 0xffffffff);
+			 nd->id, i, why && why[0] ? why : "the parity node refused or "
+			 "did not answer", g->pkey & 0xffffffff);
+	}
 }
 
 /* An overwrite to version v of slot s, member idx of group g, that the

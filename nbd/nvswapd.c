@@ -200,7 +200,8 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		return -1;
 	}
 	if (!c->size) {
-		fprintf(stderr, "nvswapd: --size is required (e.g. --size 1G)\n");
+		fprintf(stderr, "nvswapd: --size is required, and more than 0 "
+			"(e.g. --size 1G)\n");
 		return -1;
 	}
 	if (c->size % PREF_BLOCK) {
@@ -541,7 +542,10 @@ int main(int argc, char **argv)
 
 	struct nbd_export exp = {
 		.name = c.name,
-		.description = "nvswapd tiered swap store",
+		.description = !strcmp(c.store, "remote") ?
+			       "nvswapd swap store in other nodes' memory" :
+			       !strcmp(c.store, "flat") ? "nvswapd flat swap store" :
+			       "nvswapd tiered swap store",
 		.size = c.size,
 		/* FLUSH/FUA: every write is in the shared store before its
 		 * reply, so their effect is visible on all connections. */
