@@ -71,6 +71,8 @@ struct rnode {
 	 * (the excess is other owners'): no full scan again before this */
 	uint64_t mig_idle_until_ns;
 	atomic_uint_fast64_t down_until_ns;
+	atomic_uint_fast64_t down_logged_ns; /* mark_down's last warning */
+	atomic_uint down_quiet;               /* downs since, not logged */
 	atomic_uint rr;                 /* rotating start for conn_get */
 	/* Bumped by a transport error on a connection of the current
 	 * epoch: the node most likely restarted or died, and its other
@@ -288,7 +290,23 @@ static void mark_down(struct remote_backend *rb, unsigned i, int rc)
 	uint64_t was = atomic_exchange(&nd->down_until_ns, clock_now_ns() + DOWN_NS);
 
 	atomic_fetch_add(&nd->errors, 1);
-	if (was < clock_now_ns())
+	if (was >= clock_now_ns())
+		return;
+	/* A node that stays away is retried every second: one warning a
+	 * minute then, with the count of the others (it was one a retry,
+	 * for ever, for a node that never ran). */
+	uint64_t now = clock_now_ns(), last = atomic_load(&nd->down_logged_ns);
+	if (last && now - last < 60000000000ull) {
+		atomic_fetch_add(&nd->down_quiet, 1);
+		return;
+	}
+	atomic_store(&nd->down_logged_ns, now);
+	unsigned quiet = atomic_exchange(&nd->down_quiet, 0);
+	if (quiet)
+		log_warn("remote swap: node %u unreachable (%s); using the others "
+			 "(%u more times in the last minute)", nd->id,
+			 strerror(-rc), quiet);
+	else
 		log_warn("remote swap: node %u unreachable (%s); using the others",
 			 nd->id, strerror(-rc));
 	(void)rb;
