@@ -18,6 +18,7 @@
 #include "cluster/pagestore.h"
 #include "pmem/tierstore.h"
 #include "common/clock.h"
+#include "common/crc32c.h"
 #include "common/log.h"
 #include "common/xor.h"
 #include "common/opts.h"
@@ -114,6 +115,10 @@ struct node {
 	atomic_uint_fast64_t conns_total, auth_failures, bad_frames,
 		conns_refused, heartbeats_in, heartbeats_out, requests,
 		forwards, forward_errors;
+	/* "refused peer" lines, one limit per kind of refusal (what the
+	 * peer claims and why it was refused, hashed): a peer retrying the
+	 * same wrong secret is held back, a different refusal still shows. */
+	struct log_limit auth_log[16];
 };
 
 uint64_t node_incarnation(const struct node *n)
@@ -1064,11 +1069,18 @@ static void *inbound_main(void *arg)
 	rc = auth_server(&ib->c, &me, admit, n, &ib->peer, &why);
 	if (rc) {
 		atomic_fetch_add(&n->auth_failures, 1);
-		if (!node_stopping(n))
-			log_warn("refused peer %s (claims %s %u): %s; connection closed",
-				 ib->c.peer, ib->peer.node_id ? "node" : "client id",
-				 ib->peer.node_id,
-				 why && *why ? why : strerror(-rc));
+		/* A peer with the wrong secret retries (10 a second): one
+		 * line every 10 s for each kind of refusal; auth_failures
+		 * counts them all. */
+		const char *reason = why && *why ? why : strerror(-rc);
+		uint32_t kind = crc32c(ib->peer.node_id, reason, strlen(reason));
+		char note[96];
+		if (!node_stopping(n) &&
+		    log_limit(&n->auth_log[kind % 16], 10, note, sizeof(note)))
+			log_warn("refused peer %s (claims %s %u): %s; connection "
+				 "closed%s", ib->c.peer,
+				 ib->peer.node_id ? "node" : "client id",
+				 ib->peer.node_id, reason, note);
 		conn_close_after_error(&ib->c);
 		goto out;
 	}

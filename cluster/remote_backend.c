@@ -71,8 +71,7 @@ struct rnode {
 	 * (the excess is other owners'): no full scan again before this */
 	uint64_t mig_idle_until_ns;
 	atomic_uint_fast64_t down_until_ns;
-	atomic_uint_fast64_t down_logged_ns; /* mark_down's last warning */
-	atomic_uint down_quiet;               /* downs since, not logged */
+	struct log_limit down_log;            /* mark_down's warning */
 	atomic_uint rr;                 /* rotating start for conn_get */
 	/* Bumped by a transport error on a connection of the current
 	 * epoch: the node most likely restarted or died, and its other
@@ -191,6 +190,9 @@ struct remote_backend {
 	atomic_uint_fast64_t mapped, reads, writes, trims, failovers, remirrors,
 		read_errors, write_errors, zero_reads, rebuild_passes,
 		spills, spilled_now;
+	/* Reads of lost pages: the kernel retries each one, and a lost node's
+	 * pages are read by the thousand (133,000 lines for 13,000 pages). */
+	struct log_limit lost_log;
 };
 
 int remote_redundancy_parse(const char *s)
@@ -284,6 +286,18 @@ static bool copy_valid(struct remote_backend *rb, const struct slot *s, unsigned
 	       (uint8_t)atomic_load(&rb->nodes[s->n[r]].gen) == s->g[r];
 }
 
+/* A read of slot i failed for good (EIO to the kernel): counted, and
+ * logged at most every 10 s; read_errors in the stats has them all. */
+static void lost_read(struct remote_backend *rb, uint64_t i, uint64_t version,
+		      const char *what)
+{
+	char note[96];
+	atomic_fetch_add(&rb->read_errors, 1);
+	if (log_limit(&rb->lost_log, 10, note, sizeof(note)))
+		log_err("remote swap: slot %" PRIu64 " (version %" PRIu64
+			") %s%s", i, version, what, note);
+}
+
 static void mark_down(struct remote_backend *rb, unsigned i, int rc)
 {
 	struct rnode *nd = &rb->nodes[i];
@@ -295,20 +309,10 @@ static void mark_down(struct remote_backend *rb, unsigned i, int rc)
 	/* A node that stays away is retried every second: one warning a
 	 * minute then, with the count of the others (it was one a retry,
 	 * for ever, for a node that never ran). */
-	uint64_t now = clock_now_ns(), last = atomic_load(&nd->down_logged_ns);
-	if (last && now - last < 60000000000ull) {
-		atomic_fetch_add(&nd->down_quiet, 1);
-		return;
-	}
-	atomic_store(&nd->down_logged_ns, now);
-	unsigned quiet = atomic_exchange(&nd->down_quiet, 0);
-	if (quiet)
-		log_warn("remote swap: node %u unreachable (%s); using the others "
-			 "(%u more times in the last minute)", nd->id,
-			 strerror(-rc), quiet);
-	else
-		log_warn("remote swap: node %u unreachable (%s); using the others",
-			 nd->id, strerror(-rc));
+	char note[96];
+	if (log_limit(&nd->down_log, 60, note, sizeof(note)))
+		log_warn("remote swap: node %u unreachable (%s); using the "
+			 "others%s", nd->id, strerror(-rc), note);
 	(void)rb;
 }
 
@@ -1534,9 +1538,7 @@ static int pslot_read(struct remote_backend *rb, uint64_t i, void *page)
 	int idx = parity_member_find(g, i);
 	if (idx < 0 || group_reconstruct(rb, g, i, page)) {
 		pthread_mutex_unlock(glock(rb, gid));
-		atomic_fetch_add(&rb->read_errors, 1);
-		log_err("remote swap: slot %" PRIu64 " (version %" PRIu64
-			") is lost and could not be rebuilt", i, s->version);
+		lost_read(rb, i, s->version, "is lost and could not be rebuilt");
 		return -EIO;
 	}
 	return pslot_rehome(rb, i, gid, idx, page);
@@ -1845,9 +1847,7 @@ static int slot_read(struct remote_backend *rb, uint64_t i, void *page)
 		}
 	}
 	if (got < 0) {
-		atomic_fetch_add(&rb->read_errors, 1);
-		log_err("remote swap: slot %" PRIu64 " (version %" PRIu64
-			"): no copy could be read", i, s->version);
+		lost_read(rb, i, s->version, "has no copy that could be read");
 		return -EIO;
 	}
 	/* Restore redundancy now, while we hold the page. */

@@ -1,6 +1,9 @@
 /* log.c - timestamped, tagged log lines; see log.h. */
 #include "common/log.h"
 
+#include <inttypes.h>
+
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +11,8 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "common/clock.h"
 
 static const char *log_tag = "nvcache";
 static enum log_level log_max = LOG_LVL_INFO;
@@ -71,4 +76,32 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* nowhere left to report it */
 	}
+}
+
+bool log_limit_at(struct log_limit *l, unsigned interval_s, uint64_t now_ns,
+		  char *note, size_t len)
+{
+	uint64_t next = atomic_load(&l->next_ns);
+	/* Whoever moves next_ns on logs; a racing caller counts as held. */
+	if (now_ns < next ||
+	    !atomic_compare_exchange_strong(&l->next_ns, &next,
+					    now_ns + interval_s * 1000000000ull)) {
+		atomic_fetch_add(&l->held, 1);
+		return false;
+	}
+	uint64_t held = atomic_exchange(&l->held, 0);
+	if (len) {
+		if (held)
+			snprintf(note, len, " (%" PRIu64 " more like it held back "
+				 "in the last %u s)", held, interval_s);
+		else
+			note[0] = 0;
+	}
+	return true;
+}
+
+bool log_limit(struct log_limit *l, unsigned interval_s, char *note,
+	       size_t len)
+{
+	return log_limit_at(l, interval_s, clock_now_ns(), note, len);
 }

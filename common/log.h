@@ -4,6 +4,8 @@
 #pragma once
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
@@ -20,3 +22,21 @@ void log_msg(enum log_level level, const char *fmt, ...)
 #define log_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)
 #define log_info(...)  log_msg(LOG_LVL_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_LVL_DEBUG, __VA_ARGS__)
+
+/* A rate limit for one message that can repeat fast (a read of every lost
+ * page, a peer retrying a wrong secret): at most one line per interval,
+ * and that line says how many were held back since the last. Zero it to
+ * start (static or memset). Thread-safe. */
+struct log_limit {
+	_Atomic uint64_t next_ns;  /* monotonic time the next line may go */
+	_Atomic uint64_t held;     /* lines held back since the last one */
+};
+
+/* true: log the line now; note (len bytes) then holds "" or " (N more like
+ * it held back in the last S s)" to append to it. false: held back,
+ * counted. */
+bool log_limit(struct log_limit *l, unsigned interval_s, char *note,
+	       size_t len);
+/* log_limit at a given monotonic time (what it uses; for tests). */
+bool log_limit_at(struct log_limit *l, unsigned interval_s, uint64_t now_ns,
+		  char *note, size_t len);

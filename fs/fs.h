@@ -21,6 +21,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "fs/cache_mgr.h"
 #include "fs/stripe.h"
 
@@ -127,7 +128,7 @@ struct fs {
 
 	struct fs_stats st;
 	atomic_uint_fast64_t datafds;  /* inodes' data fds open */
-	atomic_uint_fast64_t table_full_logged_ns; /* fs_reclaim_objs's warning */
+	struct log_limit table_full_log;  /* fs_reclaim_objs's warning */
 	uint64_t datafd_budget;        /* more: close idle ones (fdata.c) */
 };
 

@@ -155,17 +155,12 @@ size_t fs_reclaim_objs(struct fs *fs, size_t want)
 			freed++;
 		fs_inode_unref(fs, cand[k]);
 	}
-	if (!freed) {
-		uint64_t now = clock_now_ns();
-		uint64_t last = atomic_load(&fs->table_full_logged_ns);
-		if (now - last > 10000000000ull &&
-		    atomic_compare_exchange_strong(&fs->table_full_logged_ns,
-						   &last, now))
-			log_warn("file table full: every entry is a file with "
-				 "data not yet written back; writers wait for "
-				 "write-back (the table has max(256, blocks/4) "
-				 "entries: a larger cache_size has more)");
-	}
+	char note[96];
+	if (!freed && log_limit(&fs->table_full_log, 10, note, sizeof(note)))
+		log_warn("file table full: every entry is a file with data not "
+			 "yet written back; writers wait for write-back (the "
+			 "table has max(256, blocks/4) entries: a larger "
+			 "cache_size has more)%s", note);
 	return freed;
 }
 

@@ -68,6 +68,18 @@ t_wait 5 grep -q "refused peer 127.0.0.1:.*connection closed" "$T_DIR/node1.log"
 # A wrong-secret peer that sends a forged proof anyway: the AUTH reply says no.
 # (covered at the frame level by test_cluster_client; here: garbage HELLO)
 t_log "wrong secret refused: $out"
+# A peer that keeps retrying with the wrong secret is counted every time but
+# logged once every 10 s (it was a line a try, 10 a second, for ever).
+before=$(stat_val 1 auth_failures)
+for k in $(seq 20); do
+  "$client" --cluster "$conf" --node 1 --secret "$T_DIR/wrong-secret" table >/dev/null 2>&1 &&
+    t_fail "a client with the wrong secret was admitted"
+done
+t_wait 5 test "$(stat_val 1 auth_failures)" -ge $((before + 20)) ||
+  t_fail "20 more refusals not counted: auth_failures $(stat_val 1 auth_failures), was $before"
+lines=$(grep -c "refused peer" "$T_DIR/node1.log")
+[ "$lines" -le 2 ] || t_fail "21 refusals in a few seconds gave $lines log lines"
+t_log "21 wrong-secret tries: auth_failures +$(( $(stat_val 1 auth_failures) - before + 1 )), $lines log line(s)"
 
 # 3. Pages through the client library come back bit-exact, on two nodes, for
 # two owners; and a node reports them in its stats.
@@ -148,7 +160,7 @@ while True:
 # the node answers with an ERROR frame (magic NVCL) and closes
 sys.exit(0 if data[:4] in (b"NVCL", b"") else 1)
 EOF
-t_wait 5 grep -q "refused peer .*bad magic" "$T_DIR/node2.log" || t_fail "no log line for pre-auth garbage"
+t_wait 5 grep -q "refused peer .*bad magic" "$T_DIR/node2.log" || t_fail "no log line for pre-auth garbage: $(grep refused "$T_DIR/node2.log")"
 # b) after the handshake: wrong CRC, oversize payload, bad magic, truncated,
 # random bytes.
 raw() { "$client" --cluster "$conf" --node 2 raw; }

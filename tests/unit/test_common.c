@@ -1,4 +1,4 @@
-/* test_common.c - CRC32C vectors, XOR, size parsing. */
+/* test_common.c - CRC32C vectors, XOR, size parsing, log rate limits. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "common/crc32c.h"
+#include "common/log.h"
 #include "common/opts.h"
 #include "common/xor.h"
 
@@ -56,12 +57,36 @@ static void size_parsing(void **state)
 	assert_int_equal(opts_parse_size("99999999999T", &v), -ERANGE);
 }
 
+/* One line per interval; the next says how many were held back. */
+static void log_limit_counts_held_lines(void **state)
+{
+	struct log_limit l = { 0 };
+	char note[80];
+	const uint64_t s = 1000000000ull;
+	(void)state;
+	assert_true(log_limit_at(&l, 10, 5 * s, note, sizeof(note)));
+	assert_string_equal(note, "");
+	for (int i = 0; i < 7; i++)
+		assert_false(log_limit_at(&l, 10, 5 * s + (uint64_t)i * s, note,
+					  sizeof(note)));
+	assert_false(log_limit_at(&l, 10, 15 * s - 1, note, sizeof(note)));
+	assert_true(log_limit_at(&l, 10, 15 * s, note, sizeof(note)));
+	assert_string_equal(note, " (8 more like it held back in the last 10 s)");
+	/* The count starts again after each line. */
+	assert_false(log_limit_at(&l, 10, 16 * s, note, sizeof(note)));
+	assert_true(log_limit_at(&l, 10, 40 * s, note, sizeof(note)));
+	assert_string_equal(note, " (1 more like it held back in the last 10 s)");
+	assert_true(log_limit_at(&l, 10, 60 * s, note, sizeof(note)));
+	assert_string_equal(note, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(crc_known_vectors),
 		cmocka_unit_test(xor_roundtrip),
 		cmocka_unit_test(size_parsing),
+		cmocka_unit_test(log_limit_counts_held_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
