@@ -191,8 +191,9 @@ struct remote_backend {
 		read_errors, write_errors, zero_reads, rebuild_passes,
 		spills, spilled_now;
 	/* Reads of lost pages: the kernel retries each one, and a lost node's
-	 * pages are read by the thousand (133,000 lines for 13,000 pages). */
-	struct log_limit lost_log;
+	 * pages are read by the thousand (133,000 lines for 13,000 pages):
+	 * why a page could not be rebuilt, and that it is lost. */
+	struct log_limit rebuild_log, lost_log;
 };
 
 int remote_redundancy_parse(const char *s)
@@ -296,6 +297,18 @@ static void lost_read(struct remote_backend *rb, uint64_t i, uint64_t version,
 	if (log_limit(&rb->lost_log, 10, note, sizeof(note)))
 		log_err("remote swap: slot %" PRIu64 " (version %" PRIu64
 			") %s%s", i, version, what, note);
+}
+
+/* Slot `slot` cannot be rebuilt from parity: slot `other` of its group is
+ * lost too (rc). Logged at most every 10 s, as lost_read. */
+static void rebuild_failed(struct remote_backend *rb, uint64_t slot,
+			   uint64_t other, int rc)
+{
+	char note[96];
+	if (log_limit(&rb->rebuild_log, 10, note, sizeof(note)))
+		log_err("remote swap: slot %" PRIu64 " cannot be rebuilt: slot %"
+			PRIu64 " of its group is lost too (%s)%s", slot, other,
+			strerror(-rc), note);
 }
 
 static void mark_down(struct remote_backend *rb, unsigned i, int rc)
@@ -1231,9 +1244,7 @@ static int group_reconstruct(struct remote_backend *rb, struct parity_group *g,
 		if (m->slot == slot)
 			continue;
 		if (!member_ok(rb, m)) {
-			log_err("remote swap: slot %" PRIu64 " cannot be rebuilt: slot %"
-				PRIu64 " of its group is lost too (%s)", slot, m->slot,
-				strerror(EHOSTDOWN));
+			rebuild_failed(rb, slot, m->slot, -EHOSTDOWN);
 			return -EIO;
 		}
 		who[n] = k;
@@ -1255,9 +1266,7 @@ static int group_reconstruct(struct remote_backend *rb, struct parity_group *g,
 		return -EIO;
 	for (unsigned k = 0; k < n; k++) {
 		if (r[k].rc) {
-			log_err("remote swap: slot %" PRIu64 " cannot be rebuilt: slot %"
-				PRIu64 " of its group is lost too (%s)", slot,
-				g->m[who[k]].slot, strerror(-r[k].rc));
+			rebuild_failed(rb, slot, g->m[who[k]].slot, r[k].rc);
 			return -EIO;
 		}
 		xor_into(out, pg[k], PAGE);
