@@ -2,12 +2,14 @@
  * 64 KiB at a time and handed to zlib, which writes plain files too. */
 #include "pmem/nvt.h"
 
+#include "common/crc32c.h"
 #include "common/log.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 struct trace_writer {
@@ -15,12 +17,17 @@ struct trace_writer {
 	uint8_t buf[1 << 16];
 	size_t len;
 	uint64_t prev;
+	uint64_t nrec;           /* access and free records written */
 	uint32_t flags;
+	uint32_t crc;            /* of the bytes after the header, so far */
+	size_t crc_from;         /* buf[crc_from..len) not yet in crc */
 	int err;
 };
 
 static void tw_flush(struct trace_writer *w)
 {
+	w->crc = crc32c(w->crc, w->buf + w->crc_from, w->len - w->crc_from);
+	w->crc_from = 0;
 	if (w->len && !w->err) {
 		if (gzwrite(w->gz, w->buf, (unsigned)w->len) != (int)w->len)
 			w->err = -EIO;
@@ -47,19 +54,29 @@ int trace_writer_open(struct trace_writer **out, const char *path,
 	struct trace_writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	w->gz = gzopen(path, gz ? "wb6" : "wbT");
+	/* "-": standard output, plain (as "-" is standard input to readers) */
+	if (!strcmp(path, "-")) {
+		int fd = dup(STDOUT_FILENO);
+		w->gz = fd < 0 ? NULL : gzdopen(fd, "wbT");
+		if (!w->gz && fd >= 0)
+			close(fd);
+	} else {
+		w->gz = gzopen(path, gz ? "wb6" : "wbT");
+	}
 	if (!w->gz) {
 		int e = errno ? errno : ENOMEM;
 		log_err("trace %s: cannot create: %s", path, strerror(e));
 		free(w);
 		return -e;
 	}
+	flags |= NVT_F_END;
 	w->flags = flags;
 	memcpy(w->buf, NVT_MAGIC, 8);
 	for (int i = 0; i < 4; i++)
 		w->buf[8 + i] = (uint8_t)(flags >> (8 * i));
 	memset(w->buf + 12, 0, 4);
 	w->len = NVT_HEADER_BYTES;
+	w->crc_from = NVT_HEADER_BYTES;
 	*out = w;
 	return 0;
 }
@@ -81,6 +98,7 @@ int trace_write(struct trace_writer *w, const struct trace_rec *rec)
 		tw_varint(w, 0);
 		tw_varint(w, rec->addr);
 		w->prev = rec->addr;
+		w->nrec++;
 		return w->err;
 	}
 	if (rec->op > TRACE_M || rec->size == 0 || rec->size > TRACE_MAX_SIZE)
@@ -98,6 +116,7 @@ int trace_write(struct trace_writer *w, const struct trace_rec *rec)
 		tw_varint(w, rec->addr);
 	}
 	w->prev = rec->addr;
+	w->nrec++;
 	return w->err;
 }
 
@@ -113,6 +132,15 @@ int trace_write_instr(struct trace_writer *w, uint64_t n)
 
 int trace_writer_close(struct trace_writer *w)
 {
+	tw_varint(w, 7u << 2 | TRACE_L);
+	tw_varint(w, 0);
+	tw_varint(w, w->nrec);
+	if (w->len + 4 > sizeof(w->buf))
+		tw_flush(w);
+	uint32_t crc = crc32c(w->crc, w->buf + w->crc_from, w->len - w->crc_from);
+	for (int i = 0; i < 4; i++)
+		w->buf[w->len++] = (uint8_t)(crc >> (8 * i));
+	w->crc_from = w->len;   /* the CRC is not in itself */
 	tw_flush(w);
 	int rc = w->err;
 	if (gzclose(w->gz) != Z_OK && !rc)

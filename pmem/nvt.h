@@ -11,7 +11,11 @@
  *     kind 0/1/2 (L/S/M): sc = (v >> 2) & 7, d = v >> 5
  *        sc < 7: size = 1 << sc, address = previous address + unzigzag(d)
  *        sc == 7: size = varint, address = varint (absolute), d == 0
- *   The previous address starts at 0. The file ends after a whole record.
+ *   The previous address starts at 0. The file ends after a whole record;
+ *   with NVT_F_END (every file this writer makes) that record is the end
+ *   record: kind 0 with sc == 7 and size 0, then varint N, the count of
+ *   access and free records before it, then the CRC32C (4 bytes, little
+ *   endian) of every byte from the end of the header to the end of N.
  *   With NVT_F_FREES, kind 2 with sc == 7 and size 0 is a free record: the
  *   NVT_FREE_BYTES at address (absolute, as above) lost their contents (a
  *   TRIM of a live store's page). Only in memory-level files
@@ -27,6 +31,10 @@
  *   NVT_F_FREES - the file may hold free records (the live store's log:
  *     a swap device's TRIMs free pages). A reader that does not know the
  *     flag refuses the file rather than misread it.
+ *   NVT_F_END - the file closes with an end record (above). A file cut
+ *     short (a writer killed, a copy interrupted) or changed is then an
+ *     error, not a shorter trace: without it a plain file cut at a record
+ *     boundary read as a whole one. Readers report flags without it.
  * A file is gzip-compressed when its name ends in ".gz"; readers take both.
  *
  * Threads: a writer belongs to one thread. */
@@ -39,7 +47,8 @@
 #define NVT_F_STORE 2u
 #define NVT_F_FREES 4u
 #define NVT_FREE_BYTES 4096u
-#define NVT_F_KNOWN (NVT_F_PAGES | NVT_F_STORE | NVT_F_FREES)
+#define NVT_F_END 8u
+#define NVT_F_KNOWN (NVT_F_PAGES | NVT_F_STORE | NVT_F_FREES | NVT_F_END)
 #define TRACE_MAX_SIZE 4096u   /* largest single access accepted */
 
 /* TRACE_FREE: the page holding addr was freed (size 0; NVT_F_FREES). */
@@ -64,5 +73,6 @@ int trace_writer_fast(struct trace_writer *w);
  * (-EIO). Buffered: errors may surface on a later call. */
 int trace_write(struct trace_writer *w, const struct trace_rec *rec);
 int trace_write_instr(struct trace_writer *w, uint64_t n);
-/* Flush and close; returns the first error seen (-EIO etc.). */
+/* Write the end record, flush and close; returns the first error seen
+ * (-EIO etc.). */
 int trace_writer_close(struct trace_writer *w);

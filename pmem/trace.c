@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "common/crc32c.h"
 #include "common/log.h"
 #include "pmem/trace.h"
 
@@ -28,12 +29,22 @@ struct trace_reader {
 	uint64_t prev;           /* nvt: previous address */
 	int err;                 /* nvt: an error after records, for the
 				  * next call (sticky) */
+	/* nvt with NVT_F_END: the end record must come, and its count and
+	 * CRC match; the CRC covers what is consumed (buf[crc_pos..pos)) */
+	bool want_end, summing;
+	uint32_t crc;
+	size_t crc_pos;
+	uint64_t nrec;
 	uint64_t fsize;
 	const char *name;
 };
 
 static int tr_fill(struct trace_reader *r)
 {
+	if (r->summing) {
+		r->crc = crc32c(r->crc, r->buf + r->crc_pos, r->pos - r->crc_pos);
+		r->crc_pos = 0;
+	}
 	if (r->pos > 0) {
 		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
 		r->base += r->pos;
@@ -94,6 +105,12 @@ static int tr_start(struct trace_reader *r, enum trace_format fmt)
 	int rc = tr_fill(r);
 	if (rc < 0)
 		return rc;
+	if (r->len >= 8 && r->len < NVT_HEADER_BYTES &&
+	    memcmp(r->buf, NVT_MAGIC, 8) == 0) {
+		log_err("trace %s: truncated: the nvt header is %zu of %d bytes",
+			r->name, r->len, NVT_HEADER_BYTES);
+		return -EINVAL;
+	}
 	bool is_nvt = r->len >= NVT_HEADER_BYTES && memcmp(r->buf, NVT_MAGIC, 8) == 0;
 	if (fmt == TRACE_AUTO)
 		fmt = is_nvt ? TRACE_NVT : TRACE_LACKEY;
@@ -118,6 +135,9 @@ static int tr_start(struct trace_reader *r, enum trace_format fmt)
 			return -EINVAL;
 		}
 		r->pos = NVT_HEADER_BYTES;
+		r->want_end = r->summing = (r->flags & NVT_F_END) != 0;
+		r->crc_pos = NVT_HEADER_BYTES;
+		r->flags &= ~NVT_F_END;
 	}
 	return 0;
 }
@@ -415,8 +435,19 @@ static int nvt_varint(struct trace_reader *r, uint64_t *out, bool at_start)
 		if (rc < 0)
 			return rc;
 	}
-	if (r->pos == r->len && at_start)
-		return r->cut ? tr_cut(r) : 1;
+	if (r->pos == r->len && at_start) {
+		if (r->cut)
+			return tr_cut(r);
+		if (r->want_end) {
+			log_err("trace %s: truncated: no end record after %llu "
+				"records (%llu bytes): its writer stopped before "
+				"closing it, or a copy was cut short", r->name,
+				(unsigned long long)r->nrec,
+				(unsigned long long)(r->base + r->pos));
+			return -EIO;
+		}
+		return 1;
+	}
 	uint64_t v = 0;
 	for (unsigned sh = 0;; sh += 7) {
 		if (r->pos == r->len) {
@@ -440,6 +471,45 @@ static int nvt_varint(struct trace_reader *r, uint64_t *out, bool at_start)
 		}
 	}
 	*out = v;
+	return 0;
+}
+
+/* The end record, after its size 0: the count and CRC must match, and
+ * nothing may follow. 0: the trace is whole (later reads return 0). */
+static int nvt_end(struct trace_reader *r)
+{
+	uint64_t n;
+	int rc = nvt_varint(r, &n, false);
+	if (rc < 0)
+		return rc;
+	uint32_t crc = crc32c(r->crc, r->buf + r->crc_pos, r->pos - r->crc_pos);
+	r->summing = false;
+	if (r->len - r->pos < 4 && !r->eof && (rc = tr_fill(r)) < 0)
+		return rc;
+	if (r->len - r->pos < 4) {
+		log_err("trace %s: truncated end record at byte %llu", r->name,
+			(unsigned long long)(r->base + r->pos));
+		return -EIO;
+	}
+	const uint8_t *c = r->buf + r->pos;
+	uint32_t want = (uint32_t)c[0] | (uint32_t)c[1] << 8 |
+			(uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+	r->pos += 4;
+	if (n != r->nrec || crc != want) {
+		log_err("trace %s: damaged: the end record says %llu records "
+			"(CRC %08x), the file has %llu (CRC %08x)", r->name,
+			(unsigned long long)n, want, (unsigned long long)r->nrec,
+			crc);
+		return -EIO;
+	}
+	if (r->len == r->pos && !r->eof && (rc = tr_fill(r)) < 0)
+		return rc;
+	if (r->len != r->pos || r->cut) {
+		log_err("trace %s: data after the end record, at byte %llu",
+			r->name, (unsigned long long)(r->base + r->pos));
+		return -EIO;
+	}
+	r->want_end = false;
 	return 0;
 }
 
@@ -476,11 +546,27 @@ static ssize_t nvt_read(struct trace_reader *r, struct trace_rec *recs,
 			rec->size = 1u << sc;
 			rec->addr = r->prev + ((d >> 1) ^ (0 - (d & 1)));
 		} else {
-			uint64_t size, addr;
+			uint64_t size = 0, addr = 0;
 			bool free_ok = kind == TRACE_M && (r->flags & NVT_F_FREES);
-			if (d != 0 || (rc = nvt_varint(r, &size, false)) < 0 ||
-			    (rc = nvt_varint(r, &addr, false)) < 0 ||
-			    (size == 0 && !free_ok) || size > TRACE_MAX_SIZE) {
+			bool bad = d != 0;
+			if (!bad)
+				rc = nvt_varint(r, &size, false);
+			if (!bad && rc == 0 && size == 0 && kind == TRACE_L &&
+			    r->want_end) {
+				/* the end record: the trace is whole */
+				rc = nvt_end(r);
+				if (rc < 0) {
+					r->err = rc;
+					if (got)
+						break;
+					return rc;
+				}
+				break;
+			}
+			if (!bad && rc == 0)
+				rc = nvt_varint(r, &addr, false);
+			if (bad || rc < 0 || (size == 0 && !free_ok) ||
+			    size > TRACE_MAX_SIZE) {
 				if (rc >= 0)
 					log_err("trace %s: bad record near byte %llu",
 						r->name,
@@ -497,6 +583,7 @@ static ssize_t nvt_read(struct trace_reader *r, struct trace_rec *recs,
 		}
 		r->prev = rec->addr;
 		got++;
+		r->nrec++;
 	}
 	return (ssize_t)got;
 }

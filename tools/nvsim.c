@@ -10,7 +10,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +67,33 @@ struct sim {
 };
 
 /* The process's umask (read by setting it back). */
+/* Files a signal must not leave behind: a convert's half-written output,
+ * the CSV's temporary file (Ctrl-C left both). */
+static const char *volatile sig_rm[2];
+
+static void on_signal(int sig)
+{
+	for (int i = 0; i < 2; i++)
+		if (sig_rm[i])
+			unlink(sig_rm[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void remove_on_signal(int slot, const char *path)
+{
+	static bool set;
+	if (!set) {
+		struct sigaction sa = { .sa_handler = on_signal };
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		set = true;
+	}
+	sig_rm[slot] = path;
+}
+
 static mode_t cur_umask(void)
 {
 	mode_t m = umask(0);
@@ -169,12 +198,19 @@ static int do_convert(int argc, char **argv)
 		} else if (!outp) {
 			outp = argv[i];
 		} else {
+			log_err("convert: unexpected argument '%s'", argv[i]);
 			usage(stderr);
 			return 2;
 		}
 	}
 	if (!in || !outp) {
+		log_err("convert needs IN and OUT (- for stdin, stdout)");
 		usage(stderr);
+		return 2;
+	}
+	if (pages && filter) {
+		log_err("convert: --pages says the input is already memory-level, "
+			"--l2 filters a CPU-level one: give one of them");
 		return 2;
 	}
 	/* The writer truncates its file while the reader has read one
@@ -211,9 +247,12 @@ static int do_convert(int argc, char **argv)
 		trace_close(r);
 		return 1;
 	}
+	bool to_stdout = !strcmp(outp, "-");
+	if (!to_stdout)
+		remove_on_signal(0, outp);
 	static struct trace_rec recs[RECS];
 	static struct mem_event ev[EV_PER_REC_MAX];
-	uint64_t total = 0, instr_total = 0, nfree = 0;
+	uint64_t total = 0, instr_total = 0, nfree = 0, written = 0;
 	ssize_t n;
 	int rc = 0;
 	for (;;) {
@@ -231,6 +270,7 @@ static int do_convert(int argc, char **argv)
 				nfree++;
 			if (!l2 || recs[k].op == TRACE_FREE) {
 				rc = trace_write(w, &recs[k]) < 0;
+				written++;
 				continue;
 			}
 			/* Memory-level records: one per event, whole lines at
@@ -243,6 +283,7 @@ static int do_convert(int argc, char **argv)
 					.op = ev[e].write ? TRACE_S : TRACE_L,
 				};
 				rc = trace_write(w, &m) < 0;
+				written++;
 			}
 		}
 		total += (uint64_t)n;
@@ -255,17 +296,27 @@ static int do_convert(int argc, char **argv)
 		log_err("writing %s failed", outp);
 		rc = 1;
 	}
+	if (!rc && !total && !instr_total) {
+		log_err("trace %s: empty (no accesses, no instructions)", in);
+		rc = 1;
+	}
 	if (rc) {
-		unlink(outp);   /* never leave a half trace behind */
+		if (!to_stdout)
+			unlink(outp);   /* never leave a half trace behind */
 		return 1;
 	}
-	char freed[48] = "";
+	sig_rm[0] = NULL;
+	char freed[48] = "", recs_out[64] = "";
 	if (nfree)
 		snprintf(freed, sizeof(freed), ", %llu pages freed",
 			 (unsigned long long)nfree);
-	fprintf(stderr, "nvsim: converted %llu accesses%s, %llu instructions to %s\n",
+	if (l2)
+		snprintf(recs_out, sizeof(recs_out), " (%llu memory-level records)",
+			 (unsigned long long)(written - nfree));
+	fprintf(stderr, "nvsim: converted %llu accesses%s, %llu instructions to %s%s\n",
 		(unsigned long long)(total - nfree), freed,
-		(unsigned long long)instr_total, outp);
+		(unsigned long long)instr_total, to_stdout ? "stdout" : outp,
+		recs_out);
 	return 0;
 }
 
@@ -345,8 +396,10 @@ static uint32_t page_idx(struct sim *s, uint64_t page)
 static int oracle_profile(struct sim *s, const char *trace,
 			  enum trace_format fmt, const struct model_params *mp)
 {
-	if (!strcmp(trace, "-")) {
-		log_err("--profile oracle reads the trace twice: not from stdin");
+	struct stat st;
+	if (!strcmp(trace, "-") || (stat(trace, &st) == 0 && !S_ISREG(st.st_mode))) {
+		log_err("--profile oracle reads the trace twice: not from %s",
+			!strcmp(trace, "-") ? "stdin" : "a pipe (give a file)");
 		return -EINVAL;
 	}
 	struct trace_reader *r;
@@ -771,11 +824,18 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!trace || !dram_arg || optind != argc) {
+		if (optind != argc)
+			log_err("unexpected argument '%s'", argv[optind]);
+		else
+			log_err("%s is required", !trace ? "--trace FILE"
+							 : "--dram SIZES");
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(policies, "all"))
-		policies = policy_names();
+	/* "all" anywhere in the list is every policy. */
+	for (const char *t = policies; *t; t += strcspn(t, ","), t += *t == ',')
+		if (!strncmp(t, "all", 3) && (t[3] == ',' || !t[3]))
+			policies = policy_names();
 	if (csv && !strcmp(csv, "-")) {
 		if (plot) {
 			log_err("--csv - with --plot: the plots are drawn from "
@@ -828,6 +888,19 @@ int main(int argc, char **argv)
 	 * page, and the policies weigh it so, as in the live store. */
 	uint32_t access_lines = (trace_flags(r) & NVT_F_STORE)
 		? (uint32_t)(mp.page_bytes / mp.line_bytes) : 0;
+	/* A memory-level trace is the L2's output already: its keys change
+	 * nothing but the line count of an access (a user's l2_bytes was
+	 * ignored without a word). */
+	struct model_params dflt;
+	model_params_default(&dflt);
+	if ((trace_flags(r) & NVT_F_PAGES) &&
+	    (mp.l2_bytes != dflt.l2_bytes || mp.l2_ways != dflt.l2_ways ||
+	     mp.line_bytes != dflt.line_bytes))
+		log_warn("trace %s is memory-level (already filtered by an L2): "
+			 "l2_bytes and l2_ways do not apply to it, and line_bytes "
+			 "only counts the lines of each access; convert the "
+			 "CPU-level trace again with --l2 --params to change the "
+			 "cache", trace);
 
 	/* Instances: policy-major, then MRAM, then DRAM (the CSV order). */
 	pl = strdup(policies);
@@ -912,7 +985,13 @@ int main(int argc, char **argv)
 	 * over it only when the run succeeds: a failed run leaves the old
 	 * results as they were, and nothing it did not make is removed
 	 * (--csv /dev/null, a FIFO: written as they are). */
+	/* Through a symlink: its target is the file to replace (renaming
+	 * over the link replaced the link, and left the target as it was). */
 	struct stat cst;
+	static char csvreal[PATH_MAX];
+	if (csv && lstat(csv, &cst) == 0 && S_ISLNK(cst.st_mode) &&
+	    realpath(csv, csvreal))
+		csv = csvreal;
 	if (csv && (stat(csv, &cst) < 0 || S_ISREG(cst.st_mode))) {
 		int n = snprintf(csvtmp, sizeof(csvtmp), "%s.nvsim-XXXXXX", csv);
 		int fd = -1, e = ENAMETOOLONG;
@@ -933,6 +1012,7 @@ int main(int argc, char **argv)
 		}
 		fchmod(fd, 0644 & ~cur_umask());
 		made_csv = true;
+		remove_on_signal(1, csvtmp);
 	} else {
 		out = csv ? fopen(csv, "w") : stdout;
 		if (!out) {
@@ -996,6 +1076,16 @@ int main(int argc, char **argv)
 	s.ev = NULL;
 	if (rc)
 		goto done;
+	/* Nothing at all (an empty file, a lackey log of a program that
+	 * did not run) is a mistake; instructions without a memory access
+	 * give rows of 0 accesses, with a word. */
+	if (!nrec && !instr) {
+		log_err("trace %s: empty (no accesses, no instructions)", trace);
+		rc = 1;
+		goto done;
+	}
+	if (!nrec)
+		log_warn("trace %s: no memory accesses in it", trace);
 	double secs = (double)(clock_now_ns() - t0) / 1e9;
 	uint64_t hits, misses, wbs;
 	l2_stats(l2, &hits, &misses, &wbs);
@@ -1045,6 +1135,7 @@ int main(int argc, char **argv)
 		rc = 1;
 	} else {
 		made_csv = false;   /* whole: kept even if the plot fails */
+		sig_rm[1] = NULL;
 	}
 	out = NULL;
 	if (!rc && plot && run_plot(argv[0], csv, plot) < 0)
@@ -1052,8 +1143,10 @@ int main(int argc, char **argv)
 done:
 	if (out && out != stdout)
 		fclose(out);
-	if (made_csv)   /* the run failed: its partial results go */
+	if (made_csv) {   /* the run failed: its partial results go */
+		sig_rm[1] = NULL;
 		unlink(csvtmp);
+	}
 	for (size_t k = 0; k < s.n; k++)
 		policy_destroy(s.in[k].p);
 	trace_close(r);

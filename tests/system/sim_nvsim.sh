@@ -116,7 +116,40 @@ printf 'dram_read_ns = fast\n' >"$T_DIR/bad.params"
 "$nvsim" --trace "$T_DIR/tiny.nvt" --params "$T_DIR/bad.params" --policy lru --mram 0 --dram 1M 2>"$T_DIR/err"; [ $? -eq 2 ] ||
   t_fail "bad params: want exit 2"
 grep -q "bad.params:1" "$T_DIR/err" || t_fail "params error lacks file:line"
-t_log "bad traces, sizes, policies and parameters refused with clear errors"
+# A plain nvt cut at a record boundary read as a whole, shorter trace
+# (exit 0): a log whose nvswapd was killed, a convert interrupted. Files
+# now close with an end record; every cut is an error.
+sz=$(stat -c %s "$T_DIR/tiny.nvt")
+for c in $(seq 17 48) $((sz / 2)) $((sz - 5)) $((sz - 1)); do
+  head -c "$c" "$T_DIR/tiny.nvt" >"$T_DIR/cut.nvt"
+  "$nvsim" --trace "$T_DIR/cut.nvt" --policy lru --mram 0 --dram 1M -q >/dev/null 2>>"$T_DIR/cuts.err" &&
+    t_fail "nvt cut at byte $c of $sz accepted"
+done
+grep -q "no end record" "$T_DIR/cuts.err" || t_fail "no cut at a record boundary reported: $(head -3 "$T_DIR/cuts.err")"
+# Empty input is an error, not a run of zeros.
+: >"$T_DIR/empty.txt"
+"$nvsim" --trace "$T_DIR/empty.txt" --policy lru --mram 0 --dram 1M -q >/dev/null 2>"$T_DIR/err" &&
+  t_fail "empty trace accepted"
+grep -q "empty" "$T_DIR/err" || t_fail "empty trace: $(cat "$T_DIR/err")"
+# A signal ends convert and a run without leaving a part behind.
+(cat "$T_DIR/bad.txt" >/dev/null; zcat "$tr/gups-tiny.lackey.gz"; sleep 3) |
+  timeout -s INT 1 "$nvsim" convert - "$T_DIR/half.nvt" 2>/dev/null
+[ -e "$T_DIR/half.nvt" ] && t_fail "Ctrl-C during convert left a part of its output"
+(zcat "$tr/gups-tiny.lackey.gz"; sleep 3) |
+  timeout -s TERM 1 "$nvsim" --trace - --policy lru --mram 0 --dram 1M --csv "$T_DIR/sig.csv" 2>/dev/null
+ls "$T_DIR"/sig.csv* >/dev/null 2>&1 && t_fail "SIGTERM left a temporary CSV: $(ls "$T_DIR"/sig.csv*)"
+# --csv through a symlink writes its target (the link was replaced by a
+# file, the target left as it was); convert IN - writes stdout.
+echo earlier >"$T_DIR/target.csv"
+ln -s target.csv "$T_DIR/link.csv"
+"$nvsim" --trace "$T_DIR/tiny.nvt" --policy lru --mram 0 --dram 1M -q --csv "$T_DIR/link.csv" ||
+  t_fail "--csv through a symlink"
+[ -L "$T_DIR/link.csv" ] && head -1 "$T_DIR/target.csv" | grep -q '^policy,' ||
+  t_fail "--csv through a symlink: the link or its target is wrong"
+(cd "$T_DIR" && "$nvsim" convert tiny.nvt - >stdout.nvt 2>/dev/null) && cmp -s "$T_DIR/stdout.nvt" "$T_DIR/tiny.nvt" ||
+  t_fail "convert IN - did not write the trace to stdout"
+[ -e "$T_DIR/-" ] && t_fail "convert IN - wrote a file named -"
+t_log "bad traces, sizes, policies and parameters refused with clear errors; cut or empty traces, signals, symlinks"
 
 # A trace with no memory access at all (instructions only) and the oracle
 # profile: one row per policy with 0 accesses (it crashed on the empty

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <cmocka.h>
 
 #include "tools/nvsim_cache.h"
@@ -235,6 +236,66 @@ static void nvt_roundtrip(void **state)
 	assert_int_equal(trace_open(&r, path, TRACE_AUTO), -ENOENT);
 }
 
+/* Read a whole nvt image: the records, or the error it ends with. */
+static ssize_t read_image(const uint8_t *img, size_t len)
+{
+	struct trace_reader *r;
+	struct trace_rec recs[64];
+	uint64_t instr = 0;
+	ssize_t n = 0, k;
+	if (trace_open_mem(&r, img, len, TRACE_AUTO) < 0)
+		return -EINVAL;
+	while ((k = trace_read(r, recs, 64, &instr)) > 0)
+		n += k;
+	trace_close(r);
+	return k < 0 ? k : n;
+}
+
+/* A written file ends with an end record: cut anywhere, changed in any
+ * byte, or with bytes after it, it is an error, never a shorter or
+ * different trace. (A plain file cut at a record boundary read as a whole
+ * one: a log whose nvswapd was killed, a convert interrupted.) */
+static void nvt_end_record(void **state)
+{
+	char path[] = "/tmp/test_trace.XXXXXX";
+	struct trace_writer *w;
+	(void)state;
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(trace_writer_open(&w, path, NVT_F_PAGES), 0);
+	const size_t n = 3000;
+	for (size_t k = 0; k < n; k++) {
+		struct trace_rec rec = { 0x10000 + (k * 7919 % 977) * 64, 64,
+					 k % 3 ? TRACE_L : TRACE_S };
+		assert_int_equal(trace_write(w, &rec), 0);
+		if (k % 100 == 0)
+			trace_write_instr(w, k + 1);
+	}
+	assert_int_equal(trace_writer_close(w), 0);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	static uint8_t img[1 << 16];
+	ssize_t len = read(fd, img, sizeof(img) - 1);
+	close(fd);
+	unlink(path);
+	assert_true(len > 16 && len < (ssize_t)sizeof(img) - 1);
+	assert_true(img[8] & NVT_F_END);
+	assert_int_equal(read_image(img, (size_t)len), (ssize_t)n);
+	for (ssize_t cut = 16; cut < len; cut++)
+		assert_true(read_image(img, (size_t)cut) < 0);
+	for (ssize_t at = 16; at < len; at++) {
+		img[at] ^= 0x55;
+		assert_true(read_image(img, (size_t)len) < 0);
+		img[at] ^= 0x55;
+	}
+	img[len] = 0;
+	assert_true(read_image(img, (size_t)len + 1) < 0);
+	/* A file of an older writer (no NVT_F_END) still reads. */
+	static const uint8_t old[] = "NVTRACE1\x01\0\0\0\0\0\0\0\x1c\x08\x10";
+	assert_int_equal(read_image(old, 19), 1);
+}
+
 static void nvt_rejects(void **state)
 {
 	struct trace_reader *r;
@@ -367,6 +428,7 @@ int main(void)
 		cmocka_unit_test(lackey_long_mixed),
 		cmocka_unit_test(nvt_roundtrip),
 		cmocka_unit_test(nvt_rejects),
+		cmocka_unit_test(nvt_end_record),
 		cmocka_unit_test(l2_filters),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
