@@ -9,6 +9,9 @@ usage: nvsim-plot.py CSV OUTDIR [--policy P] [--title T] [--mram BYTES]
   fig5_time_vs_total.png   time vs total memory (MRAM+DRAM), one line per
                            MRAM size, policy P (default lowpower) (Fig. 5)
   fig6_energy_vs_total.png energy vs total memory, same lines (Fig. 6)
+
+Exit 2 (one line on stderr) when the CSV cannot be read or is not nvsim's,
+1 when it has no rows, or none for the --policy or --mram given.
 """
 import argparse
 import csv
@@ -20,17 +23,47 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 MIB = 1 << 20
+INTS = ("mram_bytes", "dram_bytes", "accesses", "flash_reads",
+        "flash_writes")
+FLOATS = ("time_s", "energy_j", "mram_hit_rate")
+
+
+def fail(msg, code=1):
+    """One line on stderr, no traceback: the user's input is at fault."""
+    print("nvsim-plot: " + msg, file=sys.stderr)
+    sys.exit(code)
+
+
+def parse_row(path, line, r):
+    for k in INTS + FLOATS:
+        v = r[k]
+        if v is None:
+            fail(f"{path} line {line}: too few fields", 2)
+        try:
+            r[k] = int(v) if k in INTS else float(v)
+        except ValueError:
+            fail(f"{path} line {line}: {k} {v!r} is not a number", 2)
+    return r
 
 
 def load(path):
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    for r in rows:
-        for k in ("mram_bytes", "dram_bytes", "accesses", "flash_reads",
-                  "flash_writes"):
-            r[k] = int(r[k])
-        for k in ("time_s", "energy_j", "mram_hit_rate"):
-            r[k] = float(r[k])
+    try:
+        with open(path, newline="") as f:
+            rd = csv.DictReader(f)
+            need = ("policy",) + INTS + FLOATS
+            if rd.fieldnames is None:
+                fail(f"{path}: empty, not an nvsim CSV", 2)
+            missing = [k for k in need if k not in rd.fieldnames]
+            if missing:
+                fail(f"{path}: not an nvsim CSV (no column "
+                     f"{', '.join(missing)} in its header)", 2)
+            rows = []
+            for r in rd:
+                rows.append(parse_row(path, rd.line_num, r))
+    except UnicodeDecodeError:
+        fail(f"{path}: not text, not an nvsim CSV", 2)
+    except (OSError, csv.Error) as e:
+        fail(f"{path}: {getattr(e, 'strerror', None) or e}", 2)
     return rows
 
 
@@ -50,10 +83,20 @@ def main():
     a = ap.parse_args()
     rows = load(a.csv)
     if not rows:
-        sys.exit("nvsim-plot: no rows in " + a.csv)
-    os.makedirs(a.outdir, exist_ok=True)
+        fail("no rows in " + a.csv)
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     mrams = sorted({r["mram_bytes"] for r in rows})
+    # An option that matches no row would draw empty figures: refuse it.
+    if a.policy is not None and a.policy not in policies:
+        fail(f"no rows for policy '{a.policy}' (the CSV has: "
+             f"{', '.join(policies)})")
+    if a.mram is not None and a.mram not in mrams:
+        fail(f"no rows for --mram {a.mram} (the CSV has MRAM sizes in "
+             f"bytes: {', '.join(str(m) for m in mrams)})")
+    try:
+        os.makedirs(a.outdir, exist_ok=True)
+    except OSError as e:
+        fail(f"{a.outdir}: {e.strerror or e}", 2)
     pol = a.policy or ("lowpower" if "lowpower" in policies else policies[0])
     t = (a.title + ": ") if a.title else ""
 

@@ -182,7 +182,31 @@ if $py -c 'import matplotlib' 2>/dev/null; then
   done
   [ "$(head -1 "$T_DIR/plots/nvsim.csv")" = "$hdr" ] || t_fail "plot CSV header"
   t_log "plots written"
+  # An option no row matches drew 3 empty figures and exited 0; a CSV it
+  # cannot read gave a traceback. Now: one line naming what is missing.
+  plot=$T_ROOT/tools/nvsim-plot.py
+  # plot_err WANT_RC ARGS...: nvsim-plot exits WANT_RC with one stderr line.
+  plot_err() {
+    local want=$1 rc; shift
+    $py "$plot" "$@" >/dev/null 2>"$T_DIR/err"; rc=$?
+    [ $rc -eq "$want" ] || t_fail "nvsim-plot $*: exit $rc, want $want: $(cat "$T_DIR/err")"
+    [ "$(wc -l <"$T_DIR/err")" -eq 1 ] || t_fail "nvsim-plot $*: want one line on stderr: $(cat "$T_DIR/err")"
+  }
+  plot_err 1 "$T_DIR/plots/nvsim.csv" "$T_DIR/p2" --policy nosuch
+  grep -q "policy 'nosuch' (the CSV has: lru, .*adaptive" "$T_DIR/err" || t_fail "--policy nosuch: $(cat "$T_DIR/err")"
+  plot_err 1 "$T_DIR/plots/nvsim.csv" "$T_DIR/p2" --mram 12345
+  grep -q "12345 (the CSV has .*: 0, 131072)" "$T_DIR/err" || t_fail "--mram 12345: $(cat "$T_DIR/err")"
+  [ ! -e "$T_DIR/p2" ] || t_fail "nvsim-plot wrote into OUTDIR on a refused option"
+  plot_err 2 "$T_DIR/no-such.csv" "$T_DIR/p2"
+  grep -q "no-such.csv: No such file" "$T_DIR/err" || t_fail "missing CSV: $(cat "$T_DIR/err")"
+  plot_err 2 "$T_DIR/bad.txt" "$T_DIR/p2"
+  grep -q "not an nvsim CSV" "$T_DIR/err" || t_fail "not a CSV: $(cat "$T_DIR/err")"
+  sed '3s/,[0-9]*,/,x,/' "$T_DIR/plots/nvsim.csv" >"$T_DIR/badrow.csv"
+  plot_err 2 "$T_DIR/badrow.csv" "$T_DIR/p2"
+  grep -q "line 3: mram_bytes 'x' is not a number" "$T_DIR/err" || t_fail "bad row: $(cat "$T_DIR/err")"
+  t_log "nvsim-plot: an option matching no row and an unreadable CSV refused in one line"
 else
   t_log "python3-matplotlib missing: plots not checked"
 fi
+
 echo "sim_nvsim: ok"
