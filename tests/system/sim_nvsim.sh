@@ -209,4 +209,16 @@ else
   t_log "python3-matplotlib missing: plots not checked"
 fi
 
+# 6. tests/traces/compare-policies.sh: a table row on a good trace; on a
+# bad one nvsim's error (its stderr went to a directory the exit trap
+# removed, and the script exited 1 saying nothing).
+cmpp() { NVCACHE_BUILD=$NVCACHE_BUILD bash "$tr/compare-policies.sh" "$@"; }
+cmpp "$tr/gups-tiny.lackey.gz" online >"$T_DIR/row" 2>"$T_DIR/err" || t_fail "compare-policies: $(cat "$T_DIR/err")"
+grep -q '^| gups-tiny.lackey.gz | 1.3 MiB | 0.4 MiB | online | ' "$T_DIR/row" && [ "$(wc -l <"$T_DIR/row")" -eq 2 ] ||
+  t_fail "compare-policies row: $(cat "$T_DIR/row")"
+cmpp "$T_DIR/no-such.nvt" online >/dev/null 2>"$T_DIR/err" && t_fail "compare-policies on a missing trace: exit 0"
+grep -q "no-such.nvt: No such file" "$T_DIR/err" || t_fail "compare-policies, missing trace: '$(cat "$T_DIR/err")'"
+cmpp "$T_DIR/cut.nvt.gz" online >/dev/null 2>"$T_DIR/err" && t_fail "compare-policies on a cut trace: exit 0"
+grep -q "cut.nvt.gz: truncated" "$T_DIR/err" || t_fail "compare-policies, cut trace: '$(cat "$T_DIR/err")'"
+t_log "compare-policies.sh: a row on gups-tiny, nvsim's error on a missing or cut trace"
 echo "sim_nvsim: ok"

@@ -16,9 +16,15 @@ f=$1 prof=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 csv=${3:-$tmp/s.csv}
-"$nvsim" --trace "$f" --policy lru --mram 0 --dram 4G >/dev/null 2>"$tmp/err"
+# nvsim's stderr goes to $tmp, which the trap removes: say what it said.
+"$nvsim" --trace "$f" --policy lru --mram 0 --dram 4G >/dev/null 2>"$tmp/err" || {
+  rc=$?
+  echo "compare-policies: nvsim failed on $f (exit $rc):" >&2
+  tail -n 5 "$tmp/err" >&2
+  exit 1
+}
 fp=$(sed -n 's/.*footprint \([0-9.]*\) \([KMG]\)iB.*/\1 \2/p' "$tmp/err")
-[ -n "$fp" ] || { echo "compare-policies: no footprint from nvsim: $(cat "$tmp/err")" >&2; exit 1; }
+[ -n "$fp" ] || { echo "compare-policies: no footprint from nvsim (an empty trace?): $(tail -n 5 "$tmp/err")" >&2; exit 1; }
 fk=$(awk -v v="${fp% *}" -v u="${fp#* }" 'BEGIN { m = (u == "G") ? 1048576 : (u == "M") ? 1024 : 1; printf "%d", v * m }')
 # Sizes in whole 4 KiB pages (nvsim refuses any other), rounded down.
 pg() { echo "$(($1 / 4 * 4))K"; }
