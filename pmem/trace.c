@@ -220,11 +220,17 @@ uint32_t trace_flags(const struct trace_reader *r)
 double trace_progress(const struct trace_reader *r)
 {
 	if (!r->gz || !r->fsize)
-		return 0;
+		return -1;
 	long off = gzoffset(r->gz);
 	if (off < 0)
-		return 0;
+		return -1;
 	double f = (double)off / (double)r->fsize;
+	/* The input read so far is ahead of the records handed out by the
+	 * part of the buffer not yet consumed (1 MiB: a quarter of a small
+	 * gzipped trace); scale it by the part consumed, assuming an even
+	 * compression ratio. */
+	if (r->base + r->len)
+		f *= (double)(r->base + r->pos) / (double)(r->base + r->len);
 	return f > 1 ? 1 : f;
 }
 

@@ -36,7 +36,8 @@ ssize_t trace_read(struct trace_reader *r, struct trace_rec *recs, size_t n,
 		   uint64_t *instr);
 enum trace_format trace_format_of(const struct trace_reader *r);
 uint32_t trace_flags(const struct trace_reader *r);
-/* Fraction of the input file consumed so far, 0..1 (0 for pipes). */
+/* Fraction of the input file consumed so far, 0..1; -1 when unknown (a
+ * pipe, a memory image). */
 double trace_progress(const struct trace_reader *r);
 void trace_close(struct trace_reader *r);
 

@@ -858,7 +858,7 @@ int main(int argc, char **argv)
 	struct trace_reader *r = NULL;
 	struct l2 *l2 = NULL;
 	FILE *out = NULL;
-	bool made_csv = false;
+	bool made_csv = false, skipped_empty = false;
 	size_t cap = 0;
 	int rc = 0;
 	if (parse_sizes(mram_arg, &mram, &nm) < 0 ||
@@ -921,8 +921,10 @@ int main(int argc, char **argv)
 				/* A sweep over 0,... on both axes meets (0, 0):
 				 * no memory at all is not a machine; skip it. */
 				if (!cfg.mram_pages && !cfg.dram_pages &&
-				    (nm > 1 || nd > 1))
+				    (nm > 1 || nd > 1)) {
+					skipped_empty = true;
 					continue;
+				}
 				if (s.n == cap) {
 					size_t ncap = cap ? cap * 2 : 16;
 					struct inst *nin = realloc(s.in, ncap * sizeof(*nin));
@@ -959,6 +961,8 @@ int main(int argc, char **argv)
 	}
 	if (rc)
 		goto done;
+	if (skipped_empty && s.n)
+		log_info("MRAM 0 + DRAM 0 left out of the sweep: no memory at all");
 	if (s.n == 0) {
 		log_err(policies[strspn(policies, ",")] ? "nothing to simulate: every MRAM + DRAM size "
 			"given is 0" : "no policy given");
@@ -1061,8 +1065,12 @@ int main(int argc, char **argv)
 		if (!quiet && now - last_prog > (tty ? 500000000ull : 30000000000ull)) {
 			last_prog = now;
 			double secs = (double)(now - t0) / 1e9;
-			fprintf(stderr, "%snvsim: %5.1f%%  %llu accesses  %.1f M/s%s",
-				tty ? "\r" : "", 100 * b->progress,
+			char pct[16] = "";
+			if (b->progress >= 0)   /* unknown from a pipe */
+				snprintf(pct, sizeof(pct), "%5.1f%%  ",
+					 100 * b->progress);
+			fprintf(stderr, "%snvsim: %s%llu accesses  %.2f M/s%s",
+				tty ? "\r" : "", pct,
 				(unsigned long long)(nrec - nfree),
 				(double)(nrec - nfree) / secs / 1e6,
 				tty ? "" : "\n");
@@ -1099,7 +1107,7 @@ int main(int argc, char **argv)
 				 (unsigned long long)nfree);
 		fprintf(stderr, "%snvsim: %llu accesses, %llu instructions, "
 			"L2 %llu misses + %llu write-backs; footprint %s%s; "
-			"%.2f s (%.1f M accesses/s, %zu combination%s)\n",
+			"%.2f s (%.2f M accesses/s, %zu combination%s)\n",
 			tty ? "\r" : "", (unsigned long long)(nrec - nfree),
 			(unsigned long long)instr, (unsigned long long)misses,
 			(unsigned long long)wbs,
