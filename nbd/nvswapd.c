@@ -81,6 +81,8 @@ static void usage(FILE *f)
 "  --flash FILE      flash spill file (needed when MRAM + DRAM < size);\n"
 "                    refused on tmpfs: swap backed by tmpfs deadlocks\n"
 "  --policy NAME     tiering policy (default lru; known: %s)\n"
+"                    --mram, --dram and --policy need --store tiered;\n"
+"                    --flash needs --store tiered or remote\n"
 "  --nvram FILE      MRAM file (default /dev/shm/nvswapd-NAME.mram)\n"
 "  --store KIND      tiered (default) or flat (one DRAM array, no tiers:\n"
 "                    measures the protocol path alone) or remote (pages in\n"
@@ -225,6 +227,24 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 	if (c->profile && strcmp(c->store, "tiered")) {
 		fprintf(stderr, "nvswapd: --profile ranks the tiered store's "
 			"pages: it needs --store tiered\n");
+		return -1;
+	}
+	/* Options of a store other than the one chosen are refused, not
+	 * dropped: a user would think the policy or the tier sizes apply. */
+	if (strcmp(c->store, "tiered")) {
+		const char *opt = c->mram_set ? "--mram" : c->dram_set ?
+				  "--dram" : c->policy ? "--policy" : NULL;
+		if (opt) {
+			fprintf(stderr, "nvswapd: %s applies to the tiered store's "
+				"tiers: it needs --store tiered (--store %s has "
+				"none)\n", opt, c->store);
+			return -1;
+		}
+	}
+	if (c->flash && !strcmp(c->store, "flat")) {
+		fprintf(stderr, "nvswapd: --flash is a spill file: it needs "
+			"--store tiered (or remote); --store flat keeps every "
+			"page in RAM\n");
 		return -1;
 	}
 	if (!strcmp(c->store, "remote") && !c->cluster) {
@@ -398,7 +418,7 @@ static ssize_t swap_ctl(void *arg, const char *cmd, char *out,
 
 int main(int argc, char **argv)
 {
-	struct cfg c = { .name = "swap", .policy = "lru", .store = "tiered",
+	struct cfg c = { .name = "swap", .store = "tiered",
 			 .threads = 0, .max_conns = 32, .handshake_s = 30 };
 	char host[256] = "127.0.0.1", port[16] = "10809", nvram[512];
 	struct nbd_backend be = { 0 };
@@ -530,7 +550,7 @@ int main(int argc, char **argv)
 			.dram_set = c.dram_set,
 			.flash_path = c.flash,
 			.nvram_path = c.nvram,
-			.policy = c.policy,
+			.policy = c.policy ? c.policy : "lru",
 			.trace_path = c.trace_out,
 			.profile_path = c.profile,
 			.ram = ram_total(),

@@ -13,7 +13,11 @@
 #    under two hard-linked names): the store wrote swapped pages over its
 #    own MRAM or log and corrupted them silently;
 #  - and after a clean stop the flash file's swapped pages are not left on
-#    disk: a file the run created is removed, one it found is emptied.
+#    disk: a file the run created is removed, one it found is emptied;
+#  - options the chosen store would ignore (--mram, --dram, --policy,
+#    --flash with --store flat; the tier options with --store remote): they
+#    were dropped without a word, and a flat store's stop warned about a
+#    flash file it never had;
 T_TIMEOUT=${T_TIMEOUT:-120}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/nbd_common.bash"
@@ -38,6 +42,42 @@ refused() {
     t_fail "$name: no clear message (want '$pat'): $(tail -3 "$T_DIR/$name.log")"
   grep -E 'error|bad' "$T_DIR/$name.log" | tail -1
 }
+
+# refused_clean NAME LOGPATTERN nvswapd-options...: refused, and no file
+# left behind, in $T_DIR (but the logs), $T_SHM or the run dir.
+t_files() { find "$T_DIR" "$T_SHM" ! -name '*.log' | sort; }
+refused_clean() {
+  local before after
+  before=$(t_files)
+  refused "$@"
+  after=$(t_files)
+  [ "$before" = "$after" ] ||
+    t_fail "$1: a refused start left files: $(comm -13 <(echo "$before") <(echo "$after"))"
+  grep -h nvswapd: "$T_DIR/$1.log" | tail -1
+}
+
+echo "== options the chosen store would ignore: refused"
+refused_clean tflatpol '--policy.*needs --store tiered' --size 64M --store flat \
+  --unix "$T_DIR/f.sock" --policy lowpower
+refused_clean tflatmram '--mram.*needs --store tiered' --size 64M --store flat \
+  --unix "$T_DIR/f.sock" --mram 1M
+refused_clean tflatdram '--dram.*needs --store tiered' --size 64M --store flat \
+  --unix "$T_DIR/f.sock" --dram 4M
+refused_clean tflatflash '--flash.*needs --store tiered' --size 64M --store flat \
+  --unix "$T_DIR/f.sock" --flash "$T_DIR/x.flash"
+# The whole command of the report that found it.
+refused_clean tflatall 'needs --store tiered' --size 64M --mram 1M --dram 4M \
+  --policy lowpower --store flat --flash "$T_DIR/x.flash" --unix "$T_DIR/f.sock"
+# --store remote: no tiers nor policy (its --flash is its spill file, used:
+# cluster_swap.sh). A cluster of one node nobody runs: the refusal comes
+# before any of it is looked at.
+printf 'secret secret\nnode 1 127.0.0.1:%s\n' "$(nbd_free_port)" >"$T_DIR/one.conf"
+refused_clean tremotepol '--policy.*needs --store tiered' --size 16M --store remote \
+  --cluster "$T_DIR/one.conf" --node 1 --unix "$T_DIR/f.sock" --policy lru
+refused_clean tremotemram '--mram.*needs --store tiered' --size 16M --store remote \
+  --cluster "$T_DIR/one.conf" --node 1 --unix "$T_DIR/f.sock" --mram 4M
+refused_clean tremotedram '--dram.*needs --store tiered' --size 16M --store remote \
+  --cluster "$T_DIR/one.conf" --node 1 --unix "$T_DIR/f.sock" --dram 4M
 
 echo "== --unix on a path that is not a live server's socket"
 echo "precious data" >"$T_DIR/notasock"
