@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #ifndef PR_SET_IO_FLUSHER
@@ -74,7 +75,8 @@ static void usage(FILE *f)
 "                    is replaced; any other file refuses the start)\n"
 "  --listen H:P      listen on TCP (default 127.0.0.1:10809 when no --unix;\n"
 "                    port 0: any free port, logged)\n"
-"  --name NAME       export name (default \"swap\"; \"\" also selects it);\n"
+"  --name NAME       export name (default \"swap\"; a client asking for \"\"\n"
+"                    gets it too; not empty, no '/' nor control characters);\n"
 "                    the control socket is $NVCACHE_RUN_DIR/swap-NAME.sock\n"
 "  --mram SIZE       MRAM tier (default 64M, at most --size)\n"
 "  --dram SIZE       DRAM tier (default: the rest of --size)\n"
@@ -251,8 +253,29 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		fprintf(stderr, "nvswapd: --store remote needs --cluster FILE\n");
 		return -1;
 	}
-	if (strlen(c->name) > 255 || strchr(c->name, '/')) {
-		fprintf(stderr, "nvswapd: --name: at most 255 bytes, no '/'\n");
+	/* The name names the control socket (swap-NAME.sock) that
+	 * nvcachectl stats --swap NAME asks, and the default MRAM file. */
+	if (!c->name[0]) {
+		fprintf(stderr, "nvswapd: --name: give a name, not \"\" (a "
+			"client asking for export \"\" gets this export "
+			"whatever its name)\n");
+		return -1;
+	}
+	bool bad_char = false;
+	for (const char *p = c->name; *p; p++)
+		if (*p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f)
+			bad_char = true;
+	if (strlen(c->name) > 255 || bad_char) {
+		fprintf(stderr, "nvswapd: --name: at most 255 bytes, no '/' "
+			"nor control characters\n");
+		return -1;
+	}
+	char cpath[PATH_MAX];
+	if (ctl_socket_path("swap", c->name, cpath, sizeof(cpath)) < 0) {
+		fprintf(stderr, "nvswapd: --name: the control socket %s/swap-"
+			"NAME.sock would be too long for a Unix socket (at most "
+			"%zu bytes); give a shorter name\n", ctl_run_dir(),
+			sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 		return -1;
 	}
 	if (c->threads < 1 || c->threads > 64 || c->max_conns < 1 ||
@@ -457,7 +480,7 @@ int main(int argc, char **argv)
 	}
 	if (!c.nvram) {
 		snprintf(nvram, sizeof(nvram), "/dev/shm/nvswapd-%s.mram",
-			 c.name[0] ? c.name : "default");
+			 c.name);
 		c.nvram = nvram;
 	}
 
@@ -486,7 +509,7 @@ int main(int argc, char **argv)
 	 * path: refused before any store is opened. The control socket
 	 * check further down stays for two starts at the same moment. */
 	char cpath[PATH_MAX], probe[16];
-	if (ctl_socket_path("swap", c.name[0] ? c.name : "default", cpath,
+	if (ctl_socket_path("swap", c.name, cpath,
 			    sizeof(cpath)) == 0 &&
 	    ctl_request(cpath, "ping", probe, sizeof(probe), 500) >= 0) {
 		log_err("another nvswapd serves export name '%s' (%s answers); "
@@ -586,7 +609,7 @@ int main(int argc, char **argv)
 		goto out;
 
 	struct daemon_state ds = { srv, &be, c.store };
-	rc = ctl_server_start(&ctl, "swap", c.name[0] ? c.name : "default",
+	rc = ctl_server_start(&ctl, "swap", c.name,
 			      swap_ctl, &ds);
 	if (rc < 0) {
 		log_err("control socket in %s: %s (another nvswapd with export "

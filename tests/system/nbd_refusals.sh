@@ -18,6 +18,10 @@
 #    --flash with --store flat; the tier options with --store remote): they
 #    were dropped without a word, and a flat store's stop warned about a
 #    flash file it never had;
+#  - an export name nvcachectl cannot reach: "" (it served, as swap-default,
+#    while nvcachectl stats --swap "" asked swap-.sock), control
+#    characters, or one too long for its control socket's path (refused only
+#    once the store was up, blaming "another nvswapd").
 T_TIMEOUT=${T_TIMEOUT:-120}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/nbd_common.bash"
@@ -78,6 +82,13 @@ refused_clean tremotemram '--mram.*needs --store tiered' --size 16M --store remo
   --cluster "$T_DIR/one.conf" --node 1 --unix "$T_DIR/f.sock" --mram 4M
 refused_clean tremotedram '--dram.*needs --store tiered' --size 16M --store remote \
   --cluster "$T_DIR/one.conf" --node 1 --unix "$T_DIR/f.sock" --dram 4M
+
+echo "== export names nvcachectl could not reach: refused"
+refused_clean tnoname 'give a name' --size 16M --mram 4M --unix "$T_DIR/f.sock" --name ""
+refused_clean tctlname 'control characters' --size 16M --mram 4M --unix "$T_DIR/f.sock" \
+  --name "$(printf 'a\nb')"
+refused_clean tlongname 'too long for a Unix socket' --size 16M --mram 4M \
+  --unix "$T_DIR/f.sock" --name "$(printf 'n%.0s' $(seq 120))"
 
 echo "== --unix on a path that is not a live server's socket"
 echo "precious data" >"$T_DIR/notasock"
