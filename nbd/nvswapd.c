@@ -566,9 +566,26 @@ int main(int argc, char **argv)
 			log_err("flat store of %llu bytes: %s",
 				(unsigned long long)c.size, strerror(-rc));
 	} else {
+		/* The store caps MRAM at the export size without a word, and
+		 * allocates an explicit --dram whole even when MRAM + DRAM
+		 * exceed the export: said once, so the user can shrink it. */
+		uint64_t mram = c.mram_set ? c.mram : 64ULL << 20;
+		uint64_t mcap = mram < c.size ? mram : c.size;
+		char a[32], b[32];
+		if (c.mram_set && c.mram > c.size)
+			log_info("MRAM (--mram %s) is larger than the export "
+				 "(%s): capped at the export size",
+				 opts_format_size(c.mram, a, sizeof(a)),
+				 opts_format_size(c.size, b, sizeof(b)));
+		else if (c.dram_set && c.dram > c.size - mcap)
+			log_info("MRAM + DRAM (%s) is larger than the export "
+				 "(%s): the pages they hold are capped at the "
+				 "export size (the DRAM tier is still allocated "
+				 "whole)", opts_format_size(mcap + c.dram, a,
+				 sizeof(a)), opts_format_size(c.size, b, sizeof(b)));
 		struct nbd_store_opts so = {
 			.size = c.size,
-			.mram = c.mram_set ? c.mram : 64ULL << 20,
+			.mram = mram,
 			.dram = c.dram,
 			.dram_set = c.dram_set,
 			.flash_path = c.flash,

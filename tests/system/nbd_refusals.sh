@@ -199,7 +199,10 @@ echo "== nvcachectl status with the NBD socket in the run dir (as the quick star
 # status asked every *.sock there, the NBD socket too, and printed its
 # NBD greeting as a daemon's status.
 mkdir -p "$NVCACHE_RUN_DIR"
-nbd_start "$NVCACHE_RUN_DIR/nvswapd.sock" tq --size 16M
+nbd_start "$NVCACHE_RUN_DIR/nvswapd.sock" tq --size 16M --mram 32M
+# ... and an --mram over the export says it is capped (it was silent).
+grep -q "MRAM (--mram 32.0 MiB) is larger than the export (16.0 MiB): capped" \
+  "$T_DIR/nvswapd-tq.log" || t_fail "--mram over --size: no log line that it is capped"
 "$(t_bin nvcachectl)" status >"$T_DIR/status.out" 2>&1 || t_fail "nvcachectl status failed"
 grep -q "^== swap-tq" "$T_DIR/status.out" || t_fail "status does not show the daemon: $(cat "$T_DIR/status.out")"
 grep -q -e "^== nvswapd" -e NBDMAGIC "$T_DIR/status.out" && t_fail "status asked the NBD socket: $(cat "$T_DIR/status.out")"
