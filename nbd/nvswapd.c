@@ -249,6 +249,16 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 			"page in RAM\n");
 		return -1;
 	}
+	if (strcmp(c->store, "remote")) {
+		const char *opt = c->cluster ? "--cluster" : c->node ? "--node" :
+				  c->redundancy ? "--redundancy" : NULL;
+		if (opt) {
+			fprintf(stderr, "nvswapd: %s is for the cluster's nodes: it "
+				"needs --store remote (--store %s keeps pages "
+				"here)\n", opt, c->store);
+			return -1;
+		}
+	}
 	if (!strcmp(c->store, "remote") && !c->cluster) {
 		fprintf(stderr, "nvswapd: --store remote needs --cluster FILE\n");
 		return -1;

@@ -82,6 +82,14 @@ refused_clean tremotemram '--mram.*needs --store tiered' --size 16M --store remo
   --cluster "$T_DIR/one.conf" --node 1 --unix "$T_DIR/f.sock" --mram 4M
 refused_clean tremotedram '--dram.*needs --store tiered' --size 16M --store remote \
   --cluster "$T_DIR/one.conf" --node 1 --unix "$T_DIR/f.sock" --dram 4M
+# ... and the cluster's options without --store remote (they were ignored:
+# a device meant for the cluster kept its pages in local RAM).
+refused_clean ttiercl '--cluster.*needs --store remote' --size 16M \
+  --cluster "$T_DIR/one.conf" --unix "$T_DIR/f.sock"
+refused_clean tflatnode '--node.*needs --store remote' --size 16M --store flat \
+  --node 1 --unix "$T_DIR/f.sock"
+refused_clean ttierred '--redundancy.*needs --store remote' --size 16M \
+  --redundancy parity --unix "$T_DIR/f.sock"
 
 echo "== export names nvcachectl could not reach: refused"
 refused_clean tnoname 'give a name' --size 16M --mram 4M --unix "$T_DIR/f.sock" --name ""
