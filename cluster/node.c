@@ -19,6 +19,7 @@
 #include "pmem/tierstore.h"
 #include "common/clock.h"
 #include "common/crc32c.h"
+#include "common/fdlimit.h"
 #include "common/log.h"
 #include "common/xor.h"
 #include "common/opts.h"
@@ -1326,6 +1327,15 @@ int node_start(struct node **out, const struct node_opts *o)
 	snprintf(n->meminfo, sizeof(n->meminfo), "%s",
 		 o->meminfo ? o->meminfo : "/proc/meminfo");
 	n->max_conns = o->max_conns ? o->max_conns : NODE_DEFAULT_MAX_CONNS;
+	/* A connection takes a descriptor, and its forwards to parity nodes
+	 * one each: the usual soft limit of 1024 would refuse before
+	 * max_conns does (EMFILE on accept). */
+	uint64_t fds = fdlimit_raise();
+	if (fds < 2ull * n->max_conns + 64)
+		log_warn("open files: the limit is %llu, low for --max-conns %u "
+			 "(a connection and each of its forwards to a parity node "
+			 "take one): raise it (ulimit -n) or lower --max-conns",
+			 (unsigned long long)fds, n->max_conns);
 	n->listen_fd = -1;
 	n->stop_pipe[0] = n->stop_pipe[1] = -1;
 	pthread_mutex_init(&n->lock, NULL);

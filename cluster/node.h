@@ -20,7 +20,12 @@
 
 #define NODE_DEFAULT_HEARTBEAT_MS 500
 #define NODE_DEFAULT_TIMEOUT_MS 3000
-#define NODE_DEFAULT_MAX_CONNS 256
+/* Each swap device opens 4 (mirror) or 12 (parity) connections to every
+ * node, and with parity each of those a forwarding connection to each
+ * parity node it updates: about 12 x N per parity device on N nodes at
+ * every node. 256 was full at six parity devices on five nodes, and a
+ * refused connection puts the node down for that device. */
+#define NODE_DEFAULT_MAX_CONNS 1024
 #define NODE_AUTH_TIMEOUT_MS 5000
 
 struct node_opts {

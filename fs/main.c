@@ -5,6 +5,7 @@
 #include "fs/ops.h"
 
 #include "common/ctl.h"
+#include "common/fdlimit.h"
 #include "common/log.h"
 #include "common/opts.h"
 
@@ -241,34 +242,13 @@ static int config_from_cli(struct fs_config *cfg, struct cli *c)
  * the privilege for it the system's maximum. */
 static void raise_open_files(struct fs *fs)
 {
-	struct rlimit rl;
-	fs->datafd_budget = 256;
-	fs->inode_high = 512;
-	fs->inode_low = 400;
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return;
-	rlim_t soft = rl.rlim_cur;
-	FILE *f = fopen("/proc/sys/fs/nr_open", "r");
-	unsigned long long nr = 0;
-	if (f) {
-		if (fscanf(f, "%llu", &nr) != 1)
-			nr = 0;
-		fclose(f);
-	}
-	if (nr > rl.rlim_max) {
-		struct rlimit up = { (rlim_t)nr, (rlim_t)nr };
-		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
-			rl = up;
-	}
-	rl.rlim_cur = rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0)
-		soft = rl.rlim_cur;
+	uint64_t soft = fdlimit_raise();
 	/* data fds of closed files are kept while they take at most a
 	 * quarter (fdata_close_idle) */
-	fs->datafd_budget = soft == RLIM_INFINITY ? UINT64_MAX : soft / 4;
+	fs->datafd_budget = soft == UINT64_MAX ? UINT64_MAX : soft / 4;
 	/* looked-up inodes (one O_PATH fd each) up to half (forget.c): with
 	 * the data fds, a quarter is left for open files and directories */
-	fs->inode_high = soft == RLIM_INFINITY ? UINT64_MAX : soft / 2;
+	fs->inode_high = soft == UINT64_MAX ? UINT64_MAX : soft / 2;
 	fs->inode_low = fs->inode_high - fs->inode_high / 5;
 	log_info("open files: up to %llu (one per file the kernel holds, "
 		 "three while it is open; past %llu held, the kernel is asked to "

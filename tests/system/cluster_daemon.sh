@@ -79,4 +79,10 @@ t_cleanup "kill -9 $pid 2>/dev/null"
 [ -e /rel.flash ] && { rm -f /rel.flash; t_fail "relative --flash made in /"; }
 kill -TERM "$pid"
 t_wait 5 bash -c "! kill -0 $pid 2>/dev/null" || t_fail "daemon with --flash still running"
+# An open-file limit below what --max-conns needs is said at start (the
+# usual 1024 refused connections with EMFILE before --max-conns did).
+(ulimit -Sn 512 && ulimit -Hn 512 &&
+   exec timeout 3 "$nvcached" --cluster "$good" --node 1 -f --no-mlock) >"$T_DIR/fd.out" 2>&1
+grep -q "open files: the limit is 512, low for --max-conns 1024" "$T_DIR/fd.out" ||
+  t_fail "no warning for an open-file limit of 512: $(head -3 "$T_DIR/fd.out")"
 t_log "PASS"
