@@ -92,6 +92,7 @@ static int parse_node(char **tok, int ntok, const char *path, int line,
 			if (opts_parse_size(tok[i] + 4, &n.mem))
 				return fail(err, errlen, "%s:%d: bad size in '%s' (e.g. mem=2G)",
 					    path, line, tok[i]);
+			n.mem_given = true;
 		} else {
 			return fail(err, errlen, "%s:%d: unknown node option '%s'",
 				    path, line, tok[i]);

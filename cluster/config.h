@@ -14,6 +14,7 @@
  * Threads: a parsed struct cluster_config is read-only and may be shared. */
 #pragma once
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cluster/frame.h"
@@ -27,6 +28,7 @@ struct cluster_node {
 	char host[64];          /* numeric or a name, as written */
 	uint16_t port;
 	uint64_t mem;           /* mem=SIZE, 0 when not given */
+	bool mem_given;         /* mem= was written: mem=0 offers nothing */
 };
 
 struct cluster_config {

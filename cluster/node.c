@@ -225,6 +225,10 @@ static void update_capacity(struct node *n)
 		 * its page space, not what memory is idle. */
 		uint64_t mo = !n->tier_bytes ? memwatch_offer(cap, avail, reserve, used) :
 			      cap && cap < n->tier_bytes ? cap : n->tier_bytes;
+		/* mem=0: a node that swaps to the others and holds nothing for
+		 * them (it offered all its idle memory: 0 read as no cap) */
+		if (n->me->mem_given && !n->me->mem)
+			mo = 0;
 		if (!n->tier_bytes && mo < n->mem_offer && mo < used)
 			log_info("local processes need memory: offer down to %" PRIu64
 				 " MiB, below the %" PRIu64 " MiB held (new pages "

@@ -79,6 +79,16 @@ t_cleanup "kill -9 $pid 2>/dev/null"
 [ -e /rel.flash ] && { rm -f /rel.flash; t_fail "relative --flash made in /"; }
 kill -TERM "$pid"
 t_wait 5 bash -c "! kill -0 $pid 2>/dev/null" || t_fail "daemon with --flash still running"
+# mem=0 in the cluster file: the node offers nothing (0 read as no cap,
+# and it offered all its idle memory).
+sed "s|^node 1 \(.*\)$|node 1 \1 mem=0|" "$good" >"$T_DIR/mem0.conf"
+"$nvcached" --cluster "$T_DIR/mem0.conf" --node 1 --no-mlock || t_fail "nvcached with mem=0 did not start"
+pid=$(pgrep -f -n "nvcached --cluster $T_DIR/mem0.conf --node 1")
+t_cleanup "kill -9 $pid 2>/dev/null"
+offered=$("$ctl" stats --node 1 | awk '$1 == "offered_bytes:" { print $2 }')
+[ "$offered" = 0 ] || t_fail "mem=0: the node offers ${offered:-?} bytes"
+kill -TERM "$pid"
+t_wait 5 bash -c "! kill -0 $pid 2>/dev/null" || t_fail "daemon with mem=0 still running"
 # An open-file limit below what --max-conns needs is said at start (the
 # usual 1024 refused connections with EMFILE before --max-conns did).
 (ulimit -Sn 512 && ulimit -Hn 512 &&

@@ -37,6 +37,8 @@ static void parse_good(void **state)
 	assert_true(cfg.nodes[0].mem == 1ULL << 30);
 	assert_string_equal(cfg.nodes[1].host, "localhost");
 	assert_true(cfg.nodes[1].mem == 0);
+	assert_false(cfg.nodes[1].mem_given);
+	assert_true(cfg.nodes[0].mem_given);
 	assert_string_equal(cfg.nodes[2].host, "::1");
 	assert_int_equal(cfg.nodes[2].port, 7003);
 	assert_string_equal(cfg.secret_path, "/etc/nv/keys/secret");
