@@ -176,6 +176,9 @@ struct remote_backend {
 	uint64_t retry_at_ns, retry_ns; /* refresher only */
 	bool had_room;                  /* refresher only: a node could take a page */
 	atomic_uint_fast64_t short_parity, short_held, short_kept, short_logged_ns;
+	/* parity pages not placed because no node outside their group was
+	 * up at all: too few nodes, not too little room */
+	atomic_uint_fast64_t short_nodes;
 	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
 		rebuilt_batched, rebuilt_regrouped,
@@ -891,10 +894,21 @@ static void short_log(struct remote_backend *rb)
 		return;
 	/* nothing to say: the window stays open for the next shortage */
 	if (!atomic_load(&rb->short_parity) && !atomic_load(&rb->short_held) &&
-	    !atomic_load(&rb->short_kept) && !atomic_load(&rb->hold_refused))
+	    !atomic_load(&rb->short_kept) && !atomic_load(&rb->hold_refused) &&
+	    !atomic_load(&rb->short_nodes))
 		return;
 	if (!atomic_compare_exchange_strong(&rb->short_logged_ns, &last, now))
 		return;
+	/* Not room but nodes: with groups of N on N + 1 nodes, one lost,
+	 * no node is left outside a group for its parity page; "give the
+	 * nodes memory" was the wrong advice. */
+	uint64_t nodes = atomic_exchange(&rb->short_nodes, 0);
+	if (nodes)
+		log_warn("remote swap: %" PRIu64 " parity pages not placed: no node "
+			 "outside their group is up (a group of %u pages needs "
+			 "%u nodes up); their groups are unprotected until a node "
+			 "returns or the recovery pass regroups them, since the "
+			 "last such message", nodes, rb->gsize, rb->gsize + 1);
 	uint64_t par = atomic_exchange(&rb->short_parity, 0);
 	uint64_t held = atomic_exchange(&rb->short_held, 0);
 	uint64_t kept = atomic_exchange(&rb->short_kept, 0);
@@ -1123,6 +1137,8 @@ static int group_parity_store(struct remote_backend *rb, struct parity_group *g,
 	for (unsigned k = 0; k < g->nmem; k++)
 		if (g->m[k].node != NO_NODE)
 			exclude[g->m[k].node] = true;
+	bool member[CONFIG_MAX_NODES];
+	memcpy(member, exclude, sizeof(member));
 	for (unsigned tries = 0; tries < rb->nn; tries++) {
 		/* the parity node gone: parity goes to a node outside the
 		 * group (IV.B.4; until it comes back) */
@@ -1157,7 +1173,10 @@ static int group_parity_store(struct remote_backend *rb, struct parity_group *g,
 	/* retried by the refresher, backing off (it used to run a whole
 	 * recovery pass at once, and again, logging every group each time:
 	 * thousands of lines a second while the cluster had no room) */
-	atomic_fetch_add(&rb->short_parity, 1);
+	bool outside_up = false;
+	for (unsigned i = 0; i < rb->nn; i++)
+		outside_up |= !member[i] && usable(rb, i);
+	atomic_fetch_add(outside_up ? &rb->short_parity : &rb->short_nodes, 1);
 	atomic_store(&rb->retry_due, 1);
 	log_debug("remote swap: parity group %" PRIu64 ": no node took its parity "
 		  "page (%s)", g->pkey & 0xffffffff, strerror(-rc));
