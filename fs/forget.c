@@ -225,7 +225,7 @@ bool forget_wait(struct fs *fs)
 bool forget_retry(struct fs *fs, int *tries)
 {
 	int e = errno;
-	if ((e != EMFILE && e != ENFILE) || ++*tries > 200)
+	if ((e != EMFILE && e != ENFILE) || ++*tries > 600)
 		return false;
 	bool again = forget_wait(fs);
 	errno = e;

@@ -161,10 +161,11 @@ void forget_free(struct fs *fs);
 void forget_kick(struct fs *fs);
 /* An open just failed with errno: if it was EMFILE or ENFILE and the
  * thread can free descriptors, wake it, wait for an inode to be freed (at
- * most 5 ms) and return true: the caller tries again, 200 times (1 s) at most
+ * most 5 ms) and return true: the caller tries again, 600 times (3 s) at most
  * (*tries counts). errno is kept. Lookups may outrun the thread for a
- * moment; they wait for it instead of failing (100 ms was too short for
- * a sanitizer build on a loaded machine: CI saw one EMFILE). */
+ * moment; they wait for it instead of failing (100 ms, then 1 s, were too
+ * short for a sanitizer build on a loaded machine: EMFILE at file 443 of
+ * 3000 under a limit of 600 while another test suite ran beside it). */
 bool forget_retry(struct fs *fs, int *tries);
 bool forget_wait(struct fs *fs);
 /* An inode was freed (its fd closed): wake forget_wait. */

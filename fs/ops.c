@@ -233,18 +233,16 @@ static void fix_attr(struct fs_inode *ino, struct stat *st)
 int fs_open_errno(struct fs *fs)
 {
 	int e = errno;
-	static _Atomic uint64_t last_ns;
+	static struct log_limit lim;
+	char note[96];
 	if (e != EMFILE && e != ENFILE)
 		return e;
-	uint64_t now = clock_now_ns();
-	uint64_t was = atomic_load(&last_ns);
-	if ((was == 0 || now - was >= 60000000000ull) &&
-	    atomic_compare_exchange_strong(&last_ns, &was, now))
+	if (log_limit(&lim, 60, note, sizeof(note)))
 		log_warn("out of file descriptors (%s): an open file holds up to "
 			 "three, a file the kernel keeps looked up one (%llu data "
 			 "fds now); raise the hard open-files limit (LimitNOFILE=, "
-			 "ulimit -Hn) and mount again", strerror(e),
-			 (unsigned long long)atomic_load(&fs->datafds));
+			 "ulimit -Hn) and mount again%s", strerror(e),
+			 (unsigned long long)atomic_load(&fs->datafds), note);
 	return e;
 }
 
