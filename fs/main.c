@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
@@ -303,6 +304,24 @@ static int check_backing(struct fs *fs)
 		log_err("backing dir %s: %s", fs->cfg.backing, strerror(errno));
 		return -1;
 	}
+	/* One cache per backing: a second mount of it (another mount point,
+	 * tools/quickstart.sh --mount, its default backing) served its own
+	 * stale cached blocks and wrote them back over the first mount's
+	 * acknowledged writes (a 1-byte write through it destroyed 16383
+	 * bytes). The lock lives as long as this daemon, across its fork. */
+	if (flock(fs->backing_fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK) {
+			log_err("backing dir %s is in use by another nvcachefs: "
+				"two caches over one backing overwrite each "
+				"other's writes; unmount the other first "
+				"(grep '^%s ' /proc/mounts)", fs->cfg.backing,
+				fs->cfg.backing);
+			return -1;
+		}
+		log_warn("backing dir %s: cannot lock it (%s): a second mount "
+			 "of it would not be refused", fs->cfg.backing,
+			 strerror(errno));
+	}
 	if (fstatvfs(fs->backing_fd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
 		log_err("backing dir %s: read-only file system; write-back "
 			"would fail", fs->cfg.backing);
@@ -415,6 +434,7 @@ int main(int argc, char **argv)
 	struct ctl_server *ctl = NULL;
 	struct stat st;
 	int ret = 1;
+	bool handlers = false;
 
 	log_init("nvcachefs", LOG_LVL_INFO);
 	if (!fs || fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0)
@@ -429,8 +449,27 @@ int main(int argc, char **argv)
 	}
 	if (config_from_cli(&fs->cfg, &cli) < 0)
 		return 1;
-	if (check_backing(fs) < 0 || open_cache(fs) < 0)
+	/* /proc/mounts shows "BACKING MNT fuse.nvcachefs", as fstab writes it */
+	if (!strchr(fs->cfg.backing, ',')) {
+		char *o = NULL;
+		if (asprintf(&o, "-osubtype=nvcachefs,fsname=%s", fs->cfg.backing) > 0) {
+			fuse_opt_add_arg(&args, o);
+			free(o);
+		}
+	}
+	/* The daemon opens backing files as root: without this, a mount with
+	 * allow_other let any user read and write any file through it. The
+	 * kernel then checks mode bits (and ACLs, see op_init) as the backing
+	 * would. */
+	fuse_opt_add_arg(&args, "-odefault_permissions");
+	/* Before anything is made: libfuse refuses an unknown option here,
+	 * and refused after open_cache it left a new 1.1 GiB NVRAM file in
+	 * /dev/shm. Nothing is served until the session is mounted. */
+	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
+	if (!se)
 		return 1;
+	if (check_backing(fs) < 0 || open_cache(fs) < 0)
+		goto out;
 	raise_open_files(fs);
 
 	pthread_mutex_init(&fs->itab_lk, NULL);
@@ -462,24 +501,9 @@ int main(int argc, char **argv)
 		}
 	}
 
-	/* /proc/mounts shows "BACKING MNT fuse.nvcachefs", as fstab writes it */
-	if (!strchr(fs->cfg.backing, ',')) {
-		char *o = NULL;
-		if (asprintf(&o, "-osubtype=nvcachefs,fsname=%s", fs->cfg.backing) > 0) {
-			fuse_opt_add_arg(&args, o);
-			free(o);
-		}
-	}
-	/* The daemon opens backing files as root: without this, a mount with
-	 * allow_other let any user read and write any file through it. The
-	 * kernel then checks mode bits (and ACLs, see op_init) as the backing
-	 * would. */
-	fuse_opt_add_arg(&args, "-odefault_permissions");
-	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
-	if (!se)
-		goto out;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out;
+	handlers = true;
 	if (fuse_session_mount(se, fs->cfg.mountpoint) != 0)
 		goto out;
 	log_info("mounted %s: backing %s, NVRAM %s (%llu MiB cache, %u KiB "
@@ -540,7 +564,8 @@ out_unmount:
 	ctl_server_stop(ctl);
 out:
 	if (se) {
-		fuse_remove_signal_handlers(se);
+		if (handlers)
+			fuse_remove_signal_handlers(se);
 		fuse_session_destroy(se);
 	}
 	if (fs->itab)
