@@ -6,7 +6,10 @@
 # change: nbdfuse -> loop device -> swapon). --stop takes everything down.
 #
 #   tools/quickstart.sh [--swap] [--backing DIR] [--mount DIR]
-#   tools/quickstart.sh --stop
+#   tools/quickstart.sh --stop [--mount DIR]
+#
+# Logs: /var/log/nvcachefs-MOUNT.log (e.g. nvcachefs-mnt-nvcache.log) and
+# /var/log/nvswapd.log. Exit status 0 only when everything asked for is done.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mnt=/mnt/nvcache
@@ -21,50 +24,20 @@ while [ $# -gt 0 ]; do
     --stop) stop=1 ;;
     --backing) backing=$2; shift ;;
     --mount) mnt=$2; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "quickstart: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 [ "$(id -u)" -eq 0 ] || { echo "quickstart: run as root (FUSE mounts, swap)" >&2; exit 1; }
+mnt=$(realpath -m "$mnt")
+name=$(echo "${mnt#/}" | tr / -)
+fslog=/var/log/nvcachefs-$name.log
+nvram=/dev/shm/nvcache-$name.nvram
 
-stop_all() {
-  if [ -f $state/loop ]; then
-    dev=$(cat $state/loop)
-    swapoff "$dev" 2>/dev/null && echo "swap on $dev: off"
-    losetup -d "$dev" 2>/dev/null && echo "loop device $dev: detached"
-    rm -f $state/loop
-  fi
-  if [ -f $state/nbdfuse.dir ]; then
-    d=$(cat $state/nbdfuse.dir)
-    fusermount3 -u "$d" 2>/dev/null && echo "nbdfuse $d: unmounted"
-    rm -f $state/nbdfuse.dir
-  fi
-  if [ -f $state/nvswapd.pid ]; then
-    pid=$(cat $state/nvswapd.pid)
-    if kill "$pid" 2>/dev/null; then
-      wait_exit "$pid" nvswapd
-      echo "nvswapd: stopped"
-    fi
-    rm -f $state/nvswapd.pid
-    # its MRAM tier held pages of a swap device that no longer exists:
-    # nothing in it is worth the RAM it takes in /dev/shm
-    rm -f /dev/shm/nvswapd-swap.mram
-  fi
-  if grep -q " $mnt fuse" /proc/mounts; then
-    # fusermount3 -u returns once the mount is gone; the daemon then writes
-    # every dirty block back and exits: the backing files are complete only
-    # when it has exited.
-    local fspid
-    fspid=$(pgrep -f "nvcachefs $mnt( |\$)" | head -1)
-    echo "nvcachefs $mnt: unmounting and writing back..."
-    fusermount3 -u "$mnt" || return 1
-    [ -n "$fspid" ] && wait_exit "$fspid" "nvcachefs (writing back to $backing)"
-    echo "nvcachefs $mnt: unmounted, everything written back to $backing"
-    local nv=/dev/shm/nvcache-$(echo "${mnt#/}" | tr / -).nvram
-    [ -f "$nv" ] && echo "  its NVRAM file $nv ($(du -h "$nv" | cut -f1) of RAM) is kept for the next mount; rm it to free that memory"
-  fi
-}
+mounted() { grep -q "^[^ ]* $mnt fuse" /proc/mounts; }
+# A FUSE mount whose daemon died: listed, but every access fails (ENOTCONN).
+dead_mount() { mounted && ! stat "$mnt" >/dev/null 2>&1; }
 
 # wait_exit PID WHAT: wait for a process we stopped, saying so every 10 s.
 wait_exit() {
@@ -77,48 +50,168 @@ wait_exit() {
   return 0
 }
 
+stop_swap() {
+  if [ -f "$state/loop" ]; then
+    dev=$(cat "$state/loop")
+    if grep -q "^$dev " /proc/swaps; then
+      # Pages of running programs may be on it: until swapoff has read
+      # them all back, nvswapd is the only place they are. Stop here.
+      if ! swapoff "$dev"; then
+        echo "quickstart: swapoff $dev failed: programs still have pages on it," \
+             "and nvswapd holds them; nothing else was stopped. Free memory (or" \
+             "stop those programs) and run --stop again." >&2
+        return 1
+      fi
+      echo "swap on $dev: off"
+    fi
+    losetup -d "$dev" 2>/dev/null && echo "loop device $dev: detached" ||
+      echo "quickstart: loop device $dev: not detached (see losetup -a)" >&2
+    rm -f "$state/loop"
+  fi
+  if [ -f "$state/nbdfuse.dir" ]; then
+    d=$(cat "$state/nbdfuse.dir")
+    if grep -q " $d fuse" /proc/mounts; then
+      fusermount3 -u "$d" && echo "nbdfuse $d: unmounted" ||
+        echo "quickstart: nbdfuse $d: not unmounted (see fusermount3 -u $d)" >&2
+    fi
+    rm -f "$state/nbdfuse.dir"
+  fi
+}
+
+stop_nvswapd() {
+  [ -f "$state/nvswapd.pid" ] || return 0
+  pid=$(cat "$state/nvswapd.pid")
+  if kill "$pid" 2>/dev/null; then
+    wait_exit "$pid" nvswapd
+    echo "nvswapd: stopped"
+  fi
+  rm -f "$state/nvswapd.pid"
+  # its MRAM tier held pages of a swap device that no longer exists:
+  # nothing in it is worth the RAM it takes in /dev/shm
+  rm -f /dev/shm/nvswapd-swap.mram
+}
+
+# Unmount, wait for the write-back, and say truthfully how it ended: the
+# daemon's last "unmount:" line says whether every file reached the backing.
+stop_fs() {
+  mounted || return 0
+  local back fspid seen=0
+  back=$(awk -v m="$mnt" '$2 == m && $3 ~ /^fuse/ { print $1; exit }' /proc/mounts)
+  fspid=$(pgrep -f "nvcachefs $mnt( |\$)" | head -1 || true)
+  [ -f "$fslog" ] && seen=$(wc -l <"$fslog")
+  if dead_mount; then
+    fusermount3 -uz "$mnt"
+    echo "nvcachefs $mnt: its daemon had died; the dead mount is detached."
+    echo "  What its cache held is safe in $nvram and is written back to"
+    echo "  $back at the next mount (tools/quickstart.sh). Do not remove that file."
+    return 0
+  fi
+  echo "nvcachefs $mnt: unmounting and writing back to $back..."
+  # fusermount3 -u returns once the mount is gone; the daemon then writes
+  # every dirty block back and exits: the backing files are complete only
+  # when it has exited.
+  fusermount3 -u "$mnt" || return 1
+  [ -n "$fspid" ] && wait_exit "$fspid" "nvcachefs (writing back to $back)"
+  # this stop's line only: the log keeps earlier runs
+  local last=""
+  [ -f "$fslog" ] && last=$(tail -n +$((seen + 1)) "$fslog" | grep "unmount:" | tail -1 || true)
+  case $last in
+    "")
+      echo "nvcachefs $mnt: unmounted; its daemon left no word on the write-back" \
+           "(not started by quickstart? see its log)"
+      return 0 ;;
+    *"everything written back"*)
+      echo "nvcachefs $mnt: unmounted, everything written back to $back"
+      [ -f "$nvram" ] && echo "  its NVRAM file $nvram ($(du -h "$nvram" | cut -f1) of RAM) is kept for the next mount; rm it to free that memory"
+      return 0 ;;
+    *)
+      echo "quickstart: nvcachefs $mnt: NOT everything was written back to $back:" >&2
+      echo "  ${last#*: }" >&2
+      grep -E "error|warning" "$fslog" | tail -3 | sed 's/^/  /' >&2
+      echo "  The data is safe in $nvram: do NOT remove it. Fix the backing" >&2
+      echo "  (space, permissions), then tools/quickstart.sh writes it back." >&2
+      return 1 ;;
+  esac
+}
+
 if [ $stop -eq 1 ]; then
-  stop_all
-  exit 0
+  rc=0
+  stop_swap || exit 1
+  stop_nvswapd
+  stop_fs || rc=1
+  exit $rc
 fi
 
 "$root/tools/install-deps.sh"
 cd "$root"
 [ -f build/build.ninja ] || meson setup build >/dev/null
 ninja -C build >/dev/null
-mkdir -p "$state" "$backing" "$mnt"
+mkdir -p "$state" "$backing"
 
-if grep -q " $mnt fuse" /proc/mounts; then
+if dead_mount; then
+  # kill -9, a crash: the mount stays, disconnected. Its NVRAM cache holds
+  # every acknowledged write; mounting again writes them back first.
+  fusermount3 -uz "$mnt"
+  echo "nvcachefs: $mnt was left by a daemon that died; detached it, mounting again recovers its cache"
+fi
+mkdir -p "$mnt"
+if mounted; then
   echo "nvcachefs: $mnt is already mounted"
 else
   # every user's programs may use it; the kernel checks each access
-  # against the mode bits and ACLs, as on the backing
-  build/fs/nvcachefs "$mnt" -o backing="$backing",allow_other
-  echo "nvcachefs: $mnt mounted over $backing for all users (NVRAM cache in /dev/shm)"
+  # against the mode bits and ACLs, as on the backing. In the foreground
+  # with a log file: a daemon's syslog may go nowhere (no /dev/log).
+  build/fs/nvcachefs "$mnt" -f -o backing="$backing",allow_other </dev/null >>"$fslog" 2>&1 &
+  fspid=$!
+  n=0
+  until mounted; do
+    if ! kill -0 "$fspid" 2>/dev/null; then
+      echo "quickstart: nvcachefs did not mount $mnt; from $fslog:" >&2
+      tail -5 "$fslog" | sed 's/^/  /' >&2
+      exit 1
+    fi
+    sleep 0.1
+    n=$((n + 1))
+    # recovery writes back what a crashed run left before it mounts
+    [ $((n % 100)) -eq 0 ] && echo "  nvcachefs: still starting ($((n / 10)) s; recovery? see $fslog)"
+  done
+  echo "nvcachefs: $mnt mounted over $backing for all users (NVRAM cache in /dev/shm; log: $fslog)"
 fi
 
 if [ -x build/nbd/nvswapd ]; then
   sock=$run/nvswapd.sock
-  if [ -f $state/nvswapd.pid ] && kill -0 "$(cat $state/nvswapd.pid)" 2>/dev/null; then
+  if [ -f "$state/nvswapd.pid" ] && kill -0 "$(cat "$state/nvswapd.pid")" 2>/dev/null; then
     echo "nvswapd: already running"
   else
+    # a socket left by one that died would look ready at once
+    rm -f "$sock"
     build/nbd/nvswapd -f --size "$swap_size" --unix "$sock" --name swap \
-      >/var/log/nvswapd.log 2>&1 &
-    echo $! > $state/nvswapd.pid
-    for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+      </dev/null >/var/log/nvswapd.log 2>&1 &
+    swpid=$!
+    echo $swpid > "$state/nvswapd.pid"
+    until [ -S "$sock" ]; do
+      if ! kill -0 "$swpid" 2>/dev/null; then
+        echo "quickstart: nvswapd did not start; from /var/log/nvswapd.log:" >&2
+        tail -5 /var/log/nvswapd.log | sed 's/^/  /' >&2
+        rm -f "$state/nvswapd.pid"
+        exit 1
+      fi
+      sleep 0.1
+    done
     echo "nvswapd: $swap_size export 'swap' on $sock (log: /var/log/nvswapd.log)"
   fi
-  if [ $swap -eq 1 ] && [ ! -f $state/loop ]; then
+  if [ $swap -eq 1 ] && [ ! -f "$state/loop" ]; then
     # The kernel here has no nbd driver: nbdfuse shows the export as a file,
     # a loop device makes it a block device. Its directory is a FUSE mount,
-    # never a tmpfs file (a swap file on tmpfs deadlocks the kernel).
+    # never a tmpfs file (a swap file on tmpfs deadlocks the kernel). Its
+    # output goes to a log: it must not hold the caller's terminal or pipe.
     d=/var/lib/nvcache/nbdfuse
     mkdir -p $d
-    nbdfuse $d --unix "$sock" &
-    echo $d > $state/nbdfuse.dir
+    nbdfuse $d --unix "$sock" </dev/null >>/var/log/nvcache-nbdfuse.log 2>&1 &
+    echo $d > "$state/nbdfuse.dir"
     for _ in $(seq 50); do [ -e $d/nbd ] && break; sleep 0.1; done
     dev=$(losetup -f --show --direct-io=on $d/nbd)
-    echo "$dev" > $state/loop
+    echo "$dev" > "$state/loop"
     mkswap "$dev" >/dev/null
     swapon --discard=pages "$dev"
     echo "swap: on, through $dev (nbdfuse $d/nbd -> nvswapd)"
@@ -133,6 +226,6 @@ Use it:
 Watch it:
   build/tools/nvcachectl status
   build/tools/nvcachectl watch $mnt
-Swap to nvswapd (if not started with --swap):  tools/quickstart.sh --swap
-Stop everything (writes all data back first):   tools/quickstart.sh --stop
 MSG
+[ -f "$state/loop" ] || echo "Swap to nvswapd:                                tools/quickstart.sh --swap"
+echo "Stop everything (writes all data back first):   tools/quickstart.sh --stop"

@@ -17,7 +17,7 @@ export NVCACHE_RUN_DIR=$T_DIR/run
 mnt=$T_DIR/mnt backing=$T_DIR/backing
 nv=/dev/shm/nvcache-$(echo "${mnt#/}" | tr / -).nvram
 qs() { bash "$root/tools/quickstart.sh" --mount "$mnt" --backing "$backing" "$@"; }
-t_cleanup "rm -f $nv /dev/shm/nvswapd-swap.mram"
+t_cleanup "rm -f $nv /dev/shm/nvswapd-swap.mram /var/log/nvcachefs-$(echo "${T_DIR#/}" | tr / -)-mnt*.log"
 t_cleanup "qs --stop >/dev/null 2>&1; fusermount3 -uz $mnt 2>/dev/null"
 
 NVCACHE_SWAP_SIZE=64M qs >"$T_DIR/start.out" 2>&1 || { cat "$T_DIR/start.out" >&2; t_fail "quickstart did not start"; }
@@ -52,4 +52,48 @@ t_is_mounted "$mnt" && t_fail "$mnt still mounted"
 [ -e /dev/shm/nvswapd-swap.mram ] && t_fail "nvswapd's MRAM file left in /dev/shm after --stop"
 grep -q "everything written back" "$T_DIR/stop.out" || t_fail "--stop did not say it wrote back: $(cat "$T_DIR/stop.out")"
 t_log "3 x 96 MiB copied in, whole in the backing dir when --stop returned"
+
+# After a kill -9 of nvcachefs the mount is left disconnected: quickstart
+# detaches it and mounts again, recovering the cache (it stopped at
+# "mkdir: Transport endpoint is not connected"); --stop on such a mount
+# says so and exits 0 (it died on an empty pgrep under pipefail).
+NVCACHE_SWAP_SIZE=64M qs >"$T_DIR/start2.out" 2>&1 || t_fail "second start: $(cat "$T_DIR/start2.out")"
+fspid=$(pgrep -f "nvcachefs $mnt( |\$)" | head -1)
+swpid=$(cat "$NVCACHE_RUN_DIR/quickstart/nvswapd.pid")
+t_cleanup "kill -9 $swpid 2>/dev/null"
+echo acknowledged >"$mnt/acked" && sync "$mnt/acked"
+kill -9 "$fspid"; t_wait 5 bash -c "! kill -0 $fspid 2>/dev/null"
+NVCACHE_SWAP_SIZE=64M qs >"$T_DIR/start3.out" 2>&1 || t_fail "start after kill -9: $(cat "$T_DIR/start3.out")"
+grep -q "daemon that died" "$T_DIR/start3.out" || t_fail "start after kill -9 did not say what it did: $(cat "$T_DIR/start3.out")"
+[ "$(cat "$mnt/acked")" = acknowledged ] || t_fail "a synced file is not back after kill -9 and a restart"
+# A second quickstart on another mount point over the same backing: refused
+# with nvcachefs's reason (it mounted, and the two caches overwrote each
+# other's writes).
+qs2() { bash "$root/tools/quickstart.sh" --mount "$T_DIR/mnt2" --backing "$backing" "$@"; }
+qs2 >"$T_DIR/second.out" 2>&1 && { qs2 --stop >/dev/null 2>&1; t_fail "a second mount of the backing was made"; }
+grep -q "in use by another nvcachefs" "$T_DIR/second.out" || t_fail "second mount: $(cat "$T_DIR/second.out")"
+fspid=$(pgrep -f "nvcachefs $mnt( |\$)" | head -1)
+kill -9 "$fspid"; t_wait 5 bash -c "! kill -0 $fspid 2>/dev/null"
+qs --stop >"$T_DIR/stop2.out" 2>&1 || t_fail "--stop after kill -9: exit $?: $(cat "$T_DIR/stop2.out")"
+grep -q "daemon had died" "$T_DIR/stop2.out" || t_fail "--stop after kill -9: $(cat "$T_DIR/stop2.out")"
+grep -q "everything written back" "$T_DIR/stop2.out" && t_fail "--stop after kill -9 claimed a write-back"
+t_is_mounted "$mnt" && t_fail "$mnt still mounted after --stop"
+t_log "kill -9: quickstart detached the dead mount and recovered; --stop said it had died; a second mount of the backing refused"
+
+# A backing that fills: --stop must not say "everything written back" (it
+# did, exit 0, and suggested removing the NVRAM file with the only copy).
+mkdir -p "$T_DIR/small"
+mount -t tmpfs -o size=4M nvtest-qs "$T_DIR/small" || t_fail "tmpfs for a small backing"
+t_cleanup "umount $T_DIR/small 2>/dev/null"
+qs3() { bash "$root/tools/quickstart.sh" --mount "$T_DIR/mnt3" --backing "$T_DIR/small/b" "$@"; }
+nv3=/dev/shm/nvcache-$(echo "${T_DIR#/}" | tr / -)-mnt3.nvram
+t_cleanup "rm -f $nv3"
+NVCACHE_SWAP_SIZE=64M qs3 >"$T_DIR/start4.out" 2>&1 || t_fail "start over a small backing: $(cat "$T_DIR/start4.out")"
+t_cleanup "fusermount3 -uz $T_DIR/mnt3 2>/dev/null"
+head -c 12M /dev/urandom >"$T_DIR/mnt3/big" || t_fail "write into the cache"
+qs3 --stop >"$T_DIR/stop3.out" 2>&1 && t_fail "--stop over a full backing exited 0: $(cat "$T_DIR/stop3.out")"
+grep -q "NOT everything was written back" "$T_DIR/stop3.out" || t_fail "--stop over a full backing: $(cat "$T_DIR/stop3.out")"
+grep -q "everything written back to" "$T_DIR/stop3.out" && t_fail "--stop claimed a write-back over a full backing"
+grep -q "do NOT remove it" "$T_DIR/stop3.out" || t_fail "--stop did not say the NVRAM file holds the data"
+t_log "a full backing: --stop exits 1 and says the data stays in NVRAM"
 t_log PASS
