@@ -144,7 +144,10 @@ int recovery_run(struct fs *fs)
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 		ssize_t nl = readlink(proc, now, sizeof(now) - 1);
 		now[nl > 0 ? nl : 0] = 0;
-		const char *name = nl > 0 ? now : o.path;
+		/* a file opened by its handle whose dentry the kernel no
+		 * longer has (the backing remounted) reads as "/": the name
+		 * of its record then */
+		const char *name = nl > 1 ? now : o.path;
 		int r = engine_writeback_inode(fs, ino);
 		if (r == 0) {
 			uint64_t bytes = atomic_load(&fs->st.written_back) - before;

@@ -646,7 +646,11 @@ int main(int argc, char **argv)
 	rc = nbd_server_start(srv);
 	if (rc < 0)
 		goto out;
-	log_info("serving export '%s' (%llu bytes, %s store)", c.name,
+	/* The MRAM line above says its tmpfs mapping survives a crash; the
+	 * export does not: a tryout read zeros after a kill -9 and restart. */
+	log_info("serving export '%s' (%llu bytes, %s store); it starts empty "
+		 "at every start: nothing written to it outlives this process, "
+		 "as swap does not outlive its kernel", c.name,
 		 (unsigned long long)c.size, c.store);
 	daemon_ready(notify_fd, 0);
 	notify_fd = -1;
