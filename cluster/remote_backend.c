@@ -179,6 +179,7 @@ struct remote_backend {
 	/* parity pages not placed because no node outside their group was
 	 * up at all: too few nodes, not too little room */
 	atomic_uint_fast64_t short_nodes;
+	struct log_limit nodes_log;
 	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
 		rebuilt_batched, rebuilt_regrouped,
@@ -888,27 +889,29 @@ static void hold_release(struct remote_backend *rb, uint64_t i)
  * happened since the last one, never one per page. */
 static void short_log(struct remote_backend *rb)
 {
+	/* Not room but nodes: with groups of N on N + 1 nodes, one lost,
+	 * no node is left outside a group for its parity page; "give the
+	 * nodes memory" was the wrong advice. Its own once a minute: in the
+	 * shortage's window it held back the room warning that follows. */
+	if (atomic_load(&rb->short_nodes) &&
+	    log_limit(&rb->nodes_log, SHORT_LOG_NS / 1000000000ull, NULL, 0))
+		log_warn("remote swap: %" PRIu64 " parity pages not placed: no node "
+			 "outside their group is up (a group of %u pages needs "
+			 "%u nodes up); their groups are unprotected until a node "
+			 "returns or the recovery pass regroups them, since the "
+			 "last such message",
+			 (uint64_t)atomic_exchange(&rb->short_nodes, 0), rb->gsize,
+			 rb->gsize + 1);
 	uint64_t now = clock_now_ns(), last = atomic_load(&rb->short_logged_ns);
 
 	if (last && now - last < SHORT_LOG_NS)
 		return;
 	/* nothing to say: the window stays open for the next shortage */
 	if (!atomic_load(&rb->short_parity) && !atomic_load(&rb->short_held) &&
-	    !atomic_load(&rb->short_kept) && !atomic_load(&rb->hold_refused) &&
-	    !atomic_load(&rb->short_nodes))
+	    !atomic_load(&rb->short_kept) && !atomic_load(&rb->hold_refused))
 		return;
 	if (!atomic_compare_exchange_strong(&rb->short_logged_ns, &last, now))
 		return;
-	/* Not room but nodes: with groups of N on N + 1 nodes, one lost,
-	 * no node is left outside a group for its parity page; "give the
-	 * nodes memory" was the wrong advice. */
-	uint64_t nodes = atomic_exchange(&rb->short_nodes, 0);
-	if (nodes)
-		log_warn("remote swap: %" PRIu64 " parity pages not placed: no node "
-			 "outside their group is up (a group of %u pages needs "
-			 "%u nodes up); their groups are unprotected until a node "
-			 "returns or the recovery pass regroups them, since the "
-			 "last such message", nodes, rb->gsize, rb->gsize + 1);
 	uint64_t par = atomic_exchange(&rb->short_parity, 0);
 	uint64_t held = atomic_exchange(&rb->short_held, 0);
 	uint64_t kept = atomic_exchange(&rb->short_kept, 0);
