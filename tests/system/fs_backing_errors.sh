@@ -42,7 +42,7 @@ refuse "foreign nvram file" "not an nvcache" -o "backing=$T_DIR/ok,nvram=$T_SHM/
 [ "$(md5sum <"$T_SHM/foreign")" = "$sum" ] || t_fail "foreign file was modified"
 # a store made with 16M, opened with 32M
 "$bin" "$M" -o "backing=$T_DIR/ok,nvram=$T_SHM/geo,cache_size=16M" -f >"$T_DIR/geo.log" 2>&1 &
-p=$!; t_cleanup "kill -9 $p"
+p=$!; t_cleanup "kill -9 $p 2>/dev/null; fusermount3 -uz $M 2>/dev/null"
 t_wait 20 t_is_mounted "$M" || t_fail "no mount for the geometry test"
 printf 'keep me' >"$M/kept"
 # a second daemon on the NVRAM file in use: both allocated the same
@@ -84,7 +84,7 @@ refuse "unknown option" "unknown option" -o "backing=$T_DIR/ok,nvram=$T_SHM/unk,
 # acknowledged into NVRAM and then fail write-back forever, and the next
 # mount was refused until the file was deleted.
 "$bin" "$M" -o "backing=$T_DIR/ok,nvram=$T_SHM/big,cache_size=16M,writeback_delay=0.1" -f >"$T_DIR/big.log" 2>&1 &
-p=$!; t_cleanup "kill -9 $p"
+p=$!; t_cleanup "kill -9 $p 2>/dev/null; fusermount3 -uz $M 2>/dev/null"
 t_wait 20 t_is_mounted "$M" || t_fail "no mount for the file-size test"
 python3 - "$M/huge" "$T_DIR/plain-huge" <<'PY' || t_fail "writes past the largest file differ from the backing's answers"
 import errno, os, sys
@@ -140,7 +140,7 @@ stat_of() { "$ctl" stats "$M" | awk -v k="$1:" '$1 == k { print $2 }'; }
 start() {
   "$bin" "$M" -o "backing=$B,nvram=$T_SHM/nv,cache_size=64M,writeback_delay=0.2" -f >>"$T_DIR/log" 2>&1 &
   pid=$!
-  t_cleanup "kill -9 $pid"
+  t_cleanup "kill -9 $pid 2>/dev/null; fusermount3 -uz $M 2>/dev/null"
   t_wait 20 t_is_mounted "$M" || { cat "$T_DIR/log"; t_fail "no mount on the small backing"; }
 }
 start
