@@ -10,6 +10,7 @@ T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/nbd_common.bash"
 t_require_cmd nbdcopy
 
+export NVCACHE_RUN_DIR=$T_DIR/run   # the nodes' control sockets: not /run/nvcache
 declare -A pid
 cluster_node_args() { echo --no-mlock; }
 cluster_start 6 pnodes
