@@ -92,8 +92,8 @@ bool log_limit_at(struct log_limit *l, unsigned interval_s, uint64_t now_ns,
 	uint64_t held = atomic_exchange(&l->held, 0);
 	if (len) {
 		if (held)
-			snprintf(note, len, " (%" PRIu64 " more like it held back "
-				 "in the last %u s)", held, interval_s);
+			snprintf(note, len, " (and %" PRIu64 " more like it since "
+				 "the last such line)", held);
 		else
 			note[0] = 0;
 	}

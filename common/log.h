@@ -32,9 +32,9 @@ struct log_limit {
 	_Atomic uint64_t held;     /* lines held back since the last one */
 };
 
-/* true: log the line now; note (len bytes) then holds "" or " (N more like
- * it held back in the last S s)" to append to it. false: held back,
- * counted. */
+/* true: log the line now; note (len bytes) then holds "" or " (and N more
+ * like it since the last such line)" to append to it. false: held back,
+ * counted. note may be NULL when len is 0. */
 bool log_limit(struct log_limit *l, unsigned interval_s, char *note,
 	       size_t len);
 /* log_limit at a given monotonic time (what it uses; for tests). */

@@ -71,11 +71,11 @@ static void log_limit_counts_held_lines(void **state)
 					  sizeof(note)));
 	assert_false(log_limit_at(&l, 10, 15 * s - 1, note, sizeof(note)));
 	assert_true(log_limit_at(&l, 10, 15 * s, note, sizeof(note)));
-	assert_string_equal(note, " (8 more like it held back in the last 10 s)");
+	assert_string_equal(note, " (and 8 more like it since the last such line)");
 	/* The count starts again after each line. */
 	assert_false(log_limit_at(&l, 10, 16 * s, note, sizeof(note)));
 	assert_true(log_limit_at(&l, 10, 40 * s, note, sizeof(note)));
-	assert_string_equal(note, " (1 more like it held back in the last 10 s)");
+	assert_string_equal(note, " (and 1 more like it since the last such line)");
 	assert_true(log_limit_at(&l, 10, 60 * s, note, sizeof(note)));
 	assert_string_equal(note, "");
 }
