@@ -66,7 +66,6 @@ struct sim {
 	uint32_t nids;
 };
 
-/* The process's umask (read by setting it back). */
 /* Files a signal must not leave behind: a convert's half-written output,
  * the CSV's temporary file (Ctrl-C left both). */
 static const char *volatile sig_rm[2];
@@ -94,6 +93,7 @@ static void remove_on_signal(int slot, const char *path)
 	sig_rm[slot] = path;
 }
 
+/* The process's umask (read by setting it back). */
 static mode_t cur_umask(void)
 {
 	mode_t m = umask(0);

@@ -161,7 +161,9 @@ else
   # every user's programs may use it; the kernel checks each access
   # against the mode bits and ACLs, as on the backing. In the foreground
   # with a log file: a daemon's syslog may go nowhere (no /dev/log).
-  build/fs/nvcachefs "$mnt" -f -o backing="$backing",allow_other </dev/null >>"$fslog" 2>&1 &
+  # setsid: a session of its own, as a daemon has (the terminal's hangup
+  # would make it unmount). It execs in place: $! is its pid.
+  setsid build/fs/nvcachefs "$mnt" -f -o backing="$backing",allow_other </dev/null >>"$fslog" 2>&1 &
   fspid=$!
   n=0
   until mounted; do
@@ -185,7 +187,7 @@ if [ -x build/nbd/nvswapd ]; then
   else
     # a socket left by one that died would look ready at once
     rm -f "$sock"
-    build/nbd/nvswapd -f --size "$swap_size" --unix "$sock" --name swap \
+    setsid build/nbd/nvswapd -f --size "$swap_size" --unix "$sock" --name swap \
       </dev/null >/var/log/nvswapd.log 2>&1 &
     swpid=$!
     echo $swpid > "$state/nvswapd.pid"
@@ -207,7 +209,7 @@ if [ -x build/nbd/nvswapd ]; then
     # output goes to a log: it must not hold the caller's terminal or pipe.
     d=/var/lib/nvcache/nbdfuse
     mkdir -p $d
-    nbdfuse $d --unix "$sock" </dev/null >>/var/log/nvcache-nbdfuse.log 2>&1 &
+    setsid nbdfuse $d --unix "$sock" </dev/null >>/var/log/nvcache-nbdfuse.log 2>&1 &
     echo $d > "$state/nbdfuse.dir"
     for _ in $(seq 50); do [ -e $d/nbd ] && break; sleep 0.1; done
     dev=$(losetup -f --show --direct-io=on $d/nbd)
