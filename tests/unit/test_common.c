@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "common/crc32c.h"
 #include "common/log.h"
 #include "common/opts.h"
@@ -80,6 +81,37 @@ static void log_limit_counts_held_lines(void **state)
 	assert_string_equal(note, "");
 }
 
+/* A deadline lies ns ahead on the monotonic clock, with tv_nsec carried
+ * into tv_sec, and a cond made by clock_cond_init times out against it
+ * (a REALTIME cond would wait until 1970 + uptime, i.e. not at all). */
+static void deadline_and_monotonic_cond(void **state)
+{
+	(void)state;
+	struct timespec now, d;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	clock_deadline(&d, 2500000000ull);
+	assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+	int64_t diff = ((int64_t)d.tv_sec - now.tv_sec) * 1000000000ll +
+		       (d.tv_nsec - now.tv_nsec);
+	assert_true(diff >= 2500000000ll && diff < 2600000000ll);
+
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t c;
+	clock_cond_init(&c);
+	uint64_t t0 = clock_now_ns();
+	clock_deadline(&d, 30000000ull);
+	pthread_mutex_lock(&m);
+	int rc;
+	while ((rc = pthread_cond_timedwait(&c, &m, &d)) == 0)
+		;
+	pthread_mutex_unlock(&m);
+	uint64_t waited = clock_now_ns() - t0;
+	assert_int_equal(rc, ETIMEDOUT);
+	assert_true(waited >= 30000000ull && waited < 2000000000ull);
+	pthread_cond_destroy(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -87,6 +119,7 @@ int main(void)
 		cmocka_unit_test(xor_roundtrip),
 		cmocka_unit_test(size_parsing),
 		cmocka_unit_test(log_limit_counts_held_lines),
+		cmocka_unit_test(deadline_and_monotonic_cond),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
