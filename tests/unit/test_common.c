@@ -11,6 +11,7 @@
 #include "common/crc32c.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/outbuf.h"
 #include "common/xor.h"
 
 static void crc_known_vectors(void **state)
@@ -112,6 +113,27 @@ static void deadline_and_monotonic_cond(void **state)
 	pthread_cond_destroy(&c);
 }
 
+/* Text that fits is all there; text that does not is cut at the buffer,
+ * NUL-terminated, and the length says how much was asked for. */
+static void outbuf_fits_and_overflows(void **state)
+{
+	(void)state;
+	char buf[16];
+	struct outbuf o = outbuf_of(buf, sizeof(buf));
+
+	outbuf_printf(&o, "a: %d\n", 1);
+	outbuf_printf(&o, "bb: %s\n", "x");
+	assert_string_equal(buf, "a: 1\nbb: x\n");
+	assert_int_equal(outbuf_done(&o), 11);
+	outbuf_printf(&o, "long: %s\n", "0123456789");
+	assert_true(o.len > sizeof(buf));
+	assert_int_equal(outbuf_done(&o), 15);
+	assert_int_equal(strlen(buf), 15);
+	assert_memory_equal(buf, "a: 1\nbb: x\nlong", 15);
+	outbuf_printf(&o, "more\n");
+	assert_int_equal(strlen(buf), 15);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -120,6 +142,7 @@ int main(void)
 		cmocka_unit_test(size_parsing),
 		cmocka_unit_test(log_limit_counts_held_lines),
 		cmocka_unit_test(deadline_and_monotonic_cond),
+		cmocka_unit_test(outbuf_fits_and_overflows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

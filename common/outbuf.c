@@ -1,0 +1,24 @@
+/* outbuf.c - see outbuf.h. */
+#include "common/outbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void outbuf_printf(struct outbuf *o, const char *fmt, ...)
+{
+	va_list ap;
+	size_t room = o->len < o->cap ? o->cap - o->len : 0;
+
+	va_start(ap, fmt);
+	int w = vsnprintf(room ? o->p + o->len : NULL, room, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		o->len += (size_t)w;
+}
+
+ssize_t outbuf_done(const struct outbuf *o)
+{
+	if (!o->cap)
+		return 0;
+	return (ssize_t)(o->len < o->cap ? o->len : o->cap - 1);
+}
