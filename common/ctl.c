@@ -23,6 +23,8 @@ struct ctl_server {
 	pthread_t thread;
 	ctl_handler handler;
 	void *arg;
+	char kind[16];
+	char name[128];
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char reply[CTL_MAX_REPLY];
 };
@@ -93,6 +95,46 @@ static int64_t ctl_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The process's age in seconds: /proc/uptime minus its start time in
+ * /proc/self/stat (field 22, clock ticks after boot). -1 if unreadable. */
+static double ctl_process_age(void)
+{
+	char buf[1024];
+	double up = -1;
+	FILE *f = fopen("/proc/uptime", "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lf", &up) != 1)
+		up = -1;
+	fclose(f);
+	f = fopen("/proc/self/stat", "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* comm (field 2) may hold spaces and parentheses: count fields
+	 * from the last ')'. */
+	char *p = strrchr(buf, ')');
+	unsigned long long start = 0;
+	if (!p || up < 0 ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+		   "%*d %*d %*d %*d %*d %*d %llu", &start) != 1)
+		return -1;
+	double age = up - (double)start / (double)sysconf(_SC_CLK_TCK);
+	return age < 0 ? 0 : age;
+}
+
+/* "info": who answers, answered by this layer for every daemon (the
+ * handlers know nothing of it): kind, name, pid, age. */
+static ssize_t ctl_info(struct ctl_server *s)
+{
+	return snprintf(s->reply, sizeof(s->reply),
+			"kind: %s\nname: %s\npid: %ld\nuptime_s: %.0f\n",
+			s->kind, s->name, (long)getpid(), ctl_process_age());
+}
+
 /* Answer one whole command line and close. The reply is sent blocking,
  * bounded by a send timeout: a client that does not read is dropped. */
 static void ctl_answer(struct ctl_server *s, struct ctl_client *c)
@@ -104,6 +146,8 @@ static void ctl_answer(struct ctl_server *s, struct ctl_client *c)
 	cmd[strcspn(cmd, "\r\n")] = 0;
 	if (!strcmp(cmd, "ping"))
 		n = snprintf(s->reply, sizeof(s->reply), "pong\n");
+	else if (!strcmp(cmd, "info"))
+		n = ctl_info(s);
 	else
 		n = s->handler(s->arg, cmd, s->reply, sizeof(s->reply));
 	if (n < 0)
@@ -235,6 +279,8 @@ int ctl_server_start(struct ctl_server **out, const char *kind,
 	s->stop_pipe[0] = s->stop_pipe[1] = -1;
 	s->handler = handler;
 	s->arg = arg;
+	snprintf(s->kind, sizeof(s->kind), "%s", kind);
+	snprintf(s->name, sizeof(s->name), "%s", name);
 	if ((ret = ctl_socket_path(kind, name, s->path, sizeof(s->path))))
 		goto fail;
 	if (mkdir(ctl_run_dir(), 0700) < 0 && errno != EEXIST) {

@@ -5,6 +5,10 @@
  * reads one command line (at most CTL_MAX_CMD bytes, e.g. "stats"), calls the
  * handler, writes its text reply and closes. nvcachectl is the client.
  *
+ * Two commands are answered here, never reach the handler, and so hold
+ * for every daemon: "ping" ("pong") and "info" ("kind: K", "name: N",
+ * "pid: P", "uptime_s: S" lines: the process's age, not the socket's).
+ *
  * Kinds and names: "fs" (name: the mount point, see ctl_name_from_path),
  * "swap" (the export name), "node" (the node id).
  *

@@ -8,6 +8,7 @@
  * node tables), which tells "dead" (they declared it so) from "unreachable
  * from here" (they still hear it). */
 #include "tools/ctl_cluster.h"
+#include "tools/kvtext.h"
 
 #include "cluster/client.h"
 #include "cluster/config.h"
@@ -75,40 +76,10 @@ static void *probe_main(void *arg)
 	return NULL;
 }
 
-/* A value of the stats text ("key: value" lines), or NULL. */
-static const char *stat_get(const struct probe *p, const char *key, char *buf,
-			    size_t len)
-{
-	size_t kl = strlen(key);
-
-	if (p->rc || p->stats_rc)
-		return NULL;
-	for (const char *l = p->stats; *l; ) {
-		const char *e = strchr(l, '\n');
-		size_t ll = e ? (size_t)(e - l) : strlen(l);
-		if (ll > kl + 1 && !strncmp(l, key, kl) && l[kl] == ':' && l[kl + 1] == ' ') {
-			size_t vl = ll - kl - 2;
-			if (vl >= len)
-				vl = len - 1;
-			memcpy(buf, l + kl + 2, vl);
-			buf[vl] = 0;
-			return buf;
-		}
-		l = e ? e + 1 : l + ll;
-	}
-	return NULL;
-}
-
+/* A counter of p's stats text; false also when p has none. */
 static bool stat_u64(const struct probe *p, const char *key, uint64_t *v)
 {
-	char buf[32], *end;
-	const char *s = stat_get(p, key, buf, sizeof(buf));
-
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return !errno && !*end;
+	return !p->rc && !p->stats_rc && kvtext_u64(p->stats, key, v);
 }
 
 /* Node id's entry in p's table, or NULL. */

@@ -3,8 +3,8 @@
  * socket (common/ctl.h) in the run directory. */
 #include "common/ctl.h"
 #include "tools/ctl_cluster.h"
+#include "tools/ctl_status.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -21,7 +21,12 @@ static void usage(FILE *f)
 "usage: nvcachectl [--run-dir DIR] COMMAND [TARGET] [ARGS...]\n"
 "\n"
 "commands:\n"
-"  status                       every daemon on this machine, one block each\n"
+"  status [--json] [--interval S]  every daemon on this machine: a line each\n"
+"                               (kind, name, pid, uptime, state, key figures,\n"
+"                               rates over S seconds, default 1), then a line\n"
+"                               per problem; exit 1 when there is one\n"
+"  metrics [--interval S]       every counter of every daemon in Prometheus's\n"
+"                               text format (node_exporter's textfile collector)\n"
 "  stats TARGET                 all counters of one daemon\n"
 "  watch TARGET [SECONDS]       stats every SECONDS (default 1) until ^C\n"
 "  send TARGET COMMAND...       send a raw command (e.g. 'shrink 512M', 'fail 3')\n"
@@ -88,47 +93,6 @@ static int ask(const char *path, const char *cmd, int quiet)
 	return !strncmp(reply, "error:", 6);
 }
 
-static int cmd_status(void)
-{
-	const char *dir = ctl_run_dir();
-	struct dirent *de;
-	char path[PATH_MAX];
-	int found = 0;
-	DIR *d = opendir(dir);
-
-	if (!d) {
-		printf("no nvcache daemon running (no %s)\n", dir);
-		return 0;
-	}
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		if (l < 6 || strcmp(de->d_name + l - 5, ".sock"))
-			continue;
-		/* Control sockets only (ctl_socket_path's kinds): the run
-		 * dir also holds others, such as nvswapd's NBD socket in
-		 * the quick start, which answered with its NBD greeting. */
-		if (strncmp(de->d_name, "fs-", 3) && strncmp(de->d_name, "swap-", 5) &&
-		    strncmp(de->d_name, "node-", 5))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		printf("== %.*s\n", (int)(l - 5), de->d_name);
-		if (ctl_request(path, "status", reply, sizeof(reply), 2000) < 0) {
-			printf("   not answering (stale socket of a dead daemon?)\n");
-			continue;
-		}
-		/* A daemon without a 'status' command: show its stats instead. */
-		if (!strncmp(reply, "error:", 6))
-			ask(path, "stats", 1);
-		else
-			fputs(reply, stdout);
-		found++;
-	}
-	closedir(d);
-	if (!found)
-		printf("no nvcache daemon running\n");
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -157,7 +121,9 @@ int main(int argc, char **argv)
 	    !strcmp(verb, "stats") || !strcmp(verb, "watch")))
 		return ctl_cluster_run(verb, argc, argv, i);
 	if (!strcmp(verb, "status"))
-		return cmd_status();
+		return ctl_status_run(argc, argv, i);
+	if (!strcmp(verb, "metrics"))
+		return ctl_metrics_run(argc, argv, i);
 	/* shrink NODE SIZE, grow NODE: sugar for send --node NODE ... */
 	if (!strcmp(verb, "shrink") || !strcmp(verb, "grow")) {
 		int want = !strcmp(verb, "shrink") ? 2 : 1;

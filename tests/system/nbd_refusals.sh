@@ -212,8 +212,8 @@ nbd_start "$NVCACHE_RUN_DIR/nvswapd.sock" tq --size 16M --mram 32M
 grep -q "MRAM (--mram 32.0 MiB) is larger than the export (16.0 MiB): capped" \
   "$T_DIR/nvswapd-tq.log" || t_fail "--mram over --size: no log line that it is capped"
 "$(t_bin nvcachectl)" status >"$T_DIR/status.out" 2>&1 || t_fail "nvcachectl status failed"
-grep -q "^== swap-tq" "$T_DIR/status.out" || t_fail "status does not show the daemon: $(cat "$T_DIR/status.out")"
-grep -q -e "^== nvswapd" -e NBDMAGIC "$T_DIR/status.out" && t_fail "status asked the NBD socket: $(cat "$T_DIR/status.out")"
+grep -Eq "^swap +tq +$NBD_PID " "$T_DIR/status.out" || t_fail "status does not show the daemon: $(cat "$T_DIR/status.out")"
+grep -q -e "nvswapd" -e NBDMAGIC "$T_DIR/status.out" && t_fail "status asked the NBD socket: $(cat "$T_DIR/status.out")"
 kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
 
 echo "== a flash file another nvswapd uses"
