@@ -7,8 +7,9 @@ usage: nvsim-plot.py CSV OUTDIR [--policy P] [--title T] [--mram BYTES]
   fig3_time_vs_dram.png    time vs DRAM size, one line per policy, for the
                            MRAM size with the most DRAM points (paper Fig. 3)
   fig5_time_vs_total.png   time vs total memory (MRAM+DRAM), one line per
-                           MRAM size, policy P (default lowpower) (Fig. 5)
-  fig6_energy_vs_total.png energy vs total memory, same lines (Fig. 6)
+                           MRAM size (Fig. 5), one panel per policy: every
+                           policy of the CSV, or only P with --policy P
+  fig6_energy_vs_total.png energy vs total memory, same panels (Fig. 6)
 
 Exit 2 (one line on stderr) when the CSV cannot be read or is not nvsim's,
 1 when it has no rows, or none for the --policy or --mram given.
@@ -97,7 +98,6 @@ def main():
         os.makedirs(a.outdir, exist_ok=True)
     except OSError as e:
         fail(f"{a.outdir}: {e.strerror or e}", 2)
-    pol = a.policy or ("lowpower" if "lowpower" in policies else policies[0])
     t = (a.title + ": ") if a.title else ""
 
     # Figure 3: time vs DRAM size, per policy, at one MRAM size.
@@ -120,31 +120,33 @@ def main():
     fig.savefig(os.path.join(a.outdir, a.prefix + "fig3_time_vs_dram.png"))
     plt.close(fig)
 
-    # Figures 5 and 6: time / energy vs total memory, per MRAM size.
+    # Figures 5 and 6: time / energy vs total memory, a line per MRAM
+    # size; a panel per policy (every policy of the CSV, or --policy's),
+    # on one y scale so that the panels compare.
+    pols = [a.policy] if a.policy is not None else policies
     for key, name, ylabel in (("time_s", "fig5_time_vs_total.png",
                                "estimated time (s)"),
                               ("energy_j", "fig6_energy_vs_total.png",
                                "memory energy (J)")):
-        fig, ax = plt.subplots(figsize=(5, 3.6), dpi=90)
-        for m in mrams:
-            pts = sorted((r["mram_bytes"] + r["dram_bytes"], r[key])
-                         for r in rows if r["policy"] == pol and
-                         r["mram_bytes"] == m)
-            if not pts:
-                continue
-            label = "DRAM only" if m == 0 else f"MRAM {mib(m):g} MiB"
-            ax.plot([mib(x) for x, _ in pts], [y for _, y in pts],
-                    marker="o", ms=3, label=label)
-        ax.set_xlabel("total memory MRAM+DRAM (MiB)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(f"{t}{pol}", fontsize=9)
-        if key == "energy_j":
+        fig, axes = plt.subplots(1, len(pols), figsize=(4.2 * len(pols) + 0.8, 3.6),
+                                 dpi=90, sharey=True, squeeze=False)
+        for ax, p in zip(axes[0], pols):
+            for m in mrams:
+                pts = sorted((r["mram_bytes"] + r["dram_bytes"], r[key])
+                             for r in rows if r["policy"] == p and
+                             r["mram_bytes"] == m)
+                if not pts:
+                    continue
+                label = "DRAM only" if m == 0 else f"MRAM {mib(m):g} MiB"
+                ax.plot([mib(x) for x, _ in pts], [y for _, y in pts],
+                        marker="o", ms=3, label=label)
+            ax.set_xlabel("total memory MRAM+DRAM (MiB)")
+            ax.set_title(f"{t}{p}", fontsize=9)
             ax.set_yscale("log")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel(ylabel)
         fig.tight_layout()
-        if key == "time_s":
-            ax.set_yscale("log")
         fig.savefig(os.path.join(a.outdir, a.prefix + name))
         plt.close(fig)
     print(f"nvsim-plot: wrote 3 figures to {a.outdir}")

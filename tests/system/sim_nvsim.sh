@@ -181,6 +181,17 @@ if $py -c 'import matplotlib' 2>/dev/null; then
     [ -s "$T_DIR/plots/$f.png" ] || t_fail "missing plot $f.png"
   done
   [ "$(head -1 "$T_DIR/plots/nvsim.csv")" = "$hdr" ] || t_fail "plot CSV header"
+  # Figures 5 and 6 have a panel per policy asked for (4 here), as wide
+  # as 4 figures of one policy; --policy P draws P's alone.
+  $py "$T_ROOT/tools/nvsim-plot.py" "$T_DIR/plots/nvsim.csv" "$T_DIR/p1" --policy lru >/dev/null ||
+    t_fail "nvsim-plot --policy lru failed"
+  for f in fig5_time_vs_total fig6_energy_vs_total; do
+    $py - "$T_DIR/plots/$f.png" "$T_DIR/p1/$f.png" <<'EOF' || t_fail "$f.png: not a panel per policy"
+import sys, matplotlib.image as im
+w_all, w_one = (im.imread(f).shape[1] for f in sys.argv[1:3])
+sys.exit(0 if w_all > 3 * w_one else 1)
+EOF
+  done
   t_log "plots written"
   # An option no row matches drew 3 empty figures and exited 0; a CSV it
   # cannot read gave a traceback. Now: one line naming what is missing.
