@@ -8,6 +8,7 @@
  * node tables), which tells "dead" (they declared it so) from "unreachable
  * from here" (they still hear it). */
 #include "tools/ctl_cluster.h"
+#include "tools/json.h"
 #include "tools/kvtext.h"
 
 #include "cluster/client.h"
@@ -170,82 +171,168 @@ static void fmt_u64(char *buf, size_t len, bool have, uint64_t v)
 		snprintf(buf, len, "-");
 }
 
+/* One node's line of 'status --cluster', for the table and the JSON. */
+struct row {
+	uint32_t id;
+	char addr[80];
+	const char *state;      /* alive, dead, unreachable, auth-failed */
+	char peers[64];         /* what the others think: "alive:3" */
+	bool have_inc, have[5];
+	uint64_t inc, v[5];     /* offered, used (bytes), pages data, parity, owners */
+	const char *err;        /* why we could not ask it, or its stats */
+};
+
+enum { R_OFF, R_USED, R_DATA, R_PAR, R_OWN };
+static const char *const row_keys[] = {
+	"offered_bytes", "used_bytes", "pages_data", "pages_parity", "owners",
+};
+
+static void row_of(const struct cluster_config *cfg, const struct probe *pr,
+		   unsigned i, struct row *r)
+{
+	const struct probe *p = &pr[i];
+	const struct cluster_node *cn = p->cn;
+	const struct frame_node *fresh;
+
+	memset(r, 0, sizeof(*r));
+	r->id = cn->id;
+	snprintf(r->addr, sizeof(r->addr), strchr(cn->host, ':') ? "[%s]:%u" : "%s:%u",
+		 cn->host, cn->port);
+	peers_view(cfg, pr, cn->id, r->peers, sizeof(r->peers), &fresh);
+	if (p->rc) {
+		/* Dead if the freshest word of those who answered says
+		 * so; otherwise only we cannot reach it. */
+		bool dead = fresh ? fresh->state == FN_DEAD : false;
+		r->state = p->rc == -EACCES ? "auth-failed" : dead ? "dead" : "unreachable";
+		r->have_inc = fresh && fresh->incarnation;
+		r->inc = fresh ? fresh->incarnation : 0;
+		r->err = p->err;
+		return;
+	}
+	r->state = "alive";
+	r->have_inc = true;
+	r->inc = p->incarnation;
+	for (unsigned k = 0; k < 5; k++)
+		r->have[k] = stat_u64(p, row_keys[k], &r->v[k]);
+	/* Without counters (an older node), capacity from its own entry
+	 * of its table. */
+	const struct frame_node *self = table_entry(p, cn->id);
+	if (!r->have[R_OFF] && self) {
+		r->v[R_OFF] = self->cap.offered;
+		r->have[R_OFF] = true;
+	}
+	if (!r->have[R_USED] && self) {
+		r->v[R_USED] = self->cap.used;
+		r->have[R_USED] = true;
+	}
+	if (p->stats_rc)
+		r->err = p->stats_err;
+}
+
+/* Problems a node that answered reports of itself: states, not event
+ * counts (one sample has no interval to see those rise; 'nvcachectl
+ * status' on the node shows them). */
+static unsigned node_problems(const struct probe *p, char out[][160], unsigned max)
+{
+	static const struct { const char *key, *what; } checks[] = {
+		{ "nodes_dead", "peers it sees dead" },
+		{ "over_offer_bytes", "bytes held over its offer (pages move away)" },
+	};
+	unsigned n = 0;
+	uint64_t v;
+
+	for (size_t k = 0; k < sizeof(checks) / sizeof(checks[0]) && n < max; k++)
+		if (stat_u64(p, checks[k].key, &v) && v)
+			snprintf(out[n++], 160, "%" PRIu64 " %s", v, checks[k].what);
+	return n;
+}
+
 static void print_status(const char *file, const struct cluster_config *cfg,
 			 const struct probe *pr, unsigned answered)
 {
-	uint64_t t_off = 0, t_used = 0, t_data = 0, t_par = 0;
-	unsigned no_stats = 0;
+	uint64_t tot[5] = { 0 };
+	unsigned no_stats = 0, problems = 0;
+	char pl[8][160];
 
 	printf("%-5s %-22s %-11s %-20s %9s %9s %10s %12s %6s  %s\n", "node",
 	       "address", "state", "incarnation", "offer_MiB", "used_MiB",
 	       "pages_data", "pages_parity", "owners", "peers_see");
 	for (unsigned i = 0; i < cfg->n_nodes; i++) {
-		const struct probe *p = &pr[i];
-		const struct cluster_node *cn = p->cn;
-		const struct frame_node *fresh;
-		char addr[80], peers[64], inc[24], off[24], used[24], dat[24], par[24];
-		char own[24];
-		uint64_t o = 0, u = 0, d = 0, q = 0, w = 0;
-		const char *state;
+		struct row r;
+		char inc[24], f[5][24];
 
-		snprintf(addr, sizeof(addr), strchr(cn->host, ':') ? "[%s]:%u" : "%s:%u",
-			 cn->host, cn->port);
-		peers_view(cfg, pr, cn->id, peers, sizeof(peers), &fresh);
-		if (!p->rc) {
-			/* Without counters (an older node), capacity from its
-			 * own entry of its table. */
-			const struct frame_node *self = table_entry(p, cn->id);
-			bool ho = stat_u64(p, "offered_bytes", &o);
-			bool hu = stat_u64(p, "used_bytes", &u);
-			if (!ho && self) {
-				o = self->cap.offered;
-				ho = true;
-			}
-			if (!hu && self) {
-				u = self->cap.used;
-				hu = true;
-			}
-			bool hd = stat_u64(p, "pages_data", &d);
-			bool hq = stat_u64(p, "pages_parity", &q);
-			bool hw = stat_u64(p, "owners", &w);
-			state = "alive";
-			fmt_u64(inc, sizeof(inc), true, p->incarnation);
-			fmt_u64(off, sizeof(off), ho, o >> 20);
-			fmt_u64(used, sizeof(used), hu, u >> 20);
-			fmt_u64(dat, sizeof(dat), hd, d);
-			fmt_u64(par, sizeof(par), hq, q);
-			fmt_u64(own, sizeof(own), hw, w);
-			t_off += o;
-			t_used += u;
-			t_data += d;
-			t_par += q;
-			no_stats += !(hd && hq);
-		} else {
-			/* Dead if the freshest word of those who answered
-			 * says so; otherwise only we cannot reach it. */
-			bool dead = fresh ? fresh->state == FN_DEAD : false;
-			state = p->rc == -EACCES ? "auth-failed" :
-				dead ? "dead" : "unreachable";
-			fmt_u64(inc, sizeof(inc), fresh && fresh->incarnation,
-				fresh ? fresh->incarnation : 0);
-			snprintf(off, sizeof(off), "-");
-			snprintf(used, sizeof(used), "-");
-			snprintf(dat, sizeof(dat), "-");
-			snprintf(par, sizeof(par), "-");
-			snprintf(own, sizeof(own), "-");
+		row_of(cfg, pr, i, &r);
+		fmt_u64(inc, sizeof(inc), r.have_inc, r.inc);
+		for (unsigned k = 0; k < 5; k++) {
+			uint64_t v = k <= R_USED ? r.v[k] >> 20 : r.v[k];
+			fmt_u64(f[k], sizeof(f[k]), r.have[k], v);
+			tot[k] += r.v[k];
 		}
-		printf("%-5u %-22s %-11s %-20s %9s %9s %10s %12s %6s  %s", cn->id,
-		       addr, state, inc, off, used, dat, par, own, peers);
-		if (p->rc)
-			printf("  (from here: %s)", p->err);
-		else if (p->stats_rc)
-			printf("  (no counters: %s)", p->stats_err);
+		if (!pr[i].rc)
+			no_stats += !(r.have[R_DATA] && r.have[R_PAR]);
+		printf("%-5u %-22s %-11s %-20s %9s %9s %10s %12s %6s  %s", r.id, r.addr,
+		       r.state, inc, f[R_OFF], f[R_USED], f[R_DATA], f[R_PAR], f[R_OWN],
+		       r.peers);
+		if (pr[i].rc)
+			printf("  (from here: %s)", r.err);
+		else if (r.err)
+			printf("  (no counters: %s)", r.err);
 		putchar('\n');
 	}
 	printf("cluster %s: %u/%u nodes answered, offered %" PRIu64 " MiB, used %"
 	       PRIu64 " MiB, pages_data %" PRIu64 ", pages_parity %" PRIu64 "%s\n",
-	       file, answered, cfg->n_nodes, t_off >> 20, t_used >> 20, t_data,
-	       t_par, no_stats ? " (some nodes without counters)" : "");
+	       file, answered, cfg->n_nodes, tot[R_OFF] >> 20, tot[R_USED] >> 20,
+	       tot[R_DATA], tot[R_PAR], no_stats ? " (some nodes without counters)" : "");
+	for (unsigned i = 0; i < cfg->n_nodes; i++) {
+		const struct probe *p = &pr[i];
+		unsigned n = p->rc ? 0 : node_problems(p, pl, 8);
+		if (!p->rc && !n)
+			continue;
+		if (!problems++)
+			printf("problems:\n");
+		if (p->rc) {
+			struct row r;
+			row_of(cfg, pr, i, &r);
+			printf("  node %u: %s (from here: %s)\n", r.id, r.state, r.err);
+		}
+		for (unsigned k = 0; k < n; k++)
+			printf("  node %u: %s\n", p->cn->id, pl[k]);
+	}
+}
+
+static void print_status_json(const char *file, const struct cluster_config *cfg,
+			      const struct probe *pr)
+{
+	char pl[8][160];
+
+	printf("{\"cluster\": ");
+	json_put_str(file);
+	printf(", \"nodes\": [");
+	for (unsigned i = 0; i < cfg->n_nodes; i++) {
+		struct row r;
+		row_of(cfg, pr, i, &r);
+		printf("%s\n  {\"id\": %u, \"address\": ", i ? "," : "", r.id);
+		json_put_str(r.addr);
+		printf(", \"state\": \"%s\", \"peers_see\": ", r.state);
+		json_put_str(r.peers);
+		if (r.have_inc)
+			printf(", \"incarnation\": %" PRIu64, r.inc);
+		for (unsigned k = 0; k < 5; k++)
+			if (r.have[k])
+				printf(", \"%s\": %" PRIu64, row_keys[k], r.v[k]);
+		if (r.err) {
+			printf(", \"error\": ");
+			json_put_str(r.err);
+		}
+		printf(", \"problems\": [");
+		unsigned n = pr[i].rc ? 0 : node_problems(&pr[i], pl, 8);
+		for (unsigned k = 0; k < n; k++) {
+			printf("%s", k ? ", " : "");
+			json_put_str(pl[k]);
+		}
+		printf("]}");
+	}
+	printf("\n]}\n");
 }
 
 static void print_stats(const struct cluster_config *cfg, const struct probe *pr)
@@ -310,7 +397,7 @@ int ctl_cluster_run(const char *verb, int argc, char **argv, int i)
 	int timeout_ms = DEFAULT_TIMEOUT_MS, secs = 1;
 	const char *file;
 	char err[512];
-	bool watch = !strcmp(verb, "watch");
+	bool watch = !strcmp(verb, "watch"), json = false;
 
 	if (i + 1 >= argc) {
 		fprintf(stderr, "nvcachectl: --cluster needs a FILE\n");
@@ -325,6 +412,8 @@ int ctl_cluster_run(const char *verb, int argc, char **argv, int i)
 				return 2;
 			}
 			i++;
+		} else if (!strcmp(verb, "status") && !strcmp(argv[i], "--json")) {
+			json = true;
 		} else if (watch && atoi(argv[i]) > 0) {
 			secs = atoi(argv[i]);
 		} else {
@@ -349,6 +438,8 @@ int ctl_cluster_run(const char *verb, int argc, char **argv, int i)
 			printf("\033[H\033[2J");
 		if (!strcmp(verb, "stats"))
 			print_stats(&cfg, pr);
+		else if (json)
+			print_status_json(file, &cfg, pr);
 		else
 			print_status(file, &cfg, pr, answered);
 		fflush(stdout);

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/ctl.h"
+#include "tools/json.h"
 #include "tools/kvtext.h"
 
 #include <dirent.h>
@@ -111,13 +112,28 @@ static void add_io_rates(struct daemon *d, const char *rbytes, const char *rops,
 		add_fig(d, "write_iops", NULL, U_IOPS, v);
 }
 
-/* A counter that is a problem when above zero. */
+/* A state that is a problem while above zero (pages lost, degraded). */
 static void problem_if(struct daemon *d, const char *key, const char *what)
 {
 	double v;
 
 	if (now_num(d, key, &v) && v > 0)
 		add_problem(d, "%.0f %s", v, what);
+}
+
+/* An event counter (errors, refused peers) is a problem while it rises:
+ * one bad try an hour ago must not mark a daemon for ever. Without an
+ * interval, any count since the start is shown as that. */
+static void problem_if_rising(struct daemon *d, const char *key, const char *what)
+{
+	double a, b;
+
+	if (d->s1 && kvtext_num(d->s0, key, &a) && kvtext_num(d->s1, key, &b)) {
+		if (b > a)
+			add_problem(d, "%.0f %s in the last %.1f s", b - a, what, d->dt);
+	} else if (now_num(d, key, &b) && b > 0) {
+		add_problem(d, "%.0f %s since the start", b, what);
+	}
 }
 
 struct peer_scan {
@@ -188,10 +204,9 @@ static void view_fs(struct daemon *d)
 	}
 	if (now_num(d, "writeback_queue", &v))
 		add_fig(d, "writeback_queue", "write-back queue", U_COUNT, v);
-	problem_if(d, "backing_errors",
+	problem_if_rising(d, "backing_errors",
 		   "write-backs failed (backing full or failing: the data stays "
 		   "in NVRAM; see the log)");
-	problem_if(d, "lost_files", "files lost their dirty data (see the log)");
 }
 
 static void view_swap(struct daemon *d)
@@ -217,14 +232,14 @@ static void view_swap(struct daemon *d)
 		add_fig(d, "nodes", "of", U_COUNT, total);
 	}
 	problem_if(d, "pages_lost", "pages lost (their reads fail with EIO)");
-	problem_if(d, "flash_errors", "flash file I/O errors");
-	problem_if(d, "remote_read_errors", "reads failed (EIO to the kernel)");
-	problem_if(d, "remote_write_errors", "writes failed (EIO to the kernel)");
+	problem_if_rising(d, "flash_errors", "flash file I/O errors");
+	problem_if_rising(d, "remote_read_errors", "reads failed (EIO to the kernel)");
+	problem_if_rising(d, "remote_write_errors", "writes failed (EIO to the kernel)");
 	problem_if(d, "remote_slots_degraded",
 		   "pages without their redundancy (rebuild pending)");
 	problem_if(d, "remote_short_of_room",
 		   "the cluster is short of room (pages held in this node's memory)");
-	problem_if(d, "nbd_request_errors", "NBD requests answered with an error");
+	problem_if_rising(d, "nbd_request_errors", "NBD requests answered with an error");
 }
 
 static void view_node(struct daemon *d)
@@ -252,8 +267,8 @@ static void view_node(struct daemon *d)
 	if (rate(d, "page_fetches", &v))
 		add_fig(d, "fetches_s", "fetches", U_PER_S, v);
 	scan_peers(d, "node.", "dead", "peer", &total, &good);
-	problem_if(d, "auth_failures", "connections failed authentication (wrong secret?)");
-	problem_if(d, "bad_frames", "corrupt frames from peers");
+	problem_if_rising(d, "auth_failures", "connections failed authentication (wrong secret?)");
+	problem_if_rising(d, "bad_frames", "corrupt frames from peers");
 	problem_if(d, "over_offer_bytes", "bytes held over this node's offer (local "
 		   "programs need the memory; pages move away)");
 }
@@ -499,32 +514,17 @@ static void print_table(const struct daemon *ds, unsigned n)
 			printf("  %s %s: %s\n", ds[i].kind, ds[i].name, ds[i].problems[k]);
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static void print_json(const struct daemon *ds, unsigned n, double interval)
 {
 	printf("{\"interval_s\": %g, \"daemons\": [", interval);
 	for (unsigned i = 0; i < n; i++) {
 		const struct daemon *d = &ds[i];
 		printf("%s\n  {\"kind\": ", i ? "," : "");
-		json_str(d->kind);
+		json_put_str(d->kind);
 		printf(", \"name\": ");
-		json_str(d->name);
+		json_put_str(d->name);
 		printf(", \"socket\": ");
-		json_str(d->sock);
+		json_put_str(d->sock);
 		printf(", \"pid\": %ld, \"uptime_s\": %.0f, \"state\": \"%s\", \"figures\": {",
 		       d->pid, d->up ? d->uptime_s : -1, state_of(d));
 		for (unsigned k = 0; k < d->nfigs; k++)
@@ -532,7 +532,7 @@ static void print_json(const struct daemon *ds, unsigned n, double interval)
 		printf("}, \"problems\": [");
 		for (unsigned k = 0; k < d->nproblems; k++) {
 			printf("%s", k ? ", " : "");
-			json_str(d->problems[k]);
+			json_put_str(d->problems[k]);
 		}
 		printf("]}");
 	}

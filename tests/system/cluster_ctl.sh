@@ -116,6 +116,19 @@ t_wait 20 node4_dead || t_fail "node 4 never shown dead: $(cat "$T_DIR/st")"
 grep -q "^4 .*from here: .*refused" "$T_DIR/st" || t_fail "no reason for node 4: $(cat "$T_DIR/st")"
 grep -q "3/4 nodes answered" "$T_DIR/st" || t_fail "summary after the kill: $(tail -1 "$T_DIR/st")"
 cat "$T_DIR/st" >&2
+grep -q "^  node 4: dead (from here: " "$T_DIR/st" || t_fail "no problem line for node 4"
+grep -q "^  node 1: 1 peers it sees dead$" "$T_DIR/st" || t_fail "no problem line for node 1's dead peer"
+cstatus --json || t_fail "status --cluster --json: $(cat "$T_DIR/st.err")"
+/usr/bin/python3 - "$T_DIR/st" "$(stat_val 1 incarnation)" <<'EOF' || t_fail "status --cluster --json: $(cat "$T_DIR/st")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = {x["id"]: x for x in d["nodes"]}
+assert sorted(n) == [1, 2, 3, 4], n
+assert n[4]["state"] == "dead" and "error" in n[4], n[4]
+assert n[1]["state"] == "alive" and n[1]["incarnation"] == int(sys.argv[2]), n[1]
+assert n[1]["problems"] == ["1 peers it sees dead"], n[1]
+assert n[2]["pages_data"] >= 0 and n[2]["offered_bytes"] > 0, n[2]
+EOF
 timeout 30 "$ctl" stats --cluster "$conf" >"$T_DIR/stats" || t_fail "stats --cluster with node 4 dead"
 grep -q "^== node 4 .*: dead; from here: " "$T_DIR/stats" || t_fail "stats --cluster node 4: $(grep '^== node 4' "$T_DIR/stats")"
 
