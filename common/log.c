@@ -1,7 +1,12 @@
 /* log.c - timestamped, tagged log lines; see log.h. */
 #include "common/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +22,8 @@
 static const char *log_tag = "nvcache";
 static enum log_level log_max = LOG_LVL_INFO;
 static bool log_syslog;
+static int log_fd = STDERR_FILENO;     /* where lines go, unless syslog */
+static bool log_errors_stderr;         /* errors also to stderr */
 
 void log_init(const char *tag, enum log_level level)
 {
@@ -43,6 +50,40 @@ void log_use_syslog(bool on)
 	log_syslog = on;
 }
 
+bool log_syslog_listening(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = "/dev/log" };
+	struct stat st;
+
+	if (stat(sa.sun_path, &st) || !S_ISSOCK(st.st_mode))
+		return false;
+	/* a socket file with nobody behind it swallows every line */
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	bool ok = !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return ok;
+}
+
+int log_to_file(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+
+	if (fd < 0)
+		return -errno;
+	if (log_fd != STDERR_FILENO)
+		close(log_fd);
+	log_fd = fd;
+	log_syslog = false;
+	return 0;
+}
+
+void log_copy_errors_to_stderr(bool on)
+{
+	log_errors_stderr = on;
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
 	static const char *names[] = { "error", "warning", "info", "debug" };
@@ -57,15 +98,26 @@ void log_msg(enum log_level level, const char *fmt, ...)
 		return;
 	va_start(ap, fmt);
 	if (log_syslog) {
-		vsyslog(prio[level], fmt, ap);
-		va_end(ap);
-		return;
+		va_list cp;
+		va_copy(cp, ap);
+		vsyslog(prio[level], fmt, cp);
+		va_end(cp);
+		if (!(log_errors_stderr && level == LOG_LVL_ERR)) {
+			va_end(ap);
+			return;
+		}
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%03ld %s[%d] %s: ",
+	/* a log file outlives the day: its lines carry the date */
+	int d = 0;
+	if (log_fd != STDERR_FILENO)
+		d = snprintf(line, sizeof(line), "%04d-%02d-%02d ", tm.tm_year + 1900,
+			     tm.tm_mon + 1, tm.tm_mday);
+	n = snprintf(line + d, sizeof(line) - (size_t)d, "%02d:%02d:%02d.%03ld %s[%d] %s: ",
 		     tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
 		     log_tag, (int)getpid(), names[level]);
+	n += d;
 	if (n < 0)
 		n = 0;
 	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
@@ -73,8 +125,13 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+	if (!log_syslog && write(log_fd, line, (size_t)n) < 0) {
 		/* nowhere left to report it */
+	}
+	if (log_errors_stderr && level == LOG_LVL_ERR &&
+	    (log_syslog || log_fd != STDERR_FILENO) &&
+	    write(STDERR_FILENO, line + d, (size_t)(n - d)) < 0) {
+		/* nor there */
 	}
 }
 

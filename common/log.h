@@ -14,6 +14,16 @@ enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 void log_init(const char *tag, enum log_level level);
 /* After daemonising: send lines to syslog instead of stderr. */
 void log_use_syslog(bool on);
+/* Is a syslog daemon listening on /dev/log? Without one, syslog(3)
+ * drops every line: a daemon then logs to a file instead. */
+bool log_syslog_listening(void);
+/* Send lines to the file at path (appended, created 0640; each line
+ * dated) instead of stderr or syslog. 0 or -errno (nothing changed). */
+int log_to_file(const char *path);
+/* While on, error lines also go to stderr (as "HH:MM:SS... error: ..."),
+ * wherever the others go: a daemon that logs to a file or syslog still
+ * tells the person who started it why it could not start. */
+void log_copy_errors_to_stderr(bool on);
 
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -5,6 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "common/clock.h"
@@ -134,6 +137,48 @@ static void outbuf_fits_and_overflows(void **state)
 	assert_int_equal(strlen(buf), 15);
 }
 
+/* log_to_file: every line in the file, dated; with errors copied to
+ * stderr, the error line (and only it) also there. */
+static void log_file_and_error_copy(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/nvtest-log-XXXXXX", errpath[] = "/tmp/nvtest-err-XXXXXX";
+	int fd = mkstemp(path), efd = mkstemp(errpath), saved = dup(2);
+	char buf[4096];
+
+	assert_true(fd >= 0 && efd >= 0 && saved >= 0);
+	close(fd);
+	assert_int_equal(dup2(efd, 2), 2);
+	log_init("t", LOG_LVL_INFO);
+	assert_int_equal(log_to_file(path), 0);
+	log_copy_errors_to_stderr(true);
+	log_info("an info line %d", 1);
+	log_err("an error line %d", 2);
+	log_copy_errors_to_stderr(false);
+	log_err("a later error %d", 3);
+	assert_int_equal(log_to_file("/nonexistent-dir/x.log"), -ENOENT);
+	dup2(saved, 2);
+	close(saved);
+
+	FILE *f = fopen(path, "r");
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	assert_non_null(strstr(buf, "t["));
+	assert_non_null(strstr(buf, "info: an info line 1\n"));
+	assert_non_null(strstr(buf, "error: an error line 2\n"));
+	assert_non_null(strstr(buf, "error: a later error 3\n"));
+	assert_true(buf[4] == '-' && buf[7] == '-' && buf[10] == ' ');   /* YYYY-MM-DD */
+	n = (size_t)pread(efd, buf, sizeof(buf) - 1, 0);
+	buf[n] = 0;
+	assert_non_null(strstr(buf, "error: an error line 2\n"));
+	assert_null(strstr(buf, "info line"));
+	assert_null(strstr(buf, "later error"));
+	close(efd);
+	unlink(path);
+	unlink(errpath);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -143,6 +188,7 @@ int main(void)
 		cmocka_unit_test(log_limit_counts_held_lines),
 		cmocka_unit_test(deadline_and_monotonic_cond),
 		cmocka_unit_test(outbuf_fits_and_overflows),
+		cmocka_unit_test(log_file_and_error_copy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
