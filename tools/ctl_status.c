@@ -188,12 +188,8 @@ static void hit_rate(struct daemon *d)
 
 static void view_fs(struct daemon *d)
 {
-	char buf[sizeof(d->name)];
 	double v, t;
-	const char *s = d->s1 ? d->s1 : d->s0;
 
-	if (kvtext_get(s, "mountpoint", buf, sizeof(buf)))
-		snprintf(d->name, sizeof(d->name), "%s", buf);
 	add_io_rates(d, "read_bytes", "read_ops", "write_bytes", "write_ops");
 	hit_rate(d);
 	if (now_num(d, "dirty_bytes", &v))
@@ -211,13 +207,9 @@ static void view_fs(struct daemon *d)
 
 static void view_swap(struct daemon *d)
 {
-	char buf[256];
 	double v, a, b, c;
 	unsigned total, good;
-	const char *s = d->s1 ? d->s1 : d->s0;
 
-	if (kvtext_get(s, "export", buf, sizeof(buf)))
-		snprintf(d->name, sizeof(d->name), "%s", buf);
 	add_io_rates(d, "nbd_bytes_read", "nbd_reads", "nbd_bytes_written", "nbd_writes");
 	if (now_num(d, "remote_slots_mapped", &v))
 		add_fig(d, "pages", "pages", U_COUNT, v);
@@ -244,13 +236,9 @@ static void view_swap(struct daemon *d)
 
 static void view_node(struct daemon *d)
 {
-	char buf[64];
 	double v, alive, dead, unk;
 	unsigned total, good;
-	const char *s = d->s1 ? d->s1 : d->s0;
 
-	if (kvtext_get(s, "node", buf, sizeof(buf)))
-		snprintf(d->name, sizeof(d->name), "%s", buf);
 	if (now_num(d, "nodes_alive", &alive) && now_num(d, "nodes_dead", &dead) &&
 	    now_num(d, "nodes_unknown", &unk)) {
 		add_fig(d, "nodes_alive", "nodes alive", U_COUNT, alive + 1);
@@ -273,13 +261,16 @@ static void view_node(struct daemon *d)
 		   "programs need the memory; pages move away)");
 }
 
+/* A kind: its socket name prefix, the stats key that names a daemon
+ * to a person (the socket's name is a mangled form of it), its view. */
 static const struct view {
 	const char *kind;
+	const char *name_key;
 	void (*fill)(struct daemon *d);
 } views[] = {
-	{ "fs", view_fs },
-	{ "swap", view_swap },
-	{ "node", view_node },
+	{ "fs", "mountpoint", view_fs },
+	{ "swap", "export", view_swap },
+	{ "node", "node", view_node },
 };
 
 static const struct view *view_of(const char *kind)
@@ -385,7 +376,11 @@ static void fill_all(struct daemon *ds, unsigned n)
 				    "%s?)", ds[i].sock);
 			continue;
 		}
-		view_of(ds[i].kind)->fill(&ds[i]);
+		const struct view *v = view_of(ds[i].kind);
+		char name[sizeof(ds[i].name)];
+		if (kvtext_get(ds[i].s1 ? ds[i].s1 : ds[i].s0, v->name_key, name, sizeof(name)))
+			memcpy(ds[i].name, name, sizeof(name));
+		v->fill(&ds[i]);
 	}
 }
 

@@ -37,11 +37,18 @@ cat "$T_DIR/verify.out"
 # an ordering cycle is only a message, with exit 0
 [ $rc = 0 ] && [ ! -s "$T_DIR/verify.out" ] || t_fail "systemd-analyze verify: exit $rc"
 
-# exec_line UNIT INSTANCE: the unit's ExecStart, as the shell runs it, with
-# /etc/nvcache and /run/nvcache moved into $T_DIR and %i expanded.
-exec_line() {
-  sed -n 's/^ExecStart=//p' "$T_DIR/units/$1" | head -1 |
-    sed -e "s#/etc/nvcache#$T_DIR/etc#g" -e "s#/run/nvcache#$T_DIR/run#g" -e "s#%i#${2:-}#g"
+# run_unit UNIT CONF LOG [INSTANCE]: the unit's ExecStart run as systemd
+# runs it (EnvironmentFile CONF, WorkingDirectory, then the command), with
+# /etc/nvcache and /run/nvcache moved into $T_DIR and %i expanded; in the
+# background, its pid in $upid.
+run_unit() {
+  local line
+  line=$(sed -n 's/^ExecStart=//p' "$T_DIR/units/$1" | head -1 |
+    sed -e "s#/etc/nvcache#$T_DIR/etc#g" -e "s#/run/nvcache#$T_DIR/run#g" -e "s#%i#${4:-}#g")
+  echo "$line"
+  ( set -a; . "$2"; set +a; cd "$T_DIR/etc" && eval "exec $line" ) >"$3" 2>&1 &
+  upid=$!
+  t_cleanup "kill $upid 2>/dev/null"
 }
 
 echo "== nvcached.service's command line, with /etc/nvcache/{cluster.conf,node,nvcached.conf}"
@@ -53,25 +60,14 @@ printf 'secret secret\nnode 1 127.0.0.1:%s\nnode 2 127.0.0.1:%s\n' "${ports[0]}"
   >"$T_DIR/etc/cluster.conf"
 echo 1 >"$T_DIR/etc/node"
 echo 'NVCACHED_OPTS="--heartbeat 200 --timeout 1000"' >"$T_DIR/etc/nvcached.conf"
-line=$(exec_line nvcached.service)
-echo "$line"
-# systemd: EnvironmentFile, WorkingDirectory, then the command
-( set -a; . "$T_DIR/etc/nvcached.conf"; set +a; cd "$T_DIR/etc" &&
-  eval "exec $line" ) >"$T_DIR/nvcached.log" 2>&1 &
-npid=$!
-t_cleanup "kill $npid 2>/dev/null"
+run_unit nvcached.service "$T_DIR/etc/nvcached.conf" "$T_DIR/nvcached.log"
 t_wait 20 test -S "$T_DIR/run/node-1.sock" || t_fail "nvcached did not start: $(tail -3 "$T_DIR/nvcached.log")"
 [ "$(cluster_stat 1 node)" = 1 ] || t_fail "the node that answers is not node 1"
 [ "$(cluster_stat 1 heartbeat_ms)" = 200 ] || t_fail "NVCACHED_OPTS not passed"
 
 echo "== nvswapd@swap.service's command line, with /etc/nvcache/nvswapd-swap.conf"
 echo "NVSWAPD_OPTS=\"--size 16M --mram 16M --nvram $T_SHM/swap.mram\"" >"$T_DIR/etc/nvswapd-swap.conf"
-line=$(exec_line nvswapd@swap.service swap)
-echo "$line"
-( set -a; . "$T_DIR/etc/nvswapd-swap.conf"; set +a; cd "$T_DIR/etc" &&
-  eval "exec $line" ) >"$T_DIR/nvswapd.log" 2>&1 &
-spid=$!
-t_cleanup "kill $spid 2>/dev/null"
+run_unit nvswapd@swap.service "$T_DIR/etc/nvswapd-swap.conf" "$T_DIR/nvswapd.log" swap
 t_wait 20 test -S "$T_DIR/run/nbd-swap.sock" || t_fail "nvswapd did not start: $(tail -3 "$T_DIR/nvswapd.log")"
 nbdinfo --size "nbd+unix:///swap?socket=$T_DIR/run/nbd-swap.sock" >"$T_DIR/size" ||
   t_fail "nbdinfo cannot read export 'swap'"
