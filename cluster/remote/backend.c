@@ -58,50 +58,8 @@ static void *refresher_main(void *arg)
 		if (rb_refresh(rb))
 			log_debug("remote swap: no node answered the table refresh");
 		rb_reset_late_nodes(rb);
-		/* Short of room (a parity page or a page that no node took):
-		 * try again, the delay doubling (up to RETRY_MAX_NS) while
-		 * nothing gets placed; a node death's own pass is not held
-		 * back by this. */
-		bool retry = false;
-		uint64_t placed = 0, rebuilds0 = 0;
-		if (rb->gsize) {
-			/* room appeared (a node came back or grew): no waiting */
-			bool none[CONFIG_MAX_NODES] = { false };
-			bool room = rb_pick_count(rb, none) > 0;
-			if (room && !rb->had_room) {
-				rb->retry_at_ns = 0;
-				rb->retry_ns = RETRY_MIN_NS;
-			}
-			rb->had_room = room;
-		}
-		if (rb->gsize && atomic_load(&rb->retry_due) &&
-		    clock_now_ns() >= rb->retry_at_ns) {
-			atomic_store(&rb->retry_due, 0);
-			retry = true;
-			rebuilds0 = atomic_load(&rb->parity_rebuilds);
-			placed = rb_hold_retry(rb);
-			atomic_store(&rb->rebuild_needed, 1);
-		}
-		atomic_store(&rb->recovering, 1);
-		if (rb->gsize && atomic_exchange(&rb->rebuild_needed, 0))
-			rb_parity_recover(rb);
-		else if (rb->copies > 1 && atomic_exchange(&rb->rebuild_needed, 0))
-			rb_rebuild(rb);
-		atomic_store(&rb->recovering, 0);
-		if (retry) {
-			/* progress: a held page placed, a parity page
-			 * recomputed and stored */
-			bool progress = placed ||
-					atomic_load(&rb->parity_rebuilds) != rebuilds0;
-			if (!atomic_load(&rb->retry_due) || progress)
-				rb->retry_ns = RETRY_MIN_NS;
-			else if ((rb->retry_ns *= 2) > RETRY_MAX_NS)
-				rb->retry_ns = RETRY_MAX_NS;
-			rb->retry_at_ns = clock_now_ns() + rb->retry_ns;
-			rb_short_log(rb);
-		}
-		if (rb->gsize && atomic_exchange(&rb->merge_needed, 0))
-			rb_parity_merge(rb);
+		if (rb->mode->pass)
+			rb->mode->pass(rb);
 		rb_migrate(rb);
 	}
 	return NULL;
@@ -145,6 +103,8 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 	rb->owner = o->owner ? o->owner : o->self_node;
 	rb->nslots = o->size / PAGE;
 	rb->red = o->redundancy;
+	rb->mode = rb_modes[o->redundancy];
+	rb->redundant = o->redundancy != REMOTE_NONE;
 	rb->copies = o->redundancy == REMOTE_MIRROR ? 2 : 1;
 	rb->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 3000;
 	rb->refresh_ms = o->refresh_ms ? o->refresh_ms : 500;
@@ -230,12 +190,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		nd->cn = &rb->cfg.nodes[i];
 		nd->id = nd->cn->id;
 		nd->target = nd->id != rb->self;
-		/* parity modes: a recovery worker holds one connection on
-		 * every node of a group at once (fetch_batch), and there
-		 * are RECOVER_THREADS of them beside the I/O threads */
-		nd->nconn = o->conns_per_node ? o->conns_per_node :
-			    o->redundancy == REMOTE_PARITY ||
-			    o->redundancy == REMOTE_PARITY_DIST ? RECOVER_THREADS + 4 : 4;
+		nd->nconn = o->conns_per_node ? o->conns_per_node : rb->mode->conns;
 		nd->conns = calloc(nd->nconn, sizeof(*nd->conns));
 		if (!nd->conns) {
 			remote_close(rb);
@@ -252,51 +207,9 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		remote_close(rb);
 		return -EINVAL;
 	}
-	if (par) {
-		/* data nodes: every target but the parity node (centralised) */
-		unsigned data = targets - (o->redundancy == REMOTE_PARITY);
-		unsigned want = o->parity_group ? o->parity_group : 4;
-		if (targets < 3) {
-			log_err("remote swap: parity needs at least three other nodes "
-				"in the cluster file");
-			remote_close(rb);
-			return -EINVAL;
-		}
-		rb->gsize = want;
-		if (o->redundancy == REMOTE_PARITY_DIST && data - 1 < rb->gsize)
-			rb->gsize = data - 1;   /* a node outside each group */
-		if (o->redundancy == REMOTE_PARITY && data < rb->gsize)
-			rb->gsize = data;
-		if (rb->gsize < 2)
-			rb->gsize = 2;
-		if (rb->gsize != want)
-			log_warn("remote swap: parity groups of %u pages (%u nodes "
-				 "for data)", rb->gsize, data);
-		if (o->redundancy == REMOTE_PARITY)
-			for (unsigned i = 0; i < rb->nn && rb->pnode < 0; i++)
-				if (rb->nodes[i].target)
-					rb->pnode = (int)i;
-		/* Every live group has a page; sparse ones get merged, so
-		 * half a group per slot is room enough while groups hold
-		 * two or more. With few nodes left groups shrink to one
-		 * member (its parity page is then a mirror): the table
-		 * grows, up to a group per slot and the open ones. */
-		uint64_t ng = rb->nslots / 2 + 64, maxg = rb->nslots + POOL + 64;
-		rb->slot_grp = calloc(rb->nslots, sizeof(*rb->slot_grp));
-		if (!rb->slot_grp || maxg >= UINT32_MAX ||
-		    parity_table_init(&rb->pt, (uint32_t)ng, (uint32_t)maxg, rb->gsize)) {
-			remote_close(rb);
-			return -ENOMEM;
-		}
-		/* write_pages' scratch, now: nothing is allocated on the
-		 * swap-out path (mlockall: it would be locked, when memory
-		 * is short) */
-		for (unsigned k = 0; k < POOL; k++)
-			if (!(rb->pool[k].wb = malloc(sizeof(*rb->pool[k].wb))) ||
-			    !(rb->tscr[k].t = malloc(sizeof(*rb->tscr[k].t)))) {
-				remote_close(rb);
-				return -ENOMEM;
-			}
+	if (rb->mode->open && (rc = rb->mode->open(rb, o, targets))) {
+		remote_close(rb);
+		return rc;
 	}
 	/* Each node's own report of its capacity, to start with; and a clean
 	 * slate: pages an earlier device with our owner id left are dropped. */

@@ -78,8 +78,8 @@ static void mirror_parallel(struct remote_backend *rb, uint64_t i, uint64_t v,
 			(void)rb_node_op(rb, (unsigned)drop[r], OP_DROP, i, v, NULL);
 }
 
-/* Write one whole slot. Caller holds the stripe. */
-int rb_slot_write(struct remote_backend *rb, uint64_t i, const void *page)
+/* Write one whole slot (see struct rb_mode). */
+int rb_copies_slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 {
 	struct slot *s = &rb->slots[i];
 	uint64_t v = s->version + 1;
@@ -87,12 +87,6 @@ int rb_slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 	bool done[2] = { false, false };
 	int rc = 0;
 
-	if (rb->gsize) {
-		rc = rb_pslot_write(rb, i, page);
-		if (!rc)
-			s->lost = 0;
-		return rc;
-	}
 	if (rb->copies == 2)
 		mirror_parallel(rb, i, v, page, done);
 	for (unsigned r = 0; r < rb->copies; r++) {
@@ -147,32 +141,17 @@ int rb_slot_write(struct remote_backend *rb, uint64_t i, const void *page)
 		atomic_fetch_sub(&rb->mapped, 1);
 	if (rc)
 		atomic_fetch_add(&rb->write_errors, 1);
-	else
-		s->lost = 0;
 	return rc;
 }
 
-/* Read one whole slot (zeros if never written). Caller holds the stripe. */
-int rb_slot_read(struct remote_backend *rb, uint64_t i, void *page)
+/* Read one mapped slot, not spilled (see struct rb_mode). */
+int rb_copies_slot_read(struct remote_backend *rb, uint64_t i, void *page)
 {
 	struct slot *s = &rb->slots[i];
 	int got = -1;
 	bool lost[2] = { false, false };
 	bool answered[2] = { false, false };   /* failed, but the node replied */
 
-	if (s->lost) {
-		atomic_fetch_add(&rb->read_errors, 1);
-		return -EIO;
-	}
-	if (!rb_slot_mapped(s)) {
-		memset(page, 0, PAGE);
-		atomic_fetch_add(&rb->zero_reads, 1);
-		return 0;
-	}
-	if (s->spilled)
-		return rb_spill_io(rb, false, i, page);
-	if (rb->gsize)
-		return rb_pslot_read(rb, i, page);
 	for (unsigned r = 0; r < rb->copies; r++) {
 		if (!rb_copy_valid(rb, s, r)) {
 			lost[r] = true;

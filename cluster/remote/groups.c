@@ -379,3 +379,51 @@ int rb_group_add(struct remote_backend *rb, uint64_t i, uint64_t v,
 	pthread_mutex_unlock(&p->lock);
 	return rc;
 }
+
+/* Parity modes at open (see struct rb_mode): the group size for the nodes
+ * there are, the parity node ("parity": the lowest id other than ours),
+ * the group table and the write and trim scratch. */
+int rb_parity_open(struct remote_backend *rb, const struct remote_opts *o,
+		   unsigned targets)
+{
+	/* data nodes: every target but the parity node (centralised) */
+	unsigned data = targets - (o->redundancy == REMOTE_PARITY);
+	unsigned want = o->parity_group ? o->parity_group : 4;
+
+	if (targets < 3) {
+		log_err("remote swap: parity needs at least three other nodes "
+			"in the cluster file");
+		return -EINVAL;
+	}
+	rb->gsize = want;
+	if (o->redundancy == REMOTE_PARITY_DIST && data - 1 < rb->gsize)
+		rb->gsize = data - 1;   /* a node outside each group */
+	if (o->redundancy == REMOTE_PARITY && data < rb->gsize)
+		rb->gsize = data;
+	if (rb->gsize < 2)
+		rb->gsize = 2;
+	if (rb->gsize != want)
+		log_warn("remote swap: parity groups of %u pages (%u nodes "
+			 "for data)", rb->gsize, data);
+	if (o->redundancy == REMOTE_PARITY)
+		for (unsigned i = 0; i < rb->nn && rb->pnode < 0; i++)
+			if (rb->nodes[i].target)
+				rb->pnode = (int)i;
+	/* Every live group has a page; sparse ones get merged, so half a
+	 * group per slot is room enough while groups hold two or more. With
+	 * few nodes left groups shrink to one member (its parity page is
+	 * then a mirror): the table grows, up to a group per slot and the
+	 * open ones. */
+	uint64_t ng = rb->nslots / 2 + 64, maxg = rb->nslots + POOL + 64;
+	rb->slot_grp = calloc(rb->nslots, sizeof(*rb->slot_grp));
+	if (!rb->slot_grp || maxg >= UINT32_MAX ||
+	    parity_table_init(&rb->pt, (uint32_t)ng, (uint32_t)maxg, rb->gsize))
+		return -ENOMEM;
+	/* write_pages' scratch, now: nothing is allocated on the swap-out
+	 * path (mlockall: it would be locked, when memory is short) */
+	for (unsigned k = 0; k < POOL; k++)
+		if (!(rb->pool[k].wb = malloc(sizeof(*rb->pool[k].wb))) ||
+		    !(rb->tscr[k].t = malloc(sizeof(*rb->tscr[k].t))))
+			return -ENOMEM;
+	return 0;
+}

@@ -140,13 +140,30 @@ void rb_short_log(struct remote_backend *rb)
 		 "groups loses their pages)" : "");
 }
 
+/* Held slot i's page read, or replaced by `page`. Caller holds the
+ * stripe. */
+int rb_hold_io(struct remote_backend *rb, bool write, uint64_t i, void *page)
+{
+	uint8_t *h = rb_hold_page(rb, rb->slots[i].hold - 1u);
+	memcpy(write ? h : page, write ? page : h, PAGE);
+	return 0;
+}
+
+/* Slot i, if held, leaves the hold. Caller holds the stripe. */
+void rb_hold_forget(struct remote_backend *rb, uint64_t i)
+{
+	struct slot *s = &rb->slots[i];
+
+	if (!s->spilled)
+		return;
+	s->spilled = 0;
+	hold_release(rb, i);
+}
+
+/* Slot i's page in the spill file (none and mirror), read or written.
+ * Caller holds the stripe. */
 int rb_spill_io(struct remote_backend *rb, bool write, uint64_t i, void *page)
 {
-	if (rb->gsize) {        /* the hold; caller holds the stripe */
-		uint8_t *h = rb_hold_page(rb, rb->slots[i].hold - 1u);
-		memcpy(write ? h : page, write ? page : h, PAGE);
-		return 0;
-	}
 	ssize_t n = write ? pwrite(rb->spill_fd, page, PAGE, (off_t)(i * PAGE)) :
 			    pread(rb->spill_fd, page, PAGE, (off_t)(i * PAGE));
 	if (n == PAGE)
@@ -156,6 +173,7 @@ int rb_spill_io(struct remote_backend *rb, bool write, uint64_t i, void *page)
 	return -EIO;
 }
 
+/* Slot i, if spilled, leaves the spill file. Caller holds the stripe. */
 void rb_spill_forget(struct remote_backend *rb, uint64_t i)
 {
 	struct slot *s = &rb->slots[i];
@@ -163,10 +181,6 @@ void rb_spill_forget(struct remote_backend *rb, uint64_t i)
 	if (!s->spilled)
 		return;
 	s->spilled = 0;
-	if (rb->gsize) {
-		hold_release(rb, i);
-		return;
-	}
 	atomic_fetch_sub(&rb->spilled_now, 1);
 	/* give the file's blocks back; failure only costs disk space */
 	(void)fallocate(rb->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,

@@ -8,7 +8,7 @@
  * other copy, or outside its parity group), point the map and the group
  * member at the new copy, then drop the old one. The contents do not
  * change, so no parity page does; parity pages held there move whole.
- * Each slot is handled under its rb_stripe (and its group's lock) like any
+ * Each slot is handled under its stripe (and its group's lock) like any
  * request, so I/O goes on; a write to a slot on such a node moves it too
  * (slot_write). The pass stops for a node once it is within its offer, per
  * its own live report, asked again every MIGRATE_RECHECK pages moved. */
@@ -16,11 +16,10 @@
 
 #define MIGRATE_RECHECK 256
 
-/* Parity modes: move slot i (one copy, a member of a group) off node j.
- * 1: moved, 0: nothing to move, <0: left where it is. Caller holds the
- * stripe. */
-static int migrate_pslot(struct remote_backend *rb, uint64_t i, unsigned j,
-			 uint8_t *page)
+/* Parity modes: move slot i (one copy, a member of a group) off node j
+ * (see struct rb_mode). */
+int rb_parity_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
+			   uint8_t *page)
 {
 	struct slot *s = &rb->slots[i];
 
@@ -83,17 +82,13 @@ static int migrate_pslot(struct remote_backend *rb, uint64_t i, unsigned j,
 	return -ENOSPC;
 }
 
-/* Move slot i's copy on node j elsewhere: 1 moved, 0 nothing to move, <0
- * left where it is. Caller holds the stripe. */
-static int migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
-			uint8_t *page)
+/* Redundancy none and mirror: move slot i's copy on node j elsewhere
+ * (see struct rb_mode). */
+int rb_copies_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
+			   uint8_t *page)
 {
 	struct slot *s = &rb->slots[i];
 
-	if (s->spilled)
-		return 0;
-	if (rb->gsize)
-		return migrate_pslot(rb, i, j, page);
 	for (unsigned r = 0; r < rb->copies; r++) {
 		if (s->n[r] != j || !rb_copy_valid(rb, s, r))
 			continue;
@@ -230,7 +225,7 @@ void rb_migrate(struct remote_backend *rb)
 			return;
 		/* a node died: its recovery goes first (this thread runs
 		 * it); the next pass picks up where the node still is over */
-		if (i % 256 == 0 && (rb->copies > 1 || rb->gsize) &&
+		if (i % 256 == 0 && rb->redundant &&
 		    atomic_load(&rb->rebuild_needed)) {
 			cut = true;
 			break;
@@ -239,7 +234,8 @@ void rb_migrate(struct remote_backend *rb)
 		for (unsigned j = 0; j < rb->nn; j++) {
 			if (budget[j] <= 0)
 				continue;
-			int rc = migrate_slot(rb, i, j, page);
+			int rc = rb->slots[i].spilled ? 0 :
+				 rb->mode->migrate_slot(rb, i, j, page);
 			mig_count(rb, j, rc, "pages", &budget[j], &moved[j], &failed);
 			if (rc > 0 && ++since[j] >= MIGRATE_RECHECK) {
 				since[j] = 0;

@@ -236,10 +236,10 @@ int rb_pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 		rc = rb_group_add(rb, i, v, page, -1);
 		s->version = v;
 		if (rc == 0) {
-			rb_spill_forget(rb, i);
+			rb_hold_forget(rb, i);
 			atomic_fetch_add(&rb->hold_placed, 1);
 		} else {
-			(void)rb_spill_io(rb, true, i, (void *)page);
+			(void)rb_hold_io(rb, true, i, (void *)page);
 		}
 		return 0;
 	}

@@ -1,6 +1,6 @@
-/* rb.h - the remote backend's private header (the .c files of cluster/remote/): its
- * state, the locks and their order, and the layers its files form. The
- * public interface is cluster/remote_backend.h.
+/* rb.h - the remote backend's private header (the .c files of
+ * cluster/remote/): its state, the locks and their order, and the layers
+ * its files form. The public interface is cluster/remote_backend.h.
  *
  * Layers, lowest first; a file calls only into its own layer or lower ones:
  *   1. slotmap.c (stripe and pool locks, loss logging), node.c (liveness,
@@ -11,7 +11,8 @@
  *   5. copies.c (none, mirror), pslot.c (parity): one slot's read and write
  *   6. wparity.c, write.c, trim.c: batched writes and trims
  *   7. recover.c, migrate.c: the refresher's passes
- *   8. stats.c, backend.c: stats, open/close and the refresher thread
+ *   8. stats.c, modes.c (the modes' tables), backend.c (open, close and
+ *      the refresher thread)
  *
  * Locks, in the order they are taken (a thread holding one may take only
  * those below it):
@@ -41,6 +42,7 @@
 #include "cluster/parity.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/outbuf.h"
 #include "common/paths.h"
 #include "common/xor.h"
 
@@ -143,13 +145,65 @@ struct slot {
 	uint16_t hold;
 };
 
+struct remote_backend;
+
+/* A redundancy mode: the operations that differ between them, as
+ * pmem/policy.h's policies. modes.c has the two tables: none and mirror
+ * (copies.c; rb->copies tells them apart), parity and parity-dist
+ * (pslot.c; rb->pnode >= 0: the dedicated parity node of "parity").
+ *
+ * Rules every mode keeps:
+ *  - a slot's functions are called with its stripe held;
+ *  - a write is acknowledged only once the page is stored with the mode's
+ *    redundancy, or kept where the next read finds it (the spill file,
+ *    the hold); a failed write leaves the slot reading its old contents
+ *    or EIO, never another slot's or an older version's;
+ *  - a slot's version only grows: every store carries version + 1, so a
+ *    stale copy on a node is never taken for current;
+ *  - nothing is allocated on the I/O path (reconnecting aside). */
+struct rb_mode {
+	/* pages no node takes stay in our memory (the hold: on no node, in
+	 * no group, so not redundant); else in the spill file, if any */
+	bool hold;
+	unsigned conns;                 /* connections per node by default */
+	/* the mode's own state at open, once the nodes are known (targets:
+	 * nodes other than us); 0 or -errno, logged. NULL: none. */
+	int (*open)(struct remote_backend *rb, const struct remote_opts *o,
+		    unsigned targets);
+	/* a mapped slot, not spilled and not lost, read into page */
+	int (*slot_read)(struct remote_backend *rb, uint64_t i, void *page);
+	/* one whole slot written; counts mapped and write_errors */
+	int (*slot_write)(struct remote_backend *rb, uint64_t i, const void *page);
+	/* a spilled (held) slot's page read or replaced; and forgotten */
+	int (*spill_io)(struct remote_backend *rb, bool write, uint64_t i, void *page);
+	void (*spill_forget)(struct remote_backend *rb, uint64_t i);
+	/* a run of distinct whole slots (n <= WBATCH), their stripes held */
+	int (*write_slots)(struct remote_backend *rb, const uint64_t *slots,
+			   const uint8_t *const *page, unsigned n);
+	/* slots i0 .. i0+n-1 (n <= TRIM_BATCH) trimmed; takes their stripes */
+	void (*trim_slots)(struct remote_backend *rb, uint64_t i0, unsigned n);
+	/* the refresher's work after a node death or a shortage of room,
+	 * each turn (rebuild_needed, retry_due). NULL: none. */
+	void (*pass)(struct remote_backend *rb);
+	/* mapped slot i's copy on node j moved elsewhere: 1 moved, 0 nothing
+	 * to move, <0 left where it is. page: scratch. */
+	int (*migrate_slot)(struct remote_backend *rb, uint64_t i, unsigned j,
+			    uint8_t *page);
+	/* the mode's own stats lines; groups: closed groups unprotected */
+	void (*stats)(struct remote_backend *rb, struct outbuf *o, uint64_t groups);
+};
+
+extern const struct rb_mode *const rb_modes[];  /* by enum remote_redundancy */
+
 struct remote_backend {
 	struct cluster_config cfg;
 	uint32_t self;
 	uint64_t owner;
 	uint64_t nslots;
-	unsigned copies;
+	const struct rb_mode *mode;     /* the redundancy mode's operations */
 	enum remote_redundancy red;
+	bool redundant;                 /* a lost node loses no page: not none */
+	unsigned copies;                /* copies of a page: 2 with mirror */
 	int spill_fd;                   /* -1: no local spill file */
 	int timeout_ms;
 	unsigned refresh_ms;
@@ -360,7 +414,9 @@ static inline bool rb_stopping(struct remote_backend *rb)
 	return s;
 }
 
-/* slotmap.c: the slot map's locks (stripes, lock_one) and the logging of lost pages */
+
+
+/* slotmap.c: the slot map's locks and the logging of lost pages */
 void rb_lost_read(struct remote_backend *rb, uint64_t i, uint64_t version,
 		  const char *what);
 void rb_rebuild_failed(struct remote_backend *rb, uint64_t slot,
@@ -396,7 +452,7 @@ int rb_node_op(struct remote_backend *rb, unsigned i, enum op op,
 int rb_parity_op(struct remote_backend *rb, unsigned i, enum pop op,
 		 uint64_t key, uint64_t version, void *page);
 
-/* place.c: placement: which node takes a new page (power of two choices) */
+/* place.c: placement: which node takes a new page */
 bool rb_over_offer(struct remote_backend *rb, unsigned i);
 bool rb_pickable(struct remote_backend *rb, unsigned i);
 unsigned rb_pick_count(struct remote_backend *rb, const bool *exclude);
@@ -413,10 +469,12 @@ bool rb_hold_reserve(struct remote_backend *rb);
 void rb_hold_unreserve(struct remote_backend *rb);
 void rb_hold_put(struct remote_backend *rb, uint64_t i, const void *page);
 void rb_short_log(struct remote_backend *rb);
+int rb_hold_io(struct remote_backend *rb, bool write, uint64_t i, void *page);
+void rb_hold_forget(struct remote_backend *rb, uint64_t i);
 int rb_spill_io(struct remote_backend *rb, bool write, uint64_t i, void *page);
 void rb_spill_forget(struct remote_backend *rb, uint64_t i);
 
-/* groups.c: parity groups: their parity pages, members and the open groups */
+/* groups.c: parity groups: parity pages, members, the open groups */
 pthread_mutex_t *rb_glock(struct remote_backend *rb, uint64_t gid);
 bool rb_member_ok(struct remote_backend *rb, const struct parity_member *m);
 bool rb_parity_ok(struct remote_backend *rb, const struct parity_group *g);
@@ -436,12 +494,14 @@ struct ppool *rb_pool_take(struct remote_backend *rb);
 int64_t rb_group_alloc(struct remote_backend *rb, uint8_t *buf);
 int rb_group_add(struct remote_backend *rb, uint64_t i, uint64_t v,
 		 const void *page, int have);
+int rb_parity_open(struct remote_backend *rb, const struct remote_opts *o,
+		   unsigned targets);
 
-/* copies.c: redundancy none and mirror: one slot's read and write */
-int rb_slot_write(struct remote_backend *rb, uint64_t i, const void *page);
-int rb_slot_read(struct remote_backend *rb, uint64_t i, void *page);
+/* copies.c: redundancy none and mirror: one slot */
+int rb_copies_slot_write(struct remote_backend *rb, uint64_t i, const void *page);
+int rb_copies_slot_read(struct remote_backend *rb, uint64_t i, void *page);
 
-/* pslot.c: redundancy parity and parity-dist: one slot's read and write */
+/* pslot.c: redundancy parity and parity-dist: one slot */
 void rb_pslot_moved(struct remote_backend *rb, struct slot *s,
 		    struct parity_group *g, int idx, unsigned n, uint8_t gen);
 int rb_pslot_read(struct remote_backend *rb, uint64_t i, void *page);
@@ -451,34 +511,43 @@ void rb_overwrite_count(struct remote_backend *rb, unsigned j, uint64_t i,
 			const struct cluster_client *cl);
 int rb_pslot_write(struct remote_backend *rb, uint64_t i, const void *page);
 
-/* wparity.c: write batching, parity modes: planning a run into open groups */
-bool rb_wb_plan_parity(struct remote_backend *rb, struct ppool *p,
-		       struct wb_groups *G, struct wb_plan *w);
-void rb_overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsigned n);
-void rb_spec_drop(struct remote_backend *rb, const struct wb_groups *G, unsigned q,
-		  uint64_t pkey, bool drop);
-void rb_spec_parity(struct remote_backend *rb, struct wb_groups *G,
-		    const struct wb_plan *w, unsigned n, struct store_req *st,
-		    unsigned *ns);
-void rb_close_batch(struct remote_backend *rb, struct wb_groups *G);
+/* wparity.c: write batching, parity modes */
+int rb_parity_write_slots(struct remote_backend *rb, const uint64_t *slots,
+			  const uint8_t *const *page, unsigned n);
 
-/* write.c: reads and writes of byte ranges, whole-page runs batched */
-int rb_write_slots(struct remote_backend *rb, const uint64_t *slots,
-		   const uint8_t *const *page, unsigned n);
+/* write.c: reads and writes of byte ranges, write batching */
+int rb_slot_read(struct remote_backend *rb, uint64_t i, void *page);
+void rb_wb_init(struct wb_plan *w, const uint64_t *slots, const uint8_t *const *page,
+		unsigned n);
+void rb_wb_request(struct remote_backend *rb, struct wb_plan *w,
+		   struct store_req *st, unsigned *ns);
+void rb_wb_done(struct remote_backend *rb, struct wb_plan *x);
+int rb_wb_rest(struct remote_backend *rb, const struct wb_plan *w, unsigned n);
+int rb_copies_write_slots(struct remote_backend *rb, const uint64_t *slots,
+			  const uint8_t *const *page, unsigned n);
 int rb_write_range(struct remote_backend *rb, const void *buf, uint64_t off,
 		   uint64_t len);
 
-/* recover.c: recovery after a node death: mirror rebuild, parity recovery, regrouping */
-void rb_rebuild(struct remote_backend *rb);
+/* trim.c: TRIM */
+void rb_copies_trim_slots(struct remote_backend *rb, uint64_t i0, unsigned n);
+void rb_parity_trim_slots(struct remote_backend *rb, uint64_t i0, unsigned n);
+
+/* recover.c: recovery after a node death, regrouping, the hold's retry */
 bool rb_group_room_inside(struct remote_backend *rb, const struct parity_group *g);
-void rb_parity_recover(struct remote_backend *rb);
 uint64_t rb_group_dissolve(struct remote_backend *rb, uint32_t gid,
 			   const uint64_t *slots, unsigned n);
-void rb_parity_merge(struct remote_backend *rb);
-uint64_t rb_hold_retry(struct remote_backend *rb);
+void rb_copies_pass(struct remote_backend *rb);
+void rb_parity_pass(struct remote_backend *rb);
 
-/* migrate.c: migration of our pages off nodes over their offer */
+/* migrate.c: migration off nodes over their offer */
+int rb_parity_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
+			   uint8_t *page);
+int rb_copies_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
+			   uint8_t *page);
 void rb_migrate(struct remote_backend *rb);
 
-/* stats.c: the backend's stats text */
+/* stats.c: stats */
+void rb_parity_stats(struct remote_backend *rb, struct outbuf *o, uint64_t groups);
+
+/* modes.c: the modes' tables */
 const char *rb_red_name(enum remote_redundancy r);

@@ -7,7 +7,7 @@
  * that is no longer alive is read through slot_read, which serves it from
  * the surviving copy and places a new one. Runs while I/O goes on; each
  * slot is handled under its stripe like any request. */
-void rb_rebuild(struct remote_backend *rb)
+static void rebuild(struct remote_backend *rb)
 {
 	uint8_t page[PAGE];
 	uint64_t fixed = 0, failed = 0;
@@ -333,7 +333,7 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 		if (used[x])
 			pthread_mutex_unlock(&rb->glocks[x]);
 	if (nw)
-		(void)rb_write_slots(rb, ws, pages, nw);
+		(void)rb_parity_write_slots(rb, ws, pages, nw);
 	for (unsigned k = 0; k < nw; k++) {
 		struct slot *s = &rb->slots[ws[k]];
 		if (rb_slot_mapped(s)) {
@@ -445,7 +445,7 @@ static void *recover_worker(void *arg)
 	return NULL;
 }
 
-void rb_parity_recover(struct remote_backend *rb)
+static void parity_recover(struct remote_backend *rb)
 {
 	struct recover_arg args[RECOVER_THREADS];
 	pthread_t th[RECOVER_THREADS];
@@ -574,7 +574,7 @@ uint64_t rb_group_dissolve(struct remote_backend *rb, uint32_t gid,
 }
 
 /* Merge sparse closed groups: their members move into open groups. */
-void rb_parity_merge(struct remote_backend *rb)
+static void parity_merge(struct remote_backend *rb)
 {
 	uint64_t moved = 0;
 
@@ -600,7 +600,7 @@ void rb_parity_merge(struct remote_backend *rb)
 /* Place held pages on the nodes, now that one may have room: each, under
  * its stripe, joins an open group as a new page would. Stops at the first
  * that no node takes. Returns how many were placed. */
-uint64_t rb_hold_retry(struct remote_backend *rb)
+static uint64_t hold_retry(struct remote_backend *rb)
 {
 	uint64_t placed = 0;
 	bool none[CONFIG_MAX_NODES] = { false };
@@ -621,7 +621,7 @@ uint64_t rb_hold_retry(struct remote_backend *rb)
 		if (s->spilled && s->hold == x + 1) {
 			rc = rb_group_add(rb, i, s->version, rb_hold_page(rb, x), -1);
 			if (!rc) {
-				rb_spill_forget(rb, i);
+				rb_hold_forget(rb, i);
 				atomic_fetch_add(&rb->hold_placed, 1);
 				placed++;
 			}
@@ -637,4 +637,59 @@ uint64_t rb_hold_retry(struct remote_backend *rb)
 			 PRIu64 " still held in nvswapd's memory", placed,
 			 (uint64_t)atomic_load(&rb->held_now));
 	return placed;
+}
+
+/* None and mirror: the refresher's turn (see struct rb_mode): with
+ * mirror, after a node death, every copy it held is re-mirrored. */
+void rb_copies_pass(struct remote_backend *rb)
+{
+	atomic_store(&rb->recovering, 1);
+	if (rb->copies > 1 && atomic_exchange(&rb->rebuild_needed, 0))
+		rebuild(rb);
+	atomic_store(&rb->recovering, 0);
+}
+
+/* Parity modes: the refresher's turn (see struct rb_mode). Short of room
+ * (a parity page or a page that no node took): try again, the delay
+ * doubling (up to RETRY_MAX_NS) while nothing gets placed; a node death's
+ * own pass is not held back by this. Then recovery after a death, and the
+ * merge of sparse groups. */
+void rb_parity_pass(struct remote_backend *rb)
+{
+	bool retry = false;
+	uint64_t placed = 0, rebuilds0 = 0;
+	/* room appeared (a node came back or grew): no waiting */
+	bool none[CONFIG_MAX_NODES] = { false };
+	bool room = rb_pick_count(rb, none) > 0;
+
+	if (room && !rb->had_room) {
+		rb->retry_at_ns = 0;
+		rb->retry_ns = RETRY_MIN_NS;
+	}
+	rb->had_room = room;
+	if (atomic_load(&rb->retry_due) && clock_now_ns() >= rb->retry_at_ns) {
+		atomic_store(&rb->retry_due, 0);
+		retry = true;
+		rebuilds0 = atomic_load(&rb->parity_rebuilds);
+		placed = hold_retry(rb);
+		atomic_store(&rb->rebuild_needed, 1);
+	}
+	atomic_store(&rb->recovering, 1);
+	if (atomic_exchange(&rb->rebuild_needed, 0))
+		parity_recover(rb);
+	atomic_store(&rb->recovering, 0);
+	if (retry) {
+		/* progress: a held page placed, a parity page recomputed and
+		 * stored */
+		bool progress = placed ||
+				atomic_load(&rb->parity_rebuilds) != rebuilds0;
+		if (!atomic_load(&rb->retry_due) || progress)
+			rb->retry_ns = RETRY_MIN_NS;
+		else if ((rb->retry_ns *= 2) > RETRY_MAX_NS)
+			rb->retry_ns = RETRY_MAX_NS;
+		rb->retry_at_ns = clock_now_ns() + rb->retry_ns;
+		rb_short_log(rb);
+	}
+	if (atomic_exchange(&rb->merge_needed, 0))
+		parity_merge(rb);
 }

@@ -163,71 +163,107 @@ static void trim_groups_done(struct remote_backend *rb, const struct trim_scratc
 			pthread_mutex_unlock(&rb->glocks[x]);
 }
 
-/* Trim slots i0 .. i0+n-1 (n <= TRIM_BATCH): unmapped, their copies
- * dropped in one PAGE_DROP_MANY per node (and, with parity, out of their
- * groups: trim_groups, with a scratch of rb->tscr, allocated at open:
- * nothing is allocated on the I/O path of a swap device). */
-static void trim_pages(struct remote_backend *rb, uint64_t i0, unsigned n)
+/* Slot i, mapped and in no group, unmapped: the drops of its copies
+ * into R, to be sent with the chunk's others (trim_send). */
+static void trim_unmap(struct remote_backend *rb, uint64_t i, struct trim_reqs *R)
+{
+	struct slot *s = &rb->slots[i];
+
+	for (unsigned r = 0; r < rb->copies; r++) {
+		if (s->n[r] == NO_NODE)
+			continue;
+		atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
+		if (rb_copy_valid(rb, s, r) && rb_usable(rb, s->n[r]))
+			R->r[R->n++] = (struct store_req){ .slot = i, .version = UINT64_MAX,
+							   .node = s->n[r], .kind = FK_DATA,
+							   .op = BO_DROP };
+		s->n[r] = NO_NODE;
+	}
+	rb->mode->spill_forget(rb, i);
+	atomic_fetch_sub(&rb->mapped, 1);
+}
+
+/* R's requests, one per node and kind, all at once. */
+static void trim_send(struct remote_backend *rb, struct trim_reqs *R)
+{
+	if (R->n)
+		rb_node_batch_mixed(rb, R->r, R->n);
+	for (unsigned x = 0; x < R->n; x++)    /* parity stores never count */
+		if (R->r[x].op == BO_DROP && R->r[x].rc == 0 && R->r[x].kind == FK_DATA)
+			atomic_fetch_add(&rb->nodes[R->r[x].node].free_pages, 1);
+}
+
+/* Lock the stripes of slots i0 .. i0+n-1 (see rb_stripes_lock). */
+static unsigned trim_lock(struct remote_backend *rb, uint64_t i0, unsigned n,
+			  uint16_t *order)
+{
+	uint64_t slots[TRIM_BATCH] = { 0 };
+
+	for (unsigned k = 0; k < n; k++)
+		slots[k] = i0 + k;
+	return rb_stripes_lock(rb, slots, n, order);
+}
+
+/* Redundancy none and mirror: trim slots i0 .. i0+n-1 (n <= TRIM_BATCH):
+ * unmapped, their copies dropped in one PAGE_DROP_MANY per node. */
+void rb_copies_trim_slots(struct remote_backend *rb, uint64_t i0, unsigned n)
 {
 	uint16_t order[TRIM_BATCH];
-	uint64_t slots[TRIM_BATCH] = { 0 };
+	struct trim_reqs R;
+
+	R.n = R.nu = 0;
+	unsigned u = trim_lock(rb, i0, n, order);
+	for (unsigned k = 0; k < n; k++) {
+		struct slot *s = &rb->slots[i0 + k];
+		s->lost = 0;            /* trimmed: zeros are right */
+		if (rb_slot_mapped(s))  /* else the version stays: a late copy
+					 * can never pass for current */
+			trim_unmap(rb, i0 + k, &R);
+	}
+	trim_send(rb, &R);
+	rb_stripes_unlock(rb, order, u);
+}
+
+/* Parity modes: trim slots i0 .. i0+n-1 (n <= TRIM_BATCH): out of their
+ * groups (trim_groups, with a scratch of rb->tscr, allocated at open:
+ * nothing is allocated on the I/O path of a swap device), their copies
+ * dropped in one PAGE_DROP_MANY per node with the parity updates. */
+void rb_parity_trim_slots(struct remote_backend *rb, uint64_t i0, unsigned n)
+{
+	uint16_t order[TRIM_BATCH];
 	bool done[TRIM_BATCH] = { false };
 	struct trim_reqs R;
-	struct tscratch *t = NULL;
 
 	R.n = R.nu = 0;
 	memset(R.used, 0, sizeof(R.used));
-	for (unsigned k = 0; k < n; k++)
-		slots[k] = i0 + k;
-	unsigned u = rb_stripes_lock(rb, slots, n, order);
-	if (rb->gsize) {
-		t = &rb->tscr[rb_lock_one(&rb->tscr[0].lock, sizeof(rb->tscr[0]), POOL,
-					  &rb->tscr_rr)];
-		trim_groups(rb, i0, n, t->t, done, &R);
-	}
+	unsigned u = trim_lock(rb, i0, n, order);
+	struct tscratch *t = &rb->tscr[rb_lock_one(&rb->tscr[0].lock, sizeof(rb->tscr[0]),
+						   POOL, &rb->tscr_rr)];
+	trim_groups(rb, i0, n, t->t, done, &R);
 	for (unsigned k = 0; k < n; k++) {
-		uint64_t i = i0 + k;
-		struct slot *s = &rb->slots[i];
+		struct slot *s = &rb->slots[i0 + k];
 		s->lost = 0;            /* trimmed: zeros are right */
 		if (!rb_slot_mapped(s))
-			continue;       /* the version stays: a late copy can
-					 * never pass for current */
-		if (rb->gsize && !done[k] && !s->spilled)
+			continue;       /* the version stays (see above) */
+		if (!done[k] && !s->spilled)
 			continue;       /* pslot_unmap's, below: it takes group locks */
-		for (unsigned r = 0; r < rb->copies; r++) {
-			if (s->n[r] == NO_NODE)
-				continue;
-			atomic_fetch_sub(&rb->nodes[s->n[r]].held, 1);
-			if (rb_copy_valid(rb, s, r) && rb_usable(rb, s->n[r]))
-				R.r[R.n++] = (struct store_req){ .slot = i, .version = UINT64_MAX,
-								 .node = s->n[r], .kind = FK_DATA,
-								 .op = BO_DROP };
-			s->n[r] = NO_NODE;
-		}
-		rb_spill_forget(rb, i);
-		atomic_fetch_sub(&rb->mapped, 1);
+		trim_unmap(rb, i0 + k, &R);
 	}
-	if (R.n)
-		rb_node_batch_mixed(rb, R.r, R.n);
-	for (unsigned x = 0; x < R.n; x++)     /* parity stores never count */
-		if (R.r[x].op == BO_DROP && R.r[x].rc == 0 && R.r[x].kind == FK_DATA)
-			atomic_fetch_add(&rb->nodes[R.r[x].node].free_pages, 1);
-	if (t) {
-		trim_groups_done(rb, t->t, &R);
-		pthread_mutex_unlock(&t->lock);
-	}
-	for (unsigned k = 0; rb->gsize && k < n; k++) {
+	trim_send(rb, &R);
+	trim_groups_done(rb, t->t, &R);
+	pthread_mutex_unlock(&t->lock);
+	for (unsigned k = 0; k < n; k++) {
 		uint64_t i = i0 + k;
 		if (done[k] || !rb_slot_mapped(&rb->slots[i]))
 			continue;
 		rb_pslot_unmap(rb, i);     /* out of its group, its copy dropped */
-		rb_spill_forget(rb, i);
+		rb_hold_forget(rb, i);
 		atomic_fetch_sub(&rb->mapped, 1);
 	}
 	rb_stripes_unlock(rb, order, u);
 }
 
-/* slot_grp[i] without its rb_stripe (writers store it plainly under the
+/* slot_grp[i] without its stripe (writers store it plainly under the
  * stripe): only for picking a trim batch's end, where a stale value
  * costs a group cut in two, nothing more. */
 static uint32_t grp_peek(struct remote_backend *rb, uint64_t i)
@@ -261,10 +297,10 @@ int remote_trim(void *priv, uint64_t off, uint64_t len)
 		 * a parity update; the kernel discards hundreds of slots at
 		 * once, so an arbitrary end cut one group per batch). A
 		 * glance without the lock: it only picks the boundary. */
-		while (rb->gsize && e < end && e - i > TRIM_BATCH / 2 &&
+		while (rb->slot_grp && e < end && e - i > TRIM_BATCH / 2 &&
 		       grp_peek(rb, e - 1) && grp_peek(rb, e - 1) == grp_peek(rb, e))
 			e--;
-		trim_pages(rb, i, (unsigned)(e - i));
+		rb->mode->trim_slots(rb, i, (unsigned)(e - i));
 	}
 	return 0;
 }

@@ -6,8 +6,8 @@
 /* Plan slot w->i's new page into the pool entry p's open groups (parity).
  * Returns false if the page must go slot_write's way. Caller holds the
  * stripes and p->lock. */
-bool rb_wb_plan_parity(struct remote_backend *rb, struct ppool *p,
-		       struct wb_groups *G, struct wb_plan *w)
+static bool wb_plan_parity(struct remote_backend *rb, struct ppool *p,
+			   struct wb_groups *G, struct wb_plan *w)
 {
 	for (unsigned attempt = 0; attempt < 2; attempt++) {
 		bool fresh = false;
@@ -135,7 +135,7 @@ static void overwrite_send(struct remote_backend *rb, struct wb_plan *w,
  * Whatever does not work out is left (node -1) for pslot_write, which is
  * right whatever the node did (see node_fetch_store). See the lock order
  * at the top of the parity section. */
-void rb_overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsigned n)
+static void overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsigned n)
 {
 	bool used[GSTRIPES] = { false };
 	unsigned cand[WBATCH], nc = 0;
@@ -220,8 +220,8 @@ void rb_overwrite_batch(struct remote_backend *rb, struct wb_plan *w, unsigned n
 
 /* Group q will not use the parity page sent with its run: counted, and
  * dropped from its node unless a store of the right one replaces it. */
-void rb_spec_drop(struct remote_backend *rb, const struct wb_groups *G, unsigned q,
-		  uint64_t pkey, bool drop)
+static void spec_drop(struct remote_backend *rb, const struct wb_groups *G, unsigned q,
+		      uint64_t pkey, bool drop)
 {
 	if (G->spec[q] < 0 || G->spec_rc[q])
 		return;
@@ -240,9 +240,9 @@ void rb_spec_drop(struct remote_backend *rb, const struct wb_groups *G, unsigned
  * one). At most
  * FRAME_BATCH_MAX requests per node. Caller holds the stripes and the
  * pool entry. */
-void rb_spec_parity(struct remote_backend *rb, struct wb_groups *G,
-		    const struct wb_plan *w, unsigned n, struct store_req *st,
-		    unsigned *ns)
+static void spec_parity(struct remote_backend *rb, struct wb_groups *G,
+			const struct wb_plan *w, unsigned n, struct store_req *st,
+			unsigned *ns)
 {
 	unsigned per[CONFIG_MAX_NODES] = { 0 };
 
@@ -292,7 +292,7 @@ void rb_spec_parity(struct remote_backend *rb, struct wb_groups *G,
  * yet, so storing it is what group_close's first parity update does).
  * Their locks are held throughout, in lock-stripe order. A group whose
  * page no node took goes group_close's way. */
-void rb_close_batch(struct remote_backend *rb, struct wb_groups *G)
+static void close_batch(struct remote_backend *rb, struct wb_groups *G)
 {
 	bool used[GSTRIPES] = { false };
 	struct store_req st[WBATCH + 1];
@@ -312,7 +312,7 @@ void rb_close_batch(struct remote_backend *rb, struct wb_groups *G)
 		struct parity_group *g = parity_group_at(&rb->pt, G->gid[q]);
 		if (!g->nmem) {
 			/* trims emptied it meanwhile */
-			rb_spec_drop(rb, G, q, g->pkey, true);
+			spec_drop(rb, G, q, g->pkey, true);
 			g->local = NULL;
 			parity_group_free(&rb->pt, (uint32_t)G->gid[q]);
 			G->full[q] = false;
@@ -345,7 +345,7 @@ void rb_close_batch(struct remote_backend *rb, struct wb_groups *G)
 		}
 		int pn = rb_parity_node_pick(rb, exclude);
 		if (G->spec[q] >= 0)    /* sn is only set then */
-			rb_spec_drop(rb, G, q, g->pkey, pn < 0 || (unsigned)pn != sn);
+			spec_drop(rb, G, q, g->pkey, pn < 0 || (unsigned)pn != sn);
 		if (pn < 0)
 			continue;
 		sq[q] = (int)ns;
@@ -383,4 +383,99 @@ void rb_close_batch(struct remote_backend *rb, struct wb_groups *G)
 	for (unsigned x = GSTRIPES; x-- > 0;)
 		if (used[x])
 			pthread_mutex_unlock(&rb->glocks[x]);
+}
+
+/* Parity modes: slots slots[0..n) (n <= WBATCH, distinct), whole pages
+ * page[k] (see struct rb_mode). New slots are planned into the pool
+ * entry's open groups; in-use ones are overwritten together
+ * (overwrite_batch); the rest goes slot_write's way. */
+int rb_parity_write_slots(struct remote_backend *rb, const uint64_t *slots,
+			  const uint8_t *const *page, unsigned n)
+{
+	struct wb_plan w[WBATCH];
+	struct store_req st[NODE_BATCH_MAX];
+	unsigned ns = 0;
+	struct ppool *p = rb_pool_take(rb);
+	struct wb_groups *G = p->wb;    /* allocated at open */
+
+	G->n = 0;
+	/* plan */
+	rb_wb_init(w, slots, page, n);
+	for (unsigned k = 0; k < n; k++) {
+		const struct slot *s = &rb->slots[w[k].i];
+		/* a new slot (else w[k] stays for slot_write's way) */
+		if (!s->spilled && !rb_slot_mapped(s) && !rb->slot_grp[w[k].i])
+			(void)wb_plan_parity(rb, p, G, &w[k]);
+		rb_wb_request(rb, &w[k], st, &ns);
+	}
+	/* store: the pages and the parity pages of the groups the run fills */
+	spec_parity(rb, G, w, n, st, &ns);
+	if (ns)
+		rb_node_batch(rb, BO_STORE, st, ns);
+	for (unsigned q = 0; q < G->n; q++)
+		if (G->spec[q] >= 0)
+			G->spec_rc[q] = st[G->spec[q]].rc;
+	/* commit, group by group: they share the pool entry's buffer, so
+	 * each is closed, its parity page sent, before the next one's
+	 * members go in */
+	for (unsigned q = 0; q < G->n; q++) {
+		struct parity_group *g = parity_group_at(&rb->pt, G->gid[q]);
+		if (G->fresh[q]) {
+			/* the group before it is closed: the buffer is its */
+			pthread_mutex_lock(rb_glock(rb, (uint64_t)G->gid[q]));
+			memset(p->buf, 0, PAGE);
+			g->local = p->buf;
+			pthread_mutex_unlock(rb_glock(rb, (uint64_t)G->gid[q]));
+		}
+		for (unsigned k = 0; k < n; k++) {
+			struct wb_plan *x = &w[k];
+			if (x->st < 0 || x->gid != G->gid[q])
+				continue;
+			struct slot *s = &rb->slots[x->i];
+			uint64_t v = s->version + 1;
+			if (st[x->st].rc) {
+				x->st = -1;     /* slot_write's way */
+				continue;
+			}
+			uint8_t gen = x->gen;
+			pthread_mutex_lock(rb_glock(rb, (uint64_t)x->gid));
+			int arc = parity_member_add(g, rb->gsize, x->i, v,
+						    (uint8_t)x->node, gen);
+			if (!arc) {
+				xor_into(g->local, x->page, PAGE);
+				rb->slot_grp[x->i] = (uint32_t)x->gid + 1;
+				s->n[0] = (uint8_t)x->node;
+				s->g[0] = gen;
+			}
+			pthread_mutex_unlock(rb_glock(rb, (uint64_t)x->gid));
+			if (arc) {
+				/* the group changed under us (a member moved
+				 * to that node): our copy is garbage */
+				(void)rb_node_op(rb, (unsigned)x->node, OP_DROP, x->i, v, NULL);
+				x->st = -1;
+				continue;
+			}
+			rb_wb_done(rb, x);
+		}
+		if (G->full[q]) {
+			/* filled up: it keeps its parity in a buffer of its
+			 * own until close_batch sends it (the pool entry's
+			 * goes to the next group); or nothing went in after
+			 * all: it is freed (a later page opens another) */
+			pthread_mutex_lock(rb_glock(rb, (uint64_t)G->gid[q]));
+			if (g->nmem) {
+				memcpy(G->par[q], p->buf, PAGE);
+				g->local = G->par[q];
+			} else {
+				spec_drop(rb, G, q, g->pkey, true);
+				parity_group_free(&rb->pt, (uint32_t)G->gid[q]);
+				G->full[q] = false;
+			}
+			pthread_mutex_unlock(rb_glock(rb, (uint64_t)G->gid[q]));
+		}
+	}
+	close_batch(rb, G);
+	pthread_mutex_unlock(&p->lock);
+	overwrite_batch(rb, w, n);
+	return rb_wb_rest(rb, w, n);
 }

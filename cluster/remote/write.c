@@ -2,6 +2,35 @@
  * batched, one request per node. */
 #include "cluster/remote/rb.h"
 
+/* Read one whole slot (zeros if never written). Caller holds the stripe. */
+int rb_slot_read(struct remote_backend *rb, uint64_t i, void *page)
+{
+	struct slot *s = &rb->slots[i];
+
+	if (s->lost) {
+		atomic_fetch_add(&rb->read_errors, 1);
+		return -EIO;
+	}
+	if (!rb_slot_mapped(s)) {
+		memset(page, 0, PAGE);
+		atomic_fetch_add(&rb->zero_reads, 1);
+		return 0;
+	}
+	if (s->spilled)
+		return rb->mode->spill_io(rb, false, i, page);
+	return rb->mode->slot_read(rb, i, page);
+}
+
+/* Write one whole slot. Caller holds the stripe. */
+static int slot_write(struct remote_backend *rb, uint64_t i, const void *page)
+{
+	int rc = rb->mode->slot_write(rb, i, page);
+
+	if (!rc)
+		rb->slots[i].lost = 0;
+	return rc;
+}
+
 int remote_read(void *priv, void *buf, uint64_t off, uint32_t len)
 {
 	struct remote_backend *rb = priv;
@@ -76,176 +105,145 @@ static void wb_plan_mirror(struct remote_backend *rb, const struct slot *s,
 	w->node2 = b;
 }
 
-/* Slots slots[0..n) (n <= WBATCH, distinct), whole pages page[k]. Caller
- * holds their stripes (stripes_lock). */
-int rb_write_slots(struct remote_backend *rb, const uint64_t *slots,
-		   const uint8_t *const *page, unsigned n)
+/* The run's plans, each left to slot_write's way until planned. */
+void rb_wb_init(struct wb_plan *w, const uint64_t *slots, const uint8_t *const *page,
+		unsigned n)
 {
-	struct wb_plan w[WBATCH];
-	struct store_req st[NODE_BATCH_MAX];
-	unsigned ns = 0;
-	struct ppool *p = NULL;
-	struct wb_groups *G = NULL;
+	for (unsigned k = 0; k < n; k++)
+		w[k] = (struct wb_plan){ .i = slots[k], .page = page[k], .node = -1,
+					 .gid = -1, .st = -1, .node2 = -1, .st2 = -1 };
+}
+
+/* w's store requests into st[*ns..] (none while w->node is -1). */
+void rb_wb_request(struct remote_backend *rb, struct wb_plan *w,
+		   struct store_req *st, unsigned *ns)
+{
+	uint64_t v = rb->slots[w->i].version + 1;
+
+	if (w->node >= 0) {
+		/* before the store: a restart after it makes the copy lost,
+		 * not valid */
+		w->gen = (uint8_t)atomic_load(&rb->nodes[w->node].gen);
+		w->st = (int)*ns;
+		st[(*ns)++] = (struct store_req){ .slot = w->i, .version = v,
+						  .page = w->page, .node = (uint8_t)w->node };
+	}
+	if (w->node2 >= 0) {
+		w->gen2 = (uint8_t)atomic_load(&rb->nodes[w->node2].gen);
+		w->st2 = (int)*ns;
+		st[(*ns)++] = (struct store_req){ .slot = w->i, .version = v,
+						  .page = w->page, .node = (uint8_t)w->node2 };
+	}
+}
+
+/* x's page is stored as planned and the slot map says where: counted, and
+ * the slot's version moves on. */
+void rb_wb_done(struct remote_backend *rb, struct wb_plan *x)
+{
+	struct slot *s = &rb->slots[x->i];
+
+	if (!x->inplace) {
+		struct rnode *nd = &rb->nodes[x->node];
+		atomic_fetch_add(&nd->placed, 1);
+		atomic_fetch_add(&nd->held, 1);
+		atomic_fetch_sub(&nd->free_pages, 1);
+		atomic_fetch_add(&rb->mapped, 1);
+	}
+	s->version++;
+	s->lost = 0;
+	x->node = -2;   /* done */
+}
+
+/* The run's pages that did not go with it, one at a time. */
+int rb_wb_rest(struct remote_backend *rb, const struct wb_plan *w, unsigned n)
+{
 	int rc = 0;
 
-	if (rb->gsize) {
-		p = rb_pool_take(rb);
-		G = p->wb;      /* allocated at open */
-		G->n = 0;
-	}
-	/* plan */
-	for (unsigned k = 0; k < n; k++) {
-		uint64_t i = slots[k];
-		struct slot *s = &rb->slots[i];
-		w[k] = (struct wb_plan){ .i = i, .page = page[k], .node = -1, .gid = -1,
-					 .st = -1, .node2 = -1, .st2 = -1 };
-		if (s->spilled)
-			continue;
-		if (rb->copies == 2) {
-			wb_plan_mirror(rb, s, &w[k]);
-		} else if (rb->gsize) {
-			if (!p || rb_slot_mapped(s) || rb->slot_grp[i] ||
-			    !rb_wb_plan_parity(rb, p, G, &w[k]))
-				w[k].node = -1;
-		} else if (rb_slot_mapped(s)) {
-			int old = rb_copy_valid(rb, s, 0) ? s->n[0] : -1;
-			if (old >= 0 && rb_usable(rb, (unsigned)old) && !rb_over_offer(rb, (unsigned)old)) {
-				w[k].node = old;
-				w[k].inplace = true;
-			}
-		} else if (s->n[0] == NO_NODE) {
-			bool exclude[CONFIG_MAX_NODES] = { false };
-			w[k].node = rb_pick(rb, exclude);
-		}
-		if (w[k].node >= 0) {
-			/* before the store: a restart after it makes the
-			 * copy lost, not valid */
-			w[k].gen = (uint8_t)atomic_load(&rb->nodes[w[k].node].gen);
-			w[k].st = (int)ns;
-			st[ns++] = (struct store_req){ .slot = i, .version = s->version + 1,
-						       .page = w[k].page, .node = (uint8_t)w[k].node };
-		}
-		if (w[k].node2 >= 0) {
-			w[k].gen2 = (uint8_t)atomic_load(&rb->nodes[w[k].node2].gen);
-			w[k].st2 = (int)ns;
-			st[ns++] = (struct store_req){ .slot = i, .version = s->version + 1,
-						       .page = w[k].page, .node = (uint8_t)w[k].node2 };
-		}
-	}
-	/* store (mirror: both copies; parity: the pages of the groups the
-	 * run fills too) */
-	if (G)
-		rb_spec_parity(rb, G, w, n, st, &ns);
-	if (ns)
-		rb_node_batch(rb, BO_STORE, st, ns);
-	for (unsigned q = 0; G && q < G->n; q++)
-		if (G->spec[q] >= 0)
-			G->spec_rc[q] = st[G->spec[q]].rc;
-	/* commit: without parity page by page; with parity group by group
-	 * (they share the pool entry's buffer: each is closed, its parity
-	 * page sent, before the next one's members go in) */
-	for (unsigned q = 0; q < (G ? G->n : 1); q++) {
-		struct parity_group *g = G ? parity_group_at(&rb->pt, G->gid[q]) : NULL;
-		if (G && G->fresh[q]) {
-			/* the group before it is closed: the buffer is its */
-			pthread_mutex_lock(rb_glock(rb, (uint64_t)G->gid[q]));
-			memset(p->buf, 0, PAGE);
-			g->local = p->buf;
-			pthread_mutex_unlock(rb_glock(rb, (uint64_t)G->gid[q]));
-		}
-		for (unsigned k = 0; k < n; k++) {
-			struct wb_plan *x = &w[k];
-			if (x->st < 0 || (G && x->gid != G->gid[q]))
-				continue;
-			struct slot *s = &rb->slots[x->i];
-			struct rnode *nd = &rb->nodes[x->node];
-			uint64_t v = s->version + 1;
-			if (st[x->st].rc || (x->st2 >= 0 && st[x->st2].rc)) {
-				/* mirror: a new slot's copy that did go in is
-				 * garbage (slot_write places both again) */
-				if (!x->inplace && x->st2 >= 0) {
-					if (!st[x->st].rc)
-						(void)rb_node_op(rb, (unsigned)x->node, OP_DROP,
-								 x->i, v, NULL);
-					if (!st[x->st2].rc)
-						(void)rb_node_op(rb, (unsigned)x->node2, OP_DROP,
-								 x->i, v, NULL);
-				}
-				x->st = -1;     /* slot_write's way */
-				continue;
-			}
-			if (g) {
-				uint8_t gen = x->gen;
-				pthread_mutex_lock(rb_glock(rb, (uint64_t)x->gid));
-				int arc = parity_member_add(g, rb->gsize, x->i, v,
-							    (uint8_t)x->node, gen);
-				if (!arc) {
-					xor_into(g->local, x->page, PAGE);
-					rb->slot_grp[x->i] = (uint32_t)x->gid + 1;
-					s->n[0] = (uint8_t)x->node;
-					s->g[0] = gen;
-				}
-				pthread_mutex_unlock(rb_glock(rb, (uint64_t)x->gid));
-				if (arc) {
-					/* the group changed under us (a member
-					 * moved to that node): our copy is garbage */
-					(void)rb_node_op(rb, (unsigned)x->node, OP_DROP, x->i, v, NULL);
-					x->st = -1;
-					continue;
-				}
-			} else if (!x->inplace) {
-				s->n[0] = (uint8_t)x->node;
-				s->g[0] = x->gen;
-				if (x->node2 >= 0) {
-					struct rnode *nd2 = &rb->nodes[x->node2];
-					s->n[1] = (uint8_t)x->node2;
-					s->g[1] = x->gen2;
-					atomic_fetch_add(&nd2->placed, 1);
-					atomic_fetch_add(&nd2->held, 1);
-					atomic_fetch_sub(&nd2->free_pages, 1);
-				}
-			}
-			if (!x->inplace) {
-				atomic_fetch_add(&nd->placed, 1);
-				atomic_fetch_add(&nd->held, 1);
-				atomic_fetch_sub(&nd->free_pages, 1);
-				atomic_fetch_add(&rb->mapped, 1);
-			}
-			s->version = v;
-			s->lost = 0;
-			x->node = -2;   /* done */
-		}
-		if (G && G->full[q]) {
-			/* filled up: it keeps its parity in a buffer of its
-			 * own until close_batch sends it (the pool entry's
-			 * goes to the next group); or nothing went in after
-			 * all: it is freed (a later page opens another) */
-			pthread_mutex_lock(rb_glock(rb, (uint64_t)G->gid[q]));
-			if (g->nmem) {
-				memcpy(G->par[q], p->buf, PAGE);
-				g->local = G->par[q];
-			} else {
-				rb_spec_drop(rb, G, q, g->pkey, true);
-				parity_group_free(&rb->pt, (uint32_t)G->gid[q]);
-				G->full[q] = false;
-			}
-			pthread_mutex_unlock(rb_glock(rb, (uint64_t)G->gid[q]));
-		}
-	}
-	if (G) {
-		rb_close_batch(rb, G);
-		pthread_mutex_unlock(&p->lock);
-	}
-	if (rb->gsize)
-		rb_overwrite_batch(rb, w, n);
-	/* everything else, one page at a time */
 	for (unsigned k = 0; k < n; k++)
 		if (w[k].node != -2) {
-			int r = rb_slot_write(rb, w[k].i, w[k].page);
+			int r = slot_write(rb, w[k].i, w[k].page);
 			if (r && !rc)
 				rc = r;
 		}
 	return rc;
+}
+
+/* None and mirror: slot s's page goes with the run where it lives (an
+ * in-use slot on usable nodes within their offers), or for a new slot to
+ * the node(s) pick() gives. Anything else is left to slot_write's way
+ * (w->node stays -1). */
+static void wb_plan_copies(struct remote_backend *rb, const struct slot *s,
+			   struct wb_plan *w)
+{
+	if (rb->copies == 2) {
+		wb_plan_mirror(rb, s, w);
+	} else if (rb_slot_mapped(s)) {
+		int old = rb_copy_valid(rb, s, 0) ? s->n[0] : -1;
+		if (old >= 0 && rb_usable(rb, (unsigned)old) && !rb_over_offer(rb, (unsigned)old)) {
+			w->node = old;
+			w->inplace = true;
+		}
+	} else if (s->n[0] == NO_NODE) {
+		bool exclude[CONFIG_MAX_NODES] = { false };
+		w->node = rb_pick(rb, exclude);
+	}
+}
+
+/* Redundancy none and mirror: slots slots[0..n) (n <= WBATCH, distinct),
+ * whole pages page[k] (see struct rb_mode). */
+int rb_copies_write_slots(struct remote_backend *rb, const uint64_t *slots,
+			  const uint8_t *const *page, unsigned n)
+{
+	struct wb_plan w[WBATCH];
+	struct store_req st[NODE_BATCH_MAX];
+	unsigned ns = 0;
+
+	/* plan */
+	rb_wb_init(w, slots, page, n);
+	for (unsigned k = 0; k < n; k++) {
+		if (!rb->slots[w[k].i].spilled)
+			wb_plan_copies(rb, &rb->slots[w[k].i], &w[k]);
+		rb_wb_request(rb, &w[k], st, &ns);
+	}
+	/* store (mirror: both copies) */
+	if (ns)
+		rb_node_batch(rb, BO_STORE, st, ns);
+	/* commit, page by page */
+	for (unsigned k = 0; k < n; k++) {
+		struct wb_plan *x = &w[k];
+		if (x->st < 0)
+			continue;
+		struct slot *s = &rb->slots[x->i];
+		uint64_t v = s->version + 1;
+		if (st[x->st].rc || (x->st2 >= 0 && st[x->st2].rc)) {
+			/* mirror: a new slot's copy that did go in is
+			 * garbage (slot_write places both again) */
+			if (!x->inplace && x->st2 >= 0) {
+				if (!st[x->st].rc)
+					(void)rb_node_op(rb, (unsigned)x->node, OP_DROP,
+							 x->i, v, NULL);
+				if (!st[x->st2].rc)
+					(void)rb_node_op(rb, (unsigned)x->node2, OP_DROP,
+							 x->i, v, NULL);
+			}
+			x->st = -1;     /* slot_write's way */
+			continue;
+		}
+		if (!x->inplace) {
+			s->n[0] = (uint8_t)x->node;
+			s->g[0] = x->gen;
+			if (x->node2 >= 0) {
+				struct rnode *nd2 = &rb->nodes[x->node2];
+				s->n[1] = (uint8_t)x->node2;
+				s->g[1] = x->gen2;
+				atomic_fetch_add(&nd2->placed, 1);
+				atomic_fetch_add(&nd2->held, 1);
+				atomic_fetch_sub(&nd2->free_pages, 1);
+			}
+		}
+		rb_wb_done(rb, x);
+	}
+	return rb_wb_rest(rb, w, n);
 }
 
 /* Slots i0 .. i0+n-1 (n <= WBATCH), whole pages from buf (NULL: zeros). */
@@ -262,7 +260,7 @@ static int write_pages(struct remote_backend *rb, const uint8_t *buf, uint64_t i
 		page[k] = buf ? buf + (size_t)k * PAGE : zeros;
 	}
 	unsigned u = rb_stripes_lock(rb, slots, n, order);
-	int rc = rb_write_slots(rb, slots, page, n);
+	int rc = rb->mode->write_slots(rb, slots, page, n);
 	rb_stripes_unlock(rb, order, u);
 	return rc;
 }
@@ -292,14 +290,14 @@ int rb_write_range(struct remote_backend *rb, const void *buf, uint64_t off,
 		}
 		pthread_mutex_lock(rb_stripe(rb, i));
 		if (in == 0 && n == PAGE) {
-			rc = rb_slot_write(rb, i, buf ? buf : zeros);
+			rc = slot_write(rb, i, buf ? buf : zeros);
 		} else if (!(rc = rb_slot_read(rb, i, page))) {
 			/* a partial slot: read-modify-write */
 			if (buf)
 				memcpy(page + in, buf, n);
 			else
 				memset(page + in, 0, n);
-			rc = rb_slot_write(rb, i, page);
+			rc = slot_write(rb, i, page);
 		}
 		pthread_mutex_unlock(rb_stripe(rb, i));
 		if (rc)
