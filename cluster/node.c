@@ -13,6 +13,7 @@
 #include "cluster/batch.h"
 #include "cluster/client.h"
 #include "cluster/conn.h"
+#include "cluster/fanout.h"
 #include "cluster/membership.h"
 #include "cluster/memwatch.h"
 #include "cluster/pagestore.h"
@@ -599,67 +600,82 @@ static void fwd_failed(struct inbound *ib, unsigned pn, int rc)
 }
 
 /* A PAGE_OVERWRITE_MANY's working state (allocated at the first one):
- * the deltas, and their parity updates in runs, one run per parity node. */
+ * the deltas, and their parity updates in runs, one run per parity node
+ * (a fan-out, cluster/fanout.h, over the forwarding handles). */
 struct ow_many {
 	uint8_t deltas[FRAME_BATCH_MAX][PAGESTORE_PAGE];
 	struct cluster_store s[FRAME_BATCH_MAX];
 	unsigned idx[FRAME_BATCH_MAX];  /* s[x]'s entry number */
-	struct ow_fwd {
-		unsigned pn;            /* the parity node's config index */
-		unsigned first, cnt;    /* its run in s */
-		int rc;                 /* the request's own */
-		char err[200];
-	} fw[FRAME_BATCH_MAX];
+	/* parity node j's (config index) run: s[first[j] .. first[j+1]) */
+	unsigned first[CONFIG_MAX_NODES + 1];
+	char err[CONFIG_MAX_NODES][200];        /* its failure, in words */
+	struct inbound *ib;
+	struct batch_entry *res;
 };
 
-/* The deltas of an overwrite batch sent, every parity node's at once, and
- * their answers into res: FS_PARITY_LOST where a delta was not surely
- * taken (logged once per parity node). */
-static void ow_many_forward(struct inbound *ib, struct ow_many *om, unsigned nfw,
-			    struct batch_entry *res)
+static struct cluster_client *ow_fwd_get(void *ctx, unsigned j, int *rc)
 {
-	struct node *n = ib->node;
-	uint64_t owner = ib->req.owner;
+	struct ow_many *om = ctx;
 
-	for (unsigned f = 0; f < nfw; f++) {
-		struct ow_fwd *w = &om->fw[f];
-		struct cluster_client *cl = fwd_get(ib, w->pn, owner, &w->rc, w->err,
-						    sizeof(w->err));
-		if (cl)
-			w->rc = cluster_client_parity_update_many_start(cl, &om->s[w->first],
-									w->cnt);
-	}
-	for (unsigned f = 0; f < nfw; f++) {
-		struct ow_fwd *w = &om->fw[f];
-		struct cluster_client *cl = ib->fwd[w->pn];
-		if (!w->rc)
-			w->rc = cluster_client_wait_parity_update_many(cl, &om->s[w->first],
-								       w->cnt);
-		if (w->rc && cl && !w->err[0])
-			snprintf(w->err, sizeof(w->err), "%s", cluster_client_last_error(cl));
-		unsigned lost = 0;
-		int first = 0;
-		for (unsigned x = w->first; x < w->first + w->cnt; x++) {
-			int frc = w->rc ? w->rc : om->s[x].rc;
-			if (!frc) {
-				atomic_fetch_add(&n->forwards, 1);
-				continue;
-			}
-			first = first ? first : frc;
-			lost++;
-			atomic_fetch_add(&n->forward_errors, 1);
-			res[om->idx[x]].status = FS_PARITY_LOST;
-		}
-		if (lost)
-			log_warn("%s: %u overwrites of owner %" PRIu64 " stored, but node %u "
-				 "did not take their parity updates (%s%s%s): the owner "
-				 "recomputes those groups", ib->c.peer, lost, owner,
-				 n->cfg.nodes[w->pn].id, strerror(-first),
-				 w->err[0] ? ": " : "", w->err);
-		if (w->rc)
-			fwd_failed(ib, w->pn, w->rc);
-	}
+	om->err[j][0] = '\0';
+	return fwd_get(om->ib, j, om->ib->req.owner, rc, om->err[j], sizeof(om->err[j]));
 }
+
+static int ow_fwd_send(void *ctx, unsigned j, struct cluster_client *cl)
+{
+	struct ow_many *om = ctx;
+
+	return cluster_client_parity_update_many_start(cl, &om->s[om->first[j]],
+						       om->first[j + 1] - om->first[j]);
+}
+
+/* Parity node j's answers into res: FS_PARITY_LOST where a delta was not
+ * surely taken (logged once per parity node). */
+static int ow_fwd_wait(void *ctx, unsigned j, struct cluster_client *cl, int rc)
+{
+	struct ow_many *om = ctx;
+	struct inbound *ib = om->ib;
+	struct node *n = ib->node;
+	char *err = om->err[j];
+
+	if (!rc)
+		rc = cluster_client_wait_parity_update_many(cl, &om->s[om->first[j]],
+							    om->first[j + 1] - om->first[j]);
+	if (rc && cl && !err[0])
+		snprintf(err, sizeof(om->err[j]), "%s", cluster_client_last_error(cl));
+	unsigned lost = 0;
+	int first = 0;
+	for (unsigned x = om->first[j]; x < om->first[j + 1]; x++) {
+		int frc = rc ? rc : om->s[x].rc;
+		if (!frc) {
+			atomic_fetch_add(&n->forwards, 1);
+			continue;
+		}
+		first = first ? first : frc;
+		lost++;
+		atomic_fetch_add(&n->forward_errors, 1);
+		om->res[om->idx[x]].status = FS_PARITY_LOST;
+	}
+	if (lost)
+		log_warn("%s: %u overwrites of owner %" PRIu64 " stored, but node %u "
+			 "did not take their parity updates (%s%s%s): the owner "
+			 "recomputes those groups", ib->c.peer, lost, ib->req.owner,
+			 n->cfg.nodes[j].id, strerror(-first), err[0] ? ": " : "", err);
+	return rc;
+}
+
+static void ow_fwd_put(void *ctx, unsigned j, struct cluster_client *cl, int rc)
+{
+	struct ow_many *om = ctx;
+
+	(void)cl;
+	if (rc)
+		fwd_failed(om->ib, j, rc);
+}
+
+static const struct fanout_ops ow_fwd_ops = {
+	ow_fwd_get, ow_fwd_send, ow_fwd_wait, ow_fwd_put
+};
 
 /* A PAGE_OVERWRITE_MANY request: each entry as a PAGE_OVERWRITE (old page
  * out, new one in), in order; then the deltas, one PARITY_UPDATE_MANY per
@@ -673,7 +689,7 @@ static const void *serve_overwrite_many(struct inbound *ib, const uint8_t *paylo
 	struct frame_hdr *q = &ib->req, *r = &ib->rep;
 	struct batch_ow e[FRAME_BATCH_MAX];
 	struct batch_entry res[FRAME_BATCH_MAX];
-	unsigned pidx[FRAME_BATCH_MAX], nfw = 0, cnt = 0;
+	unsigned pidx[FRAME_BATCH_MAX], cnt = 0;
 	const uint8_t *pages;
 	const char *why = "";
 
@@ -695,7 +711,10 @@ static const void *serve_overwrite_many(struct inbound *ib, const uint8_t *paylo
 		return NULL;
 	}
 	struct ow_many *om = ib->om;
-	/* the local part; each stored entry's parity node gets a run */
+	uint8_t pkey[FRAME_BATCH_MAX] = { 0 };     /* parity node per entry */
+	unsigned go[FRAME_BATCH_MAX], order[FRAME_BATCH_MAX], ng = 0;
+	bool busy[CONFIG_MAX_NODES];
+	/* the local part; each stored entry's delta goes to its parity node */
 	for (unsigned k = 0; k < cnt; k++) {
 		struct pagestore_key key = { q->owner, FK_DATA, e[k].key };
 		const uint8_t *pg = pages + (size_t)k * PAGESTORE_PAGE;
@@ -707,31 +726,22 @@ static const void *serve_overwrite_many(struct inbound *ib, const uint8_t *paylo
 		if (lrc)
 			continue;
 		xor_into(om->deltas[k], pg, PAGESTORE_PAGE);
-		unsigned f = 0;
-		while (f < nfw && om->fw[f].pn != pidx[k])
-			f++;
-		if (f == nfw)
-			om->fw[nfw++] = (struct ow_fwd){ .pn = pidx[k] };
-		om->fw[f].cnt++;
+		pkey[ng] = (uint8_t)pidx[k];
+		go[ng++] = k;
 	}
-	/* the runs laid out one after the other, entries in request order */
-	for (unsigned f = 0, at = 0; f < nfw; f++) {
-		om->fw[f].first = at;
-		at += om->fw[f].cnt;
-		om->fw[f].cnt = 0;
-	}
-	for (unsigned k = 0; k < cnt; k++) {
-		if (res[k].status != FS_OK)
-			continue;
-		unsigned f = 0;
-		while (om->fw[f].pn != pidx[k])
-			f++;
-		unsigned x = om->fw[f].first + om->fw[f].cnt++;
+	/* one run per parity node, entries in request order */
+	fanout_group(pkey, ng, n->cfg.n_nodes, om->first, order);
+	for (unsigned x = 0; x < ng; x++) {
+		unsigned k = go[order[x]];
 		om->idx[x] = k;
 		om->s[x] = (struct cluster_store){ FK_PARITY, e[k].group, e[k].parity_version,
 						   om->deltas[k], 0 };
 	}
-	ow_many_forward(ib, om, nfw, res);
+	for (unsigned j = 0; j < n->cfg.n_nodes; j++)
+		busy[j] = om->first[j + 1] > om->first[j];
+	om->ib = ib;
+	om->res = res;
+	fanout_run(&ow_fwd_ops, om, busy, n->cfg.n_nodes, NULL);
 	for (unsigned k = 0; k < cnt; k++)
 		batch_result_put(ib->batch, k, &res[k]);
 	r->payload_len = batch_store_reply_len(cnt);

@@ -5,7 +5,8 @@
  * Layers, lowest first; a file calls only into its own layer or lower ones:
  *   1. slotmap.c (stripe and pool locks, loss logging), node.c (liveness,
  *      capacity table, connection pool)
- *   2. fanout.c (requests to one node or many at once)
+ *   2. request.c (requests to one node or many at once,
+ *      over cluster/fanout.h)
  *   3. place.c (placement), hold.c (the hold and the spill file)
  *   4. groups.c (parity groups)
  *   5. copies.c (none, mirror), pslot.c (parity): one slot's read and write
@@ -28,7 +29,7 @@
  *   4. hold_lock: the hold's free list and entry -> slot map (slots[].hold
  *      is written under it and the stripe).
  *   5. a connection's lock (rconn.lock): the connection; several at once
- *      only in node order (fanout.c, mirror_parallel).
+ *      only in node order (request.c, mirror_parallel).
  *   lock (with cond): stopping; taken alone.
  * Nobody waits for a lock of levels 1-4 while holding a connection. Every
  * change of a grouped slot's node or version happens under its group's
@@ -39,6 +40,7 @@
 #include "cluster/remote_backend.h"
 
 #include "cluster/client.h"
+#include "cluster/fanout.h"
 #include "cluster/parity.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -146,6 +148,16 @@ struct slot {
 };
 
 struct remote_backend;
+
+/* The connection pool's side of a fan-out (cluster/fanout.h), the first
+ * member of each fan-out's context: rb_fan_get and rb_fan_put take a
+ * node's connection from its pool and give it back (request.c). any: also
+ * nodes not usable now (else -EHOSTDOWN for them). */
+struct rb_fan {
+	struct remote_backend *rb;
+	bool any;
+	struct rconn *c[CONFIG_MAX_NODES];
+};
 
 /* A redundancy mode: the operations that differ between them, as
  * pmem/policy.h's policies. modes.c has the two tables: none and mirror
@@ -416,6 +428,8 @@ static inline bool rb_stopping(struct remote_backend *rb)
 
 
 
+
+
 /* slotmap.c: the slot map's locks and the logging of lost pages */
 void rb_lost_read(struct remote_backend *rb, uint64_t i, uint64_t version,
 		  const char *what);
@@ -439,7 +453,9 @@ int rb_refresh_from(struct remote_backend *rb, unsigned i);
 int rb_refresh(struct remote_backend *rb);
 void rb_reset_late_nodes(struct remote_backend *rb);
 
-/* fanout.c: requests to several nodes at once, and single requests */
+/* request.c: requests to several nodes at once, and single requests */
+struct cluster_client *rb_fan_get(void *ctx, unsigned j, int *rc);
+void rb_fan_put(void *ctx, unsigned j, struct cluster_client *cl, int rc);
 void rb_fetch_batch(struct remote_backend *rb, struct cluster_fetch *f,
 		    const uint8_t *node, unsigned n, struct cluster_fetch *tmp,
 		    unsigned *from);

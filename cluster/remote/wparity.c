@@ -68,6 +68,49 @@ static bool wb_plan_parity(struct remote_backend *rb, struct ppool *p,
 	return false;
 }
 
+/* overwrite_send's fan-out: node j's overwrites are o[first[j] ..
+ * first[j+1]), each for candidate oc[] of the run */
+struct ow_fan {
+	struct rb_fan fan;
+	struct wb_plan *w;
+	const unsigned *cand;
+	int *rcs;
+	struct cluster_overwrite o[WBATCH];
+	unsigned oc[WBATCH], first[CONFIG_MAX_NODES + 1];
+};
+
+static int ow_send(void *ctx, unsigned j, struct cluster_client *cl)
+{
+	struct ow_fan *x = ctx;
+
+	return cluster_client_overwrite_many_start(cl, &x->o[x->first[j]],
+						   x->first[j + 1] - x->first[j]);
+}
+
+/* Node j's answers into rcs; nothing for a node that could not be asked
+ * (its entries stay -EAGAIN, not sent). */
+static int ow_wait(void *ctx, unsigned j, struct cluster_client *cl, int rc)
+{
+	struct ow_fan *x = ctx;
+	struct remote_backend *rb = x->fan.rb;
+
+	if (!cl)
+		return rc;
+	if (!rc)
+		rc = cluster_client_wait_overwrite_many(cl, &x->o[x->first[j]],
+							x->first[j + 1] - x->first[j]);
+	for (unsigned at = x->first[j]; at < x->first[j + 1]; at++) {
+		unsigned c = x->oc[at];
+		const struct wb_plan *p = &x->w[x->cand[c]];
+		x->rcs[c] = rc ? rc : x->o[at].rc;
+		rb_overwrite_count(rb, j, p->i, parity_group_at(&rb->pt, p->gid),
+				   x->rcs[c], cl);
+	}
+	return rc;
+}
+
+static const struct fanout_ops ow_ops = { rb_fan_get, ow_send, ow_wait, rb_fan_put };
+
 /* The overwrites of overwrite_batch that can go (node set), one
  * PAGE_OVERWRITE_MANY per node, every node's sent before any answer is
  * taken; each one's answer into rcs[c] (-EAGAIN: not sent). Caller holds
@@ -76,52 +119,34 @@ static void overwrite_send(struct remote_backend *rb, struct wb_plan *w,
 			   const unsigned *cand, unsigned nc, const uint64_t *pv,
 			   int *rcs)
 {
-	/* each node's overwrites one run in o, in the run's order */
-	struct cluster_overwrite o[WBATCH];
-	unsigned oc[WBATCH], first[CONFIG_MAX_NODES + 1] = { 0 };
-	unsigned no[CONFIG_MAX_NODES] = { 0 };
-	struct rconn *cn[CONFIG_MAX_NODES] = { NULL };
-	int crc[CONFIG_MAX_NODES] = { 0 };
+	struct ow_fan x = { .fan = { .rb = rb, .any = true }, .w = w, .cand = cand,
+			    .rcs = rcs };
+	uint8_t key[WBATCH] = { 0 };
+	unsigned go[WBATCH], ng = 0, order[WBATCH];
+	bool busy[CONFIG_MAX_NODES];
 
 	for (unsigned c = 0; c < nc; c++)
-		if (w[cand[c]].node >= 0)
-			first[w[cand[c]].node + 1]++;
-	for (unsigned j = 0; j < rb->nn; j++)
-		first[j + 1] += first[j];
-	for (unsigned c = 0; c < nc; c++) {
-		struct wb_plan *x = &w[cand[c]];
-		if (x->node < 0)
-			continue;
-		const struct parity_group *g = parity_group_at(&rb->pt, x->gid);
-		const struct slot *s = &rb->slots[x->i];
-		unsigned j = (unsigned)x->node, at = first[j] + no[j]++;
-		oc[at] = c;
-		o[at] = (struct cluster_overwrite){
-			.page_id = x->i, .version = s->version + 1,
+		if (w[cand[c]].node >= 0) {
+			key[ng] = (uint8_t)w[cand[c]].node;
+			go[ng++] = c;
+		}
+	/* each node's overwrites one run in o, in the run's order */
+	fanout_group(key, ng, rb->nn, x.first, order);
+	for (unsigned at = 0; at < ng; at++) {
+		unsigned c = go[order[at]];
+		struct wb_plan *p = &w[cand[c]];
+		const struct parity_group *g = parity_group_at(&rb->pt, p->gid);
+		const struct slot *s = &rb->slots[p->i];
+		x.oc[at] = c;
+		x.o[at] = (struct cluster_overwrite){
+			.page_id = p->i, .version = s->version + 1,
 			.old_version = s->version, .group = g->pkey,
 			.parity_version = pv[c], .parity_node = rb->nodes[g->pn].id,
-			.page = x->page };
+			.page = p->page };
 	}
-	for (unsigned j = 0; j < rb->nn; j++) {
-		if (!no[j] || !(cn[j] = rb_conn_get(rb, j, &crc[j])))
-			continue;
-		crc[j] = cluster_client_overwrite_many_start(cn[j]->cl, &o[first[j]], no[j]);
-	}
-	for (unsigned j = 0; j < rb->nn; j++) {
-		if (!cn[j])
-			continue;
-		if (!crc[j])
-			crc[j] = cluster_client_wait_overwrite_many(cn[j]->cl, &o[first[j]],
-								    no[j]);
-		for (unsigned at = first[j]; at < first[j] + no[j]; at++) {
-			unsigned c = oc[at];
-			rcs[c] = crc[j] ? crc[j] : o[at].rc;
-			rb_overwrite_count(rb, j, w[cand[c]].i,
-					   parity_group_at(&rb->pt, w[cand[c]].gid), rcs[c],
-					   cn[j]->cl);
-		}
-		rb_conn_put(rb, j, cn[j], crc[j]);
-	}
+	for (unsigned j = 0; j < rb->nn; j++)
+		busy[j] = x.first[j + 1] > x.first[j];
+	fanout_run(&ow_ops, &x, busy, rb->nn, NULL);
 }
 
 /* The run's in-use slots with parity: each overwritten on its node, which
