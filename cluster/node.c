@@ -138,13 +138,7 @@ static bool node_sleep(struct node *n, uint32_t ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	clock_deadline(&ts, (uint64_t)ms * 1000000ULL);
 	pthread_mutex_lock(&n->lock);
 	while (!n->stopping &&
 	       pthread_cond_timedwait(&n->cond, &n->lock, &ts) != ETIMEDOUT)
@@ -1353,11 +1347,7 @@ int node_start(struct node **out, const struct node_opts *o)
 	n->listen_fd = -1;
 	n->stop_pipe[0] = n->stop_pipe[1] = -1;
 	pthread_mutex_init(&n->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&n->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&n->cond);
 
 	if (!n->me) {
 		log_err("node %u is not in the cluster file", o->self);

@@ -40,13 +40,7 @@ static void *refresher_main(void *arg)
 
 	for (;;) {
 		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += rb->refresh_ms / 1000;
-		ts.tv_nsec += (long)(rb->refresh_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		clock_deadline(&ts, (uint64_t)rb->refresh_ms * 1000000ULL);
 		pthread_mutex_lock(&rb->lock);
 		while (!rb->stopping &&
 		       pthread_cond_timedwait(&rb->cond, &rb->lock, &ts) != ETIMEDOUT)
@@ -118,11 +112,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 	for (unsigned k = 0; k < GSTRIPES; k++)
 		pthread_mutex_init(&rb->glocks[k], NULL);
 	pthread_mutex_init(&rb->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&rb->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&rb->cond);
 	for (unsigned i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&rb->stripes[i], NULL);
 	pthread_mutex_init(&rb->hold_lock, NULL);

@@ -74,12 +74,12 @@ int rb_group_parity_store(struct remote_backend *rb, struct parity_group *g,
 			break;
 		/* a store, not an update: it replaces whatever an earlier
 		 * attempt that timed out may have left there */
-		rc = rb_parity_op(rb, (unsigned)pn, POP_STORE, g->pkey, ++g->pver, (void *)page);
+		rc = rb_node_op(rb, (unsigned)pn, OP_PARITY_STORE, g->pkey, ++g->pver, (void *)page);
 		if (!rc) {
 			if (oldpn != PARITY_NO_NODE && oldpn != pn) {
 				atomic_fetch_sub(&rb->nodes[oldpn].held, 1);
 				if (rb_usable(rb, oldpn))
-					(void)rb_parity_op(rb, oldpn, POP_DROP, g->pkey,
+					(void)rb_node_op(rb, oldpn, OP_PARITY_DROP, g->pkey,
 							   UINT64_MAX, NULL);
 			}
 			if (oldpn != pn)
@@ -164,7 +164,7 @@ void rb_group_apply(struct remote_backend *rb, struct parity_group *g,
 		return;
 	}
 	if (rb_parity_ok(rb, g) &&
-	    rb_parity_op(rb, g->pn, POP_UPDATE, g->pkey, ++g->pver, (void *)delta) == 0) {
+	    rb_node_op(rb, g->pn, OP_PARITY_UPDATE, g->pkey, ++g->pver, (void *)delta) == 0) {
 		atomic_fetch_add(&rb->parity_updates, 1);
 		return;
 	}
@@ -250,7 +250,7 @@ void rb_group_remove(struct remote_backend *rb, uint64_t gid, unsigned idx,
 		if (g->pn != PARITY_NO_NODE) {
 			atomic_fetch_sub(&rb->nodes[g->pn].held, 1);
 			if (rb_usable(rb, g->pn))
-				(void)rb_parity_op(rb, g->pn, POP_DROP, g->pkey, UINT64_MAX, NULL);
+				(void)rb_node_op(rb, g->pn, OP_PARITY_DROP, g->pkey, UINT64_MAX, NULL);
 		}
 		parity_group_free(&rb->pt, (uint32_t)gid);
 		return;

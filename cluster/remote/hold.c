@@ -11,7 +11,7 @@ uint8_t *rb_hold_page(struct remote_backend *rb, uint32_t x)
 
 /* Reserve room for one page in the hold (made now, so that hold_put
  * cannot fail): true, or false when the hold is at its cap or out of
- * memory (said once per SHORT_LOG_NS, see short_log). */
+ * memory (said once per SHORT_LOG_S, see short_log). */
 bool rb_hold_reserve(struct remote_backend *rb)
 {
 	bool ok = false;
@@ -95,16 +95,16 @@ static void hold_release(struct remote_backend *rb, uint64_t i)
 	atomic_fetch_sub(&rb->held_now, 1);
 }
 
-/* The cluster is short of room: one warning per SHORT_LOG_NS, with what
+/* The cluster is short of room: one warning per SHORT_LOG_S, with what
  * happened since the last one, never one per page. */
 void rb_short_log(struct remote_backend *rb)
 {
 	/* Not room but nodes: with groups of N on N + 1 nodes, one lost,
-	 * no node is left outside a group for its parity page; "give the
-	 * nodes memory" was the wrong advice. Its own once a minute: in the
-	 * shortage's window it held back the room warning that follows. */
+	 * no node is left outside a group for its parity page, and memory
+	 * would not help. A warning of its own, with its own limit, so that
+	 * it never holds back the room warning below (nor that one it). */
 	if (atomic_load(&rb->short_nodes) &&
-	    log_limit(&rb->nodes_log, SHORT_LOG_NS / 1000000000ull, NULL, 0))
+	    log_limit(&rb->nodes_log, SHORT_LOG_S, NULL, 0))
 		log_warn("remote swap: %" PRIu64 " parity pages not placed: no node "
 			 "outside their group is up (a group of %u pages needs "
 			 "%u nodes up); their groups are unprotected until a node "
@@ -112,16 +112,12 @@ void rb_short_log(struct remote_backend *rb)
 			 "last such message",
 			 (uint64_t)atomic_exchange(&rb->short_nodes, 0), rb->gsize,
 			 rb->gsize + 1);
-	uint64_t now = clock_now_ns(), last = atomic_load(&rb->short_logged_ns);
-
-	if (last && now - last < SHORT_LOG_NS)
-		return;
 	/* nothing to say: the window stays open for the next shortage */
 	if (!atomic_load(&rb->short_parity) && !atomic_load(&rb->short_held) &&
 	    !atomic_load(&rb->short_kept) && !atomic_load(&rb->hold_refused))
 		return;
-	if (!atomic_compare_exchange_strong(&rb->short_logged_ns, &last, now))
-		return;
+	if (!log_limit(&rb->room_log, SHORT_LOG_S, NULL, 0))
+		return;         /* counted on, for the next line */
 	uint64_t par = atomic_exchange(&rb->short_parity, 0);
 	uint64_t held = atomic_exchange(&rb->short_held, 0);
 	uint64_t kept = atomic_exchange(&rb->short_kept, 0);

@@ -124,7 +124,7 @@ static int migrate_parity(struct remote_backend *rb, uint32_t gid, unsigned j,
 	pthread_mutex_lock(rb_glock(rb, gid));
 	if (g->state != PG_CLOSED || !g->nmem || g->pn != j || !rb_parity_ok(rb, g))
 		goto out;
-	if ((rc = rb_parity_op(rb, j, POP_FETCH, g->pkey, 0, page)) != 0)
+	if ((rc = rb_node_op(rb, j, OP_PARITY_FETCH, g->pkey, 0, page)) != 0)
 		goto out;
 	bool exclude[CONFIG_MAX_NODES] = { false };
 	for (unsigned k = 0; k < g->nmem; k++)
@@ -138,15 +138,15 @@ static int migrate_parity(struct remote_backend *rb, uint32_t gid, unsigned j,
 			break;
 		/* A parity update adds into what is there: no leftover of
 		 * an earlier state of this group may be. */
-		(void)rb_parity_op(rb, (unsigned)pn, POP_DROP, g->pkey, UINT64_MAX, NULL);
-		if (rb_parity_op(rb, (unsigned)pn, POP_UPDATE, g->pkey, ++g->pver, page) == 0) {
+		(void)rb_node_op(rb, (unsigned)pn, OP_PARITY_DROP, g->pkey, UINT64_MAX, NULL);
+		if (rb_node_op(rb, (unsigned)pn, OP_PARITY_UPDATE, g->pkey, ++g->pver, page) == 0) {
 			atomic_fetch_add(&rb->nodes[pn].held, 1);
 			atomic_fetch_add(&rb->nodes[pn].placed, 1);
 			atomic_fetch_sub(&rb->nodes[pn].free_pages, 1);
 			atomic_fetch_sub(&rb->nodes[j].held, 1);
 			g->pn = (uint8_t)pn;
 			g->pgen = (uint8_t)atomic_load(&rb->nodes[pn].gen);
-			(void)rb_parity_op(rb, j, POP_DROP, g->pkey, UINT64_MAX, NULL);
+			(void)rb_node_op(rb, j, OP_PARITY_DROP, g->pkey, UINT64_MAX, NULL);
 			rc = 1;
 			break;
 		}

@@ -76,7 +76,7 @@
 					* 16-bit hold index) */
 #define RETRY_MIN_NS (1000ULL * 1000000ULL)  /* short of room: first retry */
 #define RETRY_MAX_NS (60ULL * 1000000000ULL) /* ... backing off to this */
-#define SHORT_LOG_NS (60ULL * 1000000000ULL) /* short of room: log this often */
+#define SHORT_LOG_S 60       /* short of room: log this often */
 
 struct rconn {
 	pthread_mutex_t lock;
@@ -271,11 +271,14 @@ struct remote_backend {
 	/* Short of room: something could not be placed (a parity page, a
 	 * held page, a rebuild left in its group): retried from the
 	 * refresher at retry_at_ns, the delay doubling while nothing
-	 * changes (retry_ns); logged once per SHORT_LOG_NS with counts. */
+	 * changes (retry_ns); logged once per SHORT_LOG_S with counts
+	 * (room_log; nodes_log for short_nodes: each warning its own limit,
+	 * so that one never holds back the other). */
 	atomic_int retry_due;
 	uint64_t retry_at_ns, retry_ns; /* refresher only */
 	bool had_room;                  /* refresher only: a node could take a page */
-	atomic_uint_fast64_t short_parity, short_held, short_kept, short_logged_ns;
+	atomic_uint_fast64_t short_parity, short_held, short_kept;
+	struct log_limit room_log;
 	/* parity pages not placed because no node outside their group was
 	 * up at all: too few nodes, not too little room */
 	atomic_uint_fast64_t short_nodes;
@@ -337,9 +340,9 @@ struct store_req {
  * if not newer; page unused). */
 enum batch_op { BO_STORE, BO_PARITY_UPDATE, BO_DROP, BO_COUNT };
 
-enum op { OP_STORE, OP_FETCH, OP_DROP };
+enum op { OP_STORE, OP_FETCH, OP_DROP, OP_PARITY_UPDATE, OP_PARITY_STORE,
+	  OP_PARITY_FETCH, OP_PARITY_DROP };
 
-enum pop { POP_UPDATE, POP_STORE, POP_FETCH, POP_DROP };
 
 /* write batching: a run is at most WBATCH pages (write.c) */
 #define WBATCH FRAME_BATCH_MAX
@@ -430,6 +433,7 @@ static inline bool rb_stopping(struct remote_backend *rb)
 
 
 
+
 /* slotmap.c: the slot map's locks and the logging of lost pages */
 void rb_lost_read(struct remote_backend *rb, uint64_t i, uint64_t version,
 		  const char *what);
@@ -465,8 +469,6 @@ void rb_node_batch(struct remote_backend *rb, enum batch_op op,
 void rb_store_batch(struct remote_backend *rb, struct store_req *st, unsigned n);
 int rb_node_op(struct remote_backend *rb, unsigned i, enum op op,
 	       uint64_t slot, uint64_t version, void *page);
-int rb_parity_op(struct remote_backend *rb, unsigned i, enum pop op,
-		 uint64_t key, uint64_t version, void *page);
 
 /* place.c: placement: which node takes a new page */
 bool rb_over_offer(struct remote_backend *rb, unsigned i);

@@ -228,6 +228,9 @@ void rb_store_batch(struct remote_backend *rb, struct store_req *st, unsigned n)
 	rb_node_batch(rb, BO_STORE, st, n);
 }
 
+/* One request to node i, waited for: a data page (slot: its id) or a
+ * parity page (slot: the group's key) stored, fetched or dropped, or a
+ * parity update (page: the delta). */
 int rb_node_op(struct remote_backend *rb, unsigned i, enum op op,
 	       uint64_t slot, uint64_t version, void *page)
 {
@@ -261,31 +264,17 @@ int rb_node_op(struct remote_backend *rb, unsigned i, enum op op,
 	case OP_DROP:
 		rc = cluster_client_page_drop(c->cl, slot, version);
 		break;
-	}
-	rb_conn_put(rb, i, c, rc);
-	return rc;
-}
-
-int rb_parity_op(struct remote_backend *rb, unsigned i, enum pop op,
-		 uint64_t key, uint64_t version, void *page)
-{
-	int rc;
-	struct rconn *c = rb_conn_get(rb, i, &rc);
-
-	if (!c)
-		return rc;
-	switch (op) {
-	case POP_UPDATE:
-		rc = cluster_client_parity_update(c->cl, key, version, page);
+	case OP_PARITY_UPDATE:
+		rc = cluster_client_parity_update(c->cl, slot, version, page);
 		break;
-	case POP_STORE:
-		rc = cluster_client_parity_store(c->cl, key, version, page);
+	case OP_PARITY_STORE:
+		rc = cluster_client_parity_store(c->cl, slot, version, page);
 		break;
-	case POP_FETCH:
-		rc = cluster_client_parity_fetch(c->cl, key, page, NULL);
+	case OP_PARITY_FETCH:
+		rc = cluster_client_parity_fetch(c->cl, slot, page, NULL);
 		break;
-	case POP_DROP:
-		rc = cluster_client_parity_drop(c->cl, key, version);
+	case OP_PARITY_DROP:
+		rc = cluster_client_parity_drop(c->cl, slot, version);
 		break;
 	}
 	rb_conn_put(rb, i, c, rc);

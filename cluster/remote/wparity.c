@@ -252,7 +252,7 @@ static void spec_drop(struct remote_backend *rb, const struct wb_groups *G, unsi
 		return;
 	atomic_fetch_add(&rb->spec_redone, 1);
 	if (drop && rb_usable(rb, G->spec_node[q]))
-		(void)rb_parity_op(rb, G->spec_node[q], POP_DROP, pkey, UINT64_MAX, NULL);
+		(void)rb_node_op(rb, G->spec_node[q], OP_PARITY_DROP, pkey, UINT64_MAX, NULL);
 }
 
 /* The parity pages of the groups a run fills, as planned (the group's
