@@ -22,6 +22,7 @@
 #include "common/crc32c.h"
 #include "common/fdlimit.h"
 #include "common/log.h"
+#include "common/outbuf.h"
 #include "common/xor.h"
 #include "common/opts.h"
 
@@ -85,9 +86,9 @@ struct node {
 	unsigned conns_active;
 	/* max_conns connection slots. A slot's thread is joinable: when it
 	 * ends it leaves its slot marked ended, and the slot's next user
-	 * (accept_one) or node_stop joins it. (Detached threads still
-	 * unwinding when main exits made LeakSanitizer's exit-time check
-	 * crash the sanitizer build: exit 134 on SIGTERM in CI.) */
+	 * (accept_one) or node_stop joins it, so that no thread is still
+	 * unwinding when main returns (LeakSanitizer's exit-time check
+	 * cannot run beside one). */
 	struct conn_slot {
 		int fd;         /* -1: no connection (to shut down at stop) */
 		/* taken, from accept_one until its thread's very last step
@@ -1490,31 +1491,26 @@ void node_stop(struct node *n)
 
 /* --- control socket ------------------------------------------------------ */
 
-#define OUT(...) do { \
-	int w_ = snprintf(out + len, outlen > len ? outlen - len : 0, __VA_ARGS__); \
-	if (w_ > 0) len += (size_t)w_; \
-} while (0)
-
 static ssize_t ctl_peers(struct node *n, char *out, size_t outlen)
 {
 	static _Thread_local struct frame_node tab[FRAME_MAX_NODES];
 	struct frame_capacity cap;
-	size_t len = 0;
+	struct outbuf ob = outbuf_of(out, outlen), *o = &ob;
 
 	self_capacity(n, &cap);
 	unsigned k = membership_snapshot(n->mb, now_ns(), n->incarnation, &cap, tab,
 					 FRAME_MAX_NODES);
-	OUT("%-6s %-8s %-20s %10s %10s %10s %s\n", "node", "state", "incarnation",
-	    "offer_MiB", "used_MiB", "free_MiB", "heard_ms_ago");
+	outbuf_printf(o, "%-6s %-8s %-20s %10s %10s %10s %s\n", "node", "state", "incarnation",
+		      "offer_MiB", "used_MiB", "free_MiB", "heard_ms_ago");
 	for (unsigned i = 0; i < k; i++) {
 		const struct frame_node *e = &tab[i];
 		uint64_t fr = e->cap.offered > e->cap.used ? e->cap.offered - e->cap.used : 0;
-		OUT("%-6u %-8s %-20" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
-		    " %" PRIu64 "\n", e->node_id, membership_state_name(e->state),
-		    e->incarnation, e->cap.offered >> 20, e->cap.used >> 20, fr >> 20,
-		    e->age_ms);
+		outbuf_printf(o, "%-6u %-8s %-20" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
+			      " %" PRIu64 "\n", e->node_id, membership_state_name(e->state),
+			      e->incarnation, e->cap.offered >> 20, e->cap.used >> 20, fr >> 20,
+			      e->age_ms);
 	}
-	return (ssize_t)(len < outlen ? len : outlen);
+	return outbuf_done(o);
 }
 
 static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
@@ -1522,7 +1518,7 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	struct pagestore_stats st;
 	struct frame_capacity cap;
 	unsigned alive, dead, unknown;
-	size_t len = 0;
+	struct outbuf ob = outbuf_of(out, outlen), *o = &ob;
 
 	pagestore_get_stats(n->ps, &st);
 	self_capacity(n, &cap);
@@ -1534,66 +1530,66 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	unsigned active = n->conns_active;
 	pthread_mutex_unlock(&n->lock);
 
-	OUT("node: %u\n", n->self);
-	OUT("incarnation: %" PRIu64 "\n", n->incarnation);
-	OUT("listen: %s:%u\n", n->me->host, n->me->port);
-	OUT("heartbeat_ms: %u\ntimeout_ms: %u\n", n->hb_ms, n->timeout_ms);
-	OUT("nodes_alive: %u\nnodes_dead: %u\nnodes_unknown: %u\n", alive, dead, unknown);
+	outbuf_printf(o, "node: %u\n", n->self);
+	outbuf_printf(o, "incarnation: %" PRIu64 "\n", n->incarnation);
+	outbuf_printf(o, "listen: %s:%u\n", n->me->host, n->me->port);
+	outbuf_printf(o, "heartbeat_ms: %u\ntimeout_ms: %u\n", n->hb_ms, n->timeout_ms);
+	outbuf_printf(o, "nodes_alive: %u\nnodes_dead: %u\nnodes_unknown: %u\n", alive, dead, unknown);
 	for (unsigned i = 0; i < n->n_links; i++) {
 		struct member m;
 		if (membership_get(n->mb, n->links[i].cn->id, &m))
 			continue;
 		uint64_t age = m.last_heard_ns && now_ns() > m.last_heard_ns ?
 			       (now_ns() - m.last_heard_ns) / 1000000 : 0;
-		OUT("node.%u: %s incarnation=%" PRIu64 " heard_ms_ago=%" PRIu64
-		    " offered=%" PRIu64 " used=%" PRIu64 " deaths=%" PRIu64
-		    " rejoins=%" PRIu64 "\n", m.id, membership_state_name(m.state),
-		    m.incarnation, age, m.cap.offered, m.cap.used, m.deaths, m.rejoins);
+		outbuf_printf(o, "node.%u: %s incarnation=%" PRIu64 " heard_ms_ago=%" PRIu64
+			      " offered=%" PRIu64 " used=%" PRIu64 " deaths=%" PRIu64
+			      " rejoins=%" PRIu64 "\n", m.id, membership_state_name(m.state),
+			      m.incarnation, age, m.cap.offered, m.cap.used, m.deaths, m.rejoins);
 	}
-	OUT("mem_total_bytes: %" PRIu64 "\n", total);
-	OUT("mem_available_bytes: %" PRIu64 "\n", cap.mem_available);
-	OUT("offered_bytes: %" PRIu64 "\n", cap.offered);
-	OUT("limit_override_bytes: %" PRIu64 "\n", override);
+	outbuf_printf(o, "mem_total_bytes: %" PRIu64 "\n", total);
+	outbuf_printf(o, "mem_available_bytes: %" PRIu64 "\n", cap.mem_available);
+	outbuf_printf(o, "offered_bytes: %" PRIu64 "\n", cap.offered);
+	outbuf_printf(o, "limit_override_bytes: %" PRIu64 "\n", override);
 	if (shrunk)
-		OUT("shrink_cap_bytes: %" PRIu64 "\n", shrink_cap);
+		outbuf_printf(o, "shrink_cap_bytes: %" PRIu64 "\n", shrink_cap);
 	else
-		OUT("shrink_cap_bytes: none\n");
-	OUT("used_bytes: %" PRIu64 "\n", cap.used);
+		outbuf_printf(o, "shrink_cap_bytes: none\n");
+	outbuf_printf(o, "used_bytes: %" PRIu64 "\n", cap.used);
 	/* what this daemon really occupies, pages and all (4.1 KiB per page
 	 * held, plus its buffers): to compare with the offer */
 	uint64_t rss = 0;
 	if (memwatch_rss(&rss) == 0)
-		OUT("rss_bytes: %" PRIu64 "\n", rss);
-	OUT("over_offer_bytes: %" PRIu64 "\n",
-	    cap.used > cap.offered ? cap.used - cap.offered : 0);
-	OUT("pages: %" PRIu64 "\npages_data: %" PRIu64 "\npages_parity: %" PRIu64 "\n",
-	    st.pages, st.data_pages, st.parity_pages);
-	OUT("owners: %" PRIu64 "\n", st.owners);
-	OUT("page_stores: %" PRIu64 "\npage_fetches: %" PRIu64 "\npage_drops: %" PRIu64
-	    "\nparity_updates: %" PRIu64 "\n", st.stores, st.fetches, st.drops, st.xors);
-	OUT("stale_refused: %" PRIu64 "\nnospace_refused: %" PRIu64
-	    "\nnot_found: %" PRIu64 "\n", st.stale_refused, st.nospace_refused,
-	    st.not_found);
-	OUT("connections_active: %u\n", active);
-	OUT("connections_total: %" PRIu64 "\n", (uint64_t)atomic_load(&n->conns_total));
-	OUT("connections_refused: %" PRIu64 "\n", (uint64_t)atomic_load(&n->conns_refused));
-	OUT("auth_failures: %" PRIu64 "\n", (uint64_t)atomic_load(&n->auth_failures));
-	OUT("bad_frames: %" PRIu64 "\n", (uint64_t)atomic_load(&n->bad_frames));
-	OUT("requests: %" PRIu64 "\n", (uint64_t)atomic_load(&n->requests));
+		outbuf_printf(o, "rss_bytes: %" PRIu64 "\n", rss);
+	outbuf_printf(o, "over_offer_bytes: %" PRIu64 "\n",
+		      cap.used > cap.offered ? cap.used - cap.offered : 0);
+	outbuf_printf(o, "pages: %" PRIu64 "\npages_data: %" PRIu64 "\npages_parity: %" PRIu64 "\n",
+		      st.pages, st.data_pages, st.parity_pages);
+	outbuf_printf(o, "owners: %" PRIu64 "\n", st.owners);
+	outbuf_printf(o, "page_stores: %" PRIu64 "\npage_fetches: %" PRIu64 "\npage_drops: %" PRIu64
+		      "\nparity_updates: %" PRIu64 "\n", st.stores, st.fetches, st.drops, st.xors);
+	outbuf_printf(o, "stale_refused: %" PRIu64 "\nnospace_refused: %" PRIu64
+		      "\nnot_found: %" PRIu64 "\n", st.stale_refused, st.nospace_refused,
+		      st.not_found);
+	outbuf_printf(o, "connections_active: %u\n", active);
+	outbuf_printf(o, "connections_total: %" PRIu64 "\n", (uint64_t)atomic_load(&n->conns_total));
+	outbuf_printf(o, "connections_refused: %" PRIu64 "\n", (uint64_t)atomic_load(&n->conns_refused));
+	outbuf_printf(o, "auth_failures: %" PRIu64 "\n", (uint64_t)atomic_load(&n->auth_failures));
+	outbuf_printf(o, "bad_frames: %" PRIu64 "\n", (uint64_t)atomic_load(&n->bad_frames));
+	outbuf_printf(o, "requests: %" PRIu64 "\n", (uint64_t)atomic_load(&n->requests));
 	/* PAGE_OVERWRITE: parity updates sent on the owners' behalf */
-	OUT("parity_forwards: %" PRIu64 "\nparity_forward_errors: %" PRIu64 "\n",
-	    (uint64_t)atomic_load(&n->forwards),
-	    (uint64_t)atomic_load(&n->forward_errors));
-	OUT("heartbeats_in: %" PRIu64 "\nheartbeats_out: %" PRIu64 "\n",
-	    (uint64_t)atomic_load(&n->heartbeats_in),
-	    (uint64_t)atomic_load(&n->heartbeats_out));
-	OUT("store: %s\n", n->tier_bytes ? "tiered" : "dram");
-	if (len < outlen) {
-		ssize_t k = pagestore_tier_stats(n->ps, out + len, outlen - len);
+	outbuf_printf(o, "parity_forwards: %" PRIu64 "\nparity_forward_errors: %" PRIu64 "\n",
+		      (uint64_t)atomic_load(&n->forwards),
+		      (uint64_t)atomic_load(&n->forward_errors));
+	outbuf_printf(o, "heartbeats_in: %" PRIu64 "\nheartbeats_out: %" PRIu64 "\n",
+		      (uint64_t)atomic_load(&n->heartbeats_in),
+		      (uint64_t)atomic_load(&n->heartbeats_out));
+	outbuf_printf(o, "store: %s\n", n->tier_bytes ? "tiered" : "dram");
+	if (o->len < o->cap) {
+		ssize_t k = pagestore_tier_stats(n->ps, o->p + o->len, o->cap - o->len);
 		if (k > 0)
-			len += (size_t)k;
+			o->len += (size_t)k;
 	}
-	return (ssize_t)(len < outlen ? len : outlen);
+	return outbuf_done(o);
 }
 
 /* "shrink SIZE" (on: cap the offer at SIZE, 0 included) and "grow" /

@@ -54,7 +54,7 @@ struct parity_group {
  * address stays valid while other threads allocate. It starts with room
  * for the usual layout (groups of N) and grows, up to `max`, only when the
  * layout degrades: with few nodes left groups shrink (a one-member group
- * is a mirror), and a full table used to mean dropped pages. */
+ * is a mirror), so that a page always finds a group. */
 #define PARITY_CHUNK 1024u      /* groups per chunk (~224 KiB) */
 
 struct parity_table {

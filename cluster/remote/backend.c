@@ -132,8 +132,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 	 * device under our key (a second nvswapd given our --node and
 	 * export name, or leftovers of an earlier run not yet dropped) then
 	 * never has the version we ask for, and reads fail -ESTALE (EIO)
-	 * instead of returning its bytes as ours. Both used to count from
-	 * 0: a second device's pages read back as the first's, silently. */
+	 * instead of returning its bytes as ours. */
 	uint32_t r32 = 0;
 	if (getrandom(&r32, sizeof(r32), 0) != (ssize_t)sizeof(r32))
 		r32 = (uint32_t)clock_now_ns() ^ (uint32_t)getpid();
@@ -240,10 +239,9 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 }
 
 /* At a device's stop: swap does not outlive it, so its pages on the
- * nodes are garbage. They used to stay, holding the nodes' memory until a
- * device with the same key started again, maybe never (five stopped
- * devices left 234 of 320 MiB used, and a new one got ENOSPC). A node
- * that does not answer now drops them when that key next starts. */
+ * nodes are garbage, and they are dropped now rather than hold the nodes'
+ * memory until a device with the same key starts again (maybe never). A
+ * node that does not answer now drops them when that key next starts. */
 static void drop_all_pages(struct remote_backend *rb)
 {
 	unsigned done = 0, tried = 0;

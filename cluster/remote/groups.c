@@ -97,9 +97,9 @@ int rb_group_parity_store(struct remote_backend *rb, struct parity_group *g,
 	g->pn = PARITY_NO_NODE;
 	g->parity_lost = 1;
 	atomic_fetch_add(&rb->parity_errors, 1);
-	/* retried by the refresher, backing off (it used to run a whole
-	 * recovery pass at once, and again, logging every group each time:
-	 * thousands of lines a second while the cluster had no room) */
+	/* retried by the refresher, backing off, and said in short_log's
+	 * one warning a minute: never a pass or a line per group while the
+	 * cluster has no room */
 	bool outside_up = false;
 	for (unsigned i = 0; i < rb->nn; i++)
 		outside_up |= !member[i] && rb_usable(rb, i);

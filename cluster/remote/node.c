@@ -62,8 +62,7 @@ static void mark_down(struct remote_backend *rb, unsigned i, int rc)
 	if (was >= clock_now_ns())
 		return;
 	/* A node that stays away is retried every second: one warning a
-	 * minute then, with the count of the others (it was one a retry,
-	 * for ever, for a node that never ran). */
+	 * minute, with the count of the others, not one a retry. */
 	char note[96];
 	if (log_limit(&nd->down_log, 60, note, sizeof(note)))
 		log_warn("remote swap: node %u unreachable (%s); using the "

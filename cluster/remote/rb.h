@@ -114,9 +114,9 @@ struct rnode {
 	/* Bumped by a transport error on a connection of the current
 	 * epoch: the node most likely restarted or died, and its other
 	 * pooled connections broke with that one. Each is reconnected when
-	 * next taken, rather than found broken in turn, one down time
-	 * apart (a restarted node stayed out of use 12 s, and recovery
-	 * regrouped without it). */
+	 * next taken, rather than found broken in turn, one down time apart
+	 * (which would keep a restarted node out of use for seconds, and
+	 * recovery would regroup without it). */
 	atomic_uint conn_epoch;
 	/* The node's incarnation as last seen, and a generation number that
 	 * changes with it: copies placed under another generation died with
@@ -142,8 +142,8 @@ struct slot {
 	/* Its page was lost (rebuilt for one read, then no node took it):
 	 * reads give EIO, never zeros, until a write or a trim. */
 	uint8_t lost;
-	/* With parity: its entry in the hold + 1, 0: none (in what was the
-	 * struct's padding, so the hold costs nothing per slot) */
+	/* With parity: its entry in the hold + 1, 0: none (in the struct's
+	 * padding, so the hold costs nothing per slot) */
 	uint16_t hold;
 };
 
@@ -298,8 +298,8 @@ struct remote_backend {
 		read_errors, write_errors, zero_reads, rebuild_passes,
 		spills, spilled_now;
 	/* Reads of lost pages: the kernel retries each one, and a lost node's
-	 * pages are read by the thousand (133,000 lines for 13,000 pages):
-	 * why a page could not be rebuilt, and that it is lost. */
+	 * pages are read by the thousand: why a page could not be rebuilt,
+	 * and that it is lost, each at most once per interval. */
 	struct log_limit rebuild_log, lost_log;
 };
 

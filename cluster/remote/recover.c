@@ -51,7 +51,7 @@ bool rb_group_room_inside(struct remote_backend *rb, const struct parity_group *
  * whose parity page was on such a node gets it recomputed. Runs while I/O
  * goes on. Slots are shared out among RECOVER_THREADS workers.
  *
- * A worker takes lost slots RECOVER_BATCH at a time, in three steps, so
+ * A worker takes lost slots RECOVER_BATCH at a time, in five steps, so
  * that the pages a batch needs travel in a few PAGE_FETCH_MANY requests
  * (one per node and 64 pages) instead of one request per page:
  *  1. plan, under each slot's stripe and group lock: note the group as it
@@ -61,7 +61,9 @@ bool rb_group_room_inside(struct remote_backend *rb, const struct parity_group *
  *     its group are exactly as planned, the fetched pages are a
  *     consistent set (every change to a member or the parity page happens
  *     under the group's lock and moves a version), so parity ^ members is
- *     the page; pick its new node, outside the group;
+ *     the page; pick its new node, outside the group (with none outside
+ *     it, the slot leaves the group for an open one with the batch's
+ *     others: recover_regroup);
  *  4. store the batch's pages, one request per node (store_batch);
  *  5. record each new home, under the locks, if still nothing changed
  *     (else drop the copy just stored).
@@ -117,7 +119,8 @@ static bool group_same(const struct parity_group *a, const struct parity_group *
 	return true;
 }
 
-/* The old way, one slot: under its stripe, if still lost. */
+/* One slot on its own, under its stripe, if still lost: what a read
+ * would do (pslot_read), for a slot the batch cannot take. */
 static void recover_one(struct remote_backend *rb, uint64_t i, struct recover_arg *a,
 			uint8_t *page)
 {

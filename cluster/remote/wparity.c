@@ -259,7 +259,7 @@ static void spec_drop(struct remote_backend *rb, const struct wb_groups *G, unsi
  * buffer, zeros for a fresh one, XOR the run's pages planned into it),
  * added to the run's stores st[*ns..], so that they travel with the data
  * pages: one round trip for both, where sending them once the data pages
- * are in took two. close_batch keeps such a page only if the group's
+ * are in would take two. close_batch keeps such a page only if the group's
  * parity, when it closes, is the same bytes (else a store failed, or a
  * trim or an overwrite changed the group meanwhile: it sends the right
  * one). At most
