@@ -19,8 +19,8 @@
  * those below it):
  *   1. a slot's stripe (stripes[], rb_stripe): the slot's entry in slots[]
  *      and slot_grp[], and the contents of its hold entry. Several at once
- *      only in stripe order (rb_stripes_lock: write_slots, trim_pages,
- *      recover_regroup).
+ *      only in stripe order (rb_stripes_lock: the modes' write_slots and
+ *      trim_slots, recover_regroup).
  *   2. a parity-pool entry (pool[].lock: its open group and parity buffer,
  *      its write scratch) or a trim scratch (tscr[].lock); never two.
  *   3. a group's lock stripe (glocks[], rb_glock): the group in the parity
@@ -243,7 +243,7 @@ struct remote_backend {
 		struct wb_groups *wb;   /* write_pages' scratch (parity) */
 	} pool[POOL];
 	atomic_uint pool_rr;
-	/* trim_pages' scratch (parity), apart from the pool entries: a trim
+	/* rb_parity_trim_slots' scratch, apart from the pool entries: a trim
 	 * does not wait for a write's round trips to get one */
 	struct tscratch {
 		pthread_mutex_t lock;
