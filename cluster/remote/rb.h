@@ -168,10 +168,10 @@ struct rb_fan {
  *  - a slot's functions are called with its stripe held;
  *  - a write is acknowledged only once the page is stored with the mode's
  *    redundancy, or kept where the next read finds it (the spill file,
- *    the hold); a failed write leaves the slot reading its old contents
- *    or EIO, never another slot's or an older version's;
- *  - a slot's version only grows: every store carries version + 1, so a
- *    stale copy on a node is never taken for current;
+ *    the hold); a failed write returns its error;
+ *  - a slot's version only grows: every write moves it on, so a stale
+ *    copy on a node (or another device's page under our key) is never
+ *    taken for current;
  *  - nothing is allocated on the I/O path (reconnecting aside). */
 struct rb_mode {
 	/* pages no node takes stay in our memory (the hold: on no node, in
