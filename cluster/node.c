@@ -13,6 +13,7 @@
 #include "cluster/batch.h"
 #include "cluster/client.h"
 #include "cluster/conn.h"
+#include "cluster/fanout.h"
 #include "cluster/membership.h"
 #include "cluster/memwatch.h"
 #include "cluster/pagestore.h"
@@ -21,6 +22,7 @@
 #include "common/crc32c.h"
 #include "common/fdlimit.h"
 #include "common/log.h"
+#include "common/outbuf.h"
 #include "common/xor.h"
 #include "common/opts.h"
 
@@ -84,9 +86,9 @@ struct node {
 	unsigned conns_active;
 	/* max_conns connection slots. A slot's thread is joinable: when it
 	 * ends it leaves its slot marked ended, and the slot's next user
-	 * (accept_one) or node_stop joins it. (Detached threads still
-	 * unwinding when main exits made LeakSanitizer's exit-time check
-	 * crash the sanitizer build: exit 134 on SIGTERM in CI.) */
+	 * (accept_one) or node_stop joins it, so that no thread is still
+	 * unwinding when main returns (LeakSanitizer's exit-time check
+	 * cannot run beside one). */
 	struct conn_slot {
 		int fd;         /* -1: no connection (to shut down at stop) */
 		/* taken, from accept_one until its thread's very last step
@@ -137,13 +139,7 @@ static bool node_sleep(struct node *n, uint32_t ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	clock_deadline(&ts, (uint64_t)ms * 1000000ULL);
 	pthread_mutex_lock(&n->lock);
 	while (!n->stopping &&
 	       pthread_cond_timedwait(&n->cond, &n->lock, &ts) != ETIMEDOUT)
@@ -599,67 +595,82 @@ static void fwd_failed(struct inbound *ib, unsigned pn, int rc)
 }
 
 /* A PAGE_OVERWRITE_MANY's working state (allocated at the first one):
- * the deltas, and their parity updates in runs, one run per parity node. */
+ * the deltas, and their parity updates in runs, one run per parity node
+ * (a fan-out, cluster/fanout.h, over the forwarding handles). */
 struct ow_many {
 	uint8_t deltas[FRAME_BATCH_MAX][PAGESTORE_PAGE];
 	struct cluster_store s[FRAME_BATCH_MAX];
 	unsigned idx[FRAME_BATCH_MAX];  /* s[x]'s entry number */
-	struct ow_fwd {
-		unsigned pn;            /* the parity node's config index */
-		unsigned first, cnt;    /* its run in s */
-		int rc;                 /* the request's own */
-		char err[200];
-	} fw[FRAME_BATCH_MAX];
+	/* parity node j's (config index) run: s[first[j] .. first[j+1]) */
+	unsigned first[CONFIG_MAX_NODES + 1];
+	char err[CONFIG_MAX_NODES][200];        /* its failure, in words */
+	struct inbound *ib;
+	struct batch_entry *res;
 };
 
-/* The deltas of an overwrite batch sent, every parity node's at once, and
- * their answers into res: FS_PARITY_LOST where a delta was not surely
- * taken (logged once per parity node). */
-static void ow_many_forward(struct inbound *ib, struct ow_many *om, unsigned nfw,
-			    struct batch_entry *res)
+static struct cluster_client *ow_fwd_get(void *ctx, unsigned j, int *rc)
 {
-	struct node *n = ib->node;
-	uint64_t owner = ib->req.owner;
+	struct ow_many *om = ctx;
 
-	for (unsigned f = 0; f < nfw; f++) {
-		struct ow_fwd *w = &om->fw[f];
-		struct cluster_client *cl = fwd_get(ib, w->pn, owner, &w->rc, w->err,
-						    sizeof(w->err));
-		if (cl)
-			w->rc = cluster_client_parity_update_many_start(cl, &om->s[w->first],
-									w->cnt);
-	}
-	for (unsigned f = 0; f < nfw; f++) {
-		struct ow_fwd *w = &om->fw[f];
-		struct cluster_client *cl = ib->fwd[w->pn];
-		if (!w->rc)
-			w->rc = cluster_client_wait_parity_update_many(cl, &om->s[w->first],
-								       w->cnt);
-		if (w->rc && cl && !w->err[0])
-			snprintf(w->err, sizeof(w->err), "%s", cluster_client_last_error(cl));
-		unsigned lost = 0;
-		int first = 0;
-		for (unsigned x = w->first; x < w->first + w->cnt; x++) {
-			int frc = w->rc ? w->rc : om->s[x].rc;
-			if (!frc) {
-				atomic_fetch_add(&n->forwards, 1);
-				continue;
-			}
-			first = first ? first : frc;
-			lost++;
-			atomic_fetch_add(&n->forward_errors, 1);
-			res[om->idx[x]].status = FS_PARITY_LOST;
-		}
-		if (lost)
-			log_warn("%s: %u overwrites of owner %" PRIu64 " stored, but node %u "
-				 "did not take their parity updates (%s%s%s): the owner "
-				 "recomputes those groups", ib->c.peer, lost, owner,
-				 n->cfg.nodes[w->pn].id, strerror(-first),
-				 w->err[0] ? ": " : "", w->err);
-		if (w->rc)
-			fwd_failed(ib, w->pn, w->rc);
-	}
+	om->err[j][0] = '\0';
+	return fwd_get(om->ib, j, om->ib->req.owner, rc, om->err[j], sizeof(om->err[j]));
 }
+
+static int ow_fwd_send(void *ctx, unsigned j, struct cluster_client *cl)
+{
+	struct ow_many *om = ctx;
+
+	return cluster_client_parity_update_many_start(cl, &om->s[om->first[j]],
+						       om->first[j + 1] - om->first[j]);
+}
+
+/* Parity node j's answers into res: FS_PARITY_LOST where a delta was not
+ * surely taken (logged once per parity node). */
+static int ow_fwd_wait(void *ctx, unsigned j, struct cluster_client *cl, int rc)
+{
+	struct ow_many *om = ctx;
+	struct inbound *ib = om->ib;
+	struct node *n = ib->node;
+	char *err = om->err[j];
+
+	if (!rc)
+		rc = cluster_client_wait_parity_update_many(cl, &om->s[om->first[j]],
+							    om->first[j + 1] - om->first[j]);
+	if (rc && cl && !err[0])
+		snprintf(err, sizeof(om->err[j]), "%s", cluster_client_last_error(cl));
+	unsigned lost = 0;
+	int first = 0;
+	for (unsigned x = om->first[j]; x < om->first[j + 1]; x++) {
+		int frc = rc ? rc : om->s[x].rc;
+		if (!frc) {
+			atomic_fetch_add(&n->forwards, 1);
+			continue;
+		}
+		first = first ? first : frc;
+		lost++;
+		atomic_fetch_add(&n->forward_errors, 1);
+		om->res[om->idx[x]].status = FS_PARITY_LOST;
+	}
+	if (lost)
+		log_warn("%s: %u overwrites of owner %" PRIu64 " stored, but node %u "
+			 "did not take their parity updates (%s%s%s): the owner "
+			 "recomputes those groups", ib->c.peer, lost, ib->req.owner,
+			 n->cfg.nodes[j].id, strerror(-first), err[0] ? ": " : "", err);
+	return rc;
+}
+
+static void ow_fwd_put(void *ctx, unsigned j, struct cluster_client *cl, int rc)
+{
+	struct ow_many *om = ctx;
+
+	(void)cl;
+	if (rc)
+		fwd_failed(om->ib, j, rc);
+}
+
+static const struct fanout_ops ow_fwd_ops = {
+	ow_fwd_get, ow_fwd_send, ow_fwd_wait, ow_fwd_put
+};
 
 /* A PAGE_OVERWRITE_MANY request: each entry as a PAGE_OVERWRITE (old page
  * out, new one in), in order; then the deltas, one PARITY_UPDATE_MANY per
@@ -673,7 +684,7 @@ static const void *serve_overwrite_many(struct inbound *ib, const uint8_t *paylo
 	struct frame_hdr *q = &ib->req, *r = &ib->rep;
 	struct batch_ow e[FRAME_BATCH_MAX];
 	struct batch_entry res[FRAME_BATCH_MAX];
-	unsigned pidx[FRAME_BATCH_MAX], nfw = 0, cnt = 0;
+	unsigned pidx[FRAME_BATCH_MAX], cnt = 0;
 	const uint8_t *pages;
 	const char *why = "";
 
@@ -695,7 +706,10 @@ static const void *serve_overwrite_many(struct inbound *ib, const uint8_t *paylo
 		return NULL;
 	}
 	struct ow_many *om = ib->om;
-	/* the local part; each stored entry's parity node gets a run */
+	uint8_t pkey[FRAME_BATCH_MAX] = { 0 };     /* parity node per entry */
+	unsigned go[FRAME_BATCH_MAX], order[FRAME_BATCH_MAX], ng = 0;
+	bool busy[CONFIG_MAX_NODES];
+	/* the local part; each stored entry's delta goes to its parity node */
 	for (unsigned k = 0; k < cnt; k++) {
 		struct pagestore_key key = { q->owner, FK_DATA, e[k].key };
 		const uint8_t *pg = pages + (size_t)k * PAGESTORE_PAGE;
@@ -707,31 +721,22 @@ static const void *serve_overwrite_many(struct inbound *ib, const uint8_t *paylo
 		if (lrc)
 			continue;
 		xor_into(om->deltas[k], pg, PAGESTORE_PAGE);
-		unsigned f = 0;
-		while (f < nfw && om->fw[f].pn != pidx[k])
-			f++;
-		if (f == nfw)
-			om->fw[nfw++] = (struct ow_fwd){ .pn = pidx[k] };
-		om->fw[f].cnt++;
+		pkey[ng] = (uint8_t)pidx[k];
+		go[ng++] = k;
 	}
-	/* the runs laid out one after the other, entries in request order */
-	for (unsigned f = 0, at = 0; f < nfw; f++) {
-		om->fw[f].first = at;
-		at += om->fw[f].cnt;
-		om->fw[f].cnt = 0;
-	}
-	for (unsigned k = 0; k < cnt; k++) {
-		if (res[k].status != FS_OK)
-			continue;
-		unsigned f = 0;
-		while (om->fw[f].pn != pidx[k])
-			f++;
-		unsigned x = om->fw[f].first + om->fw[f].cnt++;
+	/* one run per parity node, entries in request order */
+	fanout_group(pkey, ng, n->cfg.n_nodes, om->first, order);
+	for (unsigned x = 0; x < ng; x++) {
+		unsigned k = go[order[x]];
 		om->idx[x] = k;
 		om->s[x] = (struct cluster_store){ FK_PARITY, e[k].group, e[k].parity_version,
 						   om->deltas[k], 0 };
 	}
-	ow_many_forward(ib, om, nfw, res);
+	for (unsigned j = 0; j < n->cfg.n_nodes; j++)
+		busy[j] = om->first[j + 1] > om->first[j];
+	om->ib = ib;
+	om->res = res;
+	fanout_run(&ow_fwd_ops, om, busy, n->cfg.n_nodes, NULL);
 	for (unsigned k = 0; k < cnt; k++)
 		batch_result_put(ib->batch, k, &res[k]);
 	r->payload_len = batch_store_reply_len(cnt);
@@ -1343,11 +1348,7 @@ int node_start(struct node **out, const struct node_opts *o)
 	n->listen_fd = -1;
 	n->stop_pipe[0] = n->stop_pipe[1] = -1;
 	pthread_mutex_init(&n->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&n->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&n->cond);
 
 	if (!n->me) {
 		log_err("node %u is not in the cluster file", o->self);
@@ -1490,31 +1491,26 @@ void node_stop(struct node *n)
 
 /* --- control socket ------------------------------------------------------ */
 
-#define OUT(...) do { \
-	int w_ = snprintf(out + len, outlen > len ? outlen - len : 0, __VA_ARGS__); \
-	if (w_ > 0) len += (size_t)w_; \
-} while (0)
-
 static ssize_t ctl_peers(struct node *n, char *out, size_t outlen)
 {
 	static _Thread_local struct frame_node tab[FRAME_MAX_NODES];
 	struct frame_capacity cap;
-	size_t len = 0;
+	struct outbuf ob = outbuf_of(out, outlen), *o = &ob;
 
 	self_capacity(n, &cap);
 	unsigned k = membership_snapshot(n->mb, now_ns(), n->incarnation, &cap, tab,
 					 FRAME_MAX_NODES);
-	OUT("%-6s %-8s %-20s %10s %10s %10s %s\n", "node", "state", "incarnation",
-	    "offer_MiB", "used_MiB", "free_MiB", "heard_ms_ago");
+	outbuf_printf(o, "%-6s %-8s %-20s %10s %10s %10s %s\n", "node", "state", "incarnation",
+		      "offer_MiB", "used_MiB", "free_MiB", "heard_ms_ago");
 	for (unsigned i = 0; i < k; i++) {
 		const struct frame_node *e = &tab[i];
 		uint64_t fr = e->cap.offered > e->cap.used ? e->cap.offered - e->cap.used : 0;
-		OUT("%-6u %-8s %-20" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
-		    " %" PRIu64 "\n", e->node_id, membership_state_name(e->state),
-		    e->incarnation, e->cap.offered >> 20, e->cap.used >> 20, fr >> 20,
-		    e->age_ms);
+		outbuf_printf(o, "%-6u %-8s %-20" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
+			      " %" PRIu64 "\n", e->node_id, membership_state_name(e->state),
+			      e->incarnation, e->cap.offered >> 20, e->cap.used >> 20, fr >> 20,
+			      e->age_ms);
 	}
-	return (ssize_t)(len < outlen ? len : outlen);
+	return outbuf_done(o);
 }
 
 static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
@@ -1522,7 +1518,7 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	struct pagestore_stats st;
 	struct frame_capacity cap;
 	unsigned alive, dead, unknown;
-	size_t len = 0;
+	struct outbuf ob = outbuf_of(out, outlen), *o = &ob;
 
 	pagestore_get_stats(n->ps, &st);
 	self_capacity(n, &cap);
@@ -1534,66 +1530,66 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	unsigned active = n->conns_active;
 	pthread_mutex_unlock(&n->lock);
 
-	OUT("node: %u\n", n->self);
-	OUT("incarnation: %" PRIu64 "\n", n->incarnation);
-	OUT("listen: %s:%u\n", n->me->host, n->me->port);
-	OUT("heartbeat_ms: %u\ntimeout_ms: %u\n", n->hb_ms, n->timeout_ms);
-	OUT("nodes_alive: %u\nnodes_dead: %u\nnodes_unknown: %u\n", alive, dead, unknown);
+	outbuf_printf(o, "node: %u\n", n->self);
+	outbuf_printf(o, "incarnation: %" PRIu64 "\n", n->incarnation);
+	outbuf_printf(o, "listen: %s:%u\n", n->me->host, n->me->port);
+	outbuf_printf(o, "heartbeat_ms: %u\ntimeout_ms: %u\n", n->hb_ms, n->timeout_ms);
+	outbuf_printf(o, "nodes_alive: %u\nnodes_dead: %u\nnodes_unknown: %u\n", alive, dead, unknown);
 	for (unsigned i = 0; i < n->n_links; i++) {
 		struct member m;
 		if (membership_get(n->mb, n->links[i].cn->id, &m))
 			continue;
 		uint64_t age = m.last_heard_ns && now_ns() > m.last_heard_ns ?
 			       (now_ns() - m.last_heard_ns) / 1000000 : 0;
-		OUT("node.%u: %s incarnation=%" PRIu64 " heard_ms_ago=%" PRIu64
-		    " offered=%" PRIu64 " used=%" PRIu64 " deaths=%" PRIu64
-		    " rejoins=%" PRIu64 "\n", m.id, membership_state_name(m.state),
-		    m.incarnation, age, m.cap.offered, m.cap.used, m.deaths, m.rejoins);
+		outbuf_printf(o, "node.%u: %s incarnation=%" PRIu64 " heard_ms_ago=%" PRIu64
+			      " offered=%" PRIu64 " used=%" PRIu64 " deaths=%" PRIu64
+			      " rejoins=%" PRIu64 "\n", m.id, membership_state_name(m.state),
+			      m.incarnation, age, m.cap.offered, m.cap.used, m.deaths, m.rejoins);
 	}
-	OUT("mem_total_bytes: %" PRIu64 "\n", total);
-	OUT("mem_available_bytes: %" PRIu64 "\n", cap.mem_available);
-	OUT("offered_bytes: %" PRIu64 "\n", cap.offered);
-	OUT("limit_override_bytes: %" PRIu64 "\n", override);
+	outbuf_printf(o, "mem_total_bytes: %" PRIu64 "\n", total);
+	outbuf_printf(o, "mem_available_bytes: %" PRIu64 "\n", cap.mem_available);
+	outbuf_printf(o, "offered_bytes: %" PRIu64 "\n", cap.offered);
+	outbuf_printf(o, "limit_override_bytes: %" PRIu64 "\n", override);
 	if (shrunk)
-		OUT("shrink_cap_bytes: %" PRIu64 "\n", shrink_cap);
+		outbuf_printf(o, "shrink_cap_bytes: %" PRIu64 "\n", shrink_cap);
 	else
-		OUT("shrink_cap_bytes: none\n");
-	OUT("used_bytes: %" PRIu64 "\n", cap.used);
+		outbuf_printf(o, "shrink_cap_bytes: none\n");
+	outbuf_printf(o, "used_bytes: %" PRIu64 "\n", cap.used);
 	/* what this daemon really occupies, pages and all (4.1 KiB per page
 	 * held, plus its buffers): to compare with the offer */
 	uint64_t rss = 0;
 	if (memwatch_rss(&rss) == 0)
-		OUT("rss_bytes: %" PRIu64 "\n", rss);
-	OUT("over_offer_bytes: %" PRIu64 "\n",
-	    cap.used > cap.offered ? cap.used - cap.offered : 0);
-	OUT("pages: %" PRIu64 "\npages_data: %" PRIu64 "\npages_parity: %" PRIu64 "\n",
-	    st.pages, st.data_pages, st.parity_pages);
-	OUT("owners: %" PRIu64 "\n", st.owners);
-	OUT("page_stores: %" PRIu64 "\npage_fetches: %" PRIu64 "\npage_drops: %" PRIu64
-	    "\nparity_updates: %" PRIu64 "\n", st.stores, st.fetches, st.drops, st.xors);
-	OUT("stale_refused: %" PRIu64 "\nnospace_refused: %" PRIu64
-	    "\nnot_found: %" PRIu64 "\n", st.stale_refused, st.nospace_refused,
-	    st.not_found);
-	OUT("connections_active: %u\n", active);
-	OUT("connections_total: %" PRIu64 "\n", (uint64_t)atomic_load(&n->conns_total));
-	OUT("connections_refused: %" PRIu64 "\n", (uint64_t)atomic_load(&n->conns_refused));
-	OUT("auth_failures: %" PRIu64 "\n", (uint64_t)atomic_load(&n->auth_failures));
-	OUT("bad_frames: %" PRIu64 "\n", (uint64_t)atomic_load(&n->bad_frames));
-	OUT("requests: %" PRIu64 "\n", (uint64_t)atomic_load(&n->requests));
+		outbuf_printf(o, "rss_bytes: %" PRIu64 "\n", rss);
+	outbuf_printf(o, "over_offer_bytes: %" PRIu64 "\n",
+		      cap.used > cap.offered ? cap.used - cap.offered : 0);
+	outbuf_printf(o, "pages: %" PRIu64 "\npages_data: %" PRIu64 "\npages_parity: %" PRIu64 "\n",
+		      st.pages, st.data_pages, st.parity_pages);
+	outbuf_printf(o, "owners: %" PRIu64 "\n", st.owners);
+	outbuf_printf(o, "page_stores: %" PRIu64 "\npage_fetches: %" PRIu64 "\npage_drops: %" PRIu64
+		      "\nparity_updates: %" PRIu64 "\n", st.stores, st.fetches, st.drops, st.xors);
+	outbuf_printf(o, "stale_refused: %" PRIu64 "\nnospace_refused: %" PRIu64
+		      "\nnot_found: %" PRIu64 "\n", st.stale_refused, st.nospace_refused,
+		      st.not_found);
+	outbuf_printf(o, "connections_active: %u\n", active);
+	outbuf_printf(o, "connections_total: %" PRIu64 "\n", (uint64_t)atomic_load(&n->conns_total));
+	outbuf_printf(o, "connections_refused: %" PRIu64 "\n", (uint64_t)atomic_load(&n->conns_refused));
+	outbuf_printf(o, "auth_failures: %" PRIu64 "\n", (uint64_t)atomic_load(&n->auth_failures));
+	outbuf_printf(o, "bad_frames: %" PRIu64 "\n", (uint64_t)atomic_load(&n->bad_frames));
+	outbuf_printf(o, "requests: %" PRIu64 "\n", (uint64_t)atomic_load(&n->requests));
 	/* PAGE_OVERWRITE: parity updates sent on the owners' behalf */
-	OUT("parity_forwards: %" PRIu64 "\nparity_forward_errors: %" PRIu64 "\n",
-	    (uint64_t)atomic_load(&n->forwards),
-	    (uint64_t)atomic_load(&n->forward_errors));
-	OUT("heartbeats_in: %" PRIu64 "\nheartbeats_out: %" PRIu64 "\n",
-	    (uint64_t)atomic_load(&n->heartbeats_in),
-	    (uint64_t)atomic_load(&n->heartbeats_out));
-	OUT("store: %s\n", n->tier_bytes ? "tiered" : "dram");
-	if (len < outlen) {
-		ssize_t k = pagestore_tier_stats(n->ps, out + len, outlen - len);
+	outbuf_printf(o, "parity_forwards: %" PRIu64 "\nparity_forward_errors: %" PRIu64 "\n",
+		      (uint64_t)atomic_load(&n->forwards),
+		      (uint64_t)atomic_load(&n->forward_errors));
+	outbuf_printf(o, "heartbeats_in: %" PRIu64 "\nheartbeats_out: %" PRIu64 "\n",
+		      (uint64_t)atomic_load(&n->heartbeats_in),
+		      (uint64_t)atomic_load(&n->heartbeats_out));
+	outbuf_printf(o, "store: %s\n", n->tier_bytes ? "tiered" : "dram");
+	if (o->len < o->cap) {
+		ssize_t k = pagestore_tier_stats(n->ps, o->p + o->len, o->cap - o->len);
 		if (k > 0)
-			len += (size_t)k;
+			o->len += (size_t)k;
 	}
-	return (ssize_t)(len < outlen ? len : outlen);
+	return outbuf_done(o);
 }
 
 /* "shrink SIZE" (on: cap the offer at SIZE, 0 included) and "grow" /

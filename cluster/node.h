@@ -23,8 +23,8 @@
 /* Each swap device opens 4 (mirror) or 12 (parity) connections to every
  * node, and with parity each of those a forwarding connection to each
  * parity node it updates: about 12 x N per parity device on N nodes at
- * every node. 256 was full at six parity devices on five nodes, and a
- * refused connection puts the node down for that device. */
+ * every node: 1024 leaves room for some twenty parity devices on five
+ * nodes. A refused connection puts the node down for that device. */
 #define NODE_DEFAULT_MAX_CONNS 1024
 #define NODE_AUTH_TIMEOUT_MS 5000
 

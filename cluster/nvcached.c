@@ -102,8 +102,7 @@ static int daemonize(int *ready_fd)
 	if (setsid() < 0)
 		return -errno;
 	/* No chdir("/"): --flash, --nvram, --trace-out and --profile are
-	 * opened after this, and relative ones mean the caller's directory
-	 * (with "/" they were made there). */
+	 * opened after this, and relative ones mean the caller's directory. */
 	*ready_fd = p[1];
 	return 0;
 }
@@ -125,7 +124,67 @@ static void lock_memory(bool want)
 #endif
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for. */
+struct args {
+	struct cluster_config cfg;
+	struct node_opts o;
+	struct tierstore_opts to;       /* o.tier points here when given */
+	char nvram[64];
+	const char *cluster;
+	bool fg, mlock, verbose;
+};
+
+/* The tiered store's options, as given. */
+struct tier_args {
+	uint64_t size, mram, dram;
+	bool mram_set, dram_set, given;
+	const char *flash, *nvram, *policy, *trace, *profile;
+};
+
+/* The tiered store's layout from its options: -1 to go on, or the exit
+ * status (said on stderr). */
+static int tier_layout(const struct tier_args *t, struct args *a)
+{
+	const char *nvram = t->nvram;
+
+	if (!t->given)
+		return -1;
+	if (!t->size) {
+		fprintf(stderr, "nvcached: --mram, --dram, --flash, --nvram, "
+			"--policy, --trace-out and --profile describe "
+			"the tiered store: give its --tier-size too\n");
+		return 2;
+	}
+	if (!nvram) {
+		snprintf(a->nvram, sizeof(a->nvram), "/dev/shm/nvcached-%u.mram", a->o.self);
+		nvram = a->nvram;
+	}
+	uint64_t mram = t->mram_set ? t->mram : 64ULL << 20;
+	if (mram > t->size)
+		mram = t->size;
+	uint64_t dram = t->dram_set ? t->dram : t->size - mram;
+	if (mram + dram > t->size) {
+		/* Memory beyond the page space would be locked and never
+		 * used. */
+		fprintf(stderr, "nvcached: --mram + --dram (%llu MiB) exceed "
+			"--tier-size (%llu MiB)\n",
+			(unsigned long long)((mram + dram) >> 20),
+			(unsigned long long)(t->size >> 20));
+		return 2;
+	}
+	a->to = (struct tierstore_opts){
+		.pages = t->size / 4096, .mram_pages = mram / 4096,
+		.dram_pages = dram / 4096, .nvram_path = nvram,
+		.flash_path = t->flash, .policy = t->policy,
+		.trace_path = t->trace, .profile_path = t->profile,
+	};
+	a->o.tier = &a->to;
+	return -1;
+}
+
+/* The command line into a: -1 to go on, or the exit status (--help: 0;
+ * a bad option: 2, said on stderr). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option lopts[] = {
 		{ "cluster", required_argument, NULL, 'c' },
@@ -149,30 +208,22 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	static struct cluster_config cfg;
-	struct {   /* the tiered store's options, as given */
-		uint64_t size, mram, dram;
-		bool mram_set, dram_set, given;
-		const char *flash, *nvram, *policy, *trace, *profile;
-	} t = { .policy = "lru" };
-	struct node_opts o = { .cfg = &cfg, .listen_fd = -1 };
-	const char *cluster = NULL;
-	bool fg = false, mlock = true, verbose = false;
+	struct tier_args t = { .policy = "lru" };
+	struct node_opts *o = &a->o;
 	unsigned long v;
-	char err[512];
-	int c, ready_fd = -1;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "c:n:fvh", lopts, NULL)) != -1) {
 		switch (c) {
-		case 'c': cluster = optarg; break;
+		case 'c': a->cluster = optarg; break;
 		case 'n':
 			if (parse_uint(optarg, 65535, &v) || !v) {
 				fprintf(stderr, "nvcached: --node %s: not a node id (1..65535)\n", optarg);
 				return 2;
 			}
-			o.self = (uint32_t)v;
+			o->self = (uint32_t)v;
 			break;
-		case 'f': fg = true; break;
+		case 'f': a->fg = true; break;
 		case 'H':
 		case 'T':
 			if (parse_uint(optarg, 3600000, &v) || !v) {
@@ -180,25 +231,25 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			if (c == 'H')
-				o.heartbeat_ms = (uint32_t)v;
+				o->heartbeat_ms = (uint32_t)v;
 			else
-				o.timeout_ms = (uint32_t)v;
+				o->timeout_ms = (uint32_t)v;
 			break;
 		case 'R':
-			if (opts_parse_size(optarg, &o.reserve)) {
+			if (opts_parse_size(optarg, &o->reserve)) {
 				fprintf(stderr, "nvcached: --reserve %s: not a size (e.g. 512M)\n", optarg);
 				return 2;
 			}
 			break;
-		case 'M': o.meminfo = optarg; break;
+		case 'M': o->meminfo = optarg; break;
 		case 'C':
 			if (parse_uint(optarg, 100000, &v) || !v) {
 				fprintf(stderr, "nvcached: --max-conns %s: not a count\n", optarg);
 				return 2;
 			}
-			o.max_conns = (unsigned)v;
+			o->max_conns = (unsigned)v;
 			break;
-		case 'L': mlock = false; break;
+		case 'L': a->mlock = false; break;
 		case 'S': case 'm': case 'd': {
 			uint64_t *dst = c == 'S' ? &t.size : c == 'm' ? &t.mram : &t.dram;
 			if (opts_parse_size(optarg, dst) || *dst % 4096 ||
@@ -219,59 +270,54 @@ int main(int argc, char **argv)
 		case 'p': t.policy = optarg; t.given = true; break;
 		case 'O': t.trace = optarg; t.given = true; break;
 		case 'P': t.profile = optarg; t.given = true; break;
-		case 'v': verbose = true; break;
+		case 'v': a->verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (!cluster || !o.self || optind != argc) {
+	if (!a->cluster || !o->self || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
-	struct tierstore_opts to;
-	char nvram[64];
-	if (t.given) {
-		if (!t.size) {
-			fprintf(stderr, "nvcached: --mram, --dram, --flash, --nvram, "
-				"--policy, --trace-out and --profile describe "
-				"the tiered store: give its --tier-size too\n");
-			return 2;
-		}
-		if (!t.nvram) {
-			snprintf(nvram, sizeof(nvram), "/dev/shm/nvcached-%u.mram", o.self);
-			t.nvram = nvram;
-		}
-		uint64_t mram = t.mram_set ? t.mram : 64ULL << 20;
-		if (mram > t.size)
-			mram = t.size;
-		uint64_t dram = t.dram_set ? t.dram : t.size - mram;
-		if (mram + dram > t.size) {
-			/* Memory beyond the page space would be locked and
-			 * never used. */
-			fprintf(stderr, "nvcached: --mram + --dram (%llu MiB) exceed "
-				"--tier-size (%llu MiB)\n",
-				(unsigned long long)((mram + dram) >> 20),
-				(unsigned long long)(t.size >> 20));
-			return 2;
-		}
-		to = (struct tierstore_opts){
-			.pages = t.size / 4096, .mram_pages = mram / 4096,
-			.dram_pages = dram / 4096, .nvram_path = t.nvram,
-			.flash_path = t.flash, .policy = t.policy,
-			.trace_path = t.trace, .profile_path = t.profile,
-		};
-		o.tier = &to;
-	}
-	log_init("nvcached", verbose ? LOG_LVL_DEBUG : LOG_LVL_INFO);
-	if (config_load(cluster, &cfg, err, sizeof(err))) {
+	return tier_layout(&t, a);
+}
+
+/* A running node: what set_up started and run stops. */
+struct daemon {
+	struct node *n;
+	struct ctl_server *ctl;
+	sigset_t sigs;                  /* taken by sigwait in run */
+	bool own_nvram, own_flash;      /* created by us: removed by us */
+};
+
+/* The files a failed start created go again. */
+static void undo_files(const struct args *a, const struct daemon *d)
+{
+	if (d->own_nvram)
+		path_remove_unlocked(a->to.nvram_path, "NVRAM file");
+	if (d->own_flash)
+		path_remove_unlocked(a->to.flash_path, "flash file");
+}
+
+/* The node started as a asks, with its control socket; in the background
+ * unless --foreground, the caller's terminal released once it serves.
+ * -1 to go on, or the exit status (logged). */
+static int set_up(struct args *a, struct daemon *d)
+{
+	const struct node_opts *o = &a->o;
+	char err[512];
+	int ready_fd = -1;
+
+	log_init("nvcached", a->verbose ? LOG_LVL_DEBUG : LOG_LVL_INFO);
+	if (config_load(a->cluster, &a->cfg, err, sizeof(err))) {
 		fprintf(stderr, "nvcached: %s\n", err);
 		return 1;
 	}
-	if (!config_node_find(&cfg, o.self)) {
-		fprintf(stderr, "nvcached: node %u is not in %s\n", o.self, cluster);
+	if (!config_node_find(&a->cfg, o->self)) {
+		fprintf(stderr, "nvcached: node %u is not in %s\n", o->self, a->cluster);
 		return 1;
 	}
-	if (!fg) {
+	if (!a->fg) {
 		int rc = daemonize(&ready_fd);
 		if (rc) {
 			fprintf(stderr, "nvcached: cannot daemonize: %s\n", strerror(-rc));
@@ -280,16 +326,15 @@ int main(int argc, char **argv)
 		/* stderr stays until it serves: a start that fails says why
 		 * on the terminal (syslog may not exist: no /dev/log here) */
 	}
-	lock_memory(mlock);
+	lock_memory(a->mlock);
 
-	/* Signals are taken synchronously by main; every thread created
+	/* Signals are taken synchronously by run; every thread created
 	 * from here on inherits the block. */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	sigemptyset(&d->sigs);
+	sigaddset(&d->sigs, SIGINT);
+	sigaddset(&d->sigs, SIGTERM);
+	sigaddset(&d->sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &d->sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	/* A flash file over the file-size limit: EFBIG, that page lost and
 	 * logged, not the whole daemon (and every page it holds) killed. */
@@ -297,18 +342,14 @@ int main(int argc, char **argv)
 
 	/* The emulated MRAM file is ours to remove if we create it (another
 	 * nvcached of the same id may be using an existing one). */
-	bool own_nvram = o.tier && to.mram_pages && access(to.nvram_path, F_OK) != 0;
-	bool own_flash = o.tier && to.flash_path && access(to.flash_path, F_OK) != 0;
-	struct node *n;
+	d->own_nvram = o->tier && a->to.mram_pages && access(a->to.nvram_path, F_OK) != 0;
+	d->own_flash = o->tier && a->to.flash_path && access(a->to.flash_path, F_OK) != 0;
 	/* A large --tier-size takes a while to reserve: a SIGTERM or ^C
 	 * stops the start-up between steps. */
 	bigmem_set_stop(bigmem_stop_signal_pending);
-	int rc = node_start(&n, &o);
+	int rc = node_start(&d->n, o);
 	if (rc) {
-		if (own_nvram)
-			path_remove_unlocked(to.nvram_path, "NVRAM file");
-		if (own_flash)
-			path_remove_unlocked(to.flash_path, "flash file");
+		undo_files(a, d);
 		if (rc == -EINTR && bigmem_stopping()) {
 			log_info("stopped by a signal during start-up");
 			return 0;
@@ -316,18 +357,14 @@ int main(int argc, char **argv)
 		return 1; /* logged */
 	}
 	char name[16];
-	struct ctl_server *ctl = NULL;
-	snprintf(name, sizeof(name), "%u", o.self);
-	rc = ctl_server_start(&ctl, "node", name, node_ctl, n);
+	snprintf(name, sizeof(name), "%u", o->self);
+	rc = ctl_server_start(&d->ctl, "node", name, node_ctl, d->n);
 	if (rc) {
 		log_err("control socket node-%s.sock in %s: %s%s", name, ctl_run_dir(),
 			strerror(-rc), rc == -EADDRINUSE ?
 			" (another nvcached runs as this node)" : "");
-		node_stop(n);
-		if (own_nvram)
-			path_remove_unlocked(to.nvram_path, "NVRAM file");
-		if (own_flash)
-			path_remove_unlocked(to.flash_path, "flash file");
+		node_stop(d->n);
+		undo_files(a, d);
 		return 1;
 	}
 	if (ready_fd >= 0) {
@@ -345,15 +382,37 @@ int main(int argc, char **argv)
 		}
 		log_use_syslog(true);
 	}
+	return -1;
+}
+
+/* Serve until a signal, then stop. The exit status. */
+static int run(const struct args *a, struct daemon *d)
+{
 	int sig = 0;
-	sigwait(&set, &sig);
-	log_info("signal %d: stopping node %u", sig, o.self);
-	ctl_server_stop(ctl);
-	node_stop(n);
+
+	sigwait(&d->sigs, &sig);
+	log_info("signal %d: stopping node %u", sig, a->o.self);
+	ctl_server_stop(d->ctl);
+	node_stop(d->n);
 	/* The emulated MRAM held only other nodes' pages, gone with us. */
-	if (o.tier && to.mram_pages && unlink(to.nvram_path) < 0 && errno != ENOENT)
-		log_warn("%s: %s", to.nvram_path, strerror(errno));
-	if (o.tier)
-		spill_discard(to.flash_path, own_flash);
+	if (a->o.tier && a->to.mram_pages && unlink(a->to.nvram_path) < 0 &&
+	    errno != ENOENT)
+		log_warn("%s: %s", a->to.nvram_path, strerror(errno));
+	if (a->o.tier)
+		spill_discard(a->to.flash_path, d->own_flash);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct args a = { .o = { .listen_fd = -1 }, .mlock = true };
+	struct daemon d = { 0 };
+	int rc;
+
+	a.o.cfg = &a.cfg;
+	if ((rc = parse_args(argc, argv, &a)) >= 0)
+		return rc;
+	if ((rc = set_up(&a, &d)) >= 0)
+		return rc;
+	return run(&a, &d);
 }

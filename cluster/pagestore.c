@@ -374,10 +374,10 @@ int pagestore_xor(struct pagestore *ps, const struct pagestore_key *k,
 	if (e && version <= e->base) {
 		/* Sent before the page's last whole store (its owner rebuilt
 		 * it meanwhile, without this delta: a request that sat in a
-		 * stalled node's socket ran after the owner had given up on
-		 * it). Deltas are not idempotent: applied, it corrupted the
-		 * page, and the next failure rebuilt wrong bytes. Refused;
-		 * the owner, if it still waits, recomputes the page. */
+		 * stalled node's socket runs after the owner gave up on it).
+		 * Deltas are not idempotent: applied, it would corrupt the
+		 * page, and the next failure would rebuild wrong bytes.
+		 * Refused; the owner, if it still waits, recomputes the page. */
 		ps->st.stale_refused++;
 		rc = -ESTALE;
 	} else if (!e && full(ps)) {

@@ -1,7 +1,7 @@
 /* parity.h - parity group bookkeeping for the remote swap's parity modes
  * (Nswap's dynamic parity, paper sections III-IV): which slots make up a
  * group, on which node each lives, which node holds the group's parity
- * page, and the XOR arithmetic. No I/O here: cluster/remote_backend.c does
+ * page, and the XOR arithmetic. No I/O here: cluster/remote/ does
  * the network side and calls these under its locks.
  *
  * A group is OPEN while it fills: its parity page is the client's own
@@ -12,7 +12,7 @@
  * by XORing their contents out of the parity page.
  *
  * Threads: nothing here locks; the caller serialises access to a group
- * (remote_backend.c: the group's lock stripe) and to the free list
+ * (cluster/remote/: the group's lock stripe) and to the free list
  * (parity_group_alloc/free take the table's own mutex). */
 #pragma once
 #include <pthread.h>
@@ -54,7 +54,7 @@ struct parity_group {
  * address stays valid while other threads allocate. It starts with room
  * for the usual layout (groups of N) and grows, up to `max`, only when the
  * layout degrades: with few nodes left groups shrink (a one-member group
- * is a mirror), and a full table used to mean dropped pages. */
+ * is a mirror), so that a page always finds a group. */
 #define PARITY_CHUNK 1024u      /* groups per chunk (~224 KiB) */
 
 struct parity_table {

@@ -29,10 +29,14 @@
  * members its parity page is sent, once, to the parity node (parity: one
  * dedicated node, the lowest id other than ours, which holds no data pages
  * while alive; parity-dist: a node outside the group, picked like a data
- * page's node). Client-driven (our nodes never talk to each other about
- * pages): an overwrite of an in-use slot fetches the old page, stores the
- * new one where the old lived and sends old^new to the parity node before
- * the write is acknowledged (the paper has the storing node send it). TRIM
+ * page's node). An overwrite of an in-use slot goes to the node holding
+ * it (PAGE_OVERWRITE, or PAGE_OVERWRITE_MANY for a run): that node stores
+ * the new page and forwards old^new to the group's parity node before it
+ * answers, as in the paper, so the write is acknowledged only once the
+ * parity has the delta. While the group is open (its parity is our
+ * buffer) or its parity page is lost, we fetch the old page and apply the
+ * delta ourselves. Nodes talk to each other about pages only so: a delta
+ * from a data node to a parity node; everything else is client-driven. TRIM
  * XORs the page out of its group; groups left with N/2 or fewer pages are
  * merged into open groups in the background. A page whose node is lost is
  * rebuilt from its group (parity ^ the other members): on the spot by a
@@ -51,6 +55,9 @@
  * The functions have the shapes of nbd/backend.h's nbd_backend_ops, so
  * nvswapd's adapter is a table of pointers (cluster/ does not include nbd/
  * headers: the dependency runs nbd -> cluster).
+ *
+ * The implementation is in cluster/remote/ (its private header rb.h says
+ * how the files, locks and redundancy modes fit together).
  *
  * Threads: every function may be called from several threads at once.
  * Operations on one slot are serialised by a striped lock; each node has a

@@ -1,7 +1,8 @@
 /* backend.h - what the NBD server stores pages in. The server knows only
- * this interface, so the node-local tiered store (backend_store.c) and, in
- * a later issue, a remote backend spreading pages over nvcached nodes plug
- * in the same way.
+ * this interface, so the node-local tiered store (backend_store.c), flat
+ * DRAM (backend_flat.c) and the remote backend spreading pages over
+ * nvcached nodes (backend_remote.c, cluster/remote_backend.h) plug in the
+ * same way.
  *
  * Offsets and lengths are in bytes, already checked by the protocol layer:
  * inside the export and aligned to its minimum block size (512). A backend
