@@ -4,7 +4,7 @@
 # host side is an NBD server: nvt-relay carries nbd-client's socket over
 # it, and the kernel's own nbd driver swaps to that server, as on a user's
 # node:
-#   nbd-client -unix SOCK /dev/nbd0 -N EXPORT -b 4096 -swap
+#   nbd-client -unix SOCK /dev/nbd0 -N EXPORT -b 4096 -t 30 -swap
 #   mkswap /dev/nbd0 && swapon --discard=pages /dev/nbd0
 #   ... a workload larger than the guest's RAM ...
 #   swapoff /dev/nbd0 && nbd-client -d /dev/nbd0
@@ -13,7 +13,9 @@
 #   NVT RESULT PASS|FAIL key=value ...        the verdict, then power-off
 # Kernel command line: nvt.export=NAME nvt.mib=MIB (workload size)
 # nvt.orders=seq,rand  nvt.mode=swap|restart (restart: the host kills the
-# server while the workload is swapped out; see nbd_client_guest.sh).
+# server while the workload is swapped out; see nbd_client_guest.sh)
+# nvt.timeout=S (nbd-client -t, default 30: without a timeout, requests in
+# flight when the server dies are never failed, and the guest hangs).
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 # busybox sh runs its own applets ahead of PATH: util-linux's tools and
@@ -28,7 +30,8 @@ mkdir -p /run /tmp
 
 arg() { sed -n "s/.* nvt\.$1=\([^ ]*\).*/\1/p" /proc/cmdline | tr -d '\n'; }
 export_name=$(arg export); mib=$(arg mib); orders=$(arg orders); mode=$(arg mode)
-: "${export_name:=swap}" "${mib:=256}" "${orders:=seq,rand}" "${mode:=swap}"
+timeout=$(arg timeout)
+: "${export_name:=swap}" "${mib:=256}" "${orders:=seq,rand}" "${mode:=swap}" "${timeout:=30}"
 sock=/run/nbd.sock
 fails=0
 now() { cut -d' ' -f1 /proc/uptime; }
@@ -71,14 +74,14 @@ echo "NVT STEP boot rc=0 seconds=$(now) mem_kib=$(awk '$1 == "MemTotal:" { print
 
 # attach DEV: nbd-client, mkswap, swapon, as a user does.
 attach() {
-	step nbd-client $nbd_client -unix $sock "$1" -N "$export_name" -b 4096 -swap &&
+	step nbd-client $nbd_client -unix $sock "$1" -N "$export_name" -b 4096 -t "$timeout" -swap &&
 	step mkswap $mkswap "$1" &&
 	step swapon $swapon --discard=pages "$1"
 }
 # workload: fill and check every page of MIB in each order; "ok" or why not.
 workload() {
 	for o in $(echo "$orders" | tr ',' ' '); do
-		step "touch-$o" nvt-memtouch "$mib" "$o" 11 || return 1
+		step "touch-$o" sh -c "${cg:+echo \$\$ >$cg/cgroup.procs && }exec nvt-memtouch $mib $o 11" || return 1
 	done
 }
 
@@ -89,15 +92,24 @@ echo "NVT STEP device rc=0 sectors=$size logical=$(cat /sys/block/nbd0/queue/log
 if [ "$mode" = restart ]; then
 	# The host kills the server while this runs; it must not pass, and
 	# no page may come back wrong (nvt-memtouch exits 1 on a wrong word:
-	# that is the silent failure this run looks for).
+	# that is the silent failure this run looks for). The workload runs
+	# in a 32 MiB memory cgroup, so that only its pages go out: a page of
+	# init's own that is out when the server dies kills init at its next
+	# touch, and the kernel panics.
+	mkdir -p /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup &&
+	echo +memory >/sys/fs/cgroup/cgroup.subtree_control &&
+	mkdir /sys/fs/cgroup/work && echo 32M >/sys/fs/cgroup/work/memory.max ||
+		finish FAIL "cgroup=failed"
+	cg=/sys/fs/cgroup/work
 	echo "NVT PHASE workload"
-	step "touch-rand" nvt-memtouch "$mib" rand 11
+	orders=rand workload
 	rc=$?
 	case $rc in
 	0) echo "NVT LOST none: the workload passed"; bad=1 ;;
 	1) echo "NVT LOST silent: a page came back wrong"; bad=1 ;;
 	*) echo "NVT LOST loud: workload ended with rc=$rc"; bad=0 ;;
 	esac
+	dmesg | grep -E 'nbd|swap|I/O error|Killed|oom|SIGBUS' | tail -12 | sed 's/^/NVT DMESG /'
 	echo "NVT STEP nbd0-state rc=0 $(grep -c . /proc/swaps) swaps; pid=$(cat /sys/block/nbd0/pid 2>/dev/null || echo none)"
 	step swapoff-dead $swapoff /dev/nbd0
 	step nbd-client-d-dead $nbd_client -d /dev/nbd0
@@ -105,7 +117,7 @@ if [ "$mode" = restart ]; then
 	fails=$bad
 	# The server is back (empty): a fresh device works again.
 	attach /dev/nbd1 || finish FAIL "reattach=failed"
-	workload || finish FAIL "reattached-workload=failed"
+	orders=seq workload || finish FAIL "reattached-workload=failed"
 	step swapoff $swapoff /dev/nbd1 && step nbd-client-d $nbd_client -d /dev/nbd1
 	[ $fails -eq 0 ] && finish PASS || finish FAIL
 fi
