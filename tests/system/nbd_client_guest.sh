@@ -37,22 +37,12 @@ vm_build
 MIB=${NBDG_MIB:-160}
 t_log "guest: $VM_MEM MiB RAM, workload $MIB MiB, accel $(vm_accel); kernel $VM_KERNEL"
 
-# guest_run TAG SOCK EXPORT [nvt.* args...]: boot, wait for the result
-# (retried once with TCG if KVM fails); sets LOG.
-guest_run() {
-  local tag=$1 sock=$2 name=$3 rc; shift 3
-  LOG=$T_DIR/guest-$tag.log
-  for _ in 1 2; do
-    vm_boot "$LOG" "$sock" nvt.export="$name" nvt.mib="$MIB" "$@"
-    vm_wait "$LOG" "${NBDG_BOUND:-300}"
-    rc=$?
-    [ $rc -ne 2 ] && break
-  done
-  grep '^NVT' "$LOG" | sed "s/^/[$tag] /" >&2
-  return $rc
+# shape NAME: the requests nvswapd NAME saw, by size and by how many came
+# together (the nonzero nbd_*_size_* and nbd_depth_* stats), on one line.
+shape() {
+  "$(t_bin nvcachectl)" stats --swap "$1" |
+    awk '$1 ~ /^nbd_(read|write|trim)_size_|^nbd_depth_/ && $2 != 0 { sub(/^nbd_/, "", $1); sub(/:$/, "", $1); printf "%s=%s ", $1, $2 }'
 }
-# guest_step LOG NAME: the rc of a guest step.
-guest_step() { sed -n "s/^NVT STEP $2 rc=\([0-9]*\).*/\1/p" "$1" | head -1; }
 
 # NBDG_PARTS="1 3" runs only those parts (while working on one).
 part() { [[ " ${NBDG_PARTS:-1 2 3} " == *" $1 "* ]]; }
@@ -62,18 +52,21 @@ if part 1; then
   sock=$T_DIR/tiered.sock
   nbd_start "$sock" gtier --size 512M --mram 32M --handshake-timeout 0
   start=$SECONDS
-  guest_run tiered "$sock" gtier nvt.orders=seq,rand || t_fail "tiered: the guest did not pass (console: $LOG)"
+  LOG=$T_DIR/guest-tiered.log
+  vm_run "$LOG" "$sock" nvt.export=gtier nvt.mib="$MIB" nvt.orders=seq,rand || t_fail "tiered: the guest did not pass (console: $LOG)"
   t_log "tiered: PASS in $((SECONDS - start)) s; pswpout $(vm_result "$LOG" pswpout), pswpin $(vm_result "$LOG" pswpin)"
   [ "$(vm_result "$LOG" pswpout)" -gt $(((MIB - VM_MEM) * 256)) ] || t_fail "tiered: the guest swapped out too little"
   [ "$(nbd_stat gtier nbd_trims)" -gt 0 ] || t_fail "tiered: no TRIM reached nvswapd (swapon --discard=pages)"
   [ "$(nbd_stat gtier nbd_request_errors)" = 0 ] || t_fail "tiered: request errors"
   [ "$(nbd_stat gtier nbd_bytes_read)" -gt $((64 << 20)) ] || t_fail "tiered: too little swapped in"
+  t_log "tiered: requests $(shape gtier)"
+  [ "$(nbd_stat gtier nbd_depth_max)" -ge 1 ] || t_fail "tiered: no request counted in nbd_depth_*"
   kill "$NBD_PID"; wait "$NBD_PID" 2>/dev/null
 fi
 
 # 2. remote store, parity over nodes 2-5 (node 2 parity, 3-5 data); node 3
+# dies once the guest has 24 MiB out there
 if part 2; then
-  # dies once the guest has 24 MiB out there
   declare -A pid
   cluster_start 5 guest
   sock=$T_DIR/remote.sock
@@ -96,6 +89,7 @@ if part 2; then
   grep '^NVT' "$LOG" | sed "s/^/[parity] /" >&2
   [ $rc -eq 0 ] || t_fail "parity: the guest did not pass after node 3 died (console: $LOG)"
   t_log "parity: PASS in $((SECONDS - start)) s; rebuilt from parity $(nbd_stat gpar parity_reconstructs)"
+  t_log "parity: requests $(shape gpar)"
   [ "$(nbd_stat gpar parity_reconstructs)" -gt 0 ] || t_fail "parity: no page was rebuilt from parity"
   [ "$(nbd_stat gpar remote_read_errors)" = 0 ] || t_fail "parity: remote read errors"
   [ "$(nbd_stat gpar nbd_request_errors)" = 0 ] || t_fail "parity: request errors"
@@ -130,6 +124,8 @@ if part 3; then
   grep -q '^NVT LOST silent' "$LOG" && t_fail "restart: a page came back wrong after the server restarted"
   grep -q '^NVT LOST loud' "$LOG" || t_fail "restart: the workload did not fail loudly (console: $LOG)"
   [ $rc -eq 0 ] || t_fail "restart: the guest did not swap again on the restarted server (console: $LOG)"
+  [ "$(nbd_stat grst nbd_bytes_written)" -gt $((32 << 20)) ] ||
+    t_fail "restart: the reattached guest did not swap to the restarted nvswapd"
   t_log "restart: PASS in $((SECONDS - start)) s"
 fi
 

@@ -10,6 +10,9 @@
 #                              Sets VM_PID.
 #   vm_wait LOG SECONDS        wait for the guest's "NVT RESULT" line (and
 #                              its power-off); 0 PASS, 1 FAIL or no result
+#   vm_run LOG SOCK ARGS...    vm_boot + vm_wait (bound NBDG_BOUND, 300 s),
+#                              again with TCG if KVM failed; the guest's
+#                              NVT lines go to stderr
 #
 # The guest is built from Debian packages, unpacked, not installed: the
 # kernel of linux-image-cloud-amd64 (nbd, virtio_console are modules),
@@ -94,7 +97,8 @@ vm_build() {
   kver=$(_vm_candidate "$kpkg") bver=$(_vm_candidate busybox-static)
   nver=$(dpkg-query -W -f '${Version}' nbd-client util-linux 2>/dev/null)
   key=$( { echo "$kpkg $kver $bver $nver ${CC:-cc}"
-           cat "$VM_DIR/relay.c" "$VM_DIR/init.sh" "$VM_DIR/guest.bash" "$VM_DIR/../system/nbd_memtouch.c"
+           declare -f _vm_make _vm_copy_bin
+           cat "$VM_DIR/relay.c" "$VM_DIR/init.sh" "$VM_DIR/../system/nbd_memtouch.c"
          } | sha256sum | cut -c1-16)
   dir=$VM_CACHE/$kpkg-$key
   if [ ! -f "$dir/initrd.gz" ]; then
@@ -161,6 +165,21 @@ vm_wait() {
   wait "$VM_PID" 2>/dev/null
   grep -q '^NVT RESULT PASS' "$log"
 }
+
+vm_run() {
+  local log=$1 rc
+  for _ in 1 2; do
+    vm_boot "$@"
+    vm_wait "$log" "${NBDG_BOUND:-300}"
+    rc=$?
+    [ $rc -ne 2 ] && break
+  done
+  grep '^NVT' "$log" | sed "s/^/[$(basename "$log" .log)] /" >&2
+  return $rc
+}
+
+# vm_step LOG NAME KEY: a value of the guest's "NVT STEP NAME" line.
+vm_step() { sed -n "s/^NVT STEP $2 .* $3=\([^ ]*\).*/\1/p" "$1" | head -1; }
 
 # vm_result LOG KEY: a value of the guest's "NVT RESULT" line.
 vm_result() { sed -n "s/^NVT RESULT .* $2=\([^ ]*\).*/\1/p" "$1" | head -1; }

@@ -81,7 +81,7 @@ attach() {
 # workload: fill and check every page of MIB in each order; "ok" or why not.
 workload() {
 	for o in $(echo "$orders" | tr ',' ' '); do
-		step "touch-$o" sh -c "${cg:+echo \$\$ >$cg/cgroup.procs && }exec nvt-memtouch $mib $o 11" || return 1
+		step "touch-$o" sh -c "${cg:+echo \$\$ >$cg/cgroup.procs && }exec nvt-memtouch $mib $o 11" || return $?
 	done
 }
 
