@@ -28,6 +28,15 @@ qemu-system-x86_64 -accel tcg -machine none -display none -S -monitor none </dev
 qpid=$!
 sleep 1; kill -9 $qpid 2>/dev/null; wait $qpid 2>/dev/null
 [ $? -eq 137 ] || t_skip "qemu-system-x86_64 cannot run here: $(qemu-system-x86_64 -accel tcg -machine none -display none -monitor none </dev/null 2>&1 | head -1)"
+# README's commands are the ones the guest runs (tests/vm/init.sh)
+for cmd in "nbd-client -unix /run/nvcache/swap.sock /dev/nbd0 -N swap -b 4096 -t 30 -swap" \
+           "swapon --discard=pages /dev/nbd0" "swapoff /dev/nbd0 && nbd-client -d /dev/nbd0"; do
+  grep -qF -- "$cmd" "$T_ROOT/README.md" || t_fail "README.md no longer says: $cmd"
+done
+grep -qF -- '-unix $sock "$1" -N "$export_name" -b 4096 -t "$timeout" -swap' "$T_ROOT/tests/vm/init.sh" &&
+  grep -qF -- '${timeout:=30}' "$T_ROOT/tests/vm/init.sh" &&
+  grep -qF -- 'step swapon $swapon --discard=pages "$1"' "$T_ROOT/tests/vm/init.sh" ||
+  t_fail "tests/vm/init.sh no longer runs README's nbd-client/swapon commands"
 nvswapd=$(t_bin nvswapd) || exit 1
 nbd_is_sanitized "$nvswapd" &&
   t_skip "sanitizer build: nvswapd cannot mlockall under ASan (the plain build runs this guest test)"

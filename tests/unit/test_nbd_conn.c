@@ -290,20 +290,18 @@ static void bad_magic_kills(void **s)
 static void shape_buckets(void **s)
 {
 	(void)s;
-	assert_int_equal(nbd_size_bucket(512), 0);
-	assert_int_equal(nbd_size_bucket(4096), 0);
-	assert_int_equal(nbd_size_bucket(4097), 1);
-	assert_int_equal(nbd_size_bucket(131072), 5);
-	assert_int_equal(nbd_size_bucket(262144), 6);
-	assert_int_equal(nbd_size_bucket(262145), 7);
-	assert_int_equal(nbd_size_bucket(32u << 20), 7);
-	assert_int_equal(nbd_depth_bucket(1), 0);
-	assert_int_equal(nbd_depth_bucket(2), 1);
-	assert_int_equal(nbd_depth_bucket(3), 1);
-	assert_int_equal(nbd_depth_bucket(4), 2);
-	assert_int_equal(nbd_depth_bucket(63), 5);
-	assert_int_equal(nbd_depth_bucket(64), 6);
-	assert_int_equal(nbd_depth_bucket(100000), 6);
+	static const struct { uint64_t len; unsigned bucket; } sizes[] = {
+		{ 512, 0 }, { 4096, 0 }, { 4097, 1 }, { 131072, 5 },
+		{ 262144, 6 }, { 262145, 7 }, { 32u << 20, 7 },
+	}, depths[] = {
+		{ 1, 0 }, { 2, 1 }, { 3, 1 }, { 4, 2 }, { 63, 5 }, { 64, 6 },
+		{ 100000, 6 },
+	};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		assert_int_equal(nbd_size_bucket(sizes[i].len), sizes[i].bucket);
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++)
+		assert_int_equal(nbd_depth_bucket((unsigned)depths[i].len),
+				 depths[i].bucket);
 }
 
 /* Requests that arrive together count as one pass of that many; each is
