@@ -109,6 +109,10 @@ vm_build() {
     # another test may have built it meanwhile: either copy will do
     mv -T "$new" "$dir" 2>/dev/null || rm -rf "$new"
   fi
+  # guests of other versions unused for a week go (each is ~25 MB)
+  touch "$dir"
+  find "$VM_CACHE" -mindepth 1 -maxdepth 1 -type d -name 'linux-image-*' -mtime +7 \
+    -exec rm -rf {} + 2>/dev/null
   VM_KERNEL=$dir/vmlinuz VM_INITRD=$dir/initrd.gz
 }
 

@@ -117,7 +117,8 @@ if [ "$mode" = restart ]; then
 	fails=$bad
 	# The server is back (empty): a fresh device works again.
 	attach /dev/nbd1 || finish FAIL "reattach=failed"
-	orders=seq workload || finish FAIL "reattached-workload=failed"
+	# (64 MiB in the 32 MiB cgroup: enough to swap, and quick)
+	mib=64 orders=seq workload || finish FAIL "reattached-workload=failed"
 	step swapoff $swapoff /dev/nbd1 && step nbd-client-d $nbd_client -d /dev/nbd1
 	[ $fails -eq 0 ] && finish PASS || finish FAIL
 fi
