@@ -13,8 +13,14 @@
 #      restarted: the guest's workload must fail loudly (an I/O error,
 #      SIGBUS), never read a page back wrong; a fresh nbd-client on the
 #      restarted server swaps again.
+# It also checks that README's nbd-client and swapon commands are the ones
+# the guest runs. Each part logs the request sizes and queue depth nvswapd
+# saw (docs/nvswapd.md, "Under the kernel's nbd driver").
 # Skipped when qemu cannot run at all, and in a sanitizer build (nvswapd
 # cannot mlockall under ASan; the plain build runs this).
+# Knobs: NBDG_MIB (workload, 160), VM_MEM (guest MiB, 128), NBDG_PARTS
+# ("1 2 3"), NBDG_BOUND (seconds per guest, 300), NBDG_KEEP=DIR (keep the
+# guests' consoles and the daemons' logs there), NVCACHE_VM_ACCEL.
 T_TIMEOUT=${T_TIMEOUT:-600}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/nbd_common.bash"
