@@ -53,10 +53,11 @@ MIB=${NBDG_MIB:-160}
 t_log "guest: $VM_MEM MiB RAM, workload $MIB MiB, accel $(vm_accel); kernel $VM_KERNEL"
 
 # shape NAME: the requests nvswapd NAME saw, by size and by how many came
-# together (the nonzero nbd_*_size_* and nbd_depth_* stats), on one line.
+# together (the nonzero nbd_*_size_*, nbd_depth_*, FLUSH and WRITE_ZEROES
+# counts), on one line.
 shape() {
   "$(t_bin nvcachectl)" stats --swap "$1" |
-    awk '$1 ~ /^nbd_(read|write|trim)_size_|^nbd_depth_/ && $2 != 0 { sub(/^nbd_/, "", $1); sub(/:$/, "", $1); printf "%s=%s ", $1, $2 }'
+    awk '$1 ~ /^nbd_(read|write|trim)_size_|^nbd_depth_|^nbd_(flushes|write_zeroes):/ && $2 != 0 { sub(/^nbd_/, "", $1); sub(/:$/, "", $1); printf "%s=%s ", $1, $2 }'
 }
 
 # NBDG_PARTS="1 3" runs only those parts (while working on one).
