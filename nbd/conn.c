@@ -17,6 +17,22 @@ static void stat_add(atomic_uint_fast64_t *s, uint64_t n)
 			      memory_order_relaxed);
 }
 
+unsigned nbd_size_bucket(uint64_t len)
+{
+	unsigned b = 0;
+	while (b < NBD_SIZE_BUCKETS - 1 && len > (uint64_t)PAGE << b)
+		b++;
+	return b;
+}
+
+unsigned nbd_depth_bucket(unsigned n)
+{
+	unsigned b = 0;
+	while (b < NBD_DEPTH_BUCKETS - 1 && n >= 2u << b)
+		b++;
+	return b;
+}
+
 static void *buf_alloc(size_t n)
 {
 	/* mmap'd, so that the buffers are page-aligned and mlockall's
@@ -214,8 +230,10 @@ static void req_start(struct nbd_conn *c)
 		c->left = r->len;
 		c->cur = r->offset;
 		c->state = c->err ? CONN_WRITE_DISCARD : CONN_WRITE_DATA;
-		if (!c->err)
+		if (!c->err) {
 			stat_add(&st->writes, 1);
+			stat_add(&st->write_sizes[nbd_size_bucket(r->len)], 1);
+		}
 		return;
 	case NBD_CMD_READ:
 		if (c->err) {
@@ -223,6 +241,7 @@ static void req_start(struct nbd_conn *c)
 			return;
 		}
 		stat_add(&st->reads, 1);
+		stat_add(&st->read_sizes[nbd_size_bucket(r->len)], 1);
 		c->direct_off = false;
 		c->left = r->len;
 		c->cur = r->offset;
@@ -246,6 +265,7 @@ static void req_start(struct nbd_conn *c)
 		if (!c->err && r->len) {
 			rc = be->ops->trim(be->priv, r->offset, r->len);
 			stat_add(&st->trims, 1);
+			stat_add(&st->trim_sizes[nbd_size_bucket(r->len)], 1);
 			stat_add(&st->bytes_trimmed, r->len);
 		}
 		break;
@@ -495,6 +515,7 @@ static bool step(struct nbd_conn *c)
 		 * payload is read and discarded) */
 		if (c->shutting && !c->err && c->req.type != NBD_CMD_DISC)
 			c->err = NBD_ESHUTDOWN;
+		c->batch++;
 		req_start(c);
 		return true;
 	case CONN_WRITE_DATA:
@@ -513,8 +534,16 @@ static bool step(struct nbd_conn *c)
 
 void nbd_conn_process(struct nbd_conn *c)
 {
+	struct nbd_stats *st = c->ctx->stats;
+
+	c->batch = 0;
 	while (step(c))
 		;
+	if (c->batch) {
+		stat_add(&st->depth[nbd_depth_bucket(c->batch)], 1);
+		if (c->batch > atomic_load_explicit(&st->depth_max, memory_order_relaxed))
+			atomic_store_explicit(&st->depth_max, c->batch, memory_order_relaxed);
+	}
 }
 
 bool nbd_conn_send_next(struct nbd_conn *c, const uint8_t **p, size_t *len)

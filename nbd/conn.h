@@ -42,8 +42,22 @@
 #define NBD_CONN_DIRECT_MIN (64 * 1024)
 #define NBD_CONN_DIRECT_PAGES 256    /* pages per zero-copy sendmsg */
 
+/* Request sizes by bucket: <= 4 KiB, then up to each power of two to
+ * 256 KiB, then larger (8 buckets; nbd_size_bucket()). */
+#define NBD_SIZE_BUCKETS 8
+/* Requests taken from the receive buffer in one nbd_conn_process() pass:
+ * the client sent them without waiting for the first one's reply, so it
+ * had at least that many in flight (the queue depth as the server sees
+ * it). Buckets 1, 2-3, 4-7, ... 64+ (nbd_depth_bucket()). */
+#define NBD_DEPTH_BUCKETS 7
+
 /* Counters of one server thread; the control socket sums all threads. */
 struct nbd_stats {
+	atomic_uint_fast64_t read_sizes[NBD_SIZE_BUCKETS];
+	atomic_uint_fast64_t write_sizes[NBD_SIZE_BUCKETS];
+	atomic_uint_fast64_t trim_sizes[NBD_SIZE_BUCKETS];
+	atomic_uint_fast64_t depth[NBD_DEPTH_BUCKETS];
+	atomic_uint_fast64_t depth_max;
 	atomic_uint_fast64_t conns_total, conns_active;
 	atomic_uint_fast64_t reads, writes, flushes, trims, zeroes;
 	atomic_uint_fast64_t bytes_read, bytes_written, bytes_trimmed;
@@ -103,7 +117,12 @@ struct nbd_conn {
 	bool want_out;              /* zero-copy READ waits for socket room */
 	bool shutting;              /* the server is stopping (see
 				     * nbd_conn_shutdown) */
+	unsigned batch;             /* requests started in this process pass */
 };
+
+/* The bucket of a request of len bytes, of a pass of n requests. */
+unsigned nbd_size_bucket(uint64_t len);
+unsigned nbd_depth_bucket(unsigned n);
 
 /* Allocate the buffers. 0 or -ENOMEM. */
 int nbd_conn_init(struct nbd_conn *c, const struct nbd_conn_ctx *ctx);

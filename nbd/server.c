@@ -728,6 +728,46 @@ void nbd_server_destroy(struct nbd_server *srv)
 					   memory_order_relaxed); \
 	s_; })
 
+/* The requests' shape: how many of each size (per command) and how many
+ * arrived together (conn.h, NBD_DEPTH_BUCKETS). Appends to out; returns
+ * the bytes written (at most len - 1). */
+static size_t nbd_server_shape_stats(struct nbd_server *srv, char *out, size_t len)
+{
+	static const char *const size_name[NBD_SIZE_BUCKETS] = {
+		"4k", "8k", "16k", "32k", "64k", "128k", "256k", "larger" };
+	static const char *const depth_name[NBD_DEPTH_BUCKETS] = {
+		"1", "2_3", "4_7", "8_15", "16_31", "32_63", "64_plus" };
+	size_t n = 0;
+	uint64_t max = 0;
+	int k;
+
+#define PUT(...) do { \
+		k = snprintf(out + n, len - n, __VA_ARGS__); \
+		if (k < 0 || (size_t)k >= len - n) \
+			return len - 1; \
+		n += (size_t)k; \
+	} while (0)
+	for (unsigned b = 0; b < NBD_SIZE_BUCKETS; b++) {
+		PUT("nbd_read_size_%s: %llu\n", size_name[b],
+		    (unsigned long long)SUM(read_sizes[b]));
+		PUT("nbd_write_size_%s: %llu\n", size_name[b],
+		    (unsigned long long)SUM(write_sizes[b]));
+		PUT("nbd_trim_size_%s: %llu\n", size_name[b],
+		    (unsigned long long)SUM(trim_sizes[b]));
+	}
+	for (unsigned b = 0; b < NBD_DEPTH_BUCKETS; b++)
+		PUT("nbd_depth_%s: %llu\n", depth_name[b],
+		    (unsigned long long)SUM(depth[b]));
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		uint64_t m = atomic_load_explicit(&srv->workers[i].stats.depth_max,
+						  memory_order_relaxed);
+		max = m > max ? m : max;
+	}
+	PUT("nbd_depth_max: %llu\n", (unsigned long long)max);
+#undef PUT
+	return n;
+}
+
 ssize_t nbd_server_stats(struct nbd_server *srv, char *out, size_t len)
 {
 	int n = snprintf(out, len,
@@ -763,5 +803,7 @@ ssize_t nbd_server_stats(struct nbd_server *srv, char *out, size_t len)
 		(unsigned long long)SUM(proto_errors));
 	if (n < 0)
 		return -EIO;
-	return (size_t)n < len ? n : (ssize_t)len - 1;
+	if ((size_t)n >= len)
+		return (ssize_t)len - 1;
+	return n + nbd_server_shape_stats(srv, out + n, len - (size_t)n);
 }

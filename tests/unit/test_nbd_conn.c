@@ -285,12 +285,63 @@ static void bad_magic_kills(void **s)
 	nbd_conn_stop(&c);
 }
 
+/* The buckets' edges: sizes up to 4 KiB, then each power of two to
+ * 256 KiB, then larger; passes of 1, 2-3, 4-7, ... 64 and more. */
+static void shape_buckets(void **s)
+{
+	(void)s;
+	static const struct { uint64_t len; unsigned bucket; } sizes[] = {
+		{ 512, 0 }, { 4096, 0 }, { 4097, 1 }, { 131072, 5 },
+		{ 262144, 6 }, { 262145, 7 }, { 32u << 20, 7 },
+	}, depths[] = {
+		{ 1, 0 }, { 2, 1 }, { 3, 1 }, { 4, 2 }, { 63, 5 }, { 64, 6 },
+		{ 100000, 6 },
+	};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		assert_int_equal(nbd_size_bucket(sizes[i].len), sizes[i].bucket);
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++)
+		assert_int_equal(nbd_depth_bucket((unsigned)depths[i].len),
+				 depths[i].bucket);
+}
+
+/* Requests that arrive together count as one pass of that many; each is
+ * counted in its command's size bucket. */
+static void shape_counted(void **s)
+{
+	(void)s;
+	handshake(4096);
+	memset(&stats, 0, sizeof(stats));
+	size_t n = 5 * 28 + 8192;
+	uint8_t *b = calloc(1, n), *p = b;
+	req(p, NBD_CMD_READ, 0, 1, 0, 4096); p += 28;
+	req(p, NBD_CMD_READ, 0, 2, 4096, 512); p += 28;
+	req(p, NBD_CMD_WRITE, 0, 3, 8192, 8192); p += 28 + 8192;
+	req(p, NBD_CMD_READ, 0, 4, 0, 131072); p += 28;
+	req(p, NBD_CMD_TRIM, 0, 5, 0, 1u << 20);
+	feed(b, n, n);
+	free(b);
+	assert_int_equal(stats.read_sizes[0], 2);
+	assert_int_equal(stats.read_sizes[5], 1);
+	assert_int_equal(stats.write_sizes[1], 1);
+	assert_int_equal(stats.trim_sizes[7], 1);
+	assert_int_equal(stats.depth[2], 1);   /* one pass of 5 */
+	assert_int_equal(stats.depth_max, 5);
+	/* one more request alone: a pass of 1 */
+	uint8_t r[28];
+	req(r, NBD_CMD_FLUSH, 0, 6, 0, 0);
+	feed(r, 28, 28);
+	assert_int_equal(stats.depth[0], 1);
+	assert_int_equal(stats.depth_max, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(stream_big_requests),
 		cmocka_unit_test(stream_big_requests_direct),
 		cmocka_unit_test(bad_magic_kills),
+		cmocka_unit_test(shape_buckets),
+		cmocka_unit_test(shape_counted),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
