@@ -1,0 +1,284 @@
+/* wrap.c - the PMPI wrappers of libnvckpt: windows whose memory lives in
+ * NVRAM (MPI_Win_allocate) or is copied there (MPI_Win_create,
+ * MPI_Win_allocate_shared), checkpointed at MPI_Win_fence, restored when a
+ * job runs again with NVCACHE_CKPT=restart. See ckobj.h for the versions
+ * and the consensus, docs/checkpoints.md for the user's view.
+ *
+ * A window is named by its info key "nvcache_name", else by its creation
+ * order among the windows of communicators of the same group ("win0",
+ * "win1"; on a communicator other than MPI_COMM_WORLD's group the name
+ * also says which ranks: "win0.g4n2" = 2 ranks from world rank 4), so the
+ * restarted job, creating its windows in the same order, finds them. The
+ * info key "nvcache_checkpoint" = "false" leaves a window alone. */
+#include "pmem/mpi/ckobj.h"
+#include "pmem/mpi/nvckpt.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nvwin {
+	struct ckobj o;
+	MPI_Win win;
+	void *base;          /* the window's memory: our NVRAM or the user's */
+	uint64_t size;
+	uint64_t syncs;      /* synchronizations so far (the version counter) */
+	struct nvwin *next;
+};
+
+static struct nvwin *wins;
+
+static struct nvwin *win_find(MPI_Win win)
+{
+	for (struct nvwin *w = wins; w; w = w->next)
+		if (w->win == win)
+			return w;
+	return NULL;
+}
+
+/* The creation counter of windows on communicators of one group. */
+struct group_count { char sig[32]; unsigned n; struct group_count *next; };
+static struct group_count *counts;
+
+static void group_sig(MPI_Comm comm, char *sig, size_t len)
+{
+	MPI_Group g, world;
+	int size, wsize, zero = 0, leader;
+
+	PMPI_Comm_size(comm, &size);
+	PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
+	PMPI_Comm_group(comm, &g);
+	PMPI_Comm_group(MPI_COMM_WORLD, &world);
+	PMPI_Group_translate_ranks(g, 1, &zero, world, &leader);
+	PMPI_Group_free(&g);
+	PMPI_Group_free(&world);
+	if (size == wsize)
+		sig[0] = 0;
+	else
+		snprintf(sig, len, ".g%dn%d", leader, size);
+}
+
+static bool info_get(MPI_Info info, const char *key, char *val, int len)
+{
+	int flag = 0, n = len;
+
+	if (info == MPI_INFO_NULL)
+		return false;
+	return PMPI_Info_get_string(info, key, &n, val, &flag) == MPI_SUCCESS && flag;
+}
+
+/* The window's name, or "" when it is not to be checkpointed. */
+static int win_name(MPI_Info info, MPI_Comm comm, char name[CKPT_NAME_MAX], size_t len)
+{
+	char val[CKPT_NAME_MAX + 8], sig[32];
+
+	if (ckobj_conf()->mode == CKOBJ_OFF ||
+	    (info_get(info, "nvcache_checkpoint", val, sizeof(val)) &&
+	     (!strcmp(val, "false") || !strcmp(val, "off") || !strcmp(val, "0")))) {
+		name[0] = 0;
+		return 0;
+	}
+	if (info_get(info, "nvcache_name", val, sizeof(val))) {
+		if (!ckobj_name_ok(val)) {
+			log_err("window info nvcache_name=%s: a name is 1 to %d letters, "
+				"digits, '.', '_' or '-', not starting with '.'", val,
+				CKPT_NAME_MAX - 12);
+			return -EINVAL;
+		}
+		memcpy(name, val, strlen(val) + 1); /* name_ok: it fits */
+		return 0;
+	}
+	group_sig(comm, sig, sizeof(sig));
+	struct group_count *c;
+	for (c = counts; c && strcmp(c->sig, sig); c = c->next)
+		;
+	if (!c) {
+		if (!(c = calloc(1, sizeof(*c))))
+			return -ENOMEM;
+		snprintf(c->sig, sizeof(c->sig), "%s", sig);
+		c->next = counts;
+		counts = c;
+	}
+	snprintf(name, len, "win%u%s", c->n++, sig);
+	return 0;
+}
+
+/* Open the window's checkpoint object (collective), restore its memory
+ * when the job restarts. user: the window's memory when it is not ours
+ * (NULL: use the area's live NVRAM). On error: MPI error code, nothing
+ * left behind, the communicator's error handler called. */
+static int win_open(struct nvwin **out, const char *name, void *user,
+		    MPI_Aint size, MPI_Comm comm)
+{
+	uint64_t sz = size > 0 ? (uint64_t)size : 1;
+	struct nvwin *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (!w)
+		return MPI_ERR_NO_MEM;
+	rc = ckobj_open(&w->o, name, sz, user ? 0 : sz, comm);
+	if (rc != MPI_SUCCESS) {
+		free(w);
+		return rc;
+	}
+	w->base = user ? user : ckpt_live(w->o.ck);
+	w->size = size > 0 ? (uint64_t)size : 0;
+	if (w->o.restored) {
+		int s = ckpt_find(w->o.ck, w->o.restored);
+		region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
+		ckobj_restore_protected(&w->o);
+		w->syncs = w->o.restored;
+	}
+	*out = w;
+	return MPI_SUCCESS;
+}
+
+static void win_add(struct nvwin *w, MPI_Win win)
+{
+	w->win = win;
+	w->next = wins;
+	wins = w;
+}
+
+static void win_drop(struct nvwin *w)
+{
+	ckobj_close(&w->o);
+	free(w);
+}
+
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+		     void *baseptr, MPI_Win *win)
+{
+	char name[CKPT_NAME_MAX];
+	struct nvwin *w;
+	int rc;
+
+	if (win_name(info, comm, name, sizeof(name)))
+		return PMPI_Comm_call_errhandler(comm, MPI_ERR_INFO_VALUE), MPI_ERR_INFO_VALUE;
+	if (!name[0])
+		return PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
+	if ((rc = win_open(&w, name, NULL, size, comm)) != MPI_SUCCESS) {
+		PMPI_Comm_call_errhandler(comm, rc);
+		return rc;
+	}
+	rc = PMPI_Win_create(w->base, size, disp_unit, info, comm, win);
+	if (rc != MPI_SUCCESS) {
+		win_drop(w);
+		return rc;
+	}
+	*(void **)baseptr = w->base;
+	win_add(w, *win);
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
+		   MPI_Comm comm, MPI_Win *win)
+{
+	char name[CKPT_NAME_MAX];
+	struct nvwin *w;
+	int rc;
+
+	if (win_name(info, comm, name, sizeof(name)))
+		return PMPI_Comm_call_errhandler(comm, MPI_ERR_INFO_VALUE), MPI_ERR_INFO_VALUE;
+	if (!name[0])
+		return PMPI_Win_create(base, size, disp_unit, info, comm, win);
+	if ((rc = win_open(&w, name, size > 0 ? base : NULL, size, comm)) != MPI_SUCCESS) {
+		PMPI_Comm_call_errhandler(comm, rc);
+		return rc;
+	}
+	rc = PMPI_Win_create(base, size, disp_unit, info, comm, win);
+	if (rc != MPI_SUCCESS) {
+		win_drop(w);
+		return rc;
+	}
+	win_add(w, *win);
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,
+			    MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+	char name[CKPT_NAME_MAX];
+	struct nvwin *w;
+	int rc;
+
+	if (win_name(info, comm, name, sizeof(name)))
+		return PMPI_Comm_call_errhandler(comm, MPI_ERR_INFO_VALUE), MPI_ERR_INFO_VALUE;
+	rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+	if (rc != MPI_SUCCESS || !name[0])
+		return rc;
+	/* The memory is MPI's shared segment: checkpointed by copy. */
+	if ((rc = win_open(&w, name, size > 0 ? *(void **)baseptr : NULL, size,
+			   comm)) != MPI_SUCCESS) {
+		PMPI_Win_free(win);
+		PMPI_Comm_call_errhandler(comm, rc);
+		return rc;
+	}
+	win_add(w, *win);
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_free(MPI_Win *win)
+{
+	struct nvwin **pp = &wins, *w;
+	int rc;
+
+	while (*pp && (*pp)->win != *win)
+		pp = &(*pp)->next;
+	w = *pp;
+	rc = PMPI_Win_free(win);
+	if (w) {
+		*pp = w->next;
+		win_drop(w);
+	}
+	return rc;
+}
+
+int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
+{
+	struct nvwin *w = win_find(win);
+	char v[32];
+	int rc = PMPI_Win_get_info(win, info_used);
+
+	if (rc != MPI_SUCCESS || !w)
+		return rc;
+	PMPI_Info_set(*info_used, "nvcache_name", w->o.name);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)w->o.restored);
+	PMPI_Info_set(*info_used, "nvcache_version", v);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)w->o.consistent);
+	PMPI_Info_set(*info_used, "nvcache_consistent", v);
+	return rc;
+}
+
+/* A checkpoint of the window at its synchronization number w->syncs: copy
+ * its memory into the slot not holding the newest version, commit, agree. */
+static int win_checkpoint(struct nvwin *w)
+{
+	int s = ckpt_next_slot(w->o.ck);
+
+	ckpt_begin(w->o.ck, s);
+	ckpt_write(w->o.ck, s, 0, w->base, w->size);
+	w->o.bytes_copied += w->size;
+	return ckobj_commit(&w->o, s, w->syncs);
+}
+
+static int win_synced(struct nvwin *w)
+{
+	w->syncs++;
+	if (w->syncs % ckobj_conf()->every)
+		return MPI_SUCCESS;
+	return win_checkpoint(w);
+}
+
+int MPI_Win_fence(int assert, MPI_Win win)
+{
+	int rc = PMPI_Win_fence(assert, win);
+	struct nvwin *w;
+
+	if (rc != MPI_SUCCESS || !(w = win_find(win)))
+		return rc;
+	return win_synced(w);
+}
