@@ -1,0 +1,53 @@
+# ckpt_common.bash - sourced by the persistent-window tests (ckpt_*.sh) and
+# the benchmark: the built mini-app and library, and how to run them.
+#
+#   ck_run OUT [ENV=VAL...] -- HPCCG-ARGS   4 ranks under libnvckpt, bounded
+#   ck_start OUT [ENV=VAL...] -- ARGS       the same in the background ($ck_pid)
+#   ck_result OUT                           the "result ..." line of a run
+t_require_cmd mpicc mpiexec
+CK_APP=$(t_bin hpccg)
+CK_LIB=$NVCACHE_BUILD/pmem/mpi/libnvckpt.so
+[ -f "$CK_LIB" ] || t_skip "libnvckpt.so not built (mpich not found at meson setup)"
+# mpiexec as root: hydra's fork launcher, no ssh.
+export HYDRA_LAUNCHER=fork
+# Four ranks on two cores: busy polling ranks starve each other.
+export MPIR_CVAR_POLLS_BEFORE_YIELD=1
+export NVCACHE_CKPT_DIR=$T_SHM/nvram
+export NVCACHE_CKPT_JOB=cg
+mkdir -p "$NVCACHE_CKPT_DIR" "$T_DIR/pids"
+
+_ck_cmd() {  # OUT ENV... -- ARGS : the command line, into ck_argv
+  local out=$1; shift
+  ck_env=(LD_PRELOAD="$CK_LIB")
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do ck_env+=("$1"); shift; done
+  shift
+  ck_out=$out
+  ck_args=("$@")
+}
+
+ck_run() {
+  _ck_cmd "$@"
+  env "${ck_env[@]}" timeout 120 mpiexec -n 4 "$CK_APP" "${ck_args[@]}" >"$ck_out" 2>"$ck_out.err"
+}
+
+ck_start() {
+  _ck_cmd "$@"
+  rm -f "$T_DIR"/pids/pid.*
+  env "${ck_env[@]}" timeout 120 mpiexec -n 4 "$CK_APP" --piddir "$T_DIR/pids" \
+    "${ck_args[@]}" >"$ck_out" 2>"$ck_out.err" &
+  ck_pid=$!
+}
+
+ck_result() { grep '^result ' "$1"; }
+
+# ck_wait_iter OUT K : wait (20 s at most) until rank 0 reported iteration K.
+ck_wait_iter() {
+  local end=$((SECONDS + 20))
+  until grep -q "^iter $2\$" "$1" 2>/dev/null; do
+    [ $SECONDS -ge $end ] && return 1
+    kill -0 "$ck_pid" 2>/dev/null || return 1
+    sleep 0.01
+  done
+}
+
+ck_rank_pids() { cat "$T_DIR"/pids/pid.* 2>/dev/null; }
