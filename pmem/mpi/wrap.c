@@ -25,7 +25,8 @@ struct nvwin {
 	MPI_Win win;
 	void *base;          /* the window's memory: our NVRAM or the user's */
 	uint64_t size;
-	uint64_t syncs;      /* synchronizations so far (the version counter) */
+	uint64_t fences;     /* fences since creation (for NVCACHE_CKPT_EVERY) */
+	uint64_t pending;    /* other synchronizations since the last version */
 	struct nvwin *next;
 };
 
@@ -130,7 +131,6 @@ static int win_open(struct nvwin **out, const char *name, void *user,
 		int s = ckpt_find(w->o.ck, w->o.restored);
 		region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
 		ckobj_restore_protected(&w->o);
-		w->syncs = w->o.restored;
 	}
 	*out = w;
 	return MPI_SUCCESS;
@@ -253,8 +253,8 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
 	return rc;
 }
 
-/* A checkpoint of the window at its synchronization number w->syncs: copy
- * its memory into the slot not holding the newest version, commit, agree. */
+/* A checkpoint of the window: copy its memory into the slot not holding
+ * the newest version, commit it as the next version, agree. Collective. */
 static int win_checkpoint(struct nvwin *w)
 {
 	int s = ckpt_next_slot(w->o.ck);
@@ -262,15 +262,8 @@ static int win_checkpoint(struct nvwin *w)
 	ckpt_begin(w->o.ck, s);
 	ckpt_write(w->o.ck, s, 0, w->base, w->size);
 	w->o.bytes_copied += w->size;
-	return ckobj_commit(&w->o, s, w->syncs);
-}
-
-static int win_synced(struct nvwin *w)
-{
-	w->syncs++;
-	if (w->syncs % ckobj_conf()->every)
-		return MPI_SUCCESS;
-	return win_checkpoint(w);
+	w->pending = 0;
+	return ckobj_commit(&w->o, s, w->o.version + 1);
 }
 
 int MPI_Win_fence(int assert, MPI_Win win)
@@ -280,5 +273,99 @@ int MPI_Win_fence(int assert, MPI_Win win)
 
 	if (rc != MPI_SUCCESS || !(w = win_find(win)))
 		return rc;
-	return win_synced(w);
+	if (++w->fences % ckobj_conf()->every)
+		return MPI_SUCCESS;
+	return win_checkpoint(w);
+}
+
+/* The synchronizations that are not collective: passive target (unlock,
+ * flush, sync) and general active target (complete, wait). A rank cannot
+ * commit a version there alone (the others may not be at a consistent
+ * point, and the version all ranks agree on must stay in its slots), so
+ * they are counted, and the version is taken at the window's next
+ * collective point: a fence, or an MPI_Barrier on a communicator of the
+ * window's group, where the ranks agree whether any of them synchronized
+ * (NVCACHE_CKPT_EVERY times) since the last version. */
+static int win_synced(MPI_Win win, int rc)
+{
+	struct nvwin *w;
+
+	if (rc == MPI_SUCCESS && (w = win_find(win)))
+		w->pending++;
+	return rc;
+}
+
+int MPI_Win_unlock(int rank, MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_unlock(rank, win));
+}
+
+int MPI_Win_unlock_all(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_unlock_all(win));
+}
+
+int MPI_Win_flush(int rank, MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_flush(rank, win));
+}
+
+int MPI_Win_flush_all(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_flush_all(win));
+}
+
+int MPI_Win_flush_local(int rank, MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_flush_local(rank, win));
+}
+
+int MPI_Win_flush_local_all(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_flush_local_all(win));
+}
+
+int MPI_Win_sync(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_sync(win));
+}
+
+int MPI_Win_complete(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_complete(win));
+}
+
+int MPI_Win_wait(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_wait(win));
+}
+
+#define BARRIER_WINS 16
+
+/* A barrier on a communicator of a checkpointed window's group: one
+ * MPI_Allreduce(MAX) of the windows' pending counts takes the barrier's
+ * place (it synchronizes as much), then each window some rank synchronized
+ * often enough is checkpointed by all. */
+int MPI_Barrier(MPI_Comm comm)
+{
+	struct nvwin *ws[BARRIER_WINS];
+	long long pend[BARRIER_WINS], max[BARRIER_WINS];
+	int n = 0, rc = MPI_SUCCESS;
+
+	for (struct nvwin *w = wins; w && n < BARRIER_WINS; w = w->next) {
+		int res;
+		if (PMPI_Comm_compare(comm, w->o.comm, &res) == MPI_SUCCESS &&
+		    (res == MPI_IDENT || res == MPI_CONGRUENT)) {
+			pend[n] = (long long)w->pending;
+			ws[n++] = w;
+		}
+	}
+	if (!n)
+		return PMPI_Barrier(comm);
+	/* every rank has the same windows on this group, created in order */
+	PMPI_Allreduce(pend, max, n, MPI_LONG_LONG, MPI_MAX, comm);
+	for (int i = n - 1; i >= 0; i--) /* in creation order */
+		if (max[i] >= (long long)ckobj_conf()->every && win_checkpoint(ws[i]) != MPI_SUCCESS)
+			rc = MPI_ERR_OTHER;
+	return rc;
 }

@@ -19,6 +19,11 @@
  * number of iterations. Rank 0 prints the final residual (%a) and a hash of
  * each rank's x: the tests compare them bit for bit.
  *
+ * --sync passive: the halo goes with MPI_Win_lock_all / MPI_Put /
+ * MPI_Win_unlock_all and an MPI_Barrier instead of the fence (none, disk).
+ * --win create: the window over the program's own memory (MPI_Win_create)
+ * instead of MPI_Win_allocate.
+ *
  * Output lines (rank 0): "startup_s S restored K", "iter K" with
  * --progress, "result iters N residual R xhash H H H H", "time_s T". */
 #include <mpi.h>
@@ -43,7 +48,7 @@ enum { HDR = 8 };                 /* doubles of loop scalars ahead of x */
 enum { H_K, H_RTRANS, H_OLD, H_MAGIC };
 #define MAGIC 4242.0
 
-static int rank, nranks, nx, ny, nz;
+static int rank, nranks, nx, ny, nz, passive, create;
 static long plane, n;
 
 static double now(void)
@@ -212,8 +217,15 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 	MPI_Info info;
 	MPI_Info_create(&info);
 	MPI_Info_set(info, "nvcache_name", "cg");
-	if (MPI_Win_allocate((MPI_Aint)bytes, sizeof(double), info, MPI_COMM_WORLD, &w, &win))
+	if (create) {
+		w = calloc(1, bytes);
+		if (!w || MPI_Win_create(w, (MPI_Aint)bytes, sizeof(double), info,
+					 MPI_COMM_WORLD, &win))
+			die("MPI_Win_create failed");
+	} else if (MPI_Win_allocate((MPI_Aint)bytes, sizeof(double), info,
+				    MPI_COMM_WORLD, &w, &win)) {
 		die("MPI_Win_allocate failed");
+	}
 	MPI_Info_free(&info);
 	double *hdr = w, *x = w + HDR, *r = x + n, *pw = r + n, *p = pw + plane;
 	MPI_Aint lo_at = HDR + 2 * n, hi_at = lo_at + (nz + 1) * plane;
@@ -247,7 +259,8 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 		rtrans = hdr[H_RTRANS];
 		oldrtrans = hdr[H_OLD];
 	}
-	MPI_Win_fence(0, win);
+	if (!passive)
+		MPI_Win_fence(0, win);
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0) {
 		printf("startup_s %.3f restored %d\n", now() - t0, k0);
@@ -263,8 +276,15 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 			hdr[H_K] = k;
 			hdr[H_RTRANS] = rtrans;
 			hdr[H_OLD] = oldrtrans;
-			halo_put(p, win, lo_at, hi_at);
-			MPI_Win_fence(0, win);
+			if (passive) {
+				MPI_Win_lock_all(0, win);
+				halo_put(p, win, lo_at, hi_at);
+				MPI_Win_unlock_all(win);
+				MPI_Barrier(MPI_COMM_WORLD);
+			} else {
+				halo_put(p, win, lo_at, hi_at);
+				MPI_Win_fence(0, win);
+			}
 			if (dir)
 				disk_write(dir, w, bytes, (uint64_t)k);
 		}
@@ -286,6 +306,8 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 	report(iters, rtrans, x, t0);
 	free(Ap);
 	MPI_Win_free(&win);
+	if (create)
+		free(w);
 }
 
 /* ---- double-buffered: the state in nvckpt_db buffers ---- */
@@ -377,7 +399,12 @@ int main(int argc, char **argv)
 		else if (!v)
 			die("usage: hpccg [--mode none|disk|db] [--nx N --ny N --nz N] "
 			    "[--iters N] [--dir D] [--restart] [--progress] [--delay-ms N] "
+			    "[--sync fence|passive] [--win allocate|create] "
 			    "[--piddir D]");
+		else if (!strcmp(a, "--win"))
+			create = !strcmp(v, "create"), i++;
+		else if (!strcmp(a, "--sync"))
+			passive = !strcmp(v, "passive"), i++;
 		else if (!strcmp(a, "--mode"))
 			mode = v, i++;
 		else if (!strcmp(a, "--nx"))

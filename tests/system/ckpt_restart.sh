@@ -4,7 +4,9 @@
 # of one rank and of all ranks inside a commit (at a random persist point
 # of a random version); each time the job is restarted with
 # NVCACHE_CKPT=restart and its final residual and solution vector must be
-# bit-identical to an uninterrupted run. Also the double-buffered version
+# bit-identical to an uninterrupted run. Also passive-target
+# synchronization (checkpointed at the barrier after unlock_all), a window
+# over the program's memory (MPI_Win_create), the double-buffered version
 # (nvckpt_db_*) killed and restarted, and the disk version's own restart.
 . "$(dirname "$0")/lib.sh"
 t_require_root
@@ -87,6 +89,13 @@ mapfile -t pids < <(ck_rank_pids)
 kill -9 "${pids[@]}"
 wait "$ck_pid"
 restart_same twice -- "${args[@]}"
+
+# Passive target (lock_all / Put / unlock_all + barrier), and a window
+# over the program's own memory (MPI_Win_create).
+kill_at passive $((RANDOM % 4)) $((5 + RANDOM % 25)) -- "${args[@]}" --sync passive
+restart_same passive -- "${args[@]}" --sync passive
+kill_at create all $((5 + RANDOM % 25)) -- "${args[@]}" --win create
+restart_same create -- "${args[@]}" --win create
 
 # The double-buffered version: same result, killed and restarted.
 ck_run "$T_DIR/db" -- "${args[@]}" --mode db || t_fail "db run failed: $(tail -3 "$T_DIR/db.err")"
