@@ -23,6 +23,12 @@ wait "$ck_pid"
 job=$NVCACHE_CKPT_DIR/cg
 sums() { sha256sum "$job"/*.nvckpt; }
 sums >"$T_DIR/sums0"
+ctl=$(t_bin nvcachectl)
+"$ctl" ckpt list "$NVCACHE_CKPT_DIR" >"$T_DIR/list" || t_fail "nvcachectl ckpt list failed"
+grep -E -q '^cg +cg +4 +[0-9]+ +1[4-7] +1[4-7] .*restartable' "$T_DIR/list" ||
+  t_fail "nvcachectl ckpt list does not show job cg restartable near version 15: $(cat "$T_DIR/list")"
+"$ctl" ckpt show "$NVCACHE_CKPT_DIR" cg >"$T_DIR/show" || t_fail "nvcachectl ckpt show failed"
+[ "$(grep -c 'checksum ok' "$T_DIR/show")" -ge 4 ] || t_fail "ckpt show: $(cat "$T_DIR/show")"
 
 # expect_error NAME PATTERN [ENV...] -- ARGS [-n N] : the run fails, its
 # stderr matches PATTERN, and the checkpoint files are unchanged.
@@ -61,6 +67,9 @@ expect_error full "NVCACHE_CKPT_DIR $T_DIR/small is full: .* needs [0-9]+ MiB" \
 ck_start "$T_DIR/running" NVCACHE_CKPT_JOB=twin -- "${args[@]}" --progress --delay-ms 20
 ck_wait_iter "$T_DIR/running" 2 || t_fail "twin: the first job never started"
 expect_error twin "in use: a job named 'twin' is running already" NVCACHE_CKPT_JOB=twin -- "${args[@]}"
+"$ctl" ckpt list "$NVCACHE_CKPT_DIR" | grep -E -q '^twin .*running' || t_fail "ckpt list does not show twin running"
+"$ctl" ckpt delete "$NVCACHE_CKPT_DIR" twin 2>"$T_DIR/del.err" && t_fail "ckpt delete of a running job succeeded"
+grep -q "job twin is running" "$T_DIR/del.err" || t_fail "ckpt delete of a running job: $(cat "$T_DIR/del.err")"
 wait "$ck_pid" || t_fail "twin: the first job failed: $(tail -3 "$T_DIR/running.err")"
 [ "$(ck_result "$T_DIR/running")" = "$ref" ] || t_fail "twin: the first job's result is wrong"
 
@@ -94,4 +103,8 @@ t_log "torn: version $newest of rank 1 failed its checksum; restarted from $((ne
 ck_run "$T_DIR/last" NVCACHE_CKPT=restart -- "${args[@]}" || t_fail "the final restart failed"
 [ "$(ck_result "$T_DIR/last")" = "$ref" ] || t_fail "the final restart's result differs"
 t_log "the first job's checkpoint, refused to every bad run, restarts bit-identically"
+"$ctl" ckpt delete "$NVCACHE_CKPT_DIR" cg || t_fail "ckpt delete cg failed"
+[ -e "$job" ] && t_fail "ckpt delete left $job"
+"$ctl" ckpt list "$NVCACHE_CKPT_DIR" | grep -q '^cg ' && t_fail "ckpt list still shows cg after delete"
+t_log "nvcachectl ckpt list/show/delete: as expected"
 t_log "PASS"
