@@ -14,6 +14,7 @@
 #include "pmem/mpi/nvckpt.h"
 
 #include "common/log.h"
+#include "pmem/wtrack.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +28,15 @@ struct nvwin {
 	uint64_t size;
 	uint64_t fences;     /* fences since creation (for NVCACHE_CKPT_EVERY) */
 	uint64_t pending;    /* other synchronizations since the last version */
+	/* incremental mode: the pages written since the last version (cur)
+	 * and in the interval before it (prev), of the page-aligned span
+	 * trk..trk + npages pages that covers the window */
+	struct wtrack *wt;
+	uint8_t *trk;
+	uint64_t npages;
+	uint64_t *dirty_cur, *dirty_prev;
+	bool prev_valid;
+	uint64_t versions;   /* committed by this process */
 	struct nvwin *next;
 };
 
@@ -107,6 +117,28 @@ static int win_name(MPI_Info info, MPI_Comm comm, char name[CKPT_NAME_MAX], size
 	return 0;
 }
 
+/* NVCACHE_CKPT_MODE=incremental: track the window's written pages. On a
+ * kernel that cannot, the window is checkpointed in full (logged). */
+static void win_track(struct nvwin *w)
+{
+	uintptr_t lo = (uintptr_t)w->base & ~4095ul;
+	uintptr_t hi = ((uintptr_t)w->base + w->size + 4095) & ~4095ul;
+
+	if (!ckobj_conf()->incremental || !w->size)
+		return;
+	w->npages = (hi - lo) / 4096;
+	w->trk = (uint8_t *)lo;
+	w->dirty_cur = calloc((w->npages + 63) / 64, 8);
+	w->dirty_prev = calloc((w->npages + 63) / 64, 8);
+	if (!w->dirty_cur || !w->dirty_prev ||
+	    wtrack_open(&w->wt, w->trk, hi - lo)) {
+		if (w->o.rank == 0)
+			fprintf(stderr, "nvckpt: window '%s': incremental checkpoints not "
+				"possible here, full ones instead\n", w->o.name);
+		w->wt = NULL;
+	}
+}
+
 /* Open the window's checkpoint object (collective), restore its memory
  * when the job restarts. user: the window's memory when it is not ours
  * (NULL: use the area's live NVRAM). On error: MPI error code, nothing
@@ -132,6 +164,7 @@ static int win_open(struct nvwin **out, const char *name, void *user,
 		region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
 		ckobj_restore_protected(&w->o);
 	}
+	win_track(w);
 	*out = w;
 	return MPI_SUCCESS;
 }
@@ -145,6 +178,14 @@ static void win_add(struct nvwin *w, MPI_Win win)
 
 static void win_drop(struct nvwin *w)
 {
+	if (getenv("NVCACHE_CKPT_STATS"))
+		fprintf(stderr, "nvckpt: window '%s' rank %d: %llu versions, %llu bytes "
+			"copied (%s)\n", w->o.name, w->o.rank,
+			(unsigned long long)w->versions,
+			(unsigned long long)w->o.bytes_copied, w->wt ? "incremental" : "full");
+	wtrack_close(w->wt);
+	free(w->dirty_cur);
+	free(w->dirty_prev);
 	ckobj_close(&w->o);
 	free(w);
 }
@@ -253,16 +294,56 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
 	return rc;
 }
 
+/* Incremental: slot s holds the version before the newest (else -ESTALE:
+ * copy all); bring it to now by copying the pages written since then, in
+ * the last interval (prev) or in this one (cur). */
+static int win_copy_written(struct nvwin *w, int s)
+{
+	struct ckpt_version v[CKPT_SLOTS];
+	int nv = ckpt_versions(w->o.ck, v);
+	uint64_t words = (w->npages + 63) / 64, *t;
+	bool same = nv == 2 && v[1].slot == s && v[1].version + 1 == v[0].version &&
+		    w->prev_valid;
+
+	memset(w->dirty_cur, 0, words * 8);
+	if (wtrack_collect(w->wt, w->dirty_cur) < 0)
+		memset(w->dirty_cur, 0xff, words * 8);
+	t = w->dirty_prev; /* prev <- cur after this version */
+	w->dirty_prev = w->dirty_cur;
+	w->dirty_cur = t;
+	w->prev_valid = true;
+	if (!same)
+		return -ESTALE;
+	ckpt_begin(w->o.ck, s);
+	uint8_t *wb = w->base, *we = wb + w->size;
+	for (uint64_t p = 0; p < w->npages; p++) {
+		if (!((w->dirty_prev[p / 64] | w->dirty_cur[p / 64]) >> (p % 64) & 1))
+			continue;
+		uint8_t *a = w->trk + p * 4096, *b = a + 4096;
+		if (a < wb)
+			a = wb;
+		if (b > we)
+			b = we;
+		ckpt_write(w->o.ck, s, (uint64_t)(a - wb), a, (uint64_t)(b - a));
+		w->o.bytes_copied += (uint64_t)(b - a);
+	}
+	return 0;
+}
+
 /* A checkpoint of the window: copy its memory into the slot not holding
  * the newest version, commit it as the next version, agree. Collective. */
 static int win_checkpoint(struct nvwin *w)
 {
 	int s = ckpt_next_slot(w->o.ck);
 
+	if (w->wt && win_copy_written(w, s) == 0)
+		goto commit;
 	ckpt_begin(w->o.ck, s);
 	ckpt_write(w->o.ck, s, 0, w->base, w->size);
 	w->o.bytes_copied += w->size;
+commit:
 	w->pending = 0;
+	w->versions++;
 	return ckobj_commit(&w->o, s, w->o.version + 1);
 }
 

@@ -14,6 +14,9 @@
  *   --mode db     the state in libnvckpt's double buffers (nvckpt_db_*):
  *                 each iteration computes the next state into the other
  *                 buffer and commits it, no copy; needs the library.
+ *   --mode touch  not CG: each iteration writes --touch-pct percent of the
+ *                 window's pages (a pseudo-random choice), then fences; for
+ *                 the incremental checkpoints' benchmark and test.
  * The problem: a 27-point stencil (27 on the diagonal, -1 off it) on an
  * nx x ny x (nz * ranks) grid, split along z; b = A * ones, x0 = 0; a fixed
  * number of iterations. Rank 0 prints the final residual (%a) and a hash of
@@ -48,7 +51,7 @@ enum { HDR = 8 };                 /* doubles of loop scalars ahead of x */
 enum { H_K, H_RTRANS, H_OLD, H_MAGIC };
 #define MAGIC 4242.0
 
-static int rank, nranks, nx, ny, nz, passive, create;
+static int rank, nranks, nx, ny, nz, passive, create, touch;
 static long plane, n;
 
 static double now(void)
@@ -145,7 +148,7 @@ static uint64_t fnv(const void *buf, size_t len)
 
 static void report(int iters, double rtrans, const double *x, double t0)
 {
-	uint64_t h = fnv(x, sizeof(double) * n), *all = malloc(8 * (size_t)nranks);
+	uint64_t h = fnv(x, sizeof(double) * (size_t)(touch ? HDR + 3 * n : n)), *all = malloc(8 * (size_t)nranks);
 	MPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 	if (rank == 0) {
 		printf("result iters %d residual %a xhash", iters, sqrt(rtrans));
@@ -310,6 +313,52 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 		free(w);
 }
 
+/* ---- touch: pct % of the window's pages written per iteration ---- */
+
+static void run_touch(int iters, int pct, int progress, int delay_ms, double t0)
+{
+	size_t bytes = sizeof(double) * (size_t)(HDR + 3 * n), pages = bytes / 4096;
+	double *w;
+	MPI_Win win;
+	MPI_Info info;
+	MPI_Info_create(&info);
+	MPI_Info_set(info, "nvcache_name", "touch");
+	if (MPI_Win_allocate((MPI_Aint)bytes, sizeof(double), info, MPI_COMM_WORLD, &w, &win))
+		die("MPI_Win_allocate failed");
+	MPI_Info_free(&info);
+	int k0 = w[H_MAGIC] == MAGIC ? (int)w[H_K] : 0;
+	if (!k0) {
+		memset(w, 0, bytes);
+		w[H_MAGIC] = MAGIC;
+		MPI_Barrier(MPI_COMM_WORLD);
+	}
+	MPI_Win_fence(0, win);
+	if (rank == 0) {
+		printf("startup_s %.3f restored %d\n", now() - t0, k0);
+		fflush(stdout);
+	}
+	for (int k = k0 + 1; k <= iters; k++) {
+		for (size_t pg = 0; pg < pages; pg++) {
+			uint64_t h = (pg * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)k * 0xbf58476d1ce4e5b9ull);
+			h ^= h >> 31;
+			h *= 0x94d049bb133111ebull;
+			h ^= h >> 29;
+			if (h % 100 < (uint64_t)pct && pg > 0)
+				((uint64_t *)w)[pg * 512 + (h >> 40) % 512] += h ^ (uint64_t)rank;
+		}
+		w[H_K] = k;
+		MPI_Win_fence(0, win);
+		if (progress && rank == 0) {
+			printf("iter %d\n", k);
+			fflush(stdout);
+		}
+		if (delay_ms)
+			usleep(delay_ms * 1000);
+	}
+	report(iters, 0, w, t0);
+	MPI_Win_free(&win);
+}
+
 /* ---- double-buffered: the state in nvckpt_db buffers ---- */
 
 static void run_db(int iters, int progress, int delay_ms, double t0)
@@ -384,7 +433,7 @@ int main(int argc, char **argv)
 {
 	double t0 = now();
 	const char *mode = "none", *dir = NULL, *piddir = NULL;
-	int iters = 50, restart = 0, progress = 0, delay_ms = 0;
+	int iters = 50, restart = 0, progress = 0, delay_ms = 0, pct = 10;
 
 	nx = ny = nz = 16;
 	MPI_Init(&argc, &argv);
@@ -399,8 +448,10 @@ int main(int argc, char **argv)
 		else if (!v)
 			die("usage: hpccg [--mode none|disk|db] [--nx N --ny N --nz N] "
 			    "[--iters N] [--dir D] [--restart] [--progress] [--delay-ms N] "
-			    "[--sync fence|passive] [--win allocate|create] "
+			    "[--sync fence|passive] [--win allocate|create] [--touch-pct P] "
 			    "[--piddir D]");
+		else if (!strcmp(a, "--touch-pct"))
+			pct = atoi(v), i++;
 		else if (!strcmp(a, "--win"))
 			create = !strcmp(v, "create"), i++;
 		else if (!strcmp(a, "--sync"))
@@ -443,10 +494,13 @@ int main(int argc, char **argv)
 		if (!dir)
 			die("--mode disk needs --dir");
 		run_window(iters, dir, restart, progress, delay_ms, t0);
-	} else if (!strcmp(mode, "db"))
+	} else if (!strcmp(mode, "db")) {
 		run_db(iters, progress, delay_ms, t0);
-	else
-		die("--mode: none, disk or db");
+	} else if (!strcmp(mode, "touch")) {
+		touch = 1;
+		run_touch(iters, pct, progress, delay_ms, t0);
+	} else
+		die("--mode: none, disk, db or touch");
 	MPI_Finalize();
 	return 0;
 }

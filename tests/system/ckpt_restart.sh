@@ -6,7 +6,8 @@
 # NVCACHE_CKPT=restart and its final residual and solution vector must be
 # bit-identical to an uninterrupted run. Also passive-target
 # synchronization (checkpointed at the barrier after unlock_all), a window
-# over the program's memory (MPI_Win_create), the double-buffered version
+# over the program's memory (MPI_Win_create), incremental checkpoints
+# (10 % of the pages written: bytes copied and a restart), the double-buffered version
 # (nvckpt_db_*) killed and restarted, and the disk version's own restart.
 . "$(dirname "$0")/lib.sh"
 t_require_root
@@ -96,6 +97,23 @@ kill_at passive $((RANDOM % 4)) $((5 + RANDOM % 25)) -- "${args[@]}" --sync pass
 restart_same passive -- "${args[@]}" --sync passive
 kill_at create all $((5 + RANDOM % 25)) -- "${args[@]}" --win create
 restart_same create -- "${args[@]}" --win create
+
+# Incremental checkpoints (written pages only): 10 % of the pages written
+# per iteration, killed and restarted; the bytes copied are at most 1/3 of
+# a full checkpoint's.
+targs=(--iters 40 --nx 16 --ny 16 --nz 16 --mode touch --touch-pct 10)
+ck_run "$T_DIR/tref" NVCACHE_CKPT=off -- "${targs[@]}" || t_fail "touch reference failed"
+tref=$(ck_result "$T_DIR/tref")
+ck_run "$T_DIR/tfull" NVCACHE_CKPT_STATS=1 -- "${targs[@]}" || t_fail "touch full failed"
+ck_run "$T_DIR/tinc" NVCACHE_CKPT_STATS=1 NVCACHE_CKPT_MODE=incremental -- "${targs[@]}" || t_fail "touch incremental failed"
+[ "$(ck_result "$T_DIR/tinc")" = "$tref" ] || t_fail "incremental: result differs"
+full=$(sed -n "s/.*'touch' rank 0: .* \([0-9]*\) bytes copied (full).*/\1/p" "$T_DIR/tfull.err")
+inc=$(sed -n "s/.*'touch' rank 0: .* \([0-9]*\) bytes copied (incremental).*/\1/p" "$T_DIR/tinc.err")
+[ -n "$full" ] && [ -n "$inc" ] || t_fail "incremental: no byte counts ($(grep nvckpt "$T_DIR/tinc.err"))"
+[ $((inc * 3)) -le "$full" ] || t_fail "incremental copied $inc bytes, full $full: more than 1/3"
+t_log "incremental: $inc bytes copied against $full in full ($((inc * 100 / full)) %)"
+kill_at touch_kill all $((5 + RANDOM % 25)) NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
+ref=$tref restart_same touch_kill NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
 
 # The double-buffered version: same result, killed and restarted.
 ck_run "$T_DIR/db" -- "${args[@]}" --mode db || t_fail "db run failed: $(tail -3 "$T_DIR/db.err")"
