@@ -7,6 +7,9 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +96,22 @@ static void conf_load(void)
 			}
 		} else {
 			conf.every = k;
+		}
+	}
+	e = getenv("NVCACHE_CKPT_FLUSH");
+	if (e && *e)
+		snprintf(conf.flush, sizeof(conf.flush), "%s", e);
+	conf.flush_every = 10;
+	e = getenv("NVCACHE_CKPT_FLUSH_EVERY");
+	if (e && *e) {
+		char *end;
+		unsigned long long k = strtoull(e, &end, 10);
+		if ((*end || k == 0) && !conf_error) {
+			snprintf(why, sizeof(why), "NVCACHE_CKPT_FLUSH_EVERY=%s: expected a "
+				 "number of versions >= 1", e);
+			conf_error = why;
+		} else {
+			conf.flush_every = k;
 		}
 	}
 	e = getenv("NVCACHE_CKPT_MODE");
@@ -231,6 +250,137 @@ void ckobj_restore_protected(struct ckobj *o)
 		protect_apply(&prot[i]);
 }
 
+/* ---- the second level ---- */
+
+struct ckobj_flush {
+	pthread_t th;
+	bool running;             /* a copy was started and not yet joined */
+	int slot;                 /* the NVRAM slot it reads */
+	uint64_t version;
+	uint32_t extra_len;
+	struct ckpt *src;
+	struct ckpt *dst;         /* the flush area, made by the first copy */
+	struct ckpt_geom geom;
+	char path[700];
+	_Atomic uint64_t done;    /* the last version copied completely */
+	_Atomic int err;
+};
+
+static void *flush_main(void *arg)
+{
+	struct ckobj_flush *f = arg;
+	uint32_t extra = f->extra_len;
+	int rc = 0;
+
+	if (!f->dst) {
+		struct ckpt_geom g = f->geom;
+		g.live_size = 0;
+		rc = ckpt_create(&f->dst, f->path, &g, NULL);
+		if (rc) {
+			log_err("second level %s: %s: copies of the checkpoint stop here",
+				f->path, strerror(-rc));
+			atomic_store(&f->err, rc);
+			return NULL;
+		}
+	}
+	int s = ckpt_next_slot(f->dst);
+	ckpt_begin(f->dst, s);
+	ckpt_write(f->dst, s, 0, ckpt_data(f->src, f->slot), f->geom.data_size);
+	memcpy(ckpt_extra(f->dst, s), ckpt_extra(f->src, f->slot), extra);
+	rc = ckpt_commit(f->dst, s, f->version, f->version, extra);
+	if (rc)
+		atomic_store(&f->err, rc);
+	else
+		atomic_store(&f->done, f->version);
+	return NULL;
+}
+
+static void flush_join(struct ckobj_flush *f)
+{
+	if (f && f->running) {
+		pthread_join(f->th, NULL);
+		f->running = false;
+	}
+}
+
+void ckobj_begin(struct ckobj *o, int slot)
+{
+	if (o->fl && o->fl->running && o->fl->slot == slot)
+		flush_join(o->fl);
+	ckpt_begin(o->ck, slot);
+}
+
+static void flush_start(struct ckobj *o, int slot, uint64_t version)
+{
+	struct ckobj_flush *f = o->fl;
+	struct ckpt_version v[CKPT_SLOTS];
+	int n = ckpt_versions(o->ck, v);
+
+	flush_join(f);
+	if (atomic_load(&f->err))
+		return;
+	f->slot = slot;
+	f->version = version;
+	f->extra_len = 0;
+	for (int i = 0; i < n; i++)
+		if (v[i].slot == slot)
+			f->extra_len = v[i].extra_len;
+	f->src = o->ck;
+	if (pthread_create(&f->th, NULL, flush_main, f) == 0)
+		f->running = true;
+}
+
+/* Make the flush directory's job folder and the copier (not its area:
+ * the first copy makes that). */
+static int flush_setup(struct ckobj *o, const struct ckpt_geom *g)
+{
+	char dir[600];
+
+	snprintf(dir, sizeof(dir), "%s/%s", conf.flush, conf.job);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		int e = errno;
+		log_err("NVCACHE_CKPT_FLUSH %s: cannot make %s: %s", conf.flush, dir, strerror(e));
+		return -e;
+	}
+	if (!(o->fl = calloc(1, sizeof(*o->fl))))
+		return -ENOMEM;
+	o->fl->geom = *g;
+	snprintf(o->fl->path, sizeof(o->fl->path), "%s/%s.r%d.nvckpt", dir, g->name, o->rank);
+	return 0;
+}
+
+/* Bring the versions of the second level's area from back into a new
+ * NVRAM area at to, with the geometry g (the live part included). */
+static int flush_restore(const char *from, const char *to, const struct ckpt_geom *g)
+{
+	struct ckpt *src, *dst;
+	struct ckpt_version v[CKPT_SLOTS];
+	int rc = ckpt_open(&src, from, true, NULL);
+
+	if (rc)
+		return rc;
+	if (ckpt_geom(src)->data_size != g->data_size ||
+	    ckpt_geom(src)->extra_max != g->extra_max ||
+	    ckpt_geom(src)->nranks != g->nranks) {
+		ckpt_close(src);
+		return -EMEDIUMTYPE;
+	}
+	if ((rc = ckpt_create(&dst, to, g, NULL))) {
+		ckpt_close(src);
+		return rc;
+	}
+	for (int i = ckpt_versions(src, v) - 1; i >= 0 && !rc; i--) {
+		int s = ckpt_next_slot(dst);
+		ckpt_begin(dst, s);
+		ckpt_write(dst, s, 0, ckpt_data(src, v[i].slot), g->data_size);
+		memcpy(ckpt_extra(dst, s), ckpt_extra(src, v[i].slot), v[i].extra_len);
+		rc = ckpt_commit(dst, s, v[i].version, v[i].consistent, v[i].extra_len);
+	}
+	ckpt_close(dst);
+	ckpt_close(src);
+	return rc;
+}
+
 /* ---- objects ---- */
 
 /* Make dir/job (dir itself only when it is the default). */
@@ -352,6 +502,29 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 			rc = open_existing(o, path, &g, &has, &newest);
 	}
 
+	if (conf.mode == CKOBJ_RESTART && conf.flush[0]) {
+		/* Any rank without its NVRAM file: all go back to the second
+		 * level's copies (which share a version; the NVRAM ones do not
+		 * share one with them). */
+		char fpath[1300];
+		snprintf(fpath, sizeof(fpath), "%s/%s/%s.r%d.nvckpt", conf.flush, conf.job,
+			 name, o->rank);
+		long long lost = !rc && !has && access(fpath, R_OK) == 0 ? -1 : 0;
+		all_min(&lost, 1, o->comm);
+		if (lost) {
+			ckpt_close(o->ck);
+			o->ck = NULL;
+			if (!rc && (rc = flush_restore(fpath, path, &g)))
+				log_err("restart from the second level: cannot bring %s back to "
+					"%s: %s", fpath, path, strerror(-rc));
+			if (!rc)
+				rc = open_existing(o, path, &g, &has, &newest);
+			if (!rc && o->rank == 0)
+				fprintf(stderr, "nvckpt: job '%s' window '%s': NVRAM checkpoint "
+					"missing on some rank: restarting from %s\n", conf.job,
+					name, conf.flush);
+		}
+	}
 	if (conf.mode == CKOBJ_RESTART) {
 		/* ok, has a file (min), has a file (max, negated), newest (min) */
 		long long a[4] = { rc == 0, has, -(long long)has, (long long)newest };
@@ -382,6 +555,8 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 			}
 			ckpt_drop_newer(o->ck, common);
 			o->restored = o->version = o->consistent = common;
+			if (conf.flush[0] && (rc = flush_setup(o, &g)))
+				goto out; /* logged; a local failure, as at creation */
 			if (o->rank == 0)
 				fprintf(stderr, "nvckpt: job '%s' window '%s': restored version %llu "
 					"(the newest all %d ranks committed)\n", conf.job, name,
@@ -399,6 +574,8 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 		if (rc)
 			log_open_error(path, ckpt_file_size(&g), rc);
 	}
+	if (!rc && conf.flush[0])
+		rc = flush_setup(o, &g);
 	long long ok = rc == 0;
 	all_min(&ok, 1, o->comm);
 	if (!ok && !rc)
@@ -428,14 +605,25 @@ int ckobj_commit(struct ckobj *o, int slot, uint64_t version)
 			(unsigned long long)version, strerror(-rc));
 	else
 		o->version = version;
-	long long v = (long long)o->version;
-	all_min(&v, 1, o->comm);
-	o->consistent = (uint64_t)v;
+	/* the version every rank committed; the copy every rank completed */
+	long long v[2] = { (long long)o->version,
+			   o->fl ? (long long)atomic_load(&o->fl->done) : 0 };
+	all_min(v, 2, o->comm);
+	o->consistent = (uint64_t)v[0];
+	if (!rc && o->fl && version % conf.flush_every == 0 &&
+	    (uint64_t)v[1] == o->fl->version)
+		flush_start(o, slot, version);
 	return rc ? MPI_ERR_OTHER : MPI_SUCCESS;
 }
 
 void ckobj_close(struct ckobj *o)
 {
+	if (o->fl) {
+		flush_join(o->fl);
+		ckpt_close(o->fl->dst);
+		free(o->fl);
+		o->fl = NULL;
+	}
 	ckpt_close(o->ck);
 	o->ck = NULL;
 	if (o->comm != MPI_COMM_NULL)

@@ -15,7 +15,17 @@
  * holds n-1 (its other slot), and a restart, which takes the MIN over the
  * ranks' newest verified versions, goes back to n-1 and drops n.
  *
- * Threads: the MPI thread only. */
+ * The second level (NVCACHE_CKPT_FLUSH): after the commit of a version
+ * that is a multiple of flush_every, a thread of the object copies it from
+ * its NVRAM slot into an area of the same format in the flush directory,
+ * while the program runs on; the slot is not reused before the copy is
+ * done. The commit's allreduce also carries each rank's last completed
+ * copy, and a copy starts only when every rank has completed the one
+ * before, so the flush areas too always share a version. A restart on
+ * which any rank lacks its NVRAM file restarts all ranks from there.
+ *
+ * Threads: the MPI thread, and one copier thread per object that only
+ * reads its slot and writes its flush area. */
 #pragma once
 #include <mpi.h>
 #include <stdbool.h>
@@ -32,6 +42,8 @@ struct ckobj_conf {
 	char job[CKPT_NAME_MAX];/* NVCACHE_CKPT_JOB, default the program's name */
 	uint64_t every;         /* NVCACHE_CKPT_EVERY, default 1 */
 	bool incremental;       /* NVCACHE_CKPT_MODE=incremental */
+	char flush[512];        /* NVCACHE_CKPT_FLUSH: the second level, or "" */
+	uint64_t flush_every;   /* NVCACHE_CKPT_FLUSH_EVERY, default 10 */
 };
 const struct ckobj_conf *ckobj_conf(void);
 /* A job or object name: 1 to CKPT_NAME_MAX - 1 letters, digits, '.', '_'
@@ -47,6 +59,7 @@ struct ckobj {
 	uint64_t consistent;    /* newest known committed by every rank */
 	uint64_t restored;      /* version restored from, 0: fresh */
 	uint64_t bytes_copied;  /* into slots, over the object's life */
+	struct ckobj_flush *fl; /* the second level's copier, or NULL */
 };
 
 /* Collective over comm. Fresh start: make the object's area (an old one of
@@ -57,7 +70,10 @@ struct ckobj {
  * an MPI error code (MPI_SUCCESS on success). */
 int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 	       uint64_t live_size, MPI_Comm comm);
-/* Commit slot (filled by the caller after ckpt_begin) as version, with the
+/* ckpt_begin for the object's area: first waits for the second level's
+ * copier if it is still reading that slot. */
+void ckobj_begin(struct ckobj *o, int slot);
+/* Commit slot (filled by the caller after ckobj_begin) as version, with the
  * protected variables, then agree (see top). Collective over o->comm. */
 int ckobj_commit(struct ckobj *o, int slot, uint64_t version);
 /* Put the protected variables back from version o->restored. */

@@ -48,7 +48,7 @@ void *nvckpt_db_next(struct nvckpt_db *db)
 {
 	int s = 1 - db->cur;
 
-	ckpt_begin(db->o.ck, s);
+	ckobj_begin(&db->o, s);
 	return ckpt_data(db->o.ck, s);
 }
 

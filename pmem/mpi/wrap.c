@@ -314,7 +314,7 @@ static int win_copy_written(struct nvwin *w, int s)
 	w->prev_valid = true;
 	if (!same)
 		return -ESTALE;
-	ckpt_begin(w->o.ck, s);
+	ckobj_begin(&w->o, s);
 	uint8_t *wb = w->base, *we = wb + w->size;
 	for (uint64_t p = 0; p < w->npages; p++) {
 		if (!((w->dirty_prev[p / 64] | w->dirty_cur[p / 64]) >> (p % 64) & 1))
@@ -338,7 +338,7 @@ static int win_checkpoint(struct nvwin *w)
 
 	if (w->wt && win_copy_written(w, s) == 0)
 		goto commit;
-	ckpt_begin(w->o.ck, s);
+	ckobj_begin(&w->o, s);
 	ckpt_write(w->o.ck, s, 0, w->base, w->size);
 	w->o.bytes_copied += w->size;
 commit:

@@ -7,7 +7,8 @@
 # bit-identical to an uninterrupted run. Also passive-target
 # synchronization (checkpointed at the barrier after unlock_all), a window
 # over the program's memory (MPI_Win_create), incremental checkpoints
-# (10 % of the pages written: bytes copied and a restart), the double-buffered version
+# (10 % of the pages written: bytes copied and a restart), the second
+# level (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, the double-buffered version
 # (nvckpt_db_*) killed and restarted, and the disk version's own restart.
 . "$(dirname "$0")/lib.sh"
 t_require_root
@@ -114,6 +115,18 @@ inc=$(sed -n "s/.*'touch' rank 0: .* \([0-9]*\) bytes copied (incremental).*/\1/
 t_log "incremental: $inc bytes copied against $full in full ($((inc * 100 / full)) %)"
 kill_at touch_kill all $((5 + RANDOM % 25)) NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
 ref=$tref restart_same touch_kill NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
+
+# The second level: every 4th version copied in the background to a
+# directory on disk; one rank's NVRAM lost, the restart reads all from there.
+mkdir -p "$T_DIR/flushdir"
+fl=(NVCACHE_CKPT_FLUSH="$T_DIR/flushdir" NVCACHE_CKPT_FLUSH_EVERY=4 NVCACHE_CKPT_JOB=fl)
+kill_at flush all $((10 + RANDOM % 20)) "${fl[@]}" -- "${args[@]}"
+[ "$(ls "$T_DIR/flushdir/fl" | wc -l)" = 4 ] || t_fail "flush: no second-level files in $T_DIR/flushdir/fl: $(ls -R "$T_DIR/flushdir")"
+lost=$((RANDOM % 4))
+rm "$NVCACHE_CKPT_DIR/fl/cg.r$lost.nvckpt"
+restart_same flush "${fl[@]}" -- "${args[@]}"
+grep -q "restarting from $T_DIR/flushdir" "$T_DIR/flush.re.err" || t_fail "flush: the restart did not use the second level"
+t_log "flush: rank $lost's NVRAM file removed; restarted from the second level"
 
 # The double-buffered version: same result, killed and restarted.
 ck_run "$T_DIR/db" -- "${args[@]}" --mode db || t_fail "db run failed: $(tail -3 "$T_DIR/db.err")"
