@@ -230,6 +230,14 @@ int ckpt_open(struct ckpt **out, const char *path, bool verify,
 	return 0;
 }
 
+int ckpt_verify(struct ckpt *c, int slot)
+{
+	if (slot < 0 || slot >= CKPT_SLOTS || !c->rec[slot].version)
+		return -EINVAL;
+	rec_load(c, slot, true);
+	return c->rec[slot].version ? 0 : -EBADMSG;
+}
+
 void ckpt_close(struct ckpt *c)
 {
 	if (!c)

@@ -82,6 +82,11 @@ const struct ckpt_geom *ckpt_geom(const struct ckpt *c);
 uint64_t ckpt_created_ns(const struct ckpt *c);
 struct region *ckpt_region(struct ckpt *c);
 
+/* Check slot's data against its record's CRC (what ckpt_open does for
+ * every slot with verify): 0, or -EBADMSG after forgetting the version
+ * (logged). Lets a restart read only the slot it restores. */
+int ckpt_verify(struct ckpt *c, int slot);
+
 /* The versions held, newest first: returns how many (0..2). */
 int ckpt_versions(const struct ckpt *c, struct ckpt_version out[CKPT_SLOTS]);
 /* The slot holding version, or -ENOENT. */

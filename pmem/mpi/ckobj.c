@@ -440,7 +440,8 @@ static int open_existing(struct ckobj *o, const char *path, const struct ckpt_ge
 			 bool *has, uint64_t *newest)
 {
 	struct ckpt_version v[CKPT_SLOTS];
-	int rc = ckpt_open(&o->ck, path, true, NULL);
+	/* verified lazily: the newest here, and the one all ranks agree on */
+	int rc = ckpt_open(&o->ck, path, false, NULL);
 
 	*has = false;
 	*newest = 0;
@@ -466,8 +467,11 @@ static int open_existing(struct ckobj *o, const char *path, const struct ckpt_ge
 			(unsigned long long)g->data_size);
 		return -EINVAL;
 	}
-	if (ckpt_versions(o->ck, v))
-		*newest = v[0].version;
+	int n = ckpt_versions(o->ck, v);
+	if (n && ckpt_verify(o->ck, v[0].slot) == 0)
+		*newest = o->verified = v[0].version;
+	else if (n == 2)
+		*newest = v[1].version; /* verified if the restart takes it */
 	return 0;
 }
 
@@ -543,7 +547,8 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 		}
 		uint64_t common = (uint64_t)a[3];
 		if (common) {
-			long long found = ckpt_find(o->ck, common) >= 0;
+			int cs = ckpt_find(o->ck, common);
+			long long found = cs >= 0 && (common == o->verified || ckpt_verify(o->ck, cs) == 0);
 			all_min(&found, 1, o->comm);
 			if (!found) {
 				if (ckpt_find(o->ck, common) < 0)

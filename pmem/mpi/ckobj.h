@@ -58,6 +58,7 @@ struct ckobj {
 	uint64_t version;       /* newest committed here */
 	uint64_t consistent;    /* newest known committed by every rank */
 	uint64_t restored;      /* version restored from, 0: fresh */
+	uint64_t verified;      /* at restart: the version whose data was checked */
 	uint64_t bytes_copied;  /* into slots, over the object's life */
 	struct ckobj_flush *fl; /* the second level's copier, or NULL */
 };

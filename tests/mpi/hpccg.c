@@ -222,6 +222,7 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 	MPI_Info info;
 	MPI_Info_create(&info);
 	MPI_Info_set(info, "nvcache_name", "cg");
+	double ta = now();
 	if (create) {
 		w = calloc(1, bytes);
 		if (!w || MPI_Win_create(w, (MPI_Aint)bytes, sizeof(double), info,
@@ -232,6 +233,7 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 		die("MPI_Win_allocate failed");
 	}
 	MPI_Info_free(&info);
+	ta = now() - ta;
 	double *hdr = w, *x = w + HDR, *r = x + n, *pw = r + n, *p = pw + plane;
 	MPI_Aint lo_at = HDR + 2 * n, hi_at = lo_at + (nz + 1) * plane;
 	double *Ap = malloc(sizeof(double) * n);
@@ -268,7 +270,8 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 		MPI_Win_fence(0, win);
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0) {
-		printf("startup_s %.3f restored %d mpi_init_s %.3f\n", now() - t0, k0, init_s);
+		printf("startup_s %.3f restored %d mpi_init_s %.3f win_s %.3f\n", now() - t0, k0,
+		       init_s, ta);
 		fflush(stdout);
 	}
 	for (int k = k0 ? k0 : 1; k <= iters; k++) {

@@ -36,7 +36,7 @@ expect_error() {
   local name=$1 pat=$2 np=4; shift 2
   if [ "$1" = -n ]; then np=$2; shift 2; fi
   _ck_cmd "$T_DIR/$name" "$@"
-  env "${ck_env[@]}" timeout 60 mpiexec -n $np "$CK_APP" "${ck_args[@]}" \
+  env "${ck_env[@]}" timeout 60 mpiexec "${ck_pre[@]}" -n $np "$CK_APP" "${ck_args[@]}" \
     >"$T_DIR/$name" 2>"$T_DIR/$name.err" && t_fail "$name: the job ran"
   grep -q '^startup_s' "$T_DIR/$name" && t_fail "$name: the job got past MPI_Win_allocate"
   grep -E -q "$pat" "$T_DIR/$name.err" ||

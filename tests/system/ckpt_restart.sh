@@ -69,7 +69,7 @@ crash_run() {  # NAME RANK|all POINT -- ARGS
   local sel='true'
   [ "$who" = all ] || sel="[ \"\$PMI_RANK\" = $who ]"
   timeout 120 mpiexec -n 4 sh -c \
-    "export LD_PRELOAD=\"$CK_LIB\"; if $sel; then export NVCACHE_CRASH_AT=$pt; fi; exec \"\$0\" \"\$@\"" \
+    "export LD_PRELOAD=\"$CK_PRELOAD\"; if $sel; then export NVCACHE_CRASH_AT=$pt; fi; exec \"\$0\" \"\$@\"" \
     "$CK_APP" "$@" >"$T_DIR/$name" 2>"$T_DIR/$name.err" &&
     t_fail "$name: the job ran to the end though NVCACHE_CRASH_AT=$pt"
   grep -q '^result ' "$T_DIR/$name" && t_fail "$name: the killed job finished"
