@@ -38,9 +38,28 @@ bool ckobj_name_ok(const char *s)
 	return true;
 }
 
+static char why[256];
+
+/* A count >= 1 from the environment variable name, if set. */
+static void conf_count(const char *name, const char *what, uint64_t *out)
+{
+	const char *e = getenv(name);
+	char *end;
+
+	if (!e || !*e)
+		return;
+	unsigned long long k = strtoull(e, &end, 10);
+	if (!*end && k > 0)
+		*out = k;
+	else if (!conf_error) {
+		snprintf(why, sizeof(why), "%s=%s: expected a number of %s >= 1",
+			 name, e, what);
+		conf_error = why;
+	}
+}
+
 static void conf_load(void)
 {
-	static char why[256];
 	const char *e;
 
 	conf_read = true;
@@ -84,36 +103,12 @@ static void conf_load(void)
 		if (conf.job[0] == '.')
 			conf.job[0] = '_';
 	}
-	e = getenv("NVCACHE_CKPT_EVERY");
-	if (e && *e) {
-		char *end;
-		unsigned long long k = strtoull(e, &end, 10);
-		if (*end || k == 0) {
-			if (!conf_error) {
-				snprintf(why, sizeof(why), "NVCACHE_CKPT_EVERY=%s: expected a "
-					 "number of synchronizations >= 1", e);
-				conf_error = why;
-			}
-		} else {
-			conf.every = k;
-		}
-	}
+	conf_count("NVCACHE_CKPT_EVERY", "synchronizations", &conf.every);
 	e = getenv("NVCACHE_CKPT_FLUSH");
 	if (e && *e)
 		snprintf(conf.flush, sizeof(conf.flush), "%s", e);
 	conf.flush_every = 10;
-	e = getenv("NVCACHE_CKPT_FLUSH_EVERY");
-	if (e && *e) {
-		char *end;
-		unsigned long long k = strtoull(e, &end, 10);
-		if ((*end || k == 0) && !conf_error) {
-			snprintf(why, sizeof(why), "NVCACHE_CKPT_FLUSH_EVERY=%s: expected a "
-				 "number of versions >= 1", e);
-			conf_error = why;
-		} else {
-			conf.flush_every = k;
-		}
-	}
+	conf_count("NVCACHE_CKPT_FLUSH_EVERY", "versions", &conf.flush_every);
 	e = getenv("NVCACHE_CKPT_MODE");
 	if (e && !strcmp(e, "incremental"))
 		conf.incremental = true;

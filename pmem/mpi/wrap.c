@@ -190,6 +190,17 @@ static void win_drop(struct nvwin *w)
 	free(w);
 }
 
+/* The start of every window creation: the name, or a bad nvcache_name
+ * reported through comm's error handler (-1). 0: checkpointed, 1: not. */
+static int win_named(MPI_Info info, MPI_Comm comm, char name[CKPT_NAME_MAX])
+{
+	if (win_name(info, comm, name, CKPT_NAME_MAX)) {
+		PMPI_Comm_call_errhandler(comm, MPI_ERR_INFO_VALUE);
+		return -1;
+	}
+	return name[0] ? 0 : 1;
+}
+
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 		     void *baseptr, MPI_Win *win)
 {
@@ -197,10 +208,9 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 	struct nvwin *w;
 	int rc;
 
-	if (win_name(info, comm, name, sizeof(name)))
-		return PMPI_Comm_call_errhandler(comm, MPI_ERR_INFO_VALUE), MPI_ERR_INFO_VALUE;
-	if (!name[0])
-		return PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
+	if ((rc = win_named(info, comm, name)))
+		return rc < 0 ? MPI_ERR_INFO_VALUE :
+			PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
 	if ((rc = win_open(&w, name, NULL, size, comm)) != MPI_SUCCESS) {
 		PMPI_Comm_call_errhandler(comm, rc);
 		return rc;
@@ -222,10 +232,9 @@ int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
 	struct nvwin *w;
 	int rc;
 
-	if (win_name(info, comm, name, sizeof(name)))
-		return PMPI_Comm_call_errhandler(comm, MPI_ERR_INFO_VALUE), MPI_ERR_INFO_VALUE;
-	if (!name[0])
-		return PMPI_Win_create(base, size, disp_unit, info, comm, win);
+	if ((rc = win_named(info, comm, name)))
+		return rc < 0 ? MPI_ERR_INFO_VALUE :
+			PMPI_Win_create(base, size, disp_unit, info, comm, win);
 	if ((rc = win_open(&w, name, size > 0 ? base : NULL, size, comm)) != MPI_SUCCESS) {
 		PMPI_Comm_call_errhandler(comm, rc);
 		return rc;
@@ -246,10 +255,11 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,
 	struct nvwin *w;
 	int rc;
 
-	if (win_name(info, comm, name, sizeof(name)))
-		return PMPI_Comm_call_errhandler(comm, MPI_ERR_INFO_VALUE), MPI_ERR_INFO_VALUE;
+	int named = win_named(info, comm, name);
+	if (named < 0)
+		return MPI_ERR_INFO_VALUE;
 	rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
-	if (rc != MPI_SUCCESS || !name[0])
+	if (rc != MPI_SUCCESS || named)
 		return rc;
 	/* The memory is MPI's shared segment: checkpointed by copy. */
 	if ((rc = win_open(&w, name, size > 0 ? *(void **)baseptr : NULL, size,
