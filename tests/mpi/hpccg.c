@@ -43,6 +43,8 @@
 
 #include "pmem/mpi/nvckpt.h"
 
+#pragma weak nvckpt_version
+#pragma weak nvckpt_protect
 #pragma weak nvckpt_db_alloc
 #pragma weak nvckpt_db_next
 #pragma weak nvckpt_db_commit
@@ -237,6 +239,11 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 	double *hdr = w, *x = w + HDR, *r = x + n, *pw = r + n, *p = pw + plane;
 	MPI_Aint lo_at = HDR + 2 * n, hi_at = lo_at + (nz + 1) * plane;
 	double *Ap = malloc(sizeof(double) * n);
+	/* The iteration also kept as a protected variable (nvckpt_protect):
+	 * on a restart it must come back equal to the window's copy. */
+	static int prot_k = -1;
+	if (nvckpt_protect && nvckpt_protect(1, &prot_k, sizeof(prot_k)))
+		die("nvckpt_protect failed");
 
 	/* Restored by libnvckpt? Its info key says which version. */
 	long long restored = 0;
@@ -251,6 +258,10 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 	if (dir && restart)
 		restored = (long long)disk_read(dir, w, bytes);
 	int k0 = restored && hdr[H_MAGIC] == MAGIC ? (int)hdr[H_K] : 0;
+	if (flag && nvckpt_version && nvckpt_version() != (uint64_t)restored)
+		die("nvckpt_version() differs from the window's nvcache_version");
+	if (flag && restored && nvckpt_protect && prot_k != (int)hdr[H_K])
+		die("the protected iteration came back different from the window's");
 	double rtrans, oldrtrans = 0;
 	if (k0 == 0) {
 		memset(w, 0, bytes);
@@ -259,6 +270,7 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 		rtrans = dot(r, r);
 		hdr[H_MAGIC] = MAGIC;
 		hdr[H_RTRANS] = rtrans;
+		prot_k = 0;
 		/* no neighbour's Put may land before this rank's initialisation
 		 * (a fence that opens the first epoch is no barrier) */
 		MPI_Barrier(MPI_COMM_WORLD);
@@ -282,6 +294,7 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 					p[i] = r[i] + beta * p[i];
 			}
 			hdr[H_K] = k;
+			prot_k = k;
 			hdr[H_RTRANS] = rtrans;
 			hdr[H_OLD] = oldrtrans;
 			if (passive) {
