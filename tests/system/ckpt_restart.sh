@@ -15,7 +15,7 @@ t_require_root
 T_TIMEOUT=${T_TIMEOUT:-240}
 . "$(dirname "$0")/ckpt_common.bash"
 
-ITERS=40
+ITERS=30
 args=(--iters $ITERS --nx 12 --ny 12 --nz 12)
 ck_run "$T_DIR/ref" NVCACHE_CKPT=off -- "${args[@]}" || t_fail "the uninterrupted run failed: $(tail -3 "$T_DIR/ref.err")"
 ref=$(ck_result "$T_DIR/ref")
@@ -52,11 +52,11 @@ kill_at() {
   t_log "$name: killed $who at iteration $k"
 }
 
-k=$((5 + RANDOM % 25))
+k=$((5 + RANDOM % 20))
 kill_at all_ranks all $k -- "${args[@]}"
 restart_same all_ranks -- "${args[@]}"
 
-k=$((5 + RANDOM % 25)) r=$((RANDOM % 4))
+k=$((5 + RANDOM % 20)) r=$((RANDOM % 4))
 kill_at one_rank $r $k -- "${args[@]}"
 restart_same one_rank -- "${args[@]}"
 
@@ -94,15 +94,15 @@ restart_same twice -- "${args[@]}"
 
 # Passive target (lock_all / Put / unlock_all + barrier), and a window
 # over the program's own memory (MPI_Win_create).
-kill_at passive $((RANDOM % 4)) $((5 + RANDOM % 25)) -- "${args[@]}" --sync passive
+kill_at passive $((RANDOM % 4)) $((5 + RANDOM % 20)) -- "${args[@]}" --sync passive
 restart_same passive -- "${args[@]}" --sync passive
-kill_at create all $((5 + RANDOM % 25)) -- "${args[@]}" --win create
+kill_at create all $((5 + RANDOM % 20)) -- "${args[@]}" --win create
 restart_same create -- "${args[@]}" --win create
 
 # Incremental checkpoints (written pages only): 10 % of the pages written
 # per iteration, killed and restarted; the bytes copied are at most 1/3 of
 # a full checkpoint's.
-targs=(--iters 40 --nx 16 --ny 16 --nz 16 --mode touch --touch-pct 10)
+targs=(--iters 30 --nx 16 --ny 16 --nz 16 --mode touch --touch-pct 10)
 ck_run "$T_DIR/tref" NVCACHE_CKPT=off -- "${targs[@]}" || t_fail "touch reference failed"
 tref=$(ck_result "$T_DIR/tref")
 ck_run "$T_DIR/tfull" NVCACHE_CKPT_STATS=1 -- "${targs[@]}" || t_fail "touch full failed"
@@ -113,14 +113,14 @@ inc=$(sed -n "s/.*'touch' rank 0: .* \([0-9]*\) bytes copied (incremental).*/\1/
 [ -n "$full" ] && [ -n "$inc" ] || t_fail "incremental: no byte counts ($(grep nvckpt "$T_DIR/tinc.err"))"
 [ $((inc * 3)) -le "$full" ] || t_fail "incremental copied $inc bytes, full $full: more than 1/3"
 t_log "incremental: $inc bytes copied against $full in full ($((inc * 100 / full)) %)"
-kill_at touch_kill all $((5 + RANDOM % 25)) NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
+kill_at touch_kill all $((5 + RANDOM % 20)) NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
 ref=$tref restart_same touch_kill NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
 
 # The second level: every 4th version copied in the background to a
 # directory on disk; one rank's NVRAM lost, the restart reads all from there.
 mkdir -p "$T_DIR/flushdir"
 fl=(NVCACHE_CKPT_FLUSH="$T_DIR/flushdir" NVCACHE_CKPT_FLUSH_EVERY=4 NVCACHE_CKPT_JOB=fl)
-kill_at flush all $((10 + RANDOM % 20)) "${fl[@]}" -- "${args[@]}"
+kill_at flush all $((10 + RANDOM % 15)) "${fl[@]}" -- "${args[@]}"
 [ "$(ls "$T_DIR/flushdir/fl" | wc -l)" = 4 ] || t_fail "flush: no second-level files in $T_DIR/flushdir/fl: $(ls -R "$T_DIR/flushdir")"
 lost=$((RANDOM % 4))
 rm "$NVCACHE_CKPT_DIR/fl/cg.r$lost.nvckpt"
@@ -131,13 +131,13 @@ t_log "flush: rank $lost's NVRAM file removed; restarted from the second level"
 # The double-buffered version: same result, killed and restarted.
 ck_run "$T_DIR/db" -- "${args[@]}" --mode db || t_fail "db run failed: $(tail -3 "$T_DIR/db.err")"
 [ "$(ck_result "$T_DIR/db")" = "$ref" ] || t_fail "db: result differs from the plain run: $(ck_result "$T_DIR/db")"
-k=$((5 + RANDOM % 25))
+k=$((5 + RANDOM % 20))
 kill_at db_kill all $k -- "${args[@]}" --mode db
 restart_same db_kill -- "${args[@]}" --mode db
 
 # The disk version restarts from its own files.
 mkdir -p "$T_DIR/disk"
-kill_at disk_kill all $((5 + RANDOM % 25)) NVCACHE_CKPT=off -- "${args[@]}" --mode disk --dir "$T_DIR/disk"
+kill_at disk_kill all $((5 + RANDOM % 20)) NVCACHE_CKPT=off -- "${args[@]}" --mode disk --dir "$T_DIR/disk"
 ck_run "$T_DIR/disk.re" NVCACHE_CKPT=off -- "${args[@]}" --mode disk --dir "$T_DIR/disk" --restart ||
   t_fail "disk restart failed"
 [ "$(ck_result "$T_DIR/disk.re")" = "$ref" ] || t_fail "disk: restarted result differs"
