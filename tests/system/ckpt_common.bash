@@ -7,9 +7,9 @@
 #   ck_start OUT [ENV=VAL...] -- ARGS       the same in the background ($ck_pid)
 #   ck_result OUT                           the "result ..." line of a run
 t_require_cmd mpicc mpiexec
-CK_APP=$(t_bin hpccg)
 CK_LIB=$NVCACHE_BUILD/pmem/mpi/libnvckpt.so
 [ -f "$CK_LIB" ] || t_skip "libnvckpt.so not built (mpich not found at meson setup)"
+CK_APP=$(t_bin hpccg) || exit 1
 # mpiexec as root: hydra's fork launcher, no ssh.
 export HYDRA_LAUNCHER=fork
 # Four ranks on two cores: busy polling ranks starve each other.
