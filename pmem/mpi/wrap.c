@@ -272,6 +272,26 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,
 	return MPI_SUCCESS;
 }
 
+/* Dynamic windows (memory attached later, rank by rank, without a
+ * collective call) are not checkpointed: said once, so that nobody counts
+ * on a restart bringing them back. */
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+	static bool said;
+	char name[CKPT_NAME_MAX];
+	int rank;
+
+	if (!said && win_name(info, comm, name, sizeof(name)) == 0 && name[0]) {
+		PMPI_Comm_rank(comm, &rank);
+		if (rank == 0)
+			fprintf(stderr, "nvckpt: a window made by MPI_Win_create_dynamic is "
+				"not checkpointed (only allocate, create and allocate_shared "
+				"windows are)\n");
+		said = true;
+	}
+	return PMPI_Win_create_dynamic(info, comm, win);
+}
+
 int MPI_Win_free(MPI_Win *win)
 {
 	struct nvwin **pp = &wins, *w;
