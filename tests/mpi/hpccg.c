@@ -25,7 +25,8 @@
  * --sync passive: the halo goes with MPI_Win_lock_all / MPI_Put /
  * MPI_Win_unlock_all and an MPI_Barrier instead of the fence (none, disk).
  * --win create: the window over the program's own memory (MPI_Win_create)
- * instead of MPI_Win_allocate.
+ * instead of MPI_Win_allocate; --win shared: MPI_Win_allocate_shared (all
+ * ranks on one node).
  *
  * Output lines (rank 0): "startup_s S restored K mpi_init_s I" (S - I:
  * the program's own start, the restore on a restart), "iter K" with
@@ -225,11 +226,15 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 	MPI_Info_create(&info);
 	MPI_Info_set(info, "nvcache_name", "cg");
 	double ta = now();
-	if (create) {
+	if (create == 1) {
 		w = calloc(1, bytes);
 		if (!w || MPI_Win_create(w, (MPI_Aint)bytes, sizeof(double), info,
 					 MPI_COMM_WORLD, &win))
 			die("MPI_Win_create failed");
+	} else if (create == 2) {
+		if (MPI_Win_allocate_shared((MPI_Aint)bytes, sizeof(double), info,
+					    MPI_COMM_WORLD, &w, &win))
+			die("MPI_Win_allocate_shared failed");
 	} else if (MPI_Win_allocate((MPI_Aint)bytes, sizeof(double), info,
 				    MPI_COMM_WORLD, &w, &win)) {
 		die("MPI_Win_allocate failed");
@@ -327,7 +332,7 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 	report(iters, rtrans, x, t0);
 	free(Ap);
 	MPI_Win_free(&win);
-	if (create)
+	if (create == 1)
 		free(w);
 }
 
@@ -467,12 +472,12 @@ int main(int argc, char **argv)
 		else if (!v)
 			die("usage: hpccg [--mode none|disk|db] [--nx N --ny N --nz N] "
 			    "[--iters N] [--dir D] [--restart] [--progress] [--delay-ms N] "
-			    "[--sync fence|passive] [--win allocate|create] [--touch-pct P] "
+			    "[--sync fence|passive] [--win allocate|create|shared] [--touch-pct P] "
 			    "[--piddir D]");
 		else if (!strcmp(a, "--touch-pct"))
 			pct = atoi(v), i++;
 		else if (!strcmp(a, "--win"))
-			create = !strcmp(v, "create"), i++;
+			create = !strcmp(v, "create") ? 1 : !strcmp(v, "shared") ? 2 : 0, i++;
 		else if (!strcmp(a, "--sync"))
 			passive = !strcmp(v, "passive"), i++;
 		else if (!strcmp(a, "--mode"))

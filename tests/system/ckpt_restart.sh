@@ -6,7 +6,8 @@
 # NVCACHE_CKPT=restart and its final residual and solution vector must be
 # bit-identical to an uninterrupted run. Also passive-target
 # synchronization (checkpointed at the barrier after unlock_all), a window
-# over the program's memory (MPI_Win_create), incremental checkpoints
+# over the program's memory (MPI_Win_create), a shared one
+# (MPI_Win_allocate_shared), incremental checkpoints
 # (10 % of the pages written: bytes copied and a restart), the second
 # level (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, the double-buffered version
 # (nvckpt_db_*) killed and restarted, and the disk version's own restart.
@@ -92,12 +93,15 @@ kill -9 "${pids[@]}"
 wait "$ck_pid"
 restart_same twice -- "${args[@]}"
 
-# Passive target (lock_all / Put / unlock_all + barrier), and a window
-# over the program's own memory (MPI_Win_create).
+# Passive target (lock_all / Put / unlock_all + barrier), a window over
+# the program's own memory (MPI_Win_create), and MPI's shared memory
+# (MPI_Win_allocate_shared).
 kill_at passive $((RANDOM % 4)) $((5 + RANDOM % 20)) -- "${args[@]}" --sync passive
 restart_same passive -- "${args[@]}" --sync passive
 kill_at create all $((5 + RANDOM % 20)) -- "${args[@]}" --win create
 restart_same create -- "${args[@]}" --win create
+kill_at shared $((RANDOM % 4)) $((5 + RANDOM % 20)) -- "${args[@]}" --win shared
+restart_same shared -- "${args[@]}" --win shared
 
 # Incremental checkpoints (written pages only): 10 % of the pages written
 # per iteration, killed and restarted; the bytes copied are at most 1/3 of
