@@ -3,6 +3,7 @@
  * socket (common/ctl.h) in the run directory. */
 #include "common/ctl.h"
 #include "tools/ctl_cluster.h"
+#include "tools/ctl_ckpt.h"
 #include "tools/ctl_status.h"
 
 #include <errno.h>
@@ -33,6 +34,8 @@ static void usage(FILE *f)
 "  shrink NODE SIZE             node NODE offers at most SIZE (0: nothing); the\n"
 "                               swapping nodes migrate its excess pages away\n"
 "  grow NODE                    lift that cap: NODE offers its idle memory again\n"
+"  ckpt list|show|delete DIR [JOB]  persistent MPI windows' checkpoints in DIR\n"
+"                               (an NVCACHE_CKPT_DIR; docs/checkpoints.md)\n"
 "\n"
 "TARGET is a mount point of nvcachefs (/mnt/nvcache), or --swap NAME (an\n"
 "nvswapd export), --node ID (an nvcached), --socket PATH.\n"
@@ -120,6 +123,8 @@ int main(int argc, char **argv)
 	if (i < argc && !strcmp(argv[i], "--cluster") && (!strcmp(verb, "status") ||
 	    !strcmp(verb, "stats") || !strcmp(verb, "watch")))
 		return ctl_cluster_run(verb, argc, argv, i);
+	if (!strcmp(verb, "ckpt"))
+		return ctl_ckpt_run(argc, argv, i);
 	if (!strcmp(verb, "status"))
 		return ctl_status_run(argc, argv, i);
 	if (!strcmp(verb, "metrics"))

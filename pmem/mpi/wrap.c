@@ -1,0 +1,482 @@
+/* wrap.c - the PMPI wrappers of libnvckpt: windows whose memory lives in
+ * NVRAM (MPI_Win_allocate) or is copied there (MPI_Win_create,
+ * MPI_Win_allocate_shared), checkpointed at MPI_Win_fence, restored when a
+ * job runs again with NVCACHE_CKPT=restart. See ckobj.h for the versions
+ * and the consensus, docs/checkpoints.md for the user's view.
+ *
+ * A window is named by its info key "nvcache_name", else by its creation
+ * order among the windows of communicators of the same group ("win0",
+ * "win1"; on a communicator other than MPI_COMM_WORLD's group the name
+ * also says which ranks: "win0.g4n2" = 2 ranks from world rank 4), so the
+ * restarted job, creating its windows in the same order, finds them. The
+ * info key "nvcache_checkpoint" = "false" leaves a window alone. */
+#include "pmem/mpi/ckobj.h"
+#include "pmem/mpi/nvckpt.h"
+
+#include "common/log.h"
+#include "pmem/wtrack.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nvwin {
+	struct ckobj o;
+	MPI_Win win;
+	void *base;          /* the window's memory: our NVRAM or the user's */
+	uint64_t size;
+	uint64_t fences;     /* fences since creation (for NVCACHE_CKPT_EVERY) */
+	uint64_t pending;    /* other synchronizations since the last version */
+	/* incremental mode: the pages written since the last version (cur)
+	 * and in the interval before it (prev), of the page-aligned span
+	 * trk..trk + npages pages that covers the window */
+	struct wtrack *wt;
+	uint8_t *trk;
+	uint64_t npages;
+	uint64_t *dirty_cur, *dirty_prev;
+	bool prev_valid;
+	uint64_t versions;   /* committed by this process */
+	struct nvwin *next;
+};
+
+static struct nvwin *wins;
+
+static struct nvwin *win_find(MPI_Win win)
+{
+	for (struct nvwin *w = wins; w; w = w->next)
+		if (w->win == win)
+			return w;
+	return NULL;
+}
+
+/* The creation counter of windows on communicators of one group. */
+struct group_count { char sig[32]; unsigned n; struct group_count *next; };
+static struct group_count *counts;
+
+static void group_sig(MPI_Comm comm, char *sig, size_t len)
+{
+	MPI_Group g, world;
+	int size, wsize, zero = 0, leader;
+
+	PMPI_Comm_size(comm, &size);
+	PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
+	PMPI_Comm_group(comm, &g);
+	PMPI_Comm_group(MPI_COMM_WORLD, &world);
+	PMPI_Group_translate_ranks(g, 1, &zero, world, &leader);
+	PMPI_Group_free(&g);
+	PMPI_Group_free(&world);
+	if (size == wsize)
+		sig[0] = 0;
+	else
+		snprintf(sig, len, ".g%dn%d", leader, size);
+}
+
+static bool info_get(MPI_Info info, const char *key, char *val, int len)
+{
+	int flag = 0, n = len;
+
+	if (info == MPI_INFO_NULL)
+		return false;
+	return PMPI_Info_get_string(info, key, &n, val, &flag) == MPI_SUCCESS && flag;
+}
+
+/* The window's name, or "" when it is not to be checkpointed. */
+static int win_name(MPI_Info info, MPI_Comm comm, char name[CKPT_NAME_MAX], size_t len)
+{
+	char val[CKPT_NAME_MAX + 8], sig[32];
+
+	if (ckobj_conf()->mode == CKOBJ_OFF ||
+	    (info_get(info, "nvcache_checkpoint", val, sizeof(val)) &&
+	     (!strcmp(val, "false") || !strcmp(val, "off") || !strcmp(val, "0")))) {
+		name[0] = 0;
+		return 0;
+	}
+	if (info_get(info, "nvcache_name", val, sizeof(val))) {
+		if (!ckobj_name_ok(val)) {
+			log_err("window info nvcache_name=%s: a name is 1 to %d letters, "
+				"digits, '.', '_' or '-', not starting with '.'", val,
+				CKPT_NAME_MAX - 12);
+			return -EINVAL;
+		}
+		memcpy(name, val, strlen(val) + 1); /* name_ok: it fits */
+		return 0;
+	}
+	group_sig(comm, sig, sizeof(sig));
+	struct group_count *c;
+	for (c = counts; c && strcmp(c->sig, sig); c = c->next)
+		;
+	if (!c) {
+		if (!(c = calloc(1, sizeof(*c))))
+			return -ENOMEM;
+		snprintf(c->sig, sizeof(c->sig), "%s", sig);
+		c->next = counts;
+		counts = c;
+	}
+	snprintf(name, len, "win%u%s", c->n++, sig);
+	return 0;
+}
+
+/* NVCACHE_CKPT_MODE=incremental: track the window's written pages. On a
+ * kernel that cannot, the window is checkpointed in full (logged). */
+static void win_track(struct nvwin *w)
+{
+	uintptr_t lo = (uintptr_t)w->base & ~4095ul;
+	uintptr_t hi = ((uintptr_t)w->base + w->size + 4095) & ~4095ul;
+
+	if (!ckobj_conf()->incremental || !w->size)
+		return;
+	w->npages = (hi - lo) / 4096;
+	w->trk = (uint8_t *)lo;
+	w->dirty_cur = calloc((w->npages + 63) / 64, 8);
+	w->dirty_prev = calloc((w->npages + 63) / 64, 8);
+	if (!w->dirty_cur || !w->dirty_prev ||
+	    wtrack_open(&w->wt, w->trk, hi - lo)) {
+		if (w->o.rank == 0)
+			fprintf(stderr, "nvckpt: window '%s': incremental checkpoints not "
+				"possible here, full ones instead\n", w->o.name);
+		w->wt = NULL;
+	}
+}
+
+/* Open the window's checkpoint object (collective), restore its memory
+ * when the job restarts. user: the window's memory when it is not ours
+ * (NULL: use the area's live NVRAM). On error: MPI error code, nothing
+ * left behind, the communicator's error handler called. */
+static int win_open(struct nvwin **out, const char *name, void *user,
+		    MPI_Aint size, MPI_Comm comm)
+{
+	uint64_t sz = size > 0 ? (uint64_t)size : 1;
+	struct nvwin *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (!w)
+		return MPI_ERR_NO_MEM;
+	rc = ckobj_open(&w->o, name, sz, user ? 0 : sz, comm);
+	if (rc != MPI_SUCCESS) {
+		free(w);
+		return rc;
+	}
+	w->base = user ? user : ckpt_live(w->o.ck);
+	w->size = size > 0 ? (uint64_t)size : 0;
+	if (w->o.restored) {
+		int s = ckpt_find(w->o.ck, w->o.restored);
+		region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
+		ckobj_restore_protected(&w->o);
+	}
+	win_track(w);
+	*out = w;
+	return MPI_SUCCESS;
+}
+
+static void win_add(struct nvwin *w, MPI_Win win)
+{
+	w->win = win;
+	w->next = wins;
+	wins = w;
+}
+
+static void win_drop(struct nvwin *w)
+{
+	if (getenv("NVCACHE_CKPT_STATS"))
+		fprintf(stderr, "nvckpt: window '%s' rank %d: %llu versions, %llu bytes "
+			"copied (%s)\n", w->o.name, w->o.rank,
+			(unsigned long long)w->versions,
+			(unsigned long long)w->o.bytes_copied, w->wt ? "incremental" : "full");
+	wtrack_close(w->wt);
+	free(w->dirty_cur);
+	free(w->dirty_prev);
+	ckobj_close(&w->o);
+	free(w);
+}
+
+/* The start of every window creation: the name, or a bad nvcache_name
+ * reported through comm's error handler (-1). 0: checkpointed, 1: not. */
+static int win_named(MPI_Info info, MPI_Comm comm, char name[CKPT_NAME_MAX])
+{
+	if (win_name(info, comm, name, CKPT_NAME_MAX)) {
+		PMPI_Comm_call_errhandler(comm, MPI_ERR_INFO_VALUE);
+		return -1;
+	}
+	return name[0] ? 0 : 1;
+}
+
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+		     void *baseptr, MPI_Win *win)
+{
+	char name[CKPT_NAME_MAX];
+	struct nvwin *w;
+	int rc;
+
+	if ((rc = win_named(info, comm, name)))
+		return rc < 0 ? MPI_ERR_INFO_VALUE :
+			PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
+	if ((rc = win_open(&w, name, NULL, size, comm)) != MPI_SUCCESS) {
+		PMPI_Comm_call_errhandler(comm, rc);
+		return rc;
+	}
+	rc = PMPI_Win_create(w->base, size, disp_unit, info, comm, win);
+	if (rc != MPI_SUCCESS) {
+		win_drop(w);
+		return rc;
+	}
+	*(void **)baseptr = w->base;
+	win_add(w, *win);
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
+		   MPI_Comm comm, MPI_Win *win)
+{
+	char name[CKPT_NAME_MAX];
+	struct nvwin *w;
+	int rc;
+
+	if ((rc = win_named(info, comm, name)))
+		return rc < 0 ? MPI_ERR_INFO_VALUE :
+			PMPI_Win_create(base, size, disp_unit, info, comm, win);
+	if ((rc = win_open(&w, name, size > 0 ? base : NULL, size, comm)) != MPI_SUCCESS) {
+		PMPI_Comm_call_errhandler(comm, rc);
+		return rc;
+	}
+	rc = PMPI_Win_create(base, size, disp_unit, info, comm, win);
+	if (rc != MPI_SUCCESS) {
+		win_drop(w);
+		return rc;
+	}
+	win_add(w, *win);
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,
+			    MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+	char name[CKPT_NAME_MAX];
+	struct nvwin *w;
+	int rc;
+
+	int named = win_named(info, comm, name);
+	if (named < 0)
+		return MPI_ERR_INFO_VALUE;
+	rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+	if (rc != MPI_SUCCESS || named)
+		return rc;
+	/* The memory is MPI's shared segment: checkpointed by copy. */
+	if ((rc = win_open(&w, name, size > 0 ? *(void **)baseptr : NULL, size,
+			   comm)) != MPI_SUCCESS) {
+		PMPI_Win_free(win);
+		PMPI_Comm_call_errhandler(comm, rc);
+		return rc;
+	}
+	win_add(w, *win);
+	return MPI_SUCCESS;
+}
+
+/* Dynamic windows (memory attached later, rank by rank, without a
+ * collective call) are not checkpointed: said once, so that nobody counts
+ * on a restart bringing them back. */
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+	static bool said;
+	char name[CKPT_NAME_MAX];
+	int rank;
+
+	if (!said && win_name(info, comm, name, sizeof(name)) == 0 && name[0]) {
+		PMPI_Comm_rank(comm, &rank);
+		if (rank == 0)
+			fprintf(stderr, "nvckpt: a window made by MPI_Win_create_dynamic is "
+				"not checkpointed (only allocate, create and allocate_shared "
+				"windows are)\n");
+		said = true;
+	}
+	return PMPI_Win_create_dynamic(info, comm, win);
+}
+
+int MPI_Win_free(MPI_Win *win)
+{
+	struct nvwin **pp = &wins, *w;
+	int rc;
+
+	while (*pp && (*pp)->win != *win)
+		pp = &(*pp)->next;
+	w = *pp;
+	rc = PMPI_Win_free(win);
+	if (w) {
+		*pp = w->next;
+		win_drop(w);
+	}
+	return rc;
+}
+
+int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
+{
+	struct nvwin *w = win_find(win);
+	char v[32];
+	int rc = PMPI_Win_get_info(win, info_used);
+
+	if (rc != MPI_SUCCESS || !w)
+		return rc;
+	PMPI_Info_set(*info_used, "nvcache_name", w->o.name);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)w->o.restored);
+	PMPI_Info_set(*info_used, "nvcache_version", v);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)w->o.consistent);
+	PMPI_Info_set(*info_used, "nvcache_consistent", v);
+	return rc;
+}
+
+/* Incremental: slot s holds the version before the newest (else -ESTALE:
+ * copy all); bring it to now by copying the pages written since then, in
+ * the last interval (prev) or in this one (cur). */
+static int win_copy_written(struct nvwin *w, int s)
+{
+	struct ckpt_version v[CKPT_SLOTS];
+	int nv = ckpt_versions(w->o.ck, v);
+	uint64_t words = (w->npages + 63) / 64, *t;
+	bool same = nv == 2 && v[1].slot == s && v[1].version + 1 == v[0].version &&
+		    w->prev_valid;
+
+	memset(w->dirty_cur, 0, words * 8);
+	if (wtrack_collect(w->wt, w->dirty_cur) < 0)
+		memset(w->dirty_cur, 0xff, words * 8);
+	t = w->dirty_prev; /* prev <- cur after this version */
+	w->dirty_prev = w->dirty_cur;
+	w->dirty_cur = t;
+	w->prev_valid = true;
+	if (!same)
+		return -ESTALE;
+	ckobj_begin(&w->o, s);
+	uint8_t *wb = w->base, *we = wb + w->size;
+	for (uint64_t p = 0; p < w->npages; p++) {
+		if (!((w->dirty_prev[p / 64] | w->dirty_cur[p / 64]) >> (p % 64) & 1))
+			continue;
+		uint8_t *a = w->trk + p * 4096, *b = a + 4096;
+		if (a < wb)
+			a = wb;
+		if (b > we)
+			b = we;
+		ckpt_write(w->o.ck, s, (uint64_t)(a - wb), a, (uint64_t)(b - a));
+		w->o.bytes_copied += (uint64_t)(b - a);
+	}
+	return 0;
+}
+
+/* A checkpoint of the window: copy its memory into the slot not holding
+ * the newest version, commit it as the next version, agree. Collective. */
+static int win_checkpoint(struct nvwin *w)
+{
+	int s = ckpt_next_slot(w->o.ck);
+
+	if (w->wt && win_copy_written(w, s) == 0)
+		goto commit;
+	ckobj_begin(&w->o, s);
+	ckpt_write(w->o.ck, s, 0, w->base, w->size);
+	w->o.bytes_copied += w->size;
+commit:
+	w->pending = 0;
+	w->versions++;
+	return ckobj_commit(&w->o, s, w->o.version + 1);
+}
+
+int MPI_Win_fence(int assert, MPI_Win win)
+{
+	int rc = PMPI_Win_fence(assert, win);
+	struct nvwin *w;
+
+	if (rc != MPI_SUCCESS || !(w = win_find(win)))
+		return rc;
+	if (++w->fences % ckobj_conf()->every)
+		return MPI_SUCCESS;
+	return win_checkpoint(w);
+}
+
+/* The synchronizations that are not collective: passive target (unlock,
+ * flush, sync) and general active target (complete, wait). A rank cannot
+ * commit a version there alone (the others may not be at a consistent
+ * point, and the version all ranks agree on must stay in its slots), so
+ * they are counted, and the version is taken at the window's next
+ * collective point: a fence, or an MPI_Barrier on a communicator of the
+ * window's group, where the ranks agree whether any of them synchronized
+ * (NVCACHE_CKPT_EVERY times) since the last version. */
+static int win_synced(MPI_Win win, int rc)
+{
+	struct nvwin *w;
+
+	if (rc == MPI_SUCCESS && (w = win_find(win)))
+		w->pending++;
+	return rc;
+}
+
+int MPI_Win_unlock(int rank, MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_unlock(rank, win));
+}
+
+int MPI_Win_unlock_all(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_unlock_all(win));
+}
+
+int MPI_Win_flush(int rank, MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_flush(rank, win));
+}
+
+int MPI_Win_flush_all(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_flush_all(win));
+}
+
+int MPI_Win_flush_local(int rank, MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_flush_local(rank, win));
+}
+
+int MPI_Win_flush_local_all(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_flush_local_all(win));
+}
+
+int MPI_Win_sync(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_sync(win));
+}
+
+int MPI_Win_complete(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_complete(win));
+}
+
+int MPI_Win_wait(MPI_Win win)
+{
+	return win_synced(win, PMPI_Win_wait(win));
+}
+
+#define BARRIER_WINS 16
+
+/* A barrier on a communicator of a checkpointed window's group: one
+ * MPI_Allreduce(MAX) of the windows' pending counts takes the barrier's
+ * place (it synchronizes as much), then each window some rank synchronized
+ * often enough is checkpointed by all. */
+int MPI_Barrier(MPI_Comm comm)
+{
+	struct nvwin *ws[BARRIER_WINS];
+	long long pend[BARRIER_WINS], max[BARRIER_WINS];
+	int n = 0, rc = MPI_SUCCESS;
+
+	for (struct nvwin *w = wins; w && n < BARRIER_WINS; w = w->next) {
+		int res;
+		if (PMPI_Comm_compare(comm, w->o.comm, &res) == MPI_SUCCESS &&
+		    (res == MPI_IDENT || res == MPI_CONGRUENT)) {
+			pend[n] = (long long)w->pending;
+			ws[n++] = w;
+		}
+	}
+	if (!n)
+		return PMPI_Barrier(comm);
+	/* every rank has the same windows on this group, created in order */
+	PMPI_Allreduce(pend, max, n, MPI_LONG_LONG, MPI_MAX, comm);
+	for (int i = n - 1; i >= 0; i--) /* in creation order */
+		if (max[i] >= (long long)ckobj_conf()->every && win_checkpoint(ws[i]) != MPI_SUCCESS)
+			rc = MPI_ERR_OTHER;
+	return rc;
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# ckpt_hpccg.sh - the seed paper's Table 2 on this machine: the CG mini-app
+# (tests/mpi/hpccg.c), 4 ranks, windows of 256 MiB or more in all, one
+# checkpoint per iteration, in its versions side by side:
+#   none     no checkpoints
+#   disk     fwrite + fsync of the window to the local disk every iteration
+#   nvram    the same program as none under LD_PRELOAD=libnvckpt.so: full
+#            checkpoints, and NVCACHE_CKPT_MODE=incremental
+#   db       double-buffered (nvckpt_db_*: no copy)
+# Figures: seconds per iteration (the best of CKB_REPS runs, interleaved),
+# its ratio to none and to disk, the overhead per iteration; start time
+# (process start to the first iteration, MPI_Init included) fresh and on a
+# restart, and the restore alone (the start less MPI_Init) (disk: its
+# files dropped from the page cache first; NVRAM on
+# /dev/shm, which is RAM here: no persistent memory on this machine, no
+# emulated latency); and the bytes an incremental checkpoint copies when
+# 10 % of the pages are written per iteration, against a full one.
+#
+#   CKB_NX=128 CKB_NY=128 CKB_NZ=172 (per rank)  CKB_ITERS=8  CKB_REPS=3
+. "$(dirname "$0")/../system/lib.sh"
+t_require_root
+T_TIMEOUT=${T_TIMEOUT:-1800}
+. "$(dirname "$0")/../system/ckpt_common.bash"
+nx=${CKB_NX:-128} ny=${CKB_NY:-128} nz=${CKB_NZ:-172}
+iters=${CKB_ITERS:-8} reps=${CKB_REPS:-3}
+args=(--nx "$nx" --ny "$ny" --nz "$nz" --iters "$iters")
+win_mib=$(( (8 * (8 + 2 * nx * ny * nz + (nz + 2) * nx * ny)) * 4 >> 20 ))
+echo "ckpt_hpccg: 4 ranks x ${nx}x${ny}x${nz}, windows ${win_mib} MiB in all, $iters iterations, best of $reps; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+disk=$T_DIR/disk
+mkdir -p "$disk"
+
+# run VARIANT OUT [extra env...]: one run of a version
+run() {
+  local v=$1 out=$2; shift 2
+  case $v in
+    none)  ck_run "$out" NVCACHE_CKPT=off "$@" -- "${args[@]}" ;;
+    disk)  ck_run "$out" NVCACHE_CKPT=off "$@" -- "${args[@]}" --mode disk --dir "$disk" ;;
+    nvram) ck_run "$out" "$@" -- "${args[@]}" ;;
+    inc)   ck_run "$out" NVCACHE_CKPT_MODE=incremental "$@" -- "${args[@]}" ;;
+    db)    ck_run "$out" "$@" -- "${args[@]}" --mode db ;;
+  esac || { echo "ckpt_hpccg: $v failed: $(tail -3 "$out.err")"; return 1; }
+  ck_result "$out" >/dev/null || return 1
+}
+
+# loop seconds per iteration, start seconds of a run's output
+per_iter() { awk -v n="$iters" '/^startup_s/ {s = $2} /^time_s/ {t = $2} END {printf "%.4f", (t - s) / n}' "$1"; }
+start_s() { awk '/^startup_s/ {print $2}' "$1"; }
+# the start without MPI_Init (the same for all versions): the restore
+own_s() { awk '/^startup_s/ {printf "%.3f", $2 - $6}' "$1"; }
+min() { printf '%s\n' "$@" | sort -g | head -1; }
+
+declare -A it st
+variants=(none disk nvram inc db)
+for ((r = 1; r <= reps; r++)); do
+  for v in "${variants[@]}"; do
+    run $v "$T_DIR/$v.$r" || continue
+    it[$v]="${it[$v]:-} $(per_iter "$T_DIR/$v.$r")"
+    st[$v]="${st[$v]:-} $(start_s "$T_DIR/$v.$r")"
+    echo "  run $r $v: $(per_iter "$T_DIR/$v.$r") s/iteration, start $(start_s "$T_DIR/$v.$r") s, $(ck_result "$T_DIR/$v.$r" | cut -c1-60)"
+  done
+done
+ref=$(ck_result "$T_DIR/none.1")
+for v in disk nvram inc db; do
+  [ "$(ck_result "$T_DIR/$v.1")" = "$ref" ] || echo "ckpt_hpccg: WARNING: $v's result differs from none's"
+done
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+none=$(min ${it[none]})
+dsk=$(min ${it[disk]})
+echo "BENCH ckpt_hpccg_iter_none $none s"
+for v in disk nvram inc db; do
+  [ -n "${it[$v]:-}" ] || continue
+  x=$(min ${it[$v]})
+  name=$v; [ $v = nvram ] && name=nvram_full; [ $v = inc ] && name=nvram_incremental
+  echo "BENCH ckpt_hpccg_iter_$name $x s vs none $none s ratio $(ratio "$x" "$none")"
+  echo "BENCH ckpt_hpccg_overhead_$name $(awk -v a="$x" -v b="$none" 'BEGIN {printf "%.4f", a - b}') s/iteration"
+  [ $v != disk ] && echo "BENCH ckpt_hpccg_iter_${name}_vs_disk $x s vs disk $dsk s ratio $(ratio "$x" "$dsk")"
+done
+echo "BENCH ckpt_hpccg_start_none $(min ${st[none]}) s"
+
+# Restarts from the checkpoints the last runs left (the last iteration).
+sync
+python3 - "$disk" <<'EOF'
+import os, sys
+for f in os.listdir(sys.argv[1]):
+    fd = os.open(os.path.join(sys.argv[1], f), os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+EOF
+ck_run "$T_DIR/re.disk" NVCACHE_CKPT=off -- "${args[@]}" --mode disk --dir "$disk" --restart
+ck_run "$T_DIR/re.nvram" NVCACHE_CKPT=restart -- "${args[@]}"
+ck_run "$T_DIR/re.db" NVCACHE_CKPT=restart -- "${args[@]}" --mode db
+rd=$(start_s "$T_DIR/re.disk") od=$(own_s "$T_DIR/re.disk")
+for v in disk nvram db; do
+  x=$(start_s "$T_DIR/re.$v") o=$(own_s "$T_DIR/re.$v")
+  grep -q "restored $iters " "$T_DIR/re.$v" || echo "ckpt_hpccg: WARNING: the $v restart did not resume at $iters: $(grep startup "$T_DIR/re.$v")"
+  if [ $v = disk ]; then
+    echo "BENCH ckpt_hpccg_restart_disk $x s vs start_none $(min ${st[none]}) s ratio $(ratio "$x" "$(min ${st[none]})")"
+    echo "BENCH ckpt_hpccg_restore_disk $o s"
+  else
+    echo "BENCH ckpt_hpccg_restart_$v $x s vs disk $rd s ratio $(ratio "$x" "$rd")"
+    echo "BENCH ckpt_hpccg_restore_$v $o s vs disk $od s ratio $(ratio "$o" "$od")"
+  fi
+done
+
+# Incremental against full: 10 % of the pages written per iteration.
+targs=(--nx "$nx" --ny "$ny" --nz "$nz" --iters 20 --mode touch --touch-pct 10)
+ck_run "$T_DIR/tfull" NVCACHE_CKPT_STATS=1 -- "${targs[@]}"
+ck_run "$T_DIR/tinc" NVCACHE_CKPT_STATS=1 NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
+bytes() { sed -n "s/.*'touch' rank 0: .* \([0-9]*\) bytes copied.*/\1/p" "$1.err"; }
+f=$(bytes "$T_DIR/tfull") i=$(bytes "$T_DIR/tinc")
+if [ -n "$f" ] && [ -n "$i" ]; then
+  echo "BENCH ckpt_touch10_bytes_incremental $i bytes vs full $f bytes ratio $(ratio "$i" "$f")"
+  tf=$(awk '/^startup_s/ {s = $2} /^time_s/ {t = $2} END {printf "%.3f", t - s}' "$T_DIR/tfull")
+  ti=$(awk '/^startup_s/ {s = $2} /^time_s/ {t = $2} END {printf "%.3f", t - s}' "$T_DIR/tinc")
+  echo "BENCH ckpt_touch10_time_incremental $ti s vs full $tf s ratio $(ratio "$ti" "$tf")"
+fi
