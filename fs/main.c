@@ -245,7 +245,7 @@ static void raise_open_files(struct fs *fs)
 {
 	uint64_t soft = fdlimit_raise();
 	/* data fds of closed files are kept while they take at most a
-	 * quarter (fdata_close_idle) */
+	 * quarter (inode_close_idle) */
 	fs->datafd_budget = soft == UINT64_MAX ? UINT64_MAX : soft / 4;
 	/* looked-up inodes (one O_PATH fd each) up to half (forget.c): with
 	 * the data fds, a quarter is left for open files and directories */
@@ -369,10 +369,9 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 
 	if (strcmp(cmd, "stats") != 0)
 		return -ENOENT;
-	fs->mgr[0]->ops->stats(fs->mgr[0], &bst);
-	pthread_mutex_lock(&fs->itab_lk);
-	uint64_t held = fs->ninodes;
-	pthread_mutex_unlock(&fs->itab_lk);
+	struct cache_mgr *m = fs_mgr_for(fs, NULL, 0);
+	m->ops->stats(m, &bst);
+	uint64_t held = itab_count(fs);
 	int n = snprintf(out, len,
 		"mountpoint: %s\n"
 		"backing: %s\n"
@@ -411,7 +410,7 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		(unsigned long long)(bst.blocks_dirty * bst.block_size),
 		(unsigned long long)atomic_load(&s->written_back),
 		(unsigned long long)bst.evictions,
-		engine_queue_len(fs),
+		dirty_count(fs),
 		(unsigned long long)atomic_load(&s->backing_errors),
 		(unsigned long long)atomic_load(&s->bp_waits),
 		(unsigned long long)atomic_load(&s->dropped_unlinked),
@@ -432,7 +431,6 @@ int main(int argc, char **argv)
 	struct fs *fs = calloc(1, sizeof(*fs));
 	struct fuse_session *se = NULL;
 	struct ctl_server *ctl = NULL;
-	struct stat st;
 	int ret = 1;
 	bool handlers = false;
 
@@ -472,19 +470,13 @@ int main(int argc, char **argv)
 		goto out;
 	raise_open_files(fs);
 
-	pthread_mutex_init(&fs->itab_lk, NULL);
-	pthread_mutex_init(&fs->wb_lk, NULL);
-	fs->itab_size = 65521;
-	fs->itab = calloc(fs->itab_size, sizeof(*fs->itab));
-	fs_inode_init(&fs->root);
-	fs->root.fd = open(fs->cfg.backing, O_PATH | O_CLOEXEC);
-	if (!fs->itab || fs->root.fd < 0 || fstat(fs->root.fd, &st) < 0) {
-		log_err("backing dir %s: %s", fs->cfg.backing, strerror(errno));
-		return 1;
+	fdwait_init(&fs->fdw);
+	dirty_init(fs);
+	if ((ret = itab_open(fs)) < 0) {
+		log_err("backing dir %s: %s", fs->cfg.backing, strerror(-ret));
+		ret = 1;
+		goto out;
 	}
-	fs->root.dev = st.st_dev;
-	fs->root.ino = st.st_ino;
-	fs->root.nlookup = 2;
 
 	/* write back what a previous run left in NVRAM, before serving. If a
 	 * file cannot be written back, mounting would show its stale backing
@@ -568,12 +560,10 @@ out:
 			fuse_remove_signal_handlers(se);
 		fuse_session_destroy(se);
 	}
-	if (fs->itab)
-		fs_inodes_free(fs);
-	forget_free(fs);
+	itab_free_all(fs);
 	/* forget clean cached data; dirty data stays for the next mount */
-	if (fs->mgr[0]) {
-		struct cache_mgr *m = fs->mgr[0];
+	if (fs->nmgr) {
+		struct cache_mgr *m = fs_mgr_for(fs, NULL, 0);
 		size_t n = m->ops->obj_list(m, NULL, 0);
 		uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
 		if (ids) {

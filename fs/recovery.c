@@ -8,7 +8,6 @@
 #include "fs/fs.h"
 
 #include "common/log.h"
-#include "fs/ops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +40,7 @@ static int open_backing(struct fs *fs, const struct bstore_obj *o)
 
 int recovery_run(struct fs *fs)
 {
-	struct cache_mgr *m = fs->mgr[0];
+	struct cache_mgr *m = fs_mgr_for(fs, NULL, 0);
 	uint32_t B = fs->cfg.block_size;
 	size_t n = m->ops->obj_list(m, NULL, 0), failed = 0;
 	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
@@ -118,7 +117,7 @@ int recovery_run(struct fs *fs)
 		 * before its record, an fallocate extended it directly */
 		if ((uint64_t)st.st_size > size && !cut)
 			size = (uint64_t)st.st_size;
-		fs_inode_init(ino);
+		inode_init(ino);
 		ino->fd = fd; /* the write-back opens its data fd from it */
 		ino->obj = o.id;
 		ino->size = size;
@@ -159,11 +158,9 @@ int recovery_run(struct fs *fs)
 		} else {
 			failed++;
 		}
-		fdata_drop_datafd(fs, ino);
+		inode_drop_datafd(fs, ino);
 		close(fd);
-		pthread_rwlock_destroy(&ino->io);
-		pthread_mutex_destroy(&ino->lk);
-		pthread_mutex_destroy(&ino->wb_mx);
+		inode_destroy(ino);
 		free(ino);
 	}
 	free(ids);
