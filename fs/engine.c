@@ -242,7 +242,7 @@ static void *wb_main(void *arg)
 		/* a doomed file (unlinked) once closed, or one without a
 		 * cache object, has nothing to write back; a doomed file's
 		 * object goes with its last close, or here if that close
-		 * came while we wrote (fdata_release_obj saw it listed) */
+		 * came while we wrote (inode_obj_release saw it listed) */
 		bool gone = (pick->doomed && !open) || !pick->obj;
 		if (pick->doomed && !open)
 			inode_obj_delete(fs, pick);

@@ -256,8 +256,8 @@ ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
  * mtime, and a place on the dirty list. At the write's end, and before it
  * waits for space: write-back takes only bytes below the size and only
  * files on the list, so an extending write that waited with its first
- * blocks out of sight could wait for good (a tryout's writers hung in
- * engine_wait_space while the cache was all dirty). */
+ * blocks out of sight would wait for good (the cache all dirty, and none
+ * of it for write-back to take). */
 static void write_publish(struct fs *fs, struct fs_inode *ino, uint64_t end)
 {
 	pthread_mutex_lock(&ino->lk);
@@ -282,8 +282,8 @@ static void write_publish(struct fs *fs, struct fs_inode *ino, uint64_t end)
  * is absent (CM_NEED_OLD: -ENODATA), with the backing size as it is then:
  * an earlier look or size may be stale (write-back may have written the
  * block, grown the file, and the block been evicted since), and a block
- * started from zeros there lost bytes already acknowledged (found by a
- * tryout and a review). Past the backing file's end fetch reads nothing. */
+ * started from zeros there would lose bytes already acknowledged. Past
+ * the backing file's end fetch reads nothing. */
 static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
 		       uint64_t blk, uint32_t boff, uint32_t n,
 		       const struct bstore_src *part, char **tmp,
@@ -422,12 +422,12 @@ int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 		goto out;
 	}
 	/* Crash-consistent: the intent is persisted first, so a crash
-	 * anywhere below leaves the old file or the new one, never a mix.
-	 * (The backing used to be cut first: a crash before the cache and
-	 * its record followed brought the old size back, with zeros where
-	 * clean data had been cut off.) Recovery finishes an intent it
-	 * finds: drops the blocks past it, cuts the backing, then writes
-	 * back. */
+	 * anywhere below leaves the old file or the new one, never a mix
+	 * (with the backing cut first and no intent, a crash before the
+	 * cache and its record follow would bring the old size back, with
+	 * zeros where clean data was cut off). Recovery finishes an intent
+	 * it finds: cuts the backing, drops the blocks past it, then writes
+	 * back (recovery.c). */
 	/* Past the backing's largest file: its answer, before any intent
 	 * (one recovery could not finish) is recorded. */
 	if (size > fs->max_file_size) {
@@ -693,7 +693,7 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino)
 	 * write-back, but when the cache needs room they are written to
 	 * the unlinked backing inode (its data fd still reaches it) and so
 	 * made evictable. Unlisted, a deleted open file with more dirty
-	 * data than the cache hung every writer on the mount. */
+	 * data than the cache would hang every writer on the mount. */
 	unlisted = ino->opens == 0 && dirty_forget(fs, ino);
 	if (!ino->doomed) {
 		ino->doomed = true;

@@ -238,7 +238,7 @@ static int config_from_cli(struct fs_config *cfg, struct cli *c)
 
 /* Every file the kernel holds a reference to keeps a descriptor open here
  * (its O_PATH inode, as in libfuse's passthrough_ll), and an open file two
- * more. The usual soft limit of 1024 ran out on the first tar of a source
+ * more. The usual soft limit of 1024 is not enough for a tar of a source
  * tree (EMFILE to the user), so take what the hard limit allows, and with
  * the privilege for it the system's maximum. */
 static void raise_open_files(struct fs *fs)
@@ -305,10 +305,10 @@ static int check_backing(struct fs *fs)
 		return -1;
 	}
 	/* One cache per backing: a second mount of it (another mount point,
-	 * tools/quickstart.sh --mount, its default backing) served its own
-	 * stale cached blocks and wrote them back over the first mount's
-	 * acknowledged writes (a 1-byte write through it destroyed 16383
-	 * bytes). The lock lives as long as this daemon, across its fork. */
+	 * tools/quickstart.sh --mount, its default backing) would serve its
+	 * own stale cached blocks and write them back over the first mount's
+	 * acknowledged writes (a 1-byte write through it costs the rest of
+	 * the block). The lock lives as long as this daemon, across its fork. */
 	if (flock(fs->backing_fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK) {
 			log_err("backing dir %s is in use by another nvcachefs: "
@@ -461,8 +461,8 @@ int main(int argc, char **argv)
 	 * would. */
 	fuse_opt_add_arg(&args, "-odefault_permissions");
 	/* Before anything is made: libfuse refuses an unknown option here,
-	 * and refused after open_cache it left a new 1.1 GiB NVRAM file in
-	 * /dev/shm. Nothing is served until the session is mounted. */
+	 * and a refusal after open_cache would leave a new NVRAM file behind
+	 * in /dev/shm. Nothing is served until the session is mounted. */
 	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
 	if (!se)
 		return 1;
@@ -528,9 +528,9 @@ int main(int argc, char **argv)
 	}
 
 	/* New entries get the caller's umask, not ours on top of it (a user's
-	 * umask 002 gave 0644 files): worker threads set their own per
-	 * request (take_caller_umask in ops.c). Our own files were created
-	 * above. */
+	 * umask 002 must give 0664 files, not 0644): worker threads set their
+	 * own per request (take_caller_umask in ops.c). Our own files are all
+	 * made by now. */
 	umask(0);
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	/* keep idle workers: libfuse would otherwise create a thread per

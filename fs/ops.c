@@ -196,7 +196,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * libfuse turns AUTO_INVAL_DATA on by default: the kernel then drops a
 	 * file's cached pages whenever a getattr shows a new mtime, which is
 	 * after every write here, and a read right after a write (MPI-IO's
-	 * write phase, then its read phase) came back through FUSE. */
+	 * write phase, then its read phase) would come back through FUSE. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* POSIX ACLs: the kernel enforces the backing's ACLs (read through
 	 * getxattr) on top of the mode bits, and leaves the umask to us
@@ -804,7 +804,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	/* Capabilities set on a file with data still to write back would be
 	 * dropped again by that write-back (Linux drops them on any write,
-	 * root's too): cp, then setcap, lost them a second later. */
+	 * root's too): cp, then setcap, would lose them a second later. So
+	 * the file is written back first. */
 	if (!strcmp(name, "security.capability")) {
 		int r = engine_writeback_inode(FS(req), I(req, n));
 		if (r < 0)

@@ -647,7 +647,8 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		goto out;
 	/* The MRAM line above says its tmpfs mapping survives a crash; the
-	 * export does not: a tryout read zeros after a kill -9 and restart. */
+	 * export does not (it starts empty at every start), and the log
+	 * says so, so that no one counts on it. */
 	log_info("serving export '%s' (%llu bytes, %s store); it starts empty "
 		 "at every start: nothing written to it outlives this process, "
 		 "as swap does not outlive its kernel", c.name,

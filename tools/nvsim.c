@@ -866,7 +866,8 @@ int main(int argc, char **argv)
 		rc = 2;
 		goto done;
 	}
-	/* Memory is whole pages; 1000 bytes used to run silently as 0. */
+	/* Memory is whole pages: a size below one page is refused, never
+	 * run as 0. */
 	for (size_t i = 0; i < nm + nd; i++) {
 		uint64_t v = i < nm ? mram[i] : dram[i - nm];
 		if (v % mp.page_bytes) {
