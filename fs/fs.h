@@ -1,7 +1,7 @@
 /* fs.h - nvcachefs's shared state (configuration, the per-inode cache
  * state, the struct fs) and the interface of each file of fs/.
  *
- * Layers, lowest first. A file calls only the files listed below it (and
+ * Layers, lowest first. A file calls only the files listed before it (and
  * common/, pmem/, the cache managers through fs_mgr_for); nothing calls up.
  *   fdwait.c    requests short of file descriptors wait for an inode to be
  *               freed; the forget thread is woken through it
@@ -21,7 +21,9 @@
  * Beside them: stripe.c and cache_local.c (the cache managers, below
  * everything), killpriv.c (privilege dropping, called by ops.c).
  *
- * Locks, outermost first (a thread holding one takes only later ones):
+ * Locks, outermost first; a thread holding one takes only later ones, and
+ * the order holds across inodes (a writer holding its io may take another
+ * inode's lk to reclaim its object; another's io is only tried):
  *   fs_inode.wb_mx: one write-back pass of the file at a time.
  *   fs_inode.io (rwlock): truncate and punch take it for writing; read,
  *       write, prefetch and write-back of the inode take it for reading,

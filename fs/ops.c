@@ -5,7 +5,6 @@
 #define FUSE_USE_VERSION 314
 #include "fs/ops.h"
 
-#include "common/clock.h"
 #include "common/log.h"
 #include "fs/killpriv.h"
 
