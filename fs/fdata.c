@@ -338,6 +338,50 @@ static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
 	}
 }
 
+/* The object table is full: drop the cache objects (and clean blocks) of
+ * up to want closed, clean files, or else of open clean ones. Returns how
+ * many went. Called with no lock of another inode held. */
+static size_t fdata_reclaim_objs(struct fs *fs, size_t want)
+{
+	struct fs_inode *cand[64];
+	size_t n = itab_obj_holders(fs, false, cand, 64), freed = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		struct fs_inode *i = cand[k];
+		if (freed < want && pthread_mutex_trylock(&i->lk) == 0) {
+			uint64_t had = i->obj;
+			pthread_mutex_unlock(&i->lk);
+			inode_obj_release(fs, i);
+			pthread_mutex_lock(&i->lk);
+			if (had && !i->obj)
+				freed++;
+			pthread_mutex_unlock(&i->lk);
+		}
+		itab_unref(fs, i);
+	}
+	if (freed)
+		return freed;
+	/* Every entry is an open file's. Open clean files give theirs up
+	 * too: open files can hold the whole table (a job keeping 300 files
+	 * open through a 16M cache, whose table has 256 entries, or 300
+	 * inputs opened read-only, which prefetch caches), and with none
+	 * given up every later write would wait for ever, unkillable, and
+	 * the mount could not be unmounted. */
+	n = itab_obj_holders(fs, true, cand, 64);
+	for (size_t k = 0; k < n; k++) {
+		if (freed < want && inode_obj_release_open(fs, cand[k]))
+			freed++;
+		itab_unref(fs, cand[k]);
+	}
+	char note[96];
+	if (!freed && log_limit(&fs->table_full_log, 10, note, sizeof(note)))
+		log_warn("file table full: every entry is a file with data not "
+			 "yet written back; writers wait for write-back (the "
+			 "table has max(256, blocks/4) entries: a larger "
+			 "cache_size has more)%s", note);
+	return freed;
+}
+
 ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
 			size_t len, const struct bstore_src *src)
 {
@@ -710,47 +754,6 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino)
 	pthread_mutex_unlock(&ino->lk);
 	if (unlisted)
 		itab_unref(fs, ino);
-}
-
-size_t fdata_reclaim_objs(struct fs *fs, size_t want)
-{
-	struct fs_inode *cand[64];
-	size_t n = itab_obj_holders(fs, false, cand, 64), freed = 0;
-
-	for (size_t k = 0; k < n; k++) {
-		struct fs_inode *i = cand[k];
-		if (freed < want && pthread_mutex_trylock(&i->lk) == 0) {
-			uint64_t had = i->obj;
-			pthread_mutex_unlock(&i->lk);
-			inode_obj_release(fs, i);
-			pthread_mutex_lock(&i->lk);
-			if (had && !i->obj)
-				freed++;
-			pthread_mutex_unlock(&i->lk);
-		}
-		itab_unref(fs, i);
-	}
-	if (freed)
-		return freed;
-	/* Every entry is an open file's. Open clean files give theirs up
-	 * too: open files can hold the whole table (a job keeping 300 files
-	 * open through a 16M cache, whose table has 256 entries, or 300
-	 * inputs opened read-only, which prefetch caches), and with none
-	 * given up every later write would wait for ever, unkillable, and
-	 * the mount could not be unmounted. */
-	n = itab_obj_holders(fs, true, cand, 64);
-	for (size_t k = 0; k < n; k++) {
-		if (freed < want && inode_obj_release_open(fs, cand[k]))
-			freed++;
-		itab_unref(fs, cand[k]);
-	}
-	char note[96];
-	if (!freed && log_limit(&fs->table_full_log, 10, note, sizeof(note)))
-		log_warn("file table full: every entry is a file with data not "
-			 "yet written back; writers wait for write-back (the "
-			 "table has max(256, blocks/4) entries: a larger "
-			 "cache_size has more)%s", note);
-	return freed;
 }
 
 bool fdata_open(struct fs *fs, struct fs_inode *ino, int flags, bool created)

@@ -222,8 +222,6 @@ void inode_fix_attr(struct fs_inode *ino, struct stat *st);
  * path), and the cache's mtime with it. 0 or -errno. */
 int inode_utimens(struct fs_inode *ino, int fd, const char *proc,
 		  const struct timespec tv[2]);
-/* identity of a file for recovery: a file handle and a path */
-void inode_identity(struct fs *fs, struct fs_inode *ino, struct bstore_obj *o);
 /* The object record, ino->lk held for each: create it if there is none
  * (-ENOSPC: the object table is full); persist size and uflags (set,
  * clear); the number of dirty blocks; delete it (obj becomes 0). */
@@ -374,10 +372,6 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino);
 /* Drop the cached blocks past size, cut the edge block (ino->lk held, or
  * recovery's own inode). */
 void fdata_trim(struct fs *fs, struct fs_inode *ino, uint64_t size);
-/* The object table is full: drop the cache objects (and clean blocks) of
- * up to want closed, clean files, or else of open clean ones. Returns how
- * many went. Call with no inode lock held. */
-size_t fdata_reclaim_objs(struct fs *fs, size_t want);
 
 /* ---- engine.c: the write-back and prefetch threads ---- */
 int engine_start(struct fs *fs);

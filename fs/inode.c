@@ -146,7 +146,9 @@ int inode_utimens(struct fs_inode *ino, int fd, const char *proc,
 	return r;
 }
 
-void inode_identity(struct fs *fs, struct fs_inode *ino, struct bstore_obj *o)
+/* The identity of a file for recovery: a file handle and a path. */
+static void inode_identity(struct fs *fs, struct fs_inode *ino,
+			   struct bstore_obj *o)
 {
 	struct {
 		struct file_handle fh;

@@ -433,8 +433,6 @@ static int fs_prepare(struct fs *fs)
 	if (check_backing(fs) < 0 || open_cache(fs) < 0)
 		return -1;
 	raise_open_files(fs);
-	fdwait_init(&fs->fdw);
-	dirty_init(fs);
 	if ((r = itab_open(fs)) < 0) {
 		log_err("backing dir %s: %s", fs->cfg.backing, strerror(-r));
 		return -1;
@@ -538,6 +536,7 @@ static void fs_close(struct fs *fs)
 	free(fs->cfg.backing);
 	free(fs->cfg.mountpoint);
 	free(fs->cfg.nvram);
+	fdwait_destroy(&fs->fdw);
 }
 
 static void cli_free(struct cli *c)
@@ -560,6 +559,8 @@ int main(int argc, char **argv)
 	log_init("nvcachefs", LOG_LVL_INFO);
 	if (!fs || fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0)
 		return 1;
+	fdwait_init(&fs->fdw);
+	dirty_init(fs);
 	if (cli.help) {
 		usage(argv[0]);
 		return 0;
