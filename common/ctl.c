@@ -77,7 +77,7 @@ static int ctl_addr(const char *path, struct sockaddr_un *sa)
 }
 
 /* Clients being read at once: one that connects and sends nothing must
- * not hold up the others (it used to, 2 s each, one at a time). */
+ * not hold up the others (each may take up to CTL_CLIENT_MS). */
 #define CTL_CLIENTS 16
 #define CTL_CLIENT_MS 2000
 

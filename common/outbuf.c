@@ -16,6 +16,17 @@ void outbuf_printf(struct outbuf *o, const char *fmt, ...)
 		o->len += (size_t)w;
 }
 
+void outbuf_u64(struct outbuf *o, const char *key, uint64_t v)
+{
+	outbuf_printf(o, "%s: %llu\n", key, (unsigned long long)v);
+}
+
+void outbuf_u64s(struct outbuf *o, const struct outbuf_kv *kv, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		outbuf_u64(o, kv[i].key, kv[i].v);
+}
+
 ssize_t outbuf_done(const struct outbuf *o)
 {
 	if (!o->cap)

@@ -6,6 +6,7 @@
  * mid-line; what is in the buffer is always NUL-terminated when cap > 0. */
 #pragma once
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct outbuf {
@@ -26,6 +27,15 @@ static inline struct outbuf outbuf_of(char *p, size_t cap)
 /* Append printf-formatted text; what does not fit is dropped. */
 void outbuf_printf(struct outbuf *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Append the line "key: v". */
+void outbuf_u64(struct outbuf *o, const char *key, uint64_t v);
+/* Append a line "key: v" for each of n counters, in order. */
+struct outbuf_kv {
+	const char *key;
+	uint64_t v;
+};
+void outbuf_u64s(struct outbuf *o, const struct outbuf_kv *kv, size_t n);
 
 /* The length a control handler returns: the bytes in the buffer (at most
  * cap - 1, as snprintf leaves room for the NUL). */

@@ -1,8 +1,10 @@
-/* engine.c - the background engines of nvcachefs: write-back (after the last
- * close plus a delay, at once under cache pressure, everything at unmount;
- * backing errors keep the data dirty and retry with backoff) and prefetch
- * (a file opened for use is read into the cache in the background). Backing
- * writes are batched through liburing. */
+/* engine.c - the background threads of nvcachefs: write-back of the files
+ * on the dirty list (dirty.c: after the last close plus a delay, at once
+ * under cache pressure, everything at unmount; backing errors keep the data
+ * dirty and retry with backoff), with adjacent dirty blocks joined into one
+ * pwrite each; and prefetch (a file opened for use is read into the cache
+ * in the background, a batch of reads in flight at once through liburing:
+ * fdata_prefetch). */
 #include "fs/fs.h"
 
 #include "common/clock.h"
@@ -25,27 +27,6 @@
 #define BACKOFF_MAX_NS 30000000000ull
 
 
-static void abstime(struct timespec *ts, uint64_t ns_from_now)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += (time_t)(ns_from_now / 1000000000ull);
-	ts->tv_nsec += (long)(ns_from_now % 1000000000ull);
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
-static void cond_init_mono(pthread_cond_t *c)
-{
-	pthread_condattr_t a;
-
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(c, &a);
-	pthread_condattr_destroy(&a);
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -53,14 +34,11 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Write n buffers at their offsets; all or an error. Plain pwrite: the
- * write-back thread is in the background, and each buffer is a run of
- * adjacent blocks already. (It used io_uring, one ring per write-back:
- * on this machine's kernel a buffered write to ext4 was once consumed by
- * the ring and never completed, with no io-wq worker left to finish it;
- * the write-back thread waited for good, holding the file's I/O lock, and
- * a truncate of that file hung the process that sent it - CI's
- * fsx_random_ops, after thousands of clean runs.) */
+/* Write n buffers at their offsets; all or an error. Plain pwrite, not
+ * io_uring: the write-back thread is in the background and each buffer is
+ * a run of adjacent blocks already, so a ring gains nothing, and a write
+ * a ring never completes would leave the thread waiting for good with the
+ * file's io lock held (every truncate of the file would hang behind it). */
 static int backing_write_batch(int fd, char **bufs, const uint32_t *lens,
 			       const uint64_t *offs, unsigned n)
 {
@@ -88,7 +66,7 @@ static void log_wb_error(struct fs_inode *ino, int err)
 static int writeback_pass(struct fs *fs, struct fs_inode *ino)
 {
 	uint32_t B = fs->cfg.block_size;
-	struct cache_mgr *m = fs->mgr[0];
+	struct cache_mgr *m = fs_mgr_for(fs, ino, 0);
 	uint64_t obj, size, bsize, wgen, *idx = NULL, *ver = NULL, bytes = 0;
 	char *area = NULL;
 	size_t n = 0;
@@ -103,7 +81,7 @@ static int writeback_pass(struct fs *fs, struct fs_inode *ino)
 	size = ino->size;
 	bsize = ino->bsize;
 	wgen = ino->wgen;
-	fd = obj ? fdata_datafd(fs, ino) : 0;
+	fd = obj ? inode_datafd(fs, ino) : 0;
 	pthread_mutex_unlock(&ino->lk);
 	if (!obj)
 		goto out;
@@ -157,9 +135,8 @@ static int writeback_pass(struct fs *fs, struct fs_inode *ino)
 				 * still going on (it sets the size once done).
 				 * Written up to the size, but the block stays
 				 * dirty: marked clean, it could be evicted and
-				 * those bytes read back from the backing file
-				 * as zeros (a tryout saw acknowledged writes
-				 * come back as zeros under cache pressure). */
+				 * those acknowledged bytes read back from the
+				 * backing file as zeros. */
 				len = (uint32_t)(size - start);
 				ver[i] = 0;
 			}
@@ -188,8 +165,8 @@ static int writeback_pass(struct fs *fs, struct fs_inode *ino)
 	}
 	/* The backing size first: once a block is clean it can be evicted,
 	 * and a partial write into it then takes its bytes from the backing
-	 * file, as far as bsize says there are any (a stale bsize there
-	 * started the block from zeros: a review reproduced it). */
+	 * file, as far as bsize says there are any (a stale bsize would start
+	 * the block from zeros). */
 	pthread_mutex_lock(&ino->lk);
 	if (fstat(fd, &st) == 0)
 		ino->bsize = (uint64_t)st.st_size;
@@ -220,162 +197,20 @@ out:
 	free(area);
 	free(idx);
 	free(ver);
-	fdata_close_idle(fs, ino);
+	inode_close_idle(fs, ino);
 	return ret;
 }
 
 /* Passes of one file one at a time: a pass copies each dirty block and
  * writes it later; one running beside a newer pass could write its older
  * copy after the newer one was written, marked clean and evicted, and
- * the backing file would keep the older bytes (found in a review). */
+ * the backing file would keep the older bytes. */
 int engine_writeback_inode(struct fs *fs, struct fs_inode *ino)
 {
 	pthread_mutex_lock(&ino->wb_mx);
 	int ret = writeback_pass(fs, ino);
 	pthread_mutex_unlock(&ino->wb_mx);
 	return ret;
-}
-
-/* ---- the dirty list ---- */
-
-static void dirty_add(struct fs *fs, struct fs_inode *ino)
-{
-	ino->on_dirty = true;
-	ino->dprev = NULL;
-	ino->dnext = fs->dirty_head;
-	if (fs->dirty_head)
-		fs->dirty_head->dprev = ino;
-	else
-		fs->dirty_tail = ino;
-	fs->dirty_head = ino;
-	fs->ndirty_files++;
-}
-
-static void dirty_del(struct fs *fs, struct fs_inode *ino)
-{
-	if (ino->dprev)
-		ino->dprev->dnext = ino->dnext;
-	else
-		fs->dirty_head = ino->dnext;
-	if (ino->dnext)
-		ino->dnext->dprev = ino->dprev;
-	else
-		fs->dirty_tail = ino->dprev;
-	ino->dnext = ino->dprev = NULL;
-	ino->on_dirty = false;
-	fs->ndirty_files--;
-}
-
-/* A file just written back and still listed goes behind the others, so
- * that, while writers wait for space (every file due at once), one file
- * whose pass cleaned nothing cannot be picked again and again while the
- * others' dirty blocks wait (a livelock a tryout hit: the head was a file
- * whose extending write was itself waiting for space). */
-static void dirty_to_tail(struct fs *fs, struct fs_inode *ino)
-{
-	if (fs->dirty_tail == ino)
-		return;
-	dirty_del(fs, ino);
-	ino->on_dirty = true;
-	fs->ndirty_files++;
-	ino->dnext = NULL;
-	ino->dprev = fs->dirty_tail;
-	fs->dirty_tail->dnext = ino;
-	fs->dirty_tail = ino;
-}
-
-void engine_mark_dirty(struct fs *fs, struct fs_inode *ino)
-{
-	bool added = false;
-
-	pthread_mutex_lock(&ino->lk);
-	pthread_mutex_lock(&fs->wb_lk);
-	/* Open, a file is written back only when the cache needs room
-	 * (due 0: wb_pick's forced picks), deleted or not (fdata_doom). */
-	if (!ino->on_dirty && (!ino->doomed || ino->opens)) {
-		dirty_add(fs, ino);
-		ino->wb_due_ns = ino->opens ? 0 : clock_now_ns() + fs->cfg.wb_delay_ns;
-		added = true;
-	}
-	pthread_mutex_unlock(&fs->wb_lk);
-	pthread_mutex_unlock(&ino->lk);
-	if (added)
-		fs_inode_ref(fs, ino);
-}
-
-void engine_schedule(struct fs *fs, struct fs_inode *ino)
-{
-	pthread_mutex_lock(&fs->wb_lk);
-	if (ino->on_dirty) {
-		ino->wb_due_ns = clock_now_ns() + fs->cfg.wb_delay_ns;
-		if (ino->backoff_ns)
-			ino->wb_due_ns += ino->backoff_ns;
-		pthread_cond_signal(&fs->wb_cv);
-	}
-	pthread_mutex_unlock(&fs->wb_lk);
-}
-
-void engine_hold(struct fs *fs, struct fs_inode *ino)
-{
-	pthread_mutex_lock(&fs->wb_lk);
-	if (ino->on_dirty && !ino->backoff_ns)
-		ino->wb_due_ns = 0;
-	pthread_mutex_unlock(&fs->wb_lk);
-}
-
-bool engine_forget_dirty(struct fs *fs, struct fs_inode *ino)
-{
-	bool removed = false;
-
-	pthread_mutex_lock(&fs->wb_lk);
-	if (ino->on_dirty && !ino->wb_busy) {
-		dirty_del(fs, ino);
-		removed = true;
-	}
-	pthread_mutex_unlock(&fs->wb_lk);
-	return removed;
-}
-
-uint32_t engine_queue_len(struct fs *fs)
-{
-	uint32_t n;
-
-	pthread_mutex_lock(&fs->wb_lk);
-	n = fs->ndirty_files;
-	pthread_mutex_unlock(&fs->wb_lk);
-	return n;
-}
-
-void engine_wait_space(struct fs *fs)
-{
-	struct timespec ts;
-
-	atomic_fetch_add(&fs->st.bp_waits, 1);
-	pthread_mutex_lock(&fs->wb_lk);
-	fs->wb_urgent = true;
-	pthread_cond_signal(&fs->wb_cv);
-	abstime(&ts, 50000000ull);
-	pthread_cond_timedwait(&fs->space_cv, &fs->wb_lk, &ts);
-	pthread_mutex_unlock(&fs->wb_lk);
-}
-
-/* Pick the next inode to write back (wb_lk held). */
-static struct fs_inode *wb_pick(struct fs *fs, uint64_t now, uint64_t *next)
-{
-	bool forced = fs->wb_urgent || fs->wb_all;
-
-	for (struct fs_inode *i = fs->dirty_head; i; i = i->dnext) {
-		if (i->wb_busy)
-			continue;
-		bool errored_wait = i->backoff_ns && i->wb_due_ns > now;
-		if (i->wb_due_ns && i->wb_due_ns <= now)
-			return i;
-		if (forced && !errored_wait)
-			return i;
-		if (i->wb_due_ns && i->wb_due_ns < *next)
-			*next = i->wb_due_ns;
-	}
-	return NULL;
 }
 
 static void *wb_main(void *arg)
@@ -386,7 +221,7 @@ static void *wb_main(void *arg)
 	pthread_mutex_lock(&fs->wb_lk);
 	for (;;) {
 		uint64_t now = clock_now_ns(), next = now + 1000000000ull;
-		struct fs_inode *pick = wb_pick(fs, now, &next);
+		struct fs_inode *pick = dirty_pick(fs, now, &next);
 
 		if (!pick) {
 			/* Nothing can be written: waking the writers now
@@ -395,26 +230,23 @@ static void *wb_main(void *arg)
 			fs->wb_urgent = false;
 			if (fs->stop)
 				break;
-			abstime(&ts, next - now);
+			clock_deadline(&ts, next - now);
 			pthread_cond_timedwait(&fs->wb_cv, &fs->wb_lk, &ts);
 			continue;
 		}
 		pick->wb_busy = true;
 		pthread_mutex_unlock(&fs->wb_lk);
 		int r = engine_writeback_inode(fs, pick);
-		struct cache_mgr *m = fs->mgr[0];
 		pthread_mutex_lock(&pick->lk);
 		bool open = pick->opens > 0;
 		/* a doomed file (unlinked) once closed, or one without a
 		 * cache object, has nothing to write back; a doomed file's
 		 * object goes with its last close, or here if that close
-		 * came while we wrote (fdata_release_obj saw it listed) */
+		 * came while we wrote (inode_obj_release saw it listed) */
 		bool gone = (pick->doomed && !open) || !pick->obj;
-		if (pick->doomed && !open && pick->obj) {
-			m->ops->obj_delete(m, pick->obj);
-			pick->obj = 0;
-		}
-		size_t left = !gone ? m->ops->blocks(m, pick->obj, 1, NULL, 0) : 0;
+		if (pick->doomed && !open)
+			inode_obj_delete(fs, pick);
+		size_t left = !gone ? inode_obj_dirty(fs, pick) : 0;
 		uint64_t size = pick->size, bsize = pick->bsize;
 		/* decide under pick->lk: a writer marks the file dirty under
 		 * the same lock after committing its block, so it either sees
@@ -433,7 +265,7 @@ static void *wb_main(void *arg)
 		} else {
 			pick->backoff_ns = 0;
 			if (gone || (!left && size == bsize)) {
-				dirty_del(fs, pick);
+				dirty_remove(fs, pick);
 				drop = true;
 			} else {
 				pick->wb_due_ns = open ? 0 : now + fs->cfg.wb_delay_ns;
@@ -444,7 +276,7 @@ static void *wb_main(void *arg)
 		pthread_mutex_unlock(&fs->wb_lk);
 		pthread_mutex_unlock(&pick->lk);
 		if (drop)
-			fs_inode_unref(fs, pick);
+			itab_unref(fs, pick);
 		pthread_mutex_lock(&fs->wb_lk);
 	}
 	pthread_mutex_unlock(&fs->wb_lk);
@@ -471,7 +303,7 @@ void engine_prefetch(struct fs *fs, struct fs_inode *ino)
 	}
 	pthread_mutex_unlock(&fs->wb_lk);
 	if (added)
-		fs_inode_ref(fs, ino);
+		itab_ref(fs, ino);
 }
 
 static void prefetch_file(struct fs *fs, struct fs_inode *ino)
@@ -484,13 +316,11 @@ static void prefetch_file(struct fs *fs, struct fs_inode *ino)
 	if (r0 < 0) {
 		/* out of descriptors, say, in a burst of lookups: once a
 		 * minute is enough to tell */
-		static uint64_t said_ns;
-		uint64_t now = clock_now_ns();
-		if (said_ns == 0 || now - said_ns >= 60000000000ull) {
-			said_ns = now;
+		static struct log_limit lim;
+		char note[96];
+		if (log_limit(&lim, 60, note, sizeof(note)))
 			log_warn("prefetch: io_uring: %s; files are fetched on "
-				 "demand meanwhile", strerror(-r0));
-		}
+				 "demand meanwhile%s", strerror(-r0), note);
 		return;
 	}
 	for (uint64_t blk = 0; !fs->stop; ) {
@@ -500,7 +330,8 @@ static void prefetch_file(struct fs *fs, struct fs_inode *ino)
 		if (!go)
 			break;
 		/* never evict for a prefetch: stop when the cache is 3/4 full */
-		fs->mgr[0]->ops->stats(fs->mgr[0], &st);
+		struct cache_mgr *m = fs_mgr_for(fs, ino, blk);
+		m->ops->stats(m, &st);
 		if (st.blocks_used * 4 >= st.blocks_total * 3)
 			break;
 		ssize_t r = fdata_prefetch(fs, ino, &blk, &ring);
@@ -530,7 +361,7 @@ static void *pf_main(void *arg)
 		pthread_mutex_lock(&fs->wb_lk);
 		ino->on_pf = false;
 		pthread_mutex_unlock(&fs->wb_lk);
-		fs_inode_unref(fs, ino);
+		itab_unref(fs, ino);
 		pthread_mutex_lock(&fs->wb_lk);
 	}
 	/* drop what is still queued */
@@ -539,7 +370,7 @@ static void *pf_main(void *arg)
 		fs->pf_head = ino->pfnext;
 		ino->on_pf = false;
 		pthread_mutex_unlock(&fs->wb_lk);
-		fs_inode_unref(fs, ino);
+		itab_unref(fs, ino);
 		pthread_mutex_lock(&fs->wb_lk);
 	}
 	fs->pf_tail = NULL;
@@ -551,8 +382,6 @@ int engine_start(struct fs *fs)
 {
 	int r;
 
-	cond_init_mono(&fs->wb_cv);
-	cond_init_mono(&fs->space_cv);
 	pthread_cond_init(&fs->pf_cv, NULL);
 	r = pthread_create(&fs->wb_thread, NULL, wb_main, fs);
 	if (r)
@@ -585,6 +414,6 @@ int engine_stop(struct fs *fs)
 	pthread_join(fs->pf_thread, NULL);
 	pthread_join(fs->wb_thread, NULL);
 	fs->threads_started = false;
-	left = engine_queue_len(fs);
+	left = dirty_count(fs);
 	return (int)left;
 }

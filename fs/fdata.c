@@ -15,130 +15,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-struct cache_mgr *fs_mgr_for(struct fs *fs, struct fs_inode *ino, uint64_t blk)
-{
-	if (fs->nmgr == 1)
-		return fs->mgr[0];
-	return fs->mgr[stripe_owner(&ino->smap, blk * fs->cfg.block_size)];
-}
-
-void fdata_drop_datafd(struct fs *fs, struct fs_inode *ino)
-{
-	if (ino->datafd < 0)
-		return;
-	close(ino->datafd);
-	ino->datafd = -1;
-	atomic_fetch_sub(&fs->datafds, 1);
-}
-
-void fdata_close_idle(struct fs *fs, struct fs_inode *ino)
-{
-	/* under the budget, keep it: the next open would open it again */
-	if (atomic_load(&fs->datafds) <= fs->datafd_budget)
-		return;
-	/* busy (a read, write, prefetch or write-back holds io): whoever
-	 * finishes last calls this again, or the next release does */
-	if (pthread_rwlock_trywrlock(&ino->io) != 0)
-		return;
-	pthread_mutex_lock(&ino->lk);
-	if (ino->opens == 0)
-		fdata_drop_datafd(fs, ino);
-	pthread_mutex_unlock(&ino->lk);
-	pthread_rwlock_unlock(&ino->io);
-}
-
-int fdata_datafd(struct fs *fs, struct fs_inode *ino)
-{
-	char proc[64];
-
-	if (ino->datafd >= 0)
-		return ino->datafd;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
-	/* the cache reads (prefetch) and writes (write-back) whatever mode
-	 * the user opened with; an immutable file only allows reading */
-	int tries = 0;
-	do
-		ino->datafd = open(proc, O_RDWR | O_CLOEXEC);
-	while (ino->datafd < 0 && forget_retry(fs, &tries));
-	if (ino->datafd < 0 && errno != EMFILE && errno != ENFILE)
-		ino->datafd = open(proc, O_RDONLY | O_CLOEXEC);
-	if (ino->datafd < 0)
-		return -fs_open_errno(fs);
-	atomic_fetch_add(&fs->datafds, 1);
-	return ino->datafd;
-}
-
-void fdata_identity(struct fs *fs, struct fs_inode *ino, struct bstore_obj *o)
-{
-	struct {
-		struct file_handle fh;
-		unsigned char buf[BSTORE_HANDLE_MAX];
-	} h;
-	char proc[64], path[4096];
-	size_t blen = strlen(fs->cfg.backing);
-	ssize_t n;
-	int mnt;
-
-	h.fh.handle_bytes = BSTORE_HANDLE_MAX;
-	if (name_to_handle_at(ino->fd, "", &h.fh, &mnt, AT_EMPTY_PATH) == 0 &&
-	    h.fh.handle_bytes <= BSTORE_HANDLE_MAX) {
-		o->handle_type = (uint32_t)h.fh.handle_type;
-		o->handle_len = h.fh.handle_bytes;
-		memcpy(o->handle, h.fh.f_handle, h.fh.handle_bytes);
-	} else {
-		o->handle_len = 0;
-	}
-	o->path[0] = 0;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ino->fd);
-	n = readlink(proc, path, sizeof(path) - 1);
-	if (n > 0) {
-		path[n] = 0;
-		if (!strncmp(path, fs->cfg.backing, blen) && path[blen] == '/' &&
-		    strlen(path + blen + 1) < BSTORE_PATH_MAX)
-			snprintf(o->path, BSTORE_PATH_MAX, "%s", path + blen + 1);
-	}
-}
-
-/* Create the cache object of the inode (ino->lk held). */
-static int ensure_obj(struct fs *fs, struct fs_inode *ino)
-{
-	struct bstore_obj o = { 0 };
-	int ret;
-
-	if (ino->obj)
-		return 0;
-	fdata_identity(fs, ino, &o);
-	/* unlinked before its first block: recovery must drop it too */
-	if (ino->doomed)
-		o.uflags |= OBJ_DOOMED;
-	o.size = ino->size;
-	ret = fs->mgr[0]->ops->obj_create(fs->mgr[0], &o);
-	if (ret < 0)
-		return ret;
-	ino->obj = o.id;
-	return 0;
-}
-
-/* Persist size and flags into the object record (ino->lk held). */
-static void save_record(struct fs *fs, struct fs_inode *ino, uint64_t size,
-			uint32_t set, uint32_t clear)
-{
-	struct bstore_obj o;
-	struct cache_mgr *m = fs->mgr[0];
-
-	if (!ino->obj || m->ops->obj_get(m, ino->obj, &o) < 0)
-		return;
-	o.size = size;
-	if (ino->doomed)
-		o.uflags |= OBJ_DOOMED;
-	o.uflags = (o.uflags | set) & ~clear;
-	m->ops->obj_update(m, &o);
-}
-
 /* Persist the size into the object record (ino->lk held). */
 static void save_size(struct fs *fs, struct fs_inode *ino)
 {
-	save_record(fs, ino, ino->size, 0, 0);
+	inode_obj_save(fs, ino, ino->size, 0, 0);
 }
 
 int fdata_inode_init(struct fs *fs, struct fs_inode *ino)
@@ -159,7 +39,7 @@ int fdata_inode_init(struct fs *fs, struct fs_inode *ino)
 		}
 	}
 	if (ret == 0)
-		ret = fdata_datafd(fs, ino) < 0 ? -errno : 0;
+		ret = inode_datafd(fs, ino) < 0 ? -errno : 0;
 	pthread_mutex_unlock(&ino->lk);
 	return ret;
 }
@@ -174,7 +54,7 @@ static ssize_t fetch(struct fs *fs, struct fs_inode *ino, uint64_t blk,
 	if (start >= bsize)
 		return 0;
 	pthread_mutex_lock(&ino->lk);
-	int fd = fdata_datafd(fs, ino);
+	int fd = inode_datafd(fs, ino);
 	pthread_mutex_unlock(&ino->lk);
 	if (fd < 0) {
 		atomic_fetch_add(&fs->st.backing_errors, 1);
@@ -257,7 +137,7 @@ ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		 * size: a block written back (size set first) and evicted
 		 * between the two would pass the check with the old size. */
 		pthread_mutex_lock(&ino->lk);
-		if (!obj && ensure_obj(fs, ino) == 0)
+		if (!obj && inode_obj_ensure(fs, ino) == 0)
 			obj = ino->obj;
 		uint32_t gen = obj ? m->ops->gen(m, obj, blk) : 0;
 		bsize = ino->bsize;
@@ -376,8 +256,8 @@ ssize_t fdata_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
  * mtime, and a place on the dirty list. At the write's end, and before it
  * waits for space: write-back takes only bytes below the size and only
  * files on the list, so an extending write that waited with its first
- * blocks out of sight could wait for good (a tryout's writers hung in
- * engine_wait_space while the cache was all dirty). */
+ * blocks out of sight would wait for good (the cache all dirty, and none
+ * of it for write-back to take). */
 static void write_publish(struct fs *fs, struct fs_inode *ino, uint64_t end)
 {
 	pthread_mutex_lock(&ino->lk);
@@ -393,7 +273,7 @@ static void write_publish(struct fs *fs, struct fs_inode *ino, uint64_t end)
 	bool listed = ino->on_dirty;
 	pthread_mutex_unlock(&ino->lk);
 	if (!listed)
-		engine_mark_dirty(fs, ino);
+		dirty_mark(fs, ino);
 }
 
 /* One block's part of a write: [boff, boff+n) of block blk from part.
@@ -402,8 +282,8 @@ static void write_publish(struct fs *fs, struct fs_inode *ino, uint64_t end)
  * is absent (CM_NEED_OLD: -ENODATA), with the backing size as it is then:
  * an earlier look or size may be stale (write-back may have written the
  * block, grown the file, and the block been evicted since), and a block
- * started from zeros there lost bytes already acknowledged (found by a
- * tryout and a review). Past the backing file's end fetch reads nothing. */
+ * started from zeros there would lose bytes already acknowledged. Past
+ * the backing file's end fetch reads nothing. */
 static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
 		       uint64_t blk, uint32_t boff, uint32_t n,
 		       const struct bstore_src *part, char **tmp,
@@ -450,12 +330,56 @@ static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
 		 * far must be visible to the write-back we wait for */
 		if (end_done)
 			write_publish(fs, ino, end_done);
-		engine_wait_space(fs);
+		dirty_wait_space(fs);
 		/* a base fetched before the wait may be stale by now (another
 		 * writer's bytes written back and evicted meanwhile) */
 		fetched = false;
 		base_len = 0;
 	}
+}
+
+/* The object table is full: drop the cache objects (and clean blocks) of
+ * up to want closed, clean files, or else of open clean ones. Returns how
+ * many went. Called with no lock of another inode held. */
+static size_t fdata_reclaim_objs(struct fs *fs, size_t want)
+{
+	struct fs_inode *cand[64];
+	size_t n = itab_obj_holders(fs, false, cand, 64), freed = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		struct fs_inode *i = cand[k];
+		if (freed < want && pthread_mutex_trylock(&i->lk) == 0) {
+			uint64_t had = i->obj;
+			pthread_mutex_unlock(&i->lk);
+			inode_obj_release(fs, i);
+			pthread_mutex_lock(&i->lk);
+			if (had && !i->obj)
+				freed++;
+			pthread_mutex_unlock(&i->lk);
+		}
+		itab_unref(fs, i);
+	}
+	if (freed)
+		return freed;
+	/* Every entry is an open file's. Open clean files give theirs up
+	 * too: open files can hold the whole table (a job keeping 300 files
+	 * open through a 16M cache, whose table has 256 entries, or 300
+	 * inputs opened read-only, which prefetch caches), and with none
+	 * given up every later write would wait for ever, unkillable, and
+	 * the mount could not be unmounted. */
+	n = itab_obj_holders(fs, true, cand, 64);
+	for (size_t k = 0; k < n; k++) {
+		if (freed < want && inode_obj_release_open(fs, cand[k]))
+			freed++;
+		itab_unref(fs, cand[k]);
+	}
+	char note[96];
+	if (!freed && log_limit(&fs->table_full_log, 10, note, sizeof(note)))
+		log_warn("file table full: every entry is a file with data not "
+			 "yet written back; writers wait for write-back (the "
+			 "table has max(256, blocks/4) entries: a larger "
+			 "cache_size has more)%s", note);
+	return freed;
 }
 
 ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
@@ -470,15 +394,15 @@ ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	pthread_rwlock_rdlock(&ino->io);
 	for (;;) {
 		pthread_mutex_lock(&ino->lk);
-		ret = ensure_obj(fs, ino);
+		ret = inode_obj_ensure(fs, ino);
 		obj = ino->obj;
 		pthread_mutex_unlock(&ino->lk);
 		if (ret != -ENOSPC)
 			break;
 		/* object table full: reclaim closed clean files, or wait for
 		 * write-back to make some clean (back-pressure, not ENOSPC) */
-		if (!fs_reclaim_objs(fs, 16))
-			engine_wait_space(fs);
+		if (!fdata_reclaim_objs(fs, 16))
+			dirty_wait_space(fs);
 	}
 	if (ret < 0)
 		goto out;
@@ -513,29 +437,18 @@ out:
 void fdata_trim(struct fs *fs, struct fs_inode *ino, uint64_t size)
 {
 	uint32_t B = fs->cfg.block_size;
-	struct cache_mgr *m = fs->mgr[0];
-	uint64_t *idx;
-	size_t n, cap = 64;
+	size_t n;
+	uint64_t *idx = inode_obj_blocks(fs, ino, false, &n);
 
-	if (!ino->obj)
+	if (!idx)
 		return;
-	for (;;) {
-		idx = malloc(cap * sizeof(*idx));
-		if (!idx)
-			return;
-		n = m->ops->blocks(m, ino->obj, 0, idx, cap);
-		if (n <= cap)
-			break;
-		free(idx);
-		cap = n + 64;
-	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t start = idx[i] * B;
-		struct cache_mgr *o = fs_mgr_for(fs, ino, idx[i]);
+		struct cache_mgr *m = fs_mgr_for(fs, ino, idx[i]);
 		if (start >= size)
-			o->ops->drop(o, ino->obj, idx[i], 0);
+			m->ops->drop(m, ino->obj, idx[i], 0);
 		else if (start + B > size)
-			o->ops->drop(o, ino->obj, idx[i], (uint32_t)(size - start));
+			m->ops->drop(m, ino->obj, idx[i], (uint32_t)(size - start));
 	}
 	free(idx);
 }
@@ -546,19 +459,19 @@ int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 
 	pthread_rwlock_wrlock(&ino->io);
 	pthread_mutex_lock(&ino->lk);
-	fd = fdata_datafd(fs, ino);
+	fd = inode_datafd(fs, ino);
 	if (fd < 0) {
 		ret = fd;
 		pthread_mutex_unlock(&ino->lk);
 		goto out;
 	}
 	/* Crash-consistent: the intent is persisted first, so a crash
-	 * anywhere below leaves the old file or the new one, never a mix.
-	 * (The backing used to be cut first: a crash before the cache and
-	 * its record followed brought the old size back, with zeros where
-	 * clean data had been cut off.) Recovery finishes an intent it
-	 * finds: drops the blocks past it, cuts the backing, then writes
-	 * back. */
+	 * anywhere below leaves the old file or the new one, never a mix
+	 * (with the backing cut first and no intent, a crash before the
+	 * cache and its record follow would bring the old size back, with
+	 * zeros where clean data was cut off). Recovery finishes an intent
+	 * it finds: cuts the backing, drops the blocks past it, then writes
+	 * back (recovery.c). */
 	/* Past the backing's largest file: its answer, before any intent
 	 * (one recovery could not finish) is recorded. */
 	if (size > fs->max_file_size) {
@@ -566,10 +479,10 @@ int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 		pthread_mutex_unlock(&ino->lk);
 		goto out;
 	}
-	save_record(fs, ino, size, OBJ_TRUNCATING, 0);
+	inode_obj_save(fs, ino, size, OBJ_TRUNCATING, 0);
 	if (ftruncate(fd, (off_t)size) < 0) {
 		ret = -errno;
-		save_record(fs, ino, ino->size, 0, OBJ_TRUNCATING);
+		inode_obj_save(fs, ino, ino->size, 0, OBJ_TRUNCATING);
 		pthread_mutex_unlock(&ino->lk);
 		goto out;
 	}
@@ -584,7 +497,7 @@ int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 		clock_gettime(CLOCK_REALTIME, &ino->mtime);
 	if (size == 0)
 		ino->prefetched = true; /* nothing to fetch after O_TRUNC */
-	save_record(fs, ino, size, 0, OBJ_TRUNCATING);
+	inode_obj_save(fs, ino, size, 0, OBJ_TRUNCATING);
 	pthread_mutex_unlock(&ino->lk);
 out:
 	pthread_rwlock_unlock(&ino->io);
@@ -642,22 +555,14 @@ static int punch_cache(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		       uint64_t end, bool *wrote)
 {
 	uint32_t B = fs->cfg.block_size;
-	struct cache_mgr *m0 = fs->mgr[0];
-	uint64_t *idx = NULL;
-	size_t n, cap = 64;
+	size_t n;
+	uint64_t *idx;
 	int ret = 0;
 
 	if (!ino->obj)
 		return 0;
-	for (;;) {
-		free(idx);
-		if (!(idx = malloc(cap * sizeof(*idx))))
-			return -ENOMEM;
-		n = m0->ops->blocks(m0, ino->obj, 0, idx, cap);
-		if (n <= cap)
-			break;
-		cap = n + 64;
-	}
+	if (!(idx = inode_obj_blocks(fs, ino, false, &n)))
+		return -ENOMEM;
 	for (size_t i = 0; i < n && ret == 0; i++) {
 		uint64_t start = idx[i] * B;
 		if (start >= end || start + B <= off)
@@ -728,10 +633,10 @@ int fdata_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 			break;
 		/* a dirty edge block needs a free block: let write-back make
 		 * one (it takes io), then do it all again */
-		engine_wait_space(fs);
+		dirty_wait_space(fs);
 	}
 	if (ret == 0 && wrote && !listed)
-		engine_mark_dirty(fs, ino);
+		dirty_mark(fs, ino);
 	return ret;
 }
 
@@ -749,9 +654,9 @@ ssize_t fdata_prefetch(struct fs *fs, struct fs_inode *ino, uint64_t *blk,
 	pthread_rwlock_rdlock(&ino->io);
 	pthread_mutex_lock(&ino->lk);
 	bsize = ino->bsize;
-	r = ensure_obj(fs, ino);
+	r = inode_obj_ensure(fs, ino);
 	obj = ino->obj;
-	int fd = r < 0 ? r : fdata_datafd(fs, ino);
+	int fd = r < 0 ? r : inode_datafd(fs, ino);
 	pthread_mutex_unlock(&ino->lk);
 	if (fd < 0) {
 		total = fd;
@@ -825,8 +730,6 @@ out:
 
 void fdata_doom(struct fs *fs, struct fs_inode *ino)
 {
-	uint64_t ndirty = 0;
-	struct cache_mgr *m = fs->mgr[0];
 	bool unlisted;
 
 	pthread_mutex_lock(&ino->lk);
@@ -834,17 +737,15 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino)
 	 * write-back, but when the cache needs room they are written to
 	 * the unlinked backing inode (its data fd still reaches it) and so
 	 * made evictable. Unlisted, a deleted open file with more dirty
-	 * data than the cache hung every writer on the mount. */
-	unlisted = ino->opens == 0 && engine_forget_dirty(fs, ino);
+	 * data than the cache would hang every writer on the mount. */
+	unlisted = ino->opens == 0 && dirty_forget(fs, ino);
 	if (!ino->doomed) {
 		ino->doomed = true;
 		if (ino->obj) {
-			ndirty = m->ops->blocks(m, ino->obj, 1, NULL, 0);
-			if (ndirty)
+			if (inode_obj_dirty(fs, ino))
 				atomic_fetch_add(&fs->st.dropped_unlinked, 1);
 			if (ino->opens == 0) {
-				m->ops->obj_delete(m, ino->obj);
-				ino->obj = 0;
+				inode_obj_delete(fs, ino);
 			} else {
 				save_size(fs, ino); /* persists OBJ_DOOMED */
 			}
@@ -852,50 +753,56 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino)
 	}
 	pthread_mutex_unlock(&ino->lk);
 	if (unlisted)
-		fs_inode_unref(fs, ino);
+		itab_unref(fs, ino);
 }
 
-void fdata_release_obj(struct fs *fs, struct fs_inode *ino)
+bool fdata_open(struct fs *fs, struct fs_inode *ino, int flags, bool created)
 {
-	struct cache_mgr *m = fs->mgr[0];
+	bool prefetch;
 
+	itab_ref(fs, ino);
 	pthread_mutex_lock(&ino->lk);
-	pthread_mutex_lock(&fs->wb_lk);
-	bool busy = ino->opens || ino->on_dirty || ino->on_pf;
-	pthread_mutex_unlock(&fs->wb_lk);
-	if (ino->obj && !busy) {
-		if (ino->doomed ||
-		    (m->ops->blocks(m, ino->obj, 1, NULL, 0) == 0)) {
-			m->ops->obj_delete(m, ino->obj);
-			ino->obj = 0;
-		}
+	ino->opens++;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		ino->writers++;
+	if (created) {
+		ino->created = true;
+		ino->prefetched = true; /* a new file: nothing to prefetch */
 	}
+	/* open modes: a new or truncated file is not prefetched; anything
+	 * else is, in the background (a read of a missing block fetches it) */
+	prefetch = !ino->prefetched && ino->bsize > 0 && !ino->doomed;
+	if (prefetch)
+		ino->prefetched = true;
 	pthread_mutex_unlock(&ino->lk);
+	dirty_hold(fs, ino);
+	return prefetch;
 }
 
-bool fdata_release_open_obj(struct fs *fs, struct fs_inode *ino)
+void fdata_release(struct fs *fs, struct fs_inode *ino, int flags)
 {
-	struct cache_mgr *m = fs->mgr[0];
-	bool freed = false;
+	bool last, doomed;
 
-	/* no read, write, prefetch or truncation of it under way */
-	if (pthread_rwlock_trywrlock(&ino->io) != 0)
-		return false;
 	pthread_mutex_lock(&ino->lk);
-	pthread_mutex_lock(&fs->wb_lk);
-	bool busy = ino->on_dirty || ino->wb_busy || ino->on_pf;
-	pthread_mutex_unlock(&fs->wb_lk);
-	/* Nothing in NVRAM newer than the backing file: its blocks are
-	 * clean, its size and mtime are the backing's. A later read
-	 * fetches what it needs, a later write makes a new object. */
-	if (ino->obj && !busy && !ino->doomed && !ino->mtime_dirty &&
-	    ino->size == ino->bsize &&
-	    m->ops->blocks(m, ino->obj, 1, NULL, 0) == 0) {
-		m->ops->obj_delete(m, ino->obj);
-		ino->obj = 0;
-		freed = true;
-	}
+	ino->opens--;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		ino->writers--;
+	last = ino->opens == 0;
+	doomed = ino->doomed;
 	pthread_mutex_unlock(&ino->lk);
-	pthread_rwlock_unlock(&ino->io);
-	return freed;
+	if (last && doomed) {
+		/* listed while open (fdata_doom): off the list, then the
+		 * object goes (if write-back holds it now, it deletes it) */
+		pthread_mutex_lock(&ino->lk);   /* on_dirty changes under lk */
+		bool unlisted = dirty_forget(fs, ino);
+		pthread_mutex_unlock(&ino->lk);
+		if (unlisted)
+			itab_unref(fs, ino);
+		inode_obj_release(fs, ino);
+	}
+	else if (last)
+		dirty_schedule(fs, ino); /* write-back after the last close */
+	if (last)
+		inode_close_idle(fs, ino); /* the write-back opens it again */
+	itab_unref(fs, ino);
 }

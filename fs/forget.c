@@ -2,26 +2,26 @@
  * fd here, under the open-files limit (fs.h, "forget.c").
  *
  * The kernel forgets a FUSE inode when its last dentry goes, and it drops
- * unused dentries only under memory pressure: a tar of 25,000 files into
- * the mount kept 25,000 fds open here, past the usual hard limit. Past
+ * unused dentries only under memory pressure: left alone, a tar of 25,000
+ * files into the mount holds 25,000 fds open here, past the usual hard
+ * limit. Past
  * fs->inode_high this thread sends the kernel FUSE_NOTIFY_PRUNE with the
  * node ids of idle inodes (no open handle, no queued write-back, no
  * request since the previous scan). The kernel drops only the dentries
  * nobody uses (d_prune_aliases): not a working directory, a mount point,
  * an open file or a directory with cached children. Inodes left with none
- * are evicted, FORGET comes, and forget_one closes the fd; a later use is
+ * are evicted, FORGET comes, and itab_forget closes the fd; a later use is
  * one lookup again. It takes no directory lock, so it never waits for a
- * request in flight (FUSE_NOTIFY_INVAL_ENTRY would: it hung the daemon at
- * SIGTERM, and it detaches mounts on the entries it drops).
+ * request in flight (FUSE_NOTIFY_INVAL_ENTRY would, and can hang the
+ * daemon at SIGTERM; it also detaches mounts on the entries it drops).
  *
  * FUSE_NOTIFY_PRUNE came with Linux 6.18 (protocol 7.45). libfuse 3.14
  * cannot send it, so it is written to the session's fd here. On an older
  * kernel it is refused (EINVAL): the log says so once, and files stay
- * looked up until the kernel forgets them, as before. */
+ * looked up until the kernel forgets them on its own. */
 #define FUSE_USE_VERSION 314
 #include "fs/fs.h"
 
-#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -51,15 +51,7 @@ struct fs_forget {
 	struct fs *fs;
 	struct fuse_session *se;
 	pthread_t th;
-	pthread_mutex_t lk;
-	pthread_cond_t cv;
-	bool kicked, stop, unsupported;
-	atomic_bool pending;  /* a kick is waiting: later ones need no lock */
-	uint64_t logged_ns;
-	/* requests waiting for a descriptor (forget_wait), woken by
-	 * forget_freed */
-	pthread_cond_t freed_cv;
-	atomic_uint waiters;
+	struct log_limit said;   /* the sweep's line, once a minute */
 };
 
 /* Ask the kernel to prune n node ids. 0, or -errno. */
@@ -85,19 +77,17 @@ static bool sweep(struct fs_forget *f, uint64_t *batch)
 	struct fs *fs = f->fs;
 	uint64_t held, asked = 0;
 
-	pthread_mutex_lock(&fs->itab_lk);
-	held = fs->ninodes;
-	pthread_mutex_unlock(&fs->itab_lk);
+	held = itab_count(fs);
 	if (held <= fs->inode_low)
 		return true;
 	uint64_t want = held - fs->inode_low;
 	while (asked < want && !fuse_session_exited(f->se)) {
-		size_t n = fs_idle_inodes(fs, batch, want - asked < BATCH ? want - asked : BATCH);
+		size_t n = itab_idle(fs, batch, want - asked < BATCH ? want - asked : BATCH);
 		if (n == 0)
 			break;
 		int r = send_prune(f, batch, n);
 		if (r == -EINVAL) {
-			f->unsupported = true;
+			fdwait_set_on(&fs->fdw, false);
 			log_warn("this kernel cannot be asked to forget files "
 				 "(FUSE_NOTIFY_PRUNE needs Linux 6.18): each file it "
 				 "keeps looked up holds a descriptor here, %llu now; "
@@ -114,53 +104,39 @@ static bool sweep(struct fs_forget *f, uint64_t *batch)
 	if (asked == 0)
 		return false;
 	atomic_fetch_add(&fs->st.forget_asks, asked);
-	uint64_t now = clock_now_ns();
-	if (f->logged_ns == 0 || now - f->logged_ns >= 60000000000ull) {
-		f->logged_ns = now;
+	if (log_limit(&f->said, 60, NULL, 0))
 		log_info("%llu files looked up, over %llu: asked the kernel to forget "
 			 "%llu idle ones (each holds a descriptor here)",
 			 (unsigned long long)held, (unsigned long long)fs->inode_high,
 			 (unsigned long long)asked);
-	}
 	return true;
 }
-
-static struct fs *fs_of(struct fs_forget *f) { return f->fs; }
 
 static void *forget_main(void *arg)
 {
 	struct fs_forget *f = arg;
+	struct fs *fs = f->fs;
 	uint64_t *batch = malloc(BATCH * sizeof(*batch));
 
 	if (!batch) {
 		log_warn("forget thread: out of memory; idle files stay looked up");
+		fdwait_set_on(&fs->fdw, false);
 		return NULL;
 	}
-	pthread_mutex_lock(&f->lk);
-	while (!f->stop && !f->unsupported) {
-		if (!f->kicked) {
-			pthread_cond_wait(&f->cv, &f->lk);
-			continue;
-		}
-		f->kicked = false;
-		atomic_store(&f->pending, false);
-		pthread_mutex_unlock(&f->lk);
+	while (fdwait_next_kick(&fs->fdw)) {
 		bool found = sweep(f, batch);
-		/* the FORGETs come back over the next moments: counted again
+		/* The FORGETs come back over the next moments: counted again
 		 * before then, the same inodes would be asked for again; and
-		 * with nothing idle (all open, say) the table was walked twice
-		 * for nothing. Still over the mark, though, lookups outrun a
-		 * pause (8 parallel lstat loops did, at a limit of 600). */
-		pthread_mutex_lock(&fs_of(f)->itab_lk);
-		bool over = fs_of(f)->ninodes > fs_of(f)->inode_high;
-		pthread_mutex_unlock(&fs_of(f)->itab_lk);
+		 * with nothing idle (all open, say) the table would be walked
+		 * twice for nothing: a pause. Still over the mark after a
+		 * sweep that found some, no pause: lookups outrun one (8
+		 * parallel lstat loops at a limit of 600 do). */
+		bool over = itab_count(fs) > fs->inode_high;
 		if (!found || !over)
 			nanosleep(&(struct timespec){ .tv_nsec = found ? 2000000 : 50000000 }, NULL);
-		pthread_mutex_lock(&f->lk);
 		if (found && over)
-			f->kicked = true;
+			fdwait_kick(&fs->fdw);
 	}
-	pthread_mutex_unlock(&f->lk);
 	free(batch);
 	return NULL;
 }
@@ -173,74 +149,15 @@ int forget_start(struct fs *fs, struct fuse_session *se)
 		return -ENOMEM;
 	f->fs = fs;
 	f->se = se;
-	pthread_mutex_init(&f->lk, NULL);
-	pthread_cond_init(&f->cv, NULL);
-	pthread_cond_init(&f->freed_cv, NULL);
+	fdwait_set_on(&fs->fdw, true);
 	int r = pthread_create(&f->th, NULL, forget_main, f);
 	if (r != 0) {
-		pthread_mutex_destroy(&f->lk);
-		pthread_cond_destroy(&f->cv);
-		pthread_cond_destroy(&f->freed_cv);
+		fdwait_set_on(&fs->fdw, false);
 		free(f);
 		return -r;
 	}
 	fs->forget = f;
 	return 0;
-}
-
-void forget_kick(struct fs *fs)
-{
-	struct fs_forget *f = fs->forget;
-
-	if (!f || atomic_exchange(&f->pending, true))
-		return;
-	pthread_mutex_lock(&f->lk);
-	f->kicked = true;
-	pthread_cond_signal(&f->cv);
-	pthread_mutex_unlock(&f->lk);
-}
-
-bool forget_wait(struct fs *fs)
-{
-	struct fs_forget *f = fs->forget;
-
-	if (!f || f->unsupported || f->stop)
-		return false;
-	forget_kick(fs);
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += 5000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	atomic_fetch_add(&f->waiters, 1);
-	pthread_mutex_lock(&f->lk);
-	pthread_cond_timedwait(&f->freed_cv, &f->lk, &until);
-	pthread_mutex_unlock(&f->lk);
-	atomic_fetch_sub(&f->waiters, 1);
-	return true;
-}
-
-bool forget_retry(struct fs *fs, int *tries)
-{
-	int e = errno;
-	if ((e != EMFILE && e != ENFILE) || ++*tries > 600)
-		return false;
-	bool again = forget_wait(fs);
-	errno = e;
-	return again;
-}
-
-void forget_freed(struct fs *fs)
-{
-	struct fs_forget *f = fs->forget;
-
-	if (f && atomic_load(&f->waiters)) {
-		pthread_mutex_lock(&f->lk);
-		pthread_cond_broadcast(&f->freed_cv);
-		pthread_mutex_unlock(&f->lk);
-	}
 }
 
 void forget_stop(struct fs *fs)
@@ -249,22 +166,8 @@ void forget_stop(struct fs *fs)
 
 	if (!f)
 		return;
-	pthread_mutex_lock(&f->lk);
-	f->stop = true;
-	pthread_cond_signal(&f->cv);
-	pthread_mutex_unlock(&f->lk);
+	fdwait_set_on(&fs->fdw, false);
 	pthread_join(f->th, NULL);
-}
-
-void forget_free(struct fs *fs)
-{
-	struct fs_forget *f = fs->forget;
-
-	if (!f)
-		return;
 	fs->forget = NULL;
-	pthread_mutex_destroy(&f->lk);
-	pthread_cond_destroy(&f->cv);
-	pthread_cond_destroy(&f->freed_cv);
 	free(f);
 }

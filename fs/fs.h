@@ -1,17 +1,41 @@
-/* fs.h - nvcachefs's shared state: configuration, the inode table (backing
- * inodes held by O_PATH fds, as in libfuse's passthrough_ll), per-inode cache
- * state, and the entry points of the data path (fdata.c), the write-back and
- * prefetch engines (engine.c) and recovery (recovery.c). ops.c is the FUSE
- * glue, main.c parses options and mounts.
+/* fs.h - nvcachefs's shared state (configuration, the per-inode cache
+ * state, the struct fs) and the interface of each file of fs/.
  *
- * Locks, outermost first:
- *   fs_inode.io (rwlock): truncate takes it for writing; read, write,
- *       prefetch and write-back of the inode take it for reading, so a
- *       truncate never interleaves with data moving in or out of the cache.
+ * Layers, lowest first. A file calls only the files listed before it (and
+ * common/, pmem/, the cache managers through fs_mgr_for); nothing calls up.
+ *   fdwait.c    requests short of file descriptors wait for an inode to be
+ *               freed; the forget thread is woken through it
+ *   inode.c     one inode's own state: its locks, data fd, cache object and
+ *               record; fs_mgr_for, the one way to a cache manager
+ *   itab.c      the inode table: lookup counts and refs, the idle scan;
+ *               frees an inode when neither is left
+ *   dirty.c     the dirty list and back-pressure (writers wait for space)
+ *   forget.c    the thread that asks the kernel to forget idle inodes
+ *   fdata.c     the data path: open/release, read, write, truncate, punch,
+ *               one prefetch batch, unlink; reclaim of cache objects
+ *   engine.c    the write-back and prefetch threads
+ *   recovery.c  write-back of what a previous run left dirty in NVRAM
+ *   ops.c       the FUSE glue (ops.h): decode a request, call the layer
+ *               below, reply, as lo_* in libfuse's passthrough_ll
+ *   main.c      options, set-up, the session loop, the control socket
+ * Beside them: stripe.c and cache_local.c (the cache managers, below
+ * everything), killpriv.c (privilege dropping, called by ops.c).
+ *
+ * Locks, outermost first; a thread holding one takes only later ones, and
+ * the order holds across inodes (a writer holding its io may take another
+ * inode's lk to reclaim its object; another's io is only tried):
+ *   fs_inode.wb_mx: one write-back pass of the file at a time.
+ *   fs_inode.io (rwlock): truncate and punch take it for writing; read,
+ *       write, prefetch and write-back of the inode take it for reading,
+ *       so a truncate never interleaves with data moving in or out of the
+ *       cache.
  *   fs_inode.lk (mutex): the inode's cache fields (size, obj, opens, flags).
  *   fs.wb_lk: the dirty list, wb_due, the prefetch queue.
  *   fs.itab_lk: the inode table, nlookup, refs.
- * The cache managers do their own locking (cache_mgr.h). */
+ *   fs.fdw.lk: the descriptor waits (fdwait.c), innermost.
+ * The cache managers do their own locking (cache_mgr.h); their calls may
+ * be made with any of these held. An inode is freed (itab.c) with no lock
+ * held: itab_unref and itab_forget are called with none of ino's locks. */
 #pragma once
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,8 +84,8 @@ struct fs_inode {
 	pthread_rwlock_t io;
 	pthread_mutex_t lk;
 	/* one write-back pass of the file at a time (engine.c), taken
-	 * before io: fsync=backing and setxattr run passes of their own
-	 * beside the write-back thread's */
+	 * before io: fsync=backing, setxattr and recovery run passes of
+	 * their own beside the write-back thread's */
 	pthread_mutex_t wb_mx;
 	int datafd;            /* O_RDWR (or O_RDONLY) fd for cache I/O, -1;
 				* closed only under io (write) and lk */
@@ -97,6 +121,17 @@ struct fs_stats {
 	atomic_uint_fast64_t spliced;   /* write bytes read from the pipe */
 };
 
+/* The rendezvous of fdwait.c (fs.fdw). */
+struct fs_fdwait {
+	pthread_mutex_t lk;
+	pthread_cond_t kick_cv;   /* wakes the forget thread */
+	pthread_cond_t freed_cv;  /* an inode was freed */
+	atomic_bool on;           /* the forget thread runs: waits make sense */
+	bool kicked;              /* lk */
+	atomic_bool pending;      /* a kick is waiting: later ones need no lock */
+	atomic_uint waiters;
+};
+
 struct fs {
 	struct fs_config cfg;
 	struct cache_mgr *mgr[1];
@@ -108,12 +143,13 @@ struct fs {
 	struct fs_inode **itab;
 	size_t itab_size;
 	uint64_t ninodes;          /* in itab, each holding an O_PATH fd */
-	size_t idle_hand;          /* fs_idle_inodes' clock hand */
+	size_t idle_hand;          /* itab_idle's clock hand */
 	/* more inodes than inode_high: ask the kernel to forget idle ones
 	 * down to inode_low (forget.c) */
 	uint64_t inode_high, inode_low;
 	uint64_t max_file_size;   /* the backing's (probed at mount) */
 	struct fs_forget *forget;
+	struct fs_fdwait fdw;
 
 	pthread_mutex_t wb_lk;
 	pthread_cond_t wb_cv;     /* wakes the write-back thread */
@@ -128,71 +164,168 @@ struct fs {
 
 	struct fs_stats st;
 	atomic_uint_fast64_t datafds;  /* inodes' data fds open */
-	struct log_limit table_full_log;  /* fs_reclaim_objs's warning */
-	uint64_t datafd_budget;        /* more: close idle ones (fdata.c) */
+	struct log_limit table_full_log;  /* fdata_reclaim_objs's warning */
+	uint64_t datafd_budget;        /* more: close idle ones (inode.c) */
 };
 
-/* inode table (ops.c) */
-void fs_inode_ref(struct fs *fs, struct fs_inode *ino);
-void fs_inode_unref(struct fs *fs, struct fs_inode *ino);
+/* ---- fdwait.c: waiting for a file descriptor ----
+ * Each inode the kernel keeps looked up holds an O_PATH fd here: past the
+ * open-files limit, an open fails with EMFILE until the forget thread has
+ * had the kernel forget idle inodes. Lookups may outrun that thread for a
+ * moment: an open that fails for want of descriptors waits for an inode
+ * to be freed (5 ms at a time, 600 times, 3 s, at most) instead of failing
+ * at once; a sanitizer build on a loaded machine needs seconds. */
+void fdwait_init(struct fs_fdwait *w);
+void fdwait_destroy(struct fs_fdwait *w);
+/* The forget thread runs (on) or has stopped or cannot work (off): off,
+ * waits return at once and fdwait_next_kick returns false. */
+void fdwait_set_on(struct fs_fdwait *w, bool on);
+/* Wake the forget thread: the table is past inode_high, or an open waits. */
+void fdwait_kick(struct fs_fdwait *w);
+/* For the forget thread: wait for a kick; false once off. */
+bool fdwait_next_kick(struct fs_fdwait *w);
+/* An open just failed with errno: if it was EMFILE or ENFILE and the
+ * forget thread runs, kick it, wait for an inode to be freed and return
+ * true: the caller tries again (*tries counts). errno is kept. */
+bool fdwait_retry(struct fs_fdwait *w, int *tries);
+/* An inode was freed (its fd closed): wake the waits. */
+void fdwait_freed(struct fs_fdwait *w);
 
-/* The object table is full: drop the cache objects (and clean blocks) of
- * up to want closed, clean files. Call with no inode lock held. */
-size_t fs_reclaim_objs(struct fs *fs, size_t want);
+/* ---- inode.c: one inode's own state ---- */
+/* The one way to a cache manager: the owner of block blk of ino (stripe.h).
+ * A file's record and its block lists are block 0's owner's; ino NULL
+ * asks for the mount's own manager, for whole-store operations (stats,
+ * the object list of recovery and unmount). */
+struct cache_mgr *fs_mgr_for(struct fs *fs, const struct fs_inode *ino,
+			     uint64_t blk);
+/* Initialise the locks of a zeroed inode (datafd -1); destroy them. */
+void inode_init(struct fs_inode *ino);
+void inode_destroy(struct fs_inode *ino);
+/* errno of the open that just failed; when out of descriptors, the user
+ * sees EMFILE and the log says why (at most once a minute). */
+int inode_open_errno(struct fs *fs);
+/* The backing file opened for cache I/O (ino->datafd), opened again if it
+ * was closed; ino->lk held. Callers use it only while they hold ino->io. */
+int inode_datafd(struct fs *fs, struct fs_inode *ino);
+/* Close ino->datafd when the file has no open handle (after the last
+ * release, after a write-back) and more than fs->datafd_budget are open,
+ * unless ino->io is busy: a file not in use then holds one descriptor
+ * (its O_PATH inode), not two, and a tar of N files keeps N open, not 2N.
+ * Under the budget they stay open: each open would open it again. */
+void inode_close_idle(struct fs *fs, struct fs_inode *ino);
+/* Close ino->datafd now (no user: the inode is being freed). */
+void inode_drop_datafd(struct fs *fs, struct fs_inode *ino);
+/* The backing file's attributes as the cache knows them: its size while
+ * writes are in NVRAM, the mtime of its last write. */
+void inode_fix_attr(struct fs_inode *ino, struct stat *st);
+/* utimensat of the file (through fd if >= 0, else proc, a /proc/self/fd
+ * path), and the cache's mtime with it. 0 or -errno. */
+int inode_utimens(struct fs_inode *ino, int fd, const char *proc,
+		  const struct timespec tv[2]);
+/* The object record, ino->lk held for each: create it if there is none
+ * (-ENOSPC: the object table is full); persist size and uflags (set,
+ * clear); the number of dirty blocks; delete it (obj becomes 0). */
+int inode_obj_ensure(struct fs *fs, struct fs_inode *ino);
+void inode_obj_save(struct fs *fs, struct fs_inode *ino, uint64_t size,
+		    uint32_t set, uint32_t clear);
+size_t inode_obj_dirty(struct fs *fs, struct fs_inode *ino);
+void inode_obj_delete(struct fs *fs, struct fs_inode *ino);
+/* The object's block indexes (dirty ones only if dirty_only), malloc'ed,
+ * *n of them; NULL with no object or no memory. */
+uint64_t *inode_obj_blocks(struct fs *fs, struct fs_inode *ino,
+			   bool dirty_only, size_t *n);
+/* Drop the inode's cache object if it holds nothing dirty and nothing
+ * uses it (forget, last close of an unlinked file, unmount). */
+void inode_obj_release(struct fs *fs, struct fs_inode *ino);
+/* An open file's cache object, when the object table is full: given up
+ * (true) only if nothing in it is newer than the backing file and no I/O
+ * of the file is under way (its io lock is tried, never waited for). */
+bool inode_obj_release_open(struct fs *fs, struct fs_inode *ino);
 
+/* ---- itab.c: the inode table ---- */
+/* Make the table and the root inode (the backing dir). 0 or -errno. */
+int itab_open(struct fs *fs);
+/* At exit, after the session and the threads stopped: free every inode. */
+void itab_free_all(struct fs *fs);
+/* The kernel looked up the backing inode at fd (O_PATH, stat st): its
+ * inode, made if new (it takes fd) or found (fd is closed), with one more
+ * lookup; &fs->root for the root. NULL: out of memory (fd closed). Past
+ * inode_high it kicks the forget thread. */
+struct fs_inode *itab_add(struct fs *fs, int fd, const struct stat *st);
+/* The inode of (dev, ino) if known, with a ref taken. */
+struct fs_inode *itab_find(struct fs *fs, dev_t dev, ino_t ino);
+void itab_ref(struct fs *fs, struct fs_inode *ino);
+/* Drop a ref / n lookups; the inode is freed when neither is left. */
+void itab_unref(struct fs *fs, struct fs_inode *ino);
+void itab_forget(struct fs *fs, struct fs_inode *ino, uint64_t n);
+/* Inodes in the table. */
+uint64_t itab_count(struct fs *fs);
 /* The node ids of up to max inodes that the kernel holds and nothing here
  * uses (no open handle, no queue) and no request touched since the
  * previous scan: a clock hand over the table, an inode touched since the
  * last pass is spared once. For forget.c. */
-size_t fs_idle_inodes(struct fs *fs, uint64_t *out, size_t max);
+size_t itab_idle(struct fs *fs, uint64_t *out, size_t max);
+/* Up to max inodes with a cache object and no write-back or prefetch
+ * queued, closed ones (open false) or open ones, each with a ref. */
+size_t itab_obj_holders(struct fs *fs, bool open, struct fs_inode **out,
+			size_t max);
 
-/* forget.c: the kernel keeps an inode looked up for as long as it keeps
- * its dentry, and each costs us an O_PATH fd: past inode_high, a thread
- * asks it to prune the unused entries of idle inodes (FUSE_NOTIFY_PRUNE,
- * Linux 6.18); it then sends FORGET and the fd is closed. Without this a
- * tree with more files than the open-files limit ran the daemon out. */
+/* ---- dirty.c: the dirty list and back-pressure ----
+ * A listed file holds a ref (itab_ref) until it is taken off. on_dirty
+ * changes with ino->lk and wb_lk held, so a writer that committed a block
+ * and reads on_dirty under ino->lk either sees the file listed, or sees it
+ * off and lists it again (dirty_mark): the write-back thread decides under
+ * the same lock. */
+/* The list's lock and condition variables (before any writer runs). */
+void dirty_init(struct fs *fs);
+/* Writes made the inode dirty (ino->lk not held): list it. */
+void dirty_mark(struct fs *fs, struct fs_inode *ino);
+/* The last handle was closed: write-back due after the delay. */
+void dirty_schedule(struct fs *fs, struct fs_inode *ino);
+/* The file is open again: hold write-back until the next last close. */
+void dirty_hold(struct fs *fs, struct fs_inode *ino);
+/* Take a doomed file off the list (ino->lk held). Returns true if it was
+ * removed: the caller then drops the list's ref (itab_unref) after
+ * unlocking. A file being written back is dropped by the engine. */
+bool dirty_forget(struct fs *fs, struct fs_inode *ino);
+/* Files on the list. */
+uint32_t dirty_count(struct fs *fs);
+/* Wait for free cache space (back-pressure): wake write-back, sleep a bit. */
+void dirty_wait_space(struct fs *fs);
+/* For the write-back thread, wb_lk held: the next file to write back (one
+ * due, or any not backing off while writers wait or at unmount); *next
+ * gets the earliest due time of the others. */
+struct fs_inode *dirty_pick(struct fs *fs, uint64_t now, uint64_t *next);
+/* wb_lk held: take ino off the list (the caller drops its ref); put it
+ * behind the others. A file just written back and still listed goes to
+ * the tail, so that, while writers wait for space (every file due at
+ * once), a file whose pass cleaned nothing (its extending write itself
+ * waiting for space) cannot be picked again and again while the others'
+ * dirty blocks wait. */
+void dirty_remove(struct fs *fs, struct fs_inode *ino);
+void dirty_to_tail(struct fs *fs, struct fs_inode *ino);
+
+/* ---- forget.c: the kernel keeps an inode looked up for as long as it
+ * keeps its dentry, and each costs an O_PATH fd here: past inode_high, a
+ * thread asks it to prune the unused entries of idle inodes
+ * (FUSE_NOTIFY_PRUNE, Linux 6.18); it then sends FORGET and the fd is
+ * closed. Without this a tree with more files than the open-files limit
+ * would run the daemon out of descriptors. ---- */
 struct fuse_session;
 int forget_start(struct fs *fs, struct fuse_session *se);
-/* Stop the thread (the session loop has ended). forget_free, once no
- * inode can be freed any more, frees its state. */
+/* Stop the thread (the session loop has ended) and free its state. */
 void forget_stop(struct fs *fs);
-void forget_free(struct fs *fs);
-/* do_lookup added an inode past inode_high: wake the thread. */
-void forget_kick(struct fs *fs);
-/* An open just failed with errno: if it was EMFILE or ENFILE and the
- * thread can free descriptors, wake it, wait for an inode to be freed (at
- * most 5 ms) and return true: the caller tries again, 600 times (3 s) at most
- * (*tries counts). errno is kept. Lookups may outrun the thread for a
- * moment; they wait for it instead of failing (100 ms, then 1 s, were too
- * short for a sanitizer build on a loaded machine: EMFILE at file 443 of
- * 3000 under a limit of 600 while another test suite ran beside it). */
-bool forget_retry(struct fs *fs, int *tries);
-bool forget_wait(struct fs *fs);
-/* An inode was freed (its fd closed): wake forget_wait. */
-void forget_freed(struct fs *fs);
 
-/* the manager owning block blk of the file */
-struct cache_mgr *fs_mgr_for(struct fs *fs, struct fs_inode *ino, uint64_t blk);
-
-/* errno of the open that just failed; when out of descriptors, the user
- * sees EMFILE and the log says why (at most once a minute). ops.c */
-int fs_open_errno(struct fs *fs);
-
-/* fdata.c: the data path. All take ino->io themselves. */
+/* ---- fdata.c: the data path. All take ino->io themselves. ---- */
 /* Set up the cache state of an inode from its backing file (first open). */
 int fdata_inode_init(struct fs *fs, struct fs_inode *ino);
-/* The backing file opened for cache I/O (ino->datafd), opened again if it
- * was closed; ino->lk held. Callers use it only while they hold ino->io. */
-int fdata_datafd(struct fs *fs, struct fs_inode *ino);
-/* Close ino->datafd when the file has no open handle (after the last
- * release, after a write-back) and more than fs->datafd_budget are open,
- * unless ino->io is busy: a file not in use then holds one descriptor
- * (its O_PATH inode), not two. Without this a tar of N files kept 2N open
- * until the kernel forgot them, and ran out at half the open-files limit.
- * Under the budget they stay open: each open would open it again. */
-void fdata_close_idle(struct fs *fs, struct fs_inode *ino);
-/* Close ino->datafd now (no user: the inode is being freed). */
-void fdata_drop_datafd(struct fs *fs, struct fs_inode *ino);
+/* A new handle (open flags) on an initialised inode: a ref, the open
+ * counts, write-back held. True: start a prefetch of the file (a first
+ * open for use; not a new or truncated file). */
+bool fdata_open(struct fs *fs, struct fs_inode *ino, int flags, bool created);
+/* The handle's release: the last one schedules write-back, or drops an
+ * unlinked file's data; the ref of fdata_open goes. */
+void fdata_release(struct fs *fs, struct fs_inode *ino, int flags);
 ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		   size_t len, char *buf);
 /* Zero-copy read of cached data: iov entries point into pinned NVRAM
@@ -239,41 +372,21 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino);
 /* Drop the cached blocks past size, cut the edge block (ino->lk held, or
  * recovery's own inode). */
 void fdata_trim(struct fs *fs, struct fs_inode *ino, uint64_t size);
-/* Drop the inode's cache object if it holds nothing dirty (forget, unmount). */
-void fdata_release_obj(struct fs *fs, struct fs_inode *ino);
-/* An open file's cache object, when the object table is full: given up
- * (true) only if nothing in it is newer than the backing file and no I/O
- * of the file is under way (its io lock is tried, never waited for). */
-bool fdata_release_open_obj(struct fs *fs, struct fs_inode *ino);
 
-/* engine.c: write-back and prefetch threads */
+/* ---- engine.c: the write-back and prefetch threads ---- */
 int engine_start(struct fs *fs);
 /* Write back everything, stop the threads (unmount). Returns the number of
  * files left dirty (backing errors). */
 int engine_stop(struct fs *fs);
-/* Writes made the inode dirty (ino->lk not held). */
-void engine_mark_dirty(struct fs *fs, struct fs_inode *ino);
-/* The last handle was closed: schedule write-back after the delay. */
-void engine_schedule(struct fs *fs, struct fs_inode *ino);
-/* The file is open again: hold write-back until the next last close. */
-void engine_hold(struct fs *fs, struct fs_inode *ino);
-/* Take a doomed file off the write-back list (ino->lk held). Returns true
- * if it was removed: the caller then drops the list's ref (fs_inode_unref)
- * after unlocking. A file being written back is dropped by the engine. */
-bool engine_forget_dirty(struct fs *fs, struct fs_inode *ino);
 /* Write the inode's dirty blocks to the backing file and fsync it, now. */
 int engine_writeback_inode(struct fs *fs, struct fs_inode *ino);
+/* Queue the file for the prefetch thread. */
 void engine_prefetch(struct fs *fs, struct fs_inode *ino);
-/* Wait for free cache space (back-pressure): wake write-back, sleep a bit. */
-void engine_wait_space(struct fs *fs);
-uint32_t engine_queue_len(struct fs *fs);
 
-/* recovery.c: write back what a previous run left dirty in NVRAM. Returns
- * the number of files that could not be written back (left in NVRAM). */
+/* ---- recovery.c ---- */
+/* Write back what a previous run left dirty in NVRAM. Returns the number
+ * of files that could not be written back (left in NVRAM). */
 int recovery_run(struct fs *fs);
-
-/* identity of a file for recovery: a file handle and a path (fdata.c) */
-void fdata_identity(struct fs *fs, struct fs_inode *ino, struct bstore_obj *o);
 
 /* uflags of cache objects */
 #define OBJ_DOOMED 1u

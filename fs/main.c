@@ -8,6 +8,7 @@
 #include "common/fdlimit.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/outbuf.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -238,14 +239,14 @@ static int config_from_cli(struct fs_config *cfg, struct cli *c)
 
 /* Every file the kernel holds a reference to keeps a descriptor open here
  * (its O_PATH inode, as in libfuse's passthrough_ll), and an open file two
- * more. The usual soft limit of 1024 ran out on the first tar of a source
+ * more. The usual soft limit of 1024 is not enough for a tar of a source
  * tree (EMFILE to the user), so take what the hard limit allows, and with
  * the privilege for it the system's maximum. */
 static void raise_open_files(struct fs *fs)
 {
 	uint64_t soft = fdlimit_raise();
 	/* data fds of closed files are kept while they take at most a
-	 * quarter (fdata_close_idle) */
+	 * quarter (inode_close_idle) */
 	fs->datafd_budget = soft == UINT64_MAX ? UINT64_MAX : soft / 4;
 	/* looked-up inodes (one O_PATH fd each) up to half (forget.c): with
 	 * the data fds, a quarter is left for open files and directories */
@@ -305,10 +306,10 @@ static int check_backing(struct fs *fs)
 		return -1;
 	}
 	/* One cache per backing: a second mount of it (another mount point,
-	 * tools/quickstart.sh --mount, its default backing) served its own
-	 * stale cached blocks and wrote them back over the first mount's
-	 * acknowledged writes (a 1-byte write through it destroyed 16383
-	 * bytes). The lock lives as long as this daemon, across its fork. */
+	 * tools/quickstart.sh --mount, its default backing) would serve its
+	 * own stale cached blocks and write them back over the first mount's
+	 * acknowledged writes (a 1-byte write through it costs the rest of
+	 * the block). The lock lives as long as this daemon, across its fork. */
 	if (flock(fs->backing_fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK) {
 			log_err("backing dir %s is in use by another nvcachefs: "
@@ -363,217 +364,162 @@ static int open_cache(struct fs *fs)
 static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 {
 	struct fs *fs = arg;
+	struct cache_mgr *m = fs_mgr_for(fs, NULL, 0);
 	struct bstore_stats bst;
 	struct fs_stats *s = &fs->st;
-	char a[32], b[32];
+	struct outbuf o = outbuf_of(out, len);
+	char a[32];
 
 	if (strcmp(cmd, "stats") != 0)
 		return -ENOENT;
-	fs->mgr[0]->ops->stats(fs->mgr[0], &bst);
-	pthread_mutex_lock(&fs->itab_lk);
-	uint64_t held = fs->ninodes;
-	pthread_mutex_unlock(&fs->itab_lk);
-	int n = snprintf(out, len,
-		"mountpoint: %s\n"
-		"backing: %s\n"
-		"nvram_file: %s\n"
-		"nvram_used: %s\n"
-		"nvram_total: %s\n"
-		"nvram_used_bytes: %llu\n"
-		"nvram_total_bytes: %llu\n"
-		"block_size: %llu\n"
-		"hits: %llu\n"
-		"misses: %llu\n"
-		"prefetched_bytes: %llu\n"
-		"dirty_bytes: %llu\n"
-		"written_back_bytes: %llu\n"
-		"evictions: %llu\n"
-		"writeback_queue: %u\n"
-		"backing_errors: %llu\n"
-		"backpressure_waits: %llu\n"
-		"dropped_unlinked_files: %llu\n"
-		"recovered_files: %llu\n"
-		"recovered_bytes: %llu\n"
-		"cached_files: %llu\n"
-		"inodes_held: %llu\n"
-		"forget_requests: %llu\n"
-		"spliced_write_bytes: %llu\n"
-		"killpriv_v2: %s\n",
-		fs->cfg.mountpoint, fs->cfg.backing, fs->cfg.nvram,
-		opts_format_size(bst.blocks_used * bst.block_size, a, sizeof(a)),
-		opts_format_size(bst.blocks_total * bst.block_size, b, sizeof(b)),
-		(unsigned long long)(bst.blocks_used * bst.block_size),
-		(unsigned long long)(bst.blocks_total * bst.block_size),
-		(unsigned long long)bst.block_size,
-		(unsigned long long)atomic_load(&s->hits),
-		(unsigned long long)atomic_load(&s->misses),
-		(unsigned long long)atomic_load(&s->prefetched),
-		(unsigned long long)(bst.blocks_dirty * bst.block_size),
-		(unsigned long long)atomic_load(&s->written_back),
-		(unsigned long long)bst.evictions,
-		engine_queue_len(fs),
-		(unsigned long long)atomic_load(&s->backing_errors),
-		(unsigned long long)atomic_load(&s->bp_waits),
-		(unsigned long long)atomic_load(&s->dropped_unlinked),
-		(unsigned long long)atomic_load(&s->recovered_files),
-		(unsigned long long)atomic_load(&s->recovered_bytes),
-		(unsigned long long)bst.objs_used,
-		(unsigned long long)held,
-		(unsigned long long)atomic_load(&s->forget_asks),
-		(unsigned long long)atomic_load(&s->spliced),
-		killpriv_granted() ? "yes" : "no");
-	return n < 0 ? -EIO : (size_t)n >= len ? (ssize_t)len : n;
+	m->ops->stats(m, &bst);
+	uint64_t used = bst.blocks_used * bst.block_size;
+	uint64_t total = bst.blocks_total * bst.block_size;
+	outbuf_printf(&o, "mountpoint: %s\nbacking: %s\nnvram_file: %s\n",
+		      fs->cfg.mountpoint, fs->cfg.backing, fs->cfg.nvram);
+	outbuf_printf(&o, "nvram_used: %s\n", opts_format_size(used, a, sizeof(a)));
+	outbuf_printf(&o, "nvram_total: %s\n", opts_format_size(total, a, sizeof(a)));
+	const struct outbuf_kv counters[] = {
+		{ "nvram_used_bytes", used },
+		{ "nvram_total_bytes", total },
+		{ "block_size", bst.block_size },
+		{ "hits", atomic_load(&s->hits) },
+		{ "misses", atomic_load(&s->misses) },
+		{ "prefetched_bytes", atomic_load(&s->prefetched) },
+		{ "dirty_bytes", bst.blocks_dirty * bst.block_size },
+		{ "written_back_bytes", atomic_load(&s->written_back) },
+		{ "evictions", bst.evictions },
+		{ "writeback_queue", dirty_count(fs) },
+		{ "backing_errors", atomic_load(&s->backing_errors) },
+		{ "backpressure_waits", atomic_load(&s->bp_waits) },
+		{ "dropped_unlinked_files", atomic_load(&s->dropped_unlinked) },
+		{ "recovered_files", atomic_load(&s->recovered_files) },
+		{ "recovered_bytes", atomic_load(&s->recovered_bytes) },
+		{ "cached_files", bst.objs_used },
+		{ "inodes_held", itab_count(fs) },
+		{ "forget_requests", atomic_load(&s->forget_asks) },
+		{ "spliced_write_bytes", atomic_load(&s->spliced) },
+	};
+	outbuf_u64s(&o, counters, sizeof(counters) / sizeof(counters[0]));
+	outbuf_printf(&o, "killpriv_v2: %s\n", killpriv_granted() ? "yes" : "no");
+	return outbuf_done(&o);
 }
 
-int main(int argc, char **argv)
+/* The FUSE arguments nvcachefs adds to the user's. */
+static void add_fuse_args(struct fuse_args *args, const struct fs_config *cfg)
 {
-	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct cli cli = { 0 };
-	struct fs *fs = calloc(1, sizeof(*fs));
-	struct fuse_session *se = NULL;
-	struct ctl_server *ctl = NULL;
-	struct stat st;
-	int ret = 1;
-	bool handlers = false;
-
-	log_init("nvcachefs", LOG_LVL_INFO);
-	if (!fs || fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0)
-		return 1;
-	if (cli.help) {
-		usage(argv[0]);
-		return 0;
-	}
-	if (cli.version) {
-		printf("nvcachefs 0.1.0, libfuse %s\n", fuse_pkgversion());
-		return 0;
-	}
-	if (config_from_cli(&fs->cfg, &cli) < 0)
-		return 1;
 	/* /proc/mounts shows "BACKING MNT fuse.nvcachefs", as fstab writes it */
-	if (!strchr(fs->cfg.backing, ',')) {
+	if (!strchr(cfg->backing, ',')) {
 		char *o = NULL;
-		if (asprintf(&o, "-osubtype=nvcachefs,fsname=%s", fs->cfg.backing) > 0) {
-			fuse_opt_add_arg(&args, o);
+		if (asprintf(&o, "-osubtype=nvcachefs,fsname=%s", cfg->backing) > 0) {
+			fuse_opt_add_arg(args, o);
 			free(o);
 		}
 	}
 	/* The daemon opens backing files as root: without this, a mount with
-	 * allow_other let any user read and write any file through it. The
-	 * kernel then checks mode bits (and ACLs, see op_init) as the backing
-	 * would. */
-	fuse_opt_add_arg(&args, "-odefault_permissions");
-	/* Before anything is made: libfuse refuses an unknown option here,
-	 * and refused after open_cache it left a new 1.1 GiB NVRAM file in
-	 * /dev/shm. Nothing is served until the session is mounted. */
-	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
-	if (!se)
-		return 1;
+	 * allow_other would let any user read and write any file through it.
+	 * The kernel then checks mode bits (and ACLs, see op_init) as the
+	 * backing would. */
+	fuse_opt_add_arg(args, "-odefault_permissions");
+}
+
+/* Everything before the mount: the backing and NVRAM checked and opened,
+ * the tables made, and what a previous run left in NVRAM written back.
+ * 0, or -1 (logged). */
+static int fs_prepare(struct fs *fs)
+{
+	int r;
+
 	if (check_backing(fs) < 0 || open_cache(fs) < 0)
-		goto out;
+		return -1;
 	raise_open_files(fs);
-
-	pthread_mutex_init(&fs->itab_lk, NULL);
-	pthread_mutex_init(&fs->wb_lk, NULL);
-	fs->itab_size = 65521;
-	fs->itab = calloc(fs->itab_size, sizeof(*fs->itab));
-	fs_inode_init(&fs->root);
-	fs->root.fd = open(fs->cfg.backing, O_PATH | O_CLOEXEC);
-	if (!fs->itab || fs->root.fd < 0 || fstat(fs->root.fd, &st) < 0) {
-		log_err("backing dir %s: %s", fs->cfg.backing, strerror(errno));
-		return 1;
+	if ((r = itab_open(fs)) < 0) {
+		log_err("backing dir %s: %s", fs->cfg.backing, strerror(-r));
+		return -1;
 	}
-	fs->root.dev = st.st_dev;
-	fs->root.ino = st.st_ino;
-	fs->root.nlookup = 2;
-
-	/* write back what a previous run left in NVRAM, before serving. If a
-	 * file cannot be written back, mounting would show its stale backing
-	 * copy while the newer bytes sit in NVRAM: refuse, keep them safe. */
-	{
-		int left = recovery_run(fs);
-		if (left != 0) {
-			log_err("recovery: %d files could not be written back to %s "
-				"(see above); their data is safe in %s. Fix the "
-				"backing (space, permissions) and mount again; not "
-				"mounting", left, fs->cfg.backing, fs->cfg.nvram);
-			ret = 1;
-			goto out;
-		}
+	/* If a file cannot be written back, mounting would show its stale
+	 * backing copy while the newer bytes sit in NVRAM: refuse, keep them
+	 * safe. */
+	int left = recovery_run(fs);
+	if (left != 0) {
+		log_err("recovery: %d files could not be written back to %s "
+			"(see above); their data is safe in %s. Fix the "
+			"backing (space, permissions) and mount again; not "
+			"mounting", left, fs->cfg.backing, fs->cfg.nvram);
+		return -1;
 	}
+	return 0;
+}
 
-	if (fuse_set_signal_handlers(se) != 0)
-		goto out;
-	handlers = true;
-	if (fuse_session_mount(se, fs->cfg.mountpoint) != 0)
-		goto out;
+static void log_mounted(const struct fs_config *cfg)
+{
 	log_info("mounted %s: backing %s, NVRAM %s (%llu MiB cache, %u KiB "
 		 "blocks, stripe unit %s), write-back delay %.1fs, fsync=%s%s",
-		 fs->cfg.mountpoint, fs->cfg.backing, fs->cfg.nvram,
-		 (unsigned long long)(fs->cfg.cache_size >> 20),
-		 fs->cfg.block_size >> 10,
-		 fs->cfg.stripe_unit ? "fixed" : "auto",
-		 (double)fs->cfg.wb_delay_ns / 1e9,
-		 fs->cfg.fsync_backing ? "backing" : "nvram",
-		 fs->cfg.writeback_cache ? ", kernel writeback_cache ON" : "");
-	if (fuse_daemonize(fs->cfg.foreground) != 0)
-		goto out_unmount;
-	if (!fs->cfg.foreground)
-		log_use_syslog(true);
-	if (engine_start(fs) < 0) {
+		 cfg->mountpoint, cfg->backing, cfg->nvram,
+		 (unsigned long long)(cfg->cache_size >> 20),
+		 cfg->block_size >> 10,
+		 cfg->stripe_unit ? "fixed" : "auto",
+		 (double)cfg->wb_delay_ns / 1e9,
+		 cfg->fsync_backing ? "backing" : "nvram",
+		 cfg->writeback_cache ? ", kernel writeback_cache ON" : "");
+}
+
+/* Mounted and daemonised: start the threads and the control socket, serve
+ * until unmounted or signalled, then stop and write everything back.
+ * Returns the exit code: 0, 1 (the session failed), 3 (files left dirty). */
+static int fs_run(struct fs *fs, struct fuse_session *se, bool serve)
+{
+	struct ctl_server *ctl = NULL;
+	int ret = 1;
+
+	if (serve && engine_start(fs) < 0) {
 		log_err("cannot start the write-back threads");
-		goto out_unmount;
+		serve = false;
 	}
-	if (forget_start(fs, se) < 0)
-		log_warn("cannot start the forget thread: the kernel keeps every "
-			 "file it looked up, one descriptor each");
-	{
+	if (serve) {
+		if (forget_start(fs, se) < 0)
+			log_warn("cannot start the forget thread: the kernel keeps every "
+				 "file it looked up, one descriptor each");
 		char name[PATH_MAX];
 		ctl_name_from_path(fs->cfg.mountpoint, name, sizeof(name));
 		int r = ctl_server_start(&ctl, "fs", name, fs_ctl, fs);
 		if (r < 0)
 			log_warn("control socket for %s: %s; stats unavailable",
 				 name, strerror(-r));
+		/* New entries get the caller's umask, not ours on top of it (a
+		 * user's umask 002 must give 0664 files, not 0644): worker
+		 * threads set their own per request (take_caller_umask in
+		 * ops.c). Our own files are all made by now. */
+		umask(0);
+		struct fuse_loop_config *lc = fuse_loop_cfg_create();
+		/* keep idle workers: libfuse would otherwise create a thread
+		 * per request under a synchronous load */
+		fuse_loop_cfg_set_idle_threads(lc, 16);
+		/* a positive value is the signal that ended the loop: a clean stop */
+		ret = fuse_session_loop_mt(se, lc) < 0 ? 1 : 0;
+		fuse_loop_cfg_destroy(lc);
 	}
-
-	/* New entries get the caller's umask, not ours on top of it (a user's
-	 * umask 002 gave 0644 files): worker threads set their own per
-	 * request (take_caller_umask in ops.c). Our own files were created
-	 * above. */
-	umask(0);
-	struct fuse_loop_config *lc = fuse_loop_cfg_create();
-	/* keep idle workers: libfuse would otherwise create a thread per
-	 * request under a synchronous load */
-	fuse_loop_cfg_set_idle_threads(lc, 16);
-	/* a positive value is the signal that ended the loop: a clean stop */
-	ret = fuse_session_loop_mt(se, lc) < 0 ? 1 : 0;
-	fuse_loop_cfg_destroy(lc);
-
-out_unmount:
 	forget_stop(fs);
 	fuse_session_unmount(se);
-	{
-		int left = engine_stop(fs);
-		if (left) {
-			log_err("unmount: %d files could not be written back; "
-				"their data stays in %s and is written back at "
-				"the next mount", left, fs->cfg.nvram);
-			ret = 3; /* tell scripts the backing is not complete */
-		} else
-			log_info("unmount: everything written back");
-	}
+	int left = engine_stop(fs);
+	if (left) {
+		log_err("unmount: %d files could not be written back; "
+			"their data stays in %s and is written back at "
+			"the next mount", left, fs->cfg.nvram);
+		ret = 3; /* tell scripts the backing is not complete */
+	} else
+		log_info("unmount: everything written back");
 	ctl_server_stop(ctl);
-out:
-	if (se) {
-		if (handlers)
-			fuse_remove_signal_handlers(se);
-		fuse_session_destroy(se);
-	}
-	if (fs->itab)
-		fs_inodes_free(fs);
-	forget_free(fs);
-	/* forget clean cached data; dirty data stays for the next mount */
-	if (fs->mgr[0]) {
-		struct cache_mgr *m = fs->mgr[0];
+	return ret;
+}
+
+/* At exit: every inode freed, clean cached data forgotten (dirty data
+ * stays for the next mount), the cache closed. */
+static void fs_close(struct fs *fs)
+{
+	itab_free_all(fs);
+	if (fs->nmgr) {
+		struct cache_mgr *m = fs_mgr_for(fs, NULL, 0);
 		size_t n = m->ops->obj_list(m, NULL, 0);
 		uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
 		if (ids) {
@@ -585,16 +531,69 @@ out:
 		}
 		m->ops->close(m);
 	}
-	fuse_opt_free_args(&args);
 	if (fs->backing_fd > 0)
 		close(fs->backing_fd);
 	free(fs->cfg.backing);
 	free(fs->cfg.mountpoint);
 	free(fs->cfg.nvram);
-	free(cli.backing); free(cli.nvram); free(cli.cache_size);
-	free(cli.stripe_unit); free(cli.wb_delay); free(cli.fsync);
-	free(cli.lat); free(cli.flush); free(cli.bw); free(cli.block);
-	free(cli.arg[0]); free(cli.arg[1]);
+	fdwait_destroy(&fs->fdw);
+}
+
+static void cli_free(struct cli *c)
+{
+	free(c->backing); free(c->nvram); free(c->cache_size);
+	free(c->stripe_unit); free(c->wb_delay); free(c->fsync);
+	free(c->lat); free(c->flush); free(c->bw); free(c->block);
+	free(c->arg[0]); free(c->arg[1]);
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct cli cli = { 0 };
+	struct fs *fs = calloc(1, sizeof(*fs));
+	struct fuse_session *se = NULL;
+	int ret = 1;
+	bool handlers = false;
+
+	log_init("nvcachefs", LOG_LVL_INFO);
+	if (!fs || fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0)
+		return 1;
+	fdwait_init(&fs->fdw);
+	dirty_init(fs);
+	if (cli.help) {
+		usage(argv[0]);
+		return 0;
+	}
+	if (cli.version) {
+		printf("nvcachefs 0.1.0, libfuse %s\n", fuse_pkgversion());
+		return 0;
+	}
+	if (config_from_cli(&fs->cfg, &cli) < 0)
+		return 1;
+	add_fuse_args(&args, &fs->cfg);
+	/* Before anything is made: libfuse refuses an unknown option here,
+	 * and a refusal after open_cache would leave a new NVRAM file behind
+	 * in /dev/shm. Nothing is served until the session is mounted. */
+	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
+	if (!se)
+		return 1;
+	if (fs_prepare(fs) == 0 && fuse_set_signal_handlers(se) == 0) {
+		handlers = true;
+		if (fuse_session_mount(se, fs->cfg.mountpoint) == 0) {
+			log_mounted(&fs->cfg);
+			bool up = fuse_daemonize(fs->cfg.foreground) == 0;
+			if (up && !fs->cfg.foreground)
+				log_use_syslog(true);
+			ret = fs_run(fs, se, up);
+		}
+	}
+	if (handlers)
+		fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	fs_close(fs);
+	fuse_opt_free_args(&args);
+	cli_free(&cli);
 	free(fs);
 	return ret;
 }

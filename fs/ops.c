@@ -5,7 +5,6 @@
 #define FUSE_USE_VERSION 314
 #include "fs/ops.h"
 
-#include "common/clock.h"
 #include "common/log.h"
 #include "fs/killpriv.h"
 
@@ -34,13 +33,6 @@ struct handle {
 
 static struct fs *FS(fuse_req_t req) { return fuse_req_userdata(req); }
 
-/* ---- inode table ---- */
-
-static size_t ihash(const struct fs *fs, dev_t dev, ino_t ino)
-{
-	return (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev) % fs->itab_size;
-}
-
 static struct fs_inode *I(fuse_req_t req, fuse_ino_t n)
 {
 	if (n == FUSE_ROOT_ID)
@@ -51,224 +43,6 @@ static struct fs_inode *I(fuse_req_t req, fuse_ino_t n)
 	if (!atomic_load_explicit(&ino->touched, memory_order_relaxed))
 		atomic_store_explicit(&ino->touched, true, memory_order_relaxed);
 	return ino;
-}
-
-void fs_inode_init(struct fs_inode *ino)
-{
-	pthread_rwlock_init(&ino->io, NULL);
-	pthread_mutex_init(&ino->lk, NULL);
-	pthread_mutex_init(&ino->wb_mx, NULL);
-	ino->datafd = -1;
-}
-
-static void inode_free(struct fs *fs, struct fs_inode *ino)
-{
-	fdata_release_obj(fs, ino);
-	fdata_drop_datafd(fs, ino);
-	close(ino->fd);
-	pthread_rwlock_destroy(&ino->io);
-	pthread_mutex_destroy(&ino->lk);
-	pthread_mutex_destroy(&ino->wb_mx);
-	free(ino);
-	forget_freed(fs);
-}
-
-/* Unlink from the table if unused (itab_lk held); true if the caller must free. */
-static bool inode_unused(struct fs *fs, struct fs_inode *ino)
-{
-	if (ino == &fs->root || ino->nlookup || ino->refs)
-		return false;
-	struct fs_inode **pp = &fs->itab[ihash(fs, ino->dev, ino->ino)];
-	while (*pp && *pp != ino)
-		pp = &(*pp)->hnext;
-	if (*pp) {
-		*pp = ino->hnext;
-		fs->ninodes--;
-	}
-	return true;
-}
-
-void fs_inodes_free(struct fs *fs)
-{
-	for (size_t h = 0; h < fs->itab_size; h++) {
-		while (fs->itab[h]) {
-			struct fs_inode *ino = fs->itab[h];
-			fs->itab[h] = ino->hnext;
-			inode_free(fs, ino);
-		}
-	}
-	free(fs->itab);
-	fs->itab = NULL;
-	fdata_drop_datafd(fs, &fs->root);
-	close(fs->root.fd);
-}
-
-/* Up to 64 candidates for fs_reclaim_objs, referenced (a ref keeps each
- * alive once itab_lk is dropped): files with an object and no write-back
- * or prefetch queued, closed ones (open == false) or open ones. */
-static size_t reclaim_candidates(struct fs *fs, bool open,
-				 struct fs_inode *cand[64])
-{
-	size_t n = 0;
-
-	pthread_mutex_lock(&fs->itab_lk);
-	for (size_t h = 0; h < fs->itab_size && n < 64; h++)
-		for (struct fs_inode *i = fs->itab[h]; i && n < 64; i = i->hnext)
-			if (i->obj && !i->opens == !open && !i->on_dirty &&
-			    !i->on_pf) {
-				i->refs++;
-				cand[n++] = i;
-			}
-	pthread_mutex_unlock(&fs->itab_lk);
-	return n;
-}
-
-size_t fs_reclaim_objs(struct fs *fs, size_t want)
-{
-	struct fs_inode *cand[64];
-	size_t n = reclaim_candidates(fs, false, cand), freed = 0;
-
-	for (size_t k = 0; k < n; k++) {
-		struct fs_inode *i = cand[k];
-		if (freed < want && pthread_mutex_trylock(&i->lk) == 0) {
-			uint64_t had = i->obj;
-			pthread_mutex_unlock(&i->lk);
-			fdata_release_obj(fs, i);
-			pthread_mutex_lock(&i->lk);
-			if (had && !i->obj)
-				freed++;
-			pthread_mutex_unlock(&i->lk);
-		}
-		fs_inode_unref(fs, i);
-	}
-	if (freed)
-		return freed;
-	/* Every entry is an open file's. Open clean files give theirs up
-	 * too: when open files held the whole table (a job keeping 300
-	 * files open through a 16M cache, whose table has 256 entries, or
-	 * 300 inputs opened read-only, which prefetch caches), every later
-	 * write waited for ever, unkillable, and the mount could not be
-	 * unmounted. */
-	n = reclaim_candidates(fs, true, cand);
-	for (size_t k = 0; k < n; k++) {
-		if (freed < want && fdata_release_open_obj(fs, cand[k]))
-			freed++;
-		fs_inode_unref(fs, cand[k]);
-	}
-	char note[96];
-	if (!freed && log_limit(&fs->table_full_log, 10, note, sizeof(note)))
-		log_warn("file table full: every entry is a file with data not "
-			 "yet written back; writers wait for write-back (the "
-			 "table has max(256, blocks/4) entries: a larger "
-			 "cache_size has more)%s", note);
-	return freed;
-}
-
-void fs_inode_ref(struct fs *fs, struct fs_inode *ino)
-{
-	pthread_mutex_lock(&fs->itab_lk);
-	ino->refs++;
-	pthread_mutex_unlock(&fs->itab_lk);
-}
-
-void fs_inode_unref(struct fs *fs, struct fs_inode *ino)
-{
-	bool fr;
-
-	pthread_mutex_lock(&fs->itab_lk);
-	ino->refs--;
-	fr = inode_unused(fs, ino);
-	pthread_mutex_unlock(&fs->itab_lk);
-	if (fr)
-		inode_free(fs, ino);
-}
-
-static void forget_one(struct fs *fs, struct fs_inode *ino, uint64_t n)
-{
-	bool fr;
-
-	pthread_mutex_lock(&fs->itab_lk);
-	ino->nlookup = n > ino->nlookup ? 0 : ino->nlookup - n;
-	fr = inode_unused(fs, ino);
-	pthread_mutex_unlock(&fs->itab_lk);
-	if (fr)
-		inode_free(fs, ino);
-}
-
-/* The inode of (dev, ino) if known, with a ref taken. */
-static struct fs_inode *inode_find(struct fs *fs, dev_t dev, ino_t ino)
-{
-	struct fs_inode *i;
-
-	if (fs->root.dev == dev && fs->root.ino == ino)
-		return &fs->root;
-	pthread_mutex_lock(&fs->itab_lk);
-	for (i = fs->itab[ihash(fs, dev, ino)]; i; i = i->hnext)
-		if (i->dev == dev && i->ino == ino) {
-			i->refs++;
-			break;
-		}
-	pthread_mutex_unlock(&fs->itab_lk);
-	return i;
-}
-
-static void fix_attr(struct fs_inode *ino, struct stat *st)
-{
-	pthread_mutex_lock(&ino->lk);
-	if (ino->mtime_dirty) {
-		st->st_mtim = ino->mtime;
-		if (st->st_ctim.tv_sec < ino->mtime.tv_sec ||
-		    (st->st_ctim.tv_sec == ino->mtime.tv_sec &&
-		     st->st_ctim.tv_nsec < ino->mtime.tv_nsec))
-			st->st_ctim = ino->mtime;
-	}
-	if (ino->sized && S_ISREG(st->st_mode)) {
-		st->st_size = (off_t)ino->size;
-		if ((uint64_t)st->st_blocks * 512 < ino->size)
-			st->st_blocks = (blkcnt_t)((ino->size + 511) / 512);
-	}
-	pthread_mutex_unlock(&ino->lk);
-}
-
-int fs_open_errno(struct fs *fs)
-{
-	int e = errno;
-	static struct log_limit lim;
-	char note[96];
-	if (e != EMFILE && e != ENFILE)
-		return e;
-	if (log_limit(&lim, 60, note, sizeof(note)))
-		log_warn("out of file descriptors (%s): an open file holds up to "
-			 "three, a file the kernel keeps looked up one (%llu data "
-			 "fds now); raise the hard open-files limit (LimitNOFILE=, "
-			 "ulimit -Hn) and mount again%s", strerror(e),
-			 (unsigned long long)atomic_load(&fs->datafds), note);
-	return e;
-}
-
-size_t fs_idle_inodes(struct fs *fs, uint64_t *out, size_t max)
-{
-	size_t n = 0;
-
-	pthread_mutex_lock(&fs->itab_lk);
-	/* two laps at most: the first clears touched bits the second reads;
-	 * the second only if the first found none (it would find them again) */
-	for (size_t k = 0; k < 2 * fs->itab_size && n < max &&
-	     !(k == fs->itab_size && n > 0); k++) {
-		for (struct fs_inode *i = fs->itab[fs->idle_hand]; i; i = i->hnext)
-			if (!atomic_exchange_explicit(&i->touched, false,
-						      memory_order_relaxed) &&
-			    !i->refs && i->nlookup && n < max)
-				out[n++] = (uint64_t)(uintptr_t)i;
-		fs->idle_hand = (fs->idle_hand + 1) % fs->itab_size;
-		/* let lookups in now and then: a lap is 64K buckets */
-		if (k % 4096 == 4095) {
-			pthread_mutex_unlock(&fs->itab_lk);
-			pthread_mutex_lock(&fs->itab_lk);
-		}
-	}
-	pthread_mutex_unlock(&fs->itab_lk);
-	return n;
 }
 
 static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
@@ -283,52 +57,23 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 	int tries = 0;
 	do
 		fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	while (fd < 0 && forget_retry(fs, &tries));
+	while (fd < 0 && fdwait_retry(&fs->fdw, &tries));
 	if (fd < 0)
-		return -fs_open_errno(fs);
+		return -inode_open_errno(fs);
 	r = fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	if (r < 0) {
 		r = -errno;
 		close(fd);
 		return r;
 	}
-	if (e->attr.st_dev == fs->root.dev && e->attr.st_ino == fs->root.ino) {
-		close(fd);
-		pthread_mutex_lock(&fs->itab_lk);
-		fs->root.nlookup++;
-		pthread_mutex_unlock(&fs->itab_lk);
+	ino = itab_add(fs, fd, &e->attr);
+	if (!ino)
+		return -ENOMEM;
+	if (ino == &fs->root) {
 		e->ino = FUSE_ROOT_ID;
 		return 0;
 	}
-	bool kick = false;
-	pthread_mutex_lock(&fs->itab_lk);
-	size_t h = ihash(fs, e->attr.st_dev, e->attr.st_ino);
-	for (ino = fs->itab[h]; ino; ino = ino->hnext)
-		if (ino->dev == e->attr.st_dev && ino->ino == e->attr.st_ino)
-			break;
-	if (ino) {
-		close(fd);
-	} else {
-		ino = calloc(1, sizeof(*ino));
-		if (!ino) {
-			pthread_mutex_unlock(&fs->itab_lk);
-			close(fd);
-			return -ENOMEM;
-		}
-		fs_inode_init(ino);
-		ino->fd = fd;
-		ino->dev = e->attr.st_dev;
-		ino->ino = e->attr.st_ino;
-		ino->hnext = fs->itab[h];
-		fs->itab[h] = ino;
-		kick = ++fs->ninodes > fs->inode_high;
-	}
-	ino->nlookup++;
-	atomic_store_explicit(&ino->touched, true, memory_order_relaxed);
-	pthread_mutex_unlock(&fs->itab_lk);
-	if (kick)
-		forget_kick(fs);
-	fix_attr(ino, &e->attr);
+	inode_fix_attr(ino, &e->attr);
 	e->ino = (fuse_ino_t)(uintptr_t)ino;
 	return 0;
 }
@@ -382,7 +127,7 @@ static struct fs_inode *peek(struct fs *fs, struct fs_inode *parent,
 	if (fstatat(parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISREG(st.st_mode))
 		return NULL;
-	return inode_find(fs, st.st_dev, st.st_ino);
+	return itab_find(fs, st.st_dev, st.st_ino);
 }
 
 /* After an unlink or rename-over: a regular file with no link left drops its
@@ -395,7 +140,7 @@ static void maybe_doom(struct fs *fs, struct fs_inode *ino)
 		return;
 	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) == 0 && st.st_nlink == 0)
 		fdata_doom(fs, ino);
-	fs_inode_unref(fs, ino);
+	itab_unref(fs, ino);
 }
 
 /* ---- operations ---- */
@@ -450,7 +195,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * libfuse turns AUTO_INVAL_DATA on by default: the kernel then drops a
 	 * file's cached pages whenever a getattr shows a new mtime, which is
 	 * after every write here, and a read right after a write (MPI-IO's
-	 * write phase, then its read phase) came back through FUSE. */
+	 * write phase, then its read phase) would come back through FUSE. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* POSIX ACLs: the kernel enforces the backing's ACLs (read through
 	 * getxattr) on top of the mode bits, and leaves the umask to us
@@ -480,7 +225,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_forget(fuse_req_t req, fuse_ino_t n, uint64_t nlookup)
 {
 	/* not I(): that would mark it used */
-	forget_one(FS(req), (struct fs_inode *)(uintptr_t)n, nlookup);
+	itab_forget(FS(req), (struct fs_inode *)(uintptr_t)n, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -488,7 +233,7 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 			    struct fuse_forget_data *f)
 {
 	for (size_t i = 0; i < count; i++)
-		forget_one(FS(req), (struct fs_inode *)(uintptr_t)f[i].ino, f[i].nlookup);
+		itab_forget(FS(req), (struct fs_inode *)(uintptr_t)f[i].ino, f[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -500,7 +245,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 
 	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return (void)fuse_reply_err(req, errno);
-	fix_attr(ino, &st);
+	inode_fix_attr(ino, &st);
 	fuse_reply_attr(req, &st, TIMEOUT);
 }
 
@@ -576,30 +321,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr,
 			tv[1].tv_nsec = UTIME_NOW;
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
-		struct stat st;
-		bool link = fstatat(ino->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISLNK(st.st_mode);
-		/* Under ino->lk: a write-back that ends puts ino->mtime back
-		 * on the backing file (its own writes moved it), and must put
-		 * these times, not the older ones, whichever comes first. */
-		pthread_mutex_lock(&ino->lk);
-		if (link)
-			r = utimensat(ino->fd, "", tv, AT_EMPTY_PATH);
-		else if (fi)
-			r = futimens(((struct handle *)(uintptr_t)fi->fh)->fd, tv);
-		else
-			r = utimensat(AT_FDCWD, proc, tv, 0);
-		int e = errno;
-		/* The time just set is the file's; write-back keeps it. Not
-		 * read back from the backing file: a write-back's write may
-		 * already have moved it again. */
-		if (r == 0 && ino->mtime_dirty && tv[1].tv_nsec == UTIME_NOW)
-			clock_gettime(CLOCK_REALTIME, &ino->mtime);
-		else if (r == 0 && ino->mtime_dirty && tv[1].tv_nsec != UTIME_OMIT)
-			ino->mtime = tv[1];
-		pthread_mutex_unlock(&ino->lk);
+		r = inode_utimens(ino, fi ? ((struct handle *)(uintptr_t)fi->fh)->fd : -1,
+				  proc, tv);
 		if (r < 0) {
-			errno = e;
+			errno = -r;
 			goto err;
 		}
 	}
@@ -685,7 +410,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (unlinkat(I(req, parent)->fd, name, 0) < 0) {
 		int e = errno;
 		if (victim)
-			fs_inode_unref(fs, victim);
+			itab_unref(fs, victim);
 		return (void)fuse_reply_err(req, e);
 	}
 	maybe_doom(fs, victim);
@@ -710,7 +435,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      flags) < 0) {
 		int e = errno;
 		if (victim)
-			fs_inode_unref(fs, victim);
+			itab_unref(fs, victim);
 		return (void)fuse_reply_err(req, e);
 	}
 	maybe_doom(fs, victim);
@@ -735,9 +460,9 @@ static void op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	int tries = 0;
 	do
 		fd = openat(I(req, n)->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	while (fd < 0 && forget_retry(FS(req), &tries));
+	while (fd < 0 && fdwait_retry(&FS(req)->fdw, &tries));
 	if (fd < 0 || !(d->dp = fdopendir(fd))) {
-		int e = fd < 0 ? fs_open_errno(FS(req)) : errno;
+		int e = fd < 0 ? inode_open_errno(FS(req)) : errno;
 		if (fd >= 0)
 			close(fd);
 		free(d);
@@ -813,13 +538,13 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t n, int datasync,
 
 /* ---- files ---- */
 
-/* Bookkeeping of a new handle on ino: open counts, prefetch, write-back hold. */
+/* A new handle on ino: the cache state, truncation, open counts, prefetch. */
 static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
 		       bool created, struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
 	struct handle *h = calloc(1, sizeof(*h));
-	bool trunc = flags & O_TRUNC, prefetch;
+	bool trunc = flags & O_TRUNC;
 	int r;
 
 	if (!h)
@@ -835,23 +560,7 @@ static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
 	}
 	h->fd = fd;
 	h->flags = flags;
-	fs_inode_ref(fs, ino);
-	pthread_mutex_lock(&ino->lk);
-	ino->opens++;
-	if ((flags & O_ACCMODE) != O_RDONLY)
-		ino->writers++;
-	if (created) {
-		ino->created = true;
-		ino->prefetched = true; /* a new file: nothing to prefetch */
-	}
-	/* open modes: a new or truncated file is not prefetched; anything
-	 * else is, in the background (a read of a missing block fetches it) */
-	prefetch = !ino->prefetched && ino->bsize > 0 && !ino->doomed;
-	if (prefetch)
-		ino->prefetched = true;
-	pthread_mutex_unlock(&ino->lk);
-	engine_hold(fs, ino);
-	if (prefetch)
+	if (fdata_open(fs, ino, flags, created))
 		engine_prefetch(fs, ino);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 1; /* every change goes through this mount */
@@ -872,9 +581,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int tries = 0;
 	do
 		fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
-	while (fd < 0 && forget_retry(fs, &tries));
+	while (fd < 0 && fdwait_retry(&fs->fdw, &tries));
 	if (fd < 0)
-		return (void)fuse_reply_err(req, fs_open_errno(fs));
+		return (void)fuse_reply_err(req, inode_open_errno(fs));
 	if (!existed)
 		chown_to_caller(req, dir->fd, name);
 	r = do_lookup(fs, dir, name, &e);
@@ -886,10 +595,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	r = open_common(req, ino, fd, fi->flags, !existed, fi);
 	if (r < 0) {
 		close(fd);
-		forget_one(fs, ino, 1);
+		itab_forget(fs, ino, 1);
 		return (void)fuse_reply_err(req, -r);
 	}
-	fix_attr(ino, &e.attr);
+	inode_fix_attr(ino, &e.attr);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		/* the caller went away */
 	}
@@ -906,9 +615,9 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	int tries = 0;
 	do
 		fd = open(proc, (fi->flags & ~(O_NOFOLLOW | O_TRUNC | O_CREAT | O_EXCL)) | O_CLOEXEC);
-	while (fd < 0 && forget_retry(FS(req), &tries));
+	while (fd < 0 && fdwait_retry(&FS(req)->fdw, &tries));
 	if (fd < 0)
-		return (void)fuse_reply_err(req, fs_open_errno(FS(req)));
+		return (void)fuse_reply_err(req, inode_open_errno(FS(req)));
 	r = open_common(req, ino, fd, fi->flags, false, fi);
 	if (r < 0) {
 		close(fd);
@@ -922,32 +631,10 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	struct fs *fs = FS(req);
 	struct fs_inode *ino = I(req, n);
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
-	bool last, doomed;
 
 	close(h->fd);
-	pthread_mutex_lock(&ino->lk);
-	ino->opens--;
-	if ((h->flags & O_ACCMODE) != O_RDONLY)
-		ino->writers--;
-	last = ino->opens == 0;
-	doomed = ino->doomed;
-	pthread_mutex_unlock(&ino->lk);
+	fdata_release(fs, ino, h->flags);
 	free(h);
-	if (last && doomed) {
-		/* listed while open (fdata_doom): off the list, then the
-		 * object goes (if write-back holds it now, it deletes it) */
-		pthread_mutex_lock(&ino->lk);   /* on_dirty changes under lk */
-		bool unlisted = engine_forget_dirty(fs, ino);
-		pthread_mutex_unlock(&ino->lk);
-		if (unlisted)
-			fs_inode_unref(fs, ino);
-		fdata_release_obj(fs, ino);
-	}
-	else if (last)
-		engine_schedule(fs, ino); /* write-back after the last close */
-	if (last)
-		fdata_close_idle(fs, ino); /* the write-back opens it again */
-	fs_inode_unref(fs, ino);
 	fuse_reply_err(req, 0);
 }
 
@@ -1116,7 +803,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	/* Capabilities set on a file with data still to write back would be
 	 * dropped again by that write-back (Linux drops them on any write,
-	 * root's too): cp, then setcap, lost them a second later. */
+	 * root's too): cp, then setcap, would lose them a second later. So
+	 * the file is written back first. */
 	if (!strcmp(name, "security.capability")) {
 		int r = engine_writeback_inode(FS(req), I(req, n));
 		if (r < 0)

@@ -1,6 +1,7 @@
-/* ops.h - the FUSE low-level operation table of nvcachefs (ops.c). The
- * session's userdata is the struct fs. Operations run on libfuse's worker
- * threads, any number at once; see fs.h for the locks they take. */
+/* ops.h - the FUSE low-level operation table of nvcachefs (ops.c), the top
+ * layer of fs/ (fs.h). The session's userdata is the struct fs. Operations
+ * run on libfuse's worker threads, any number at once; see fs.h for the
+ * locks they take. */
 #pragma once
 #ifndef FUSE_USE_VERSION
 #define FUSE_USE_VERSION 314
@@ -10,7 +11,3 @@
 #include "fs/fs.h"
 
 extern const struct fuse_lowlevel_ops fs_ops;
-/* Initialise the locks of a zeroed inode. */
-void fs_inode_init(struct fs_inode *ino);
-/* At exit, after the session and the engines stopped: free every inode. */
-void fs_inodes_free(struct fs *fs);

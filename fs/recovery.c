@@ -1,14 +1,19 @@
-/* recovery.c - at mount, before the file system is served: every object the
- * NVRAM store holds from a previous run is matched to its backing file (by
- * file handle, which survives renames; by path only when the backing file
- * system gave no handle) and its dirty blocks are written back. A file that
- * no longer exists (stale handle) or was unlinked before the crash has its
- * data dropped, as an unlink before write-back would have. A file whose
- * write-back fails stays in NVRAM, untouched, for the next mount. */
+/* recovery.c - at mount, before the file system is served, each object the
+ * NVRAM store holds from a previous run goes through four steps:
+ *   1. an object of a file unlinked before the crash, or with nothing
+ *      dirty and no truncation under way, is dropped (as an unlink or a
+ *      clean close would have left it);
+ *   2. its backing file is opened by file handle (which survives renames),
+ *      by path only when the backing file system gave no handle; a file
+ *      that no longer exists (stale handle) has its data dropped;
+ *   3. a truncation under way at the crash (OBJ_TRUNCATING) is finished:
+ *      the backing file is cut, then the blocks past the size are dropped;
+ *   4. its dirty blocks are written back and the object deleted; a file
+ *      whose write-back fails stays in NVRAM, untouched, for the next
+ *      mount (which then refuses to serve, main.c). */
 #include "fs/fs.h"
 
 #include "common/log.h"
-#include "fs/ops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +46,7 @@ static int open_backing(struct fs *fs, const struct bstore_obj *o)
 
 int recovery_run(struct fs *fs)
 {
-	struct cache_mgr *m = fs->mgr[0];
+	struct cache_mgr *m = fs_mgr_for(fs, NULL, 0);
 	uint32_t B = fs->cfg.block_size;
 	size_t n = m->ops->obj_list(m, NULL, 0), failed = 0;
 	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
@@ -77,8 +82,8 @@ int recovery_run(struct fs *fs)
 			failed++;
 			continue;
 		}
-		/* A truncation under way at the crash: the backing is cut
-		 * first (it may be already), the blocks past it go below.
+		/* Step 3: a truncation under way at the crash: the backing is
+		 * cut first (it may be already), the blocks past it go below.
 		 * One the backing refuses (EFBIG, EPERM on an append-only
 		 * file) never happened: the file is recovered as it was. */
 		if (cut && ftruncate(fd, (off_t)o.size) < 0) {
@@ -118,7 +123,7 @@ int recovery_run(struct fs *fs)
 		 * before its record, an fallocate extended it directly */
 		if ((uint64_t)st.st_size > size && !cut)
 			size = (uint64_t)st.st_size;
-		fs_inode_init(ino);
+		inode_init(ino);
 		ino->fd = fd; /* the write-back opens its data fd from it */
 		ino->obj = o.id;
 		ino->size = size;
@@ -126,12 +131,11 @@ int recovery_run(struct fs *fs)
 		ino->sized = true;
 		stripe_map_init(&ino->smap, fs->cfg.stripe_unit, fs->nmgr,
 				(uint32_t)st.st_ino, size, B);
-		/* A truncation the crash interrupted is finished first: the
-		 * blocks past its size go, the backing is cut to it (its
-		 * data past the size may be gone already, and a dirty block
-		 * there dropped), so the file is the truncated one, whole. */
+		/* The truncation's second half, before any write-back: the
+		 * backing was cut above; now the blocks past its size go (a
+		 * dirty one there too), so the file is the truncated one,
+		 * whole. */
 		if (cut) {
-			/* the backing was cut above; now the blocks past it */
 			fdata_trim(fs, ino, size);
 			ino->bsize = size;
 			log_info("recovery: finished truncating %s to %llu bytes",
@@ -159,11 +163,9 @@ int recovery_run(struct fs *fs)
 		} else {
 			failed++;
 		}
-		fdata_drop_datafd(fs, ino);
+		inode_drop_datafd(fs, ino);
 		close(fd);
-		pthread_rwlock_destroy(&ino->io);
-		pthread_mutex_destroy(&ino->lk);
-		pthread_mutex_destroy(&ino->wb_mx);
+		inode_destroy(ino);
 		free(ino);
 	}
 	free(ids);

@@ -11,6 +11,7 @@
 #include "common/ctl.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/outbuf.h"
 #include "common/paths.h"
 #include "pmem/policy.h"
 
@@ -442,11 +443,190 @@ static ssize_t swap_ctl(void *arg, const char *cmd, char *out,
 	ssize_t n = nbd_server_stats(d->srv, out, outlen);
 	if (n < 0)
 		return n;
-	int m = snprintf(out + n, outlen - (size_t)n, "store: %s\n", d->store);
-	if (m > 0 && (size_t)m < outlen - (size_t)n)
-		n += m;
+	struct outbuf o = { out, outlen, (size_t)n };
+	outbuf_printf(&o, "store: %s\n", d->store);
+	n = outbuf_done(&o);
 	ssize_t k = d->be->ops->stats(d->be->priv, out + n, outlen - (size_t)n);
 	return k < 0 ? k : n + k;
+}
+
+/* --listen [HOST][:PORT] into host and port (kept where not given).
+ * -1 with the reason on stderr. */
+static int listen_parse(const char *listen, char *host, size_t hostlen,
+			char *port, size_t portlen)
+{
+	const char *colon = strrchr(listen, ':');
+	size_t hl = colon ? (size_t)(colon - listen) : strlen(listen);
+
+	if (hl >= hostlen || (colon && strlen(colon + 1) >= portlen)) {
+		fprintf(stderr, "nvswapd: bad --listen '%s'\n", listen);
+		return -1;
+	}
+	if (hl) {
+		memcpy(host, listen, hl);
+		host[hl] = 0;
+	}
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = 0;
+	}
+	if (colon && colon[1])
+		strcpy(port, colon + 1);
+	if (!port_ok(port)) {
+		fprintf(stderr, "nvswapd: bad --listen '%s': the port "
+			"is a number from 0 to 65535 (0: any free "
+			"port, logged)\n", listen);
+		return -1;
+	}
+	return 0;
+}
+
+/* The remote store: its slot table (16 bytes a 4 KiB page, and 4 more
+ * for the parity group, at the least; about 80 with parity's tables) is
+ * allocated and locked at start, so an export larger than RAM allows is
+ * refused before it is made (--size 1T would lock 20 GB). */
+static int store_remote(struct nbd_backend *be, const struct cfg *c)
+{
+	uint64_t ram = ram_total(), table = c->size / 4096 * 20;
+
+	if (ram && table >= ram) {
+		log_err("remote store of %llu GiB: its per-page tables alone "
+			"(at least %llu MiB) exceed this machine's %llu MiB "
+			"of RAM; give a --size of at most about %llu GiB",
+			(unsigned long long)(c->size >> 30),
+			(unsigned long long)(table >> 20),
+			(unsigned long long)(ram >> 20),
+			(unsigned long long)(ram / 80 * 4096 >> 30) / 2);
+		return -ENOMEM;
+	}
+	struct nbd_remote_opts ro = {
+		.size = c->size, .cluster = c->cluster,
+		.self_node = c->node, .redundancy = c->redundancy,
+		.name = c->name, .spill_path = c->flash,
+	};
+	return nbd_backend_remote_create(be, &ro);
+}
+
+/* The flat store: one mapping, the whole export, locked by mlockall as
+ * it is mapped; it cannot spill, so it must fit in RAM. */
+static int store_flat(struct nbd_backend *be, const struct cfg *c)
+{
+	uint64_t ram = ram_total();
+
+	if (ram && c->size > ram) {
+		log_err("flat store of %llu MiB: more than this "
+			"machine's %llu MiB of RAM, and the flat store "
+			"keeps the whole export in memory; give a "
+			"smaller --size, or --store tiered with --flash "
+			"FILE", (unsigned long long)(c->size >> 20),
+			(unsigned long long)(ram >> 20));
+		return -ENOMEM;
+	}
+	int rc = nbd_backend_flat_create(be, c->size);
+	if (rc < 0)
+		log_err("flat store of %llu bytes: %s",
+			(unsigned long long)c->size, strerror(-rc));
+	return rc;
+}
+
+/* The tiered store (MRAM, DRAM, flash). */
+static int store_tiered(struct nbd_backend *be, const struct cfg *c)
+{
+	/* The store caps MRAM at the export size without a word, and
+	 * allocates an explicit --dram whole even when MRAM + DRAM exceed
+	 * the export: said once, so the user can shrink it. */
+	uint64_t mram = c->mram_set ? c->mram : 64ULL << 20;
+	uint64_t mcap = mram < c->size ? mram : c->size;
+	char a[32], b[32];
+
+	if (c->mram_set && c->mram > c->size)
+		log_info("MRAM (--mram %s) is larger than the export "
+			 "(%s): capped at the export size",
+			 opts_format_size(c->mram, a, sizeof(a)),
+			 opts_format_size(c->size, b, sizeof(b)));
+	else if (c->dram_set && c->dram > c->size - mcap)
+		log_info("MRAM + DRAM (%s) is larger than the export "
+			 "(%s): the pages they hold are capped at the "
+			 "export size (the DRAM tier is still allocated "
+			 "whole)", opts_format_size(mcap + c->dram, a,
+			 sizeof(a)), opts_format_size(c->size, b, sizeof(b)));
+	struct nbd_store_opts so = {
+		.size = c->size,
+		.mram = mram,
+		.dram = c->dram,
+		.dram_set = c->dram_set,
+		.flash_path = c->flash,
+		.nvram_path = c->nvram,
+		.policy = c->policy ? c->policy : "lru",
+		.trace_path = c->trace_out,
+		.profile_path = c->profile,
+		.ram = ram_total(),
+	};
+	return nbd_backend_store_create(be, &so);
+}
+
+/* The NBD server and the control socket over the store, started; then
+ * wait for SIGINT or SIGTERM (SIGHUP is ignored), all three blocked in
+ * set. On return *srv and *ctl are whatever was made, for the caller to
+ * stop; *serving says the export was served. 0 or -errno. */
+static int serve(const struct cfg *c, const char *host, const char *port,
+		 struct nbd_backend *be, struct nbd_server **srv,
+		 struct ctl_server **ctl, struct daemon_state *ds,
+		 const sigset_t *set, int *notify_fd, bool *serving)
+{
+	struct nbd_export exp = {
+		.name = c->name,
+		.description = !strcmp(c->store, "remote") ?
+			       "nvswapd swap store in other nodes' memory" :
+			       !strcmp(c->store, "flat") ? "nvswapd flat swap store" :
+			       "nvswapd tiered swap store",
+		.size = c->size,
+		/* FLUSH/FUA: every write is in the shared store before its
+		 * reply, so their effect is visible on all connections. */
+		.tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
+			  NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_TRIM |
+			  NBD_FLAG_SEND_WRITE_ZEROES | NBD_FLAG_CAN_MULTI_CONN,
+		.min_block = MIN_BLOCK,
+		.pref_block = PREF_BLOCK,
+		.max_block = MAX_BLOCK,
+	};
+	struct nbd_server_opts sopts = {
+		.unix_path = c->unix_path, .host = host, .port = port,
+		.threads = c->threads, .max_conns = c->max_conns,
+		.handshake_s = c->handshake_s,
+	};
+	int rc, sig;
+
+	rc = nbd_server_create(srv, &sopts, &exp, be);
+	if (rc < 0)
+		return rc;
+	*ds = (struct daemon_state){ *srv, be, c->store };
+	rc = ctl_server_start(ctl, "swap", c->name, swap_ctl, ds);
+	if (rc < 0) {
+		log_err("control socket in %s: %s (another nvswapd with export "
+			"name '%s'?)", ctl_run_dir(), strerror(-rc), c->name);
+		return rc;
+	}
+	rc = nbd_server_start(*srv);
+	if (rc < 0)
+		return rc;
+	/* The MRAM line above says its tmpfs mapping survives a crash; the
+	 * export does not (it starts empty at every start), and the log
+	 * says so, so that no one counts on it. */
+	log_info("serving export '%s' (%llu bytes, %s store); it starts empty "
+		 "at every start: nothing written to it outlives this process, "
+		 "as swap does not outlive its kernel", c->name,
+		 (unsigned long long)c->size, c->store);
+	daemon_ready(*notify_fd, 0);
+	*notify_fd = -1;
+	*serving = true;
+
+	do {
+		if (sigwait(set, &sig) != 0)
+			break;
+	} while (sig == SIGHUP);
+	log_info("signal %d: stopping", sig);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -457,37 +637,17 @@ int main(int argc, char **argv)
 	struct nbd_backend be = { 0 };
 	struct nbd_server *srv = NULL;
 	struct ctl_server *ctl = NULL;
-	int notify_fd = -1, rc, sig;
+	struct daemon_state ds;
+	int notify_fd = -1, rc;
 	sigset_t set;
 
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	c.threads = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (unsigned)ncpu;
 	if (parse_args(argc, argv, &c) < 0)
 		return 2;
-	if (c.listen) {
-		const char *colon = strrchr(c.listen, ':');
-		size_t hl = colon ? (size_t)(colon - c.listen) : strlen(c.listen);
-		if (hl >= sizeof(host) || (colon && strlen(colon + 1) >= sizeof(port))) {
-			fprintf(stderr, "nvswapd: bad --listen '%s'\n", c.listen);
-			return 2;
-		}
-		if (hl) {
-			memcpy(host, c.listen, hl);
-			host[hl] = 0;
-		}
-		if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-			memmove(host, host + 1, hl - 2);
-			host[hl - 2] = 0;
-		}
-		if (colon && colon[1])
-			strcpy(port, colon + 1);
-		if (!port_ok(port)) {
-			fprintf(stderr, "nvswapd: bad --listen '%s': the port "
-				"is a number from 0 to 65535 (0: any free "
-				"port, logged)\n", c.listen);
-			return 2;
-		}
-	}
+	if (c.listen && listen_parse(c.listen, host, sizeof(host), port,
+				     sizeof(port)) < 0)
+		return 2;
 	if (!c.nvram) {
 		snprintf(nvram, sizeof(nvram), "/dev/shm/nvswapd-%s.mram",
 			 c.name);
@@ -517,7 +677,7 @@ int main(int argc, char **argv)
 	/* A second nvswapd for the same export name would open (and at its
 	 * exit remove) the first one's MRAM file, which is the same default
 	 * path: refused before any store is opened. The control socket
-	 * check further down stays for two starts at the same moment. */
+	 * check in serve stays for two starts at the same moment. */
 	char cpath[PATH_MAX], probe[16];
 	if (ctl_socket_path("swap", c.name, cpath,
 			    sizeof(cpath)) == 0 &&
@@ -535,134 +695,15 @@ int main(int argc, char **argv)
 		 "NVRAM file");
 	bool serving = false;
 
-	if (!strcmp(c.store, "remote")) {
-		/* Its slot table (16 bytes a 4 KiB page, and 4 more for the
-		 * parity group, at the least; about 80 with parity's tables)
-		 * is allocated and locked at start: --size 1T locked 20 GB. */
-		uint64_t ram = ram_total(), table = c.size / 4096 * 20;
-		if (ram && table >= ram) {
-			log_err("remote store of %llu GiB: its per-page tables alone "
-				"(at least %llu MiB) exceed this machine's %llu MiB "
-				"of RAM; give a --size of at most about %llu GiB",
-				(unsigned long long)(c.size >> 30),
-				(unsigned long long)(table >> 20),
-				(unsigned long long)(ram >> 20),
-				(unsigned long long)(ram / 80 * 4096 >> 30) / 2);
-			rc = -ENOMEM;
-			goto out;
-		}
-		struct nbd_remote_opts ro = {
-			.size = c.size, .cluster = c.cluster,
-			.self_node = c.node, .redundancy = c.redundancy,
-			.name = c.name, .spill_path = c.flash,
-		};
-		rc = nbd_backend_remote_create(&be, &ro);
-	} else if (!strcmp(c.store, "flat")) {
-		uint64_t ram = ram_total();
-		if (ram && c.size > ram) {
-			/* Its one mapping is the whole export, locked by
-			 * mlockall as it is mapped: it cannot spill. */
-			log_err("flat store of %llu MiB: more than this "
-				"machine's %llu MiB of RAM, and the flat store "
-				"keeps the whole export in memory; give a "
-				"smaller --size, or --store tiered with --flash "
-				"FILE", (unsigned long long)(c.size >> 20),
-				(unsigned long long)(ram >> 20));
-			rc = -ENOMEM;
-			goto out;
-		}
-		rc = nbd_backend_flat_create(&be, c.size);
-		if (rc < 0)
-			log_err("flat store of %llu bytes: %s",
-				(unsigned long long)c.size, strerror(-rc));
-	} else {
-		/* The store caps MRAM at the export size without a word, and
-		 * allocates an explicit --dram whole even when MRAM + DRAM
-		 * exceed the export: said once, so the user can shrink it. */
-		uint64_t mram = c.mram_set ? c.mram : 64ULL << 20;
-		uint64_t mcap = mram < c.size ? mram : c.size;
-		char a[32], b[32];
-		if (c.mram_set && c.mram > c.size)
-			log_info("MRAM (--mram %s) is larger than the export "
-				 "(%s): capped at the export size",
-				 opts_format_size(c.mram, a, sizeof(a)),
-				 opts_format_size(c.size, b, sizeof(b)));
-		else if (c.dram_set && c.dram > c.size - mcap)
-			log_info("MRAM + DRAM (%s) is larger than the export "
-				 "(%s): the pages they hold are capped at the "
-				 "export size (the DRAM tier is still allocated "
-				 "whole)", opts_format_size(mcap + c.dram, a,
-				 sizeof(a)), opts_format_size(c.size, b, sizeof(b)));
-		struct nbd_store_opts so = {
-			.size = c.size,
-			.mram = mram,
-			.dram = c.dram,
-			.dram_set = c.dram_set,
-			.flash_path = c.flash,
-			.nvram_path = c.nvram,
-			.policy = c.policy ? c.policy : "lru",
-			.trace_path = c.trace_out,
-			.profile_path = c.profile,
-			.ram = ram_total(),
-		};
-		rc = nbd_backend_store_create(&be, &so);
-	}
-	if (rc < 0)
-		goto out;
-
-	struct nbd_export exp = {
-		.name = c.name,
-		.description = !strcmp(c.store, "remote") ?
-			       "nvswapd swap store in other nodes' memory" :
-			       !strcmp(c.store, "flat") ? "nvswapd flat swap store" :
-			       "nvswapd tiered swap store",
-		.size = c.size,
-		/* FLUSH/FUA: every write is in the shared store before its
-		 * reply, so their effect is visible on all connections. */
-		.tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
-			  NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_TRIM |
-			  NBD_FLAG_SEND_WRITE_ZEROES | NBD_FLAG_CAN_MULTI_CONN,
-		.min_block = MIN_BLOCK,
-		.pref_block = PREF_BLOCK,
-		.max_block = MAX_BLOCK,
-	};
-	struct nbd_server_opts sopts = {
-		.unix_path = c.unix_path, .host = host, .port = port,
-		.threads = c.threads, .max_conns = c.max_conns,
-		.handshake_s = c.handshake_s,
-	};
-	rc = nbd_server_create(&srv, &sopts, &exp, &be);
-	if (rc < 0)
-		goto out;
-
-	struct daemon_state ds = { srv, &be, c.store };
-	rc = ctl_server_start(&ctl, "swap", c.name,
-			      swap_ctl, &ds);
-	if (rc < 0) {
-		log_err("control socket in %s: %s (another nvswapd with export "
-			"name '%s'?)", ctl_run_dir(), strerror(-rc), c.name);
-		goto out;
-	}
-	rc = nbd_server_start(srv);
-	if (rc < 0)
-		goto out;
-	/* The MRAM line above says its tmpfs mapping survives a crash; the
-	 * export does not: a tryout read zeros after a kill -9 and restart. */
-	log_info("serving export '%s' (%llu bytes, %s store); it starts empty "
-		 "at every start: nothing written to it outlives this process, "
-		 "as swap does not outlive its kernel", c.name,
-		 (unsigned long long)c.size, c.store);
-	daemon_ready(notify_fd, 0);
-	notify_fd = -1;
-	serving = true;
-
-	do {
-		if (sigwait(&set, &sig) != 0)
-			break;
-	} while (sig == SIGHUP);
-	log_info("signal %d: stopping", sig);
-	rc = 0;
-out:
+	if (!strcmp(c.store, "remote"))
+		rc = store_remote(&be, &c);
+	else if (!strcmp(c.store, "flat"))
+		rc = store_flat(&be, &c);
+	else
+		rc = store_tiered(&be, &c);
+	if (rc == 0)
+		rc = serve(&c, host, port, &be, &srv, &ctl, &ds, &set,
+			   &notify_fd, &serving);
 	if (rc == -EINTR && bigmem_stopping()) {
 		log_info("stopped by a signal during start-up");
 		rc = 0;

@@ -741,17 +741,17 @@ static void ad_duel(struct ad_policy *a)
 	/* Compared once all are brought up to date: each other mode at
 	 * what switching to it would cost, its average plus the band (and
 	 * for AD_PIN the move of its set); the cheapest that beats the
-	 * current mode wins. (Only the cheapest average used to be tried:
-	 * when that was AD_PIN and its entry cost too much, a clearly
-	 * better third mode was never taken - cg24, MRAM 6 + DRAM 6 MiB,
-	 * 30 epochs stuck in AD_PROTECT.) */
+	 * current mode wins. Every mode is compared, not only the one of
+	 * cheapest average: when that one is AD_PIN and its entry costs too
+	 * much, a clearly better third mode must still be taken. */
 	double cur = a->sh_avg[a->mode], best_eff = cur;
 	int best = (int)a->mode;
 	/* Pinned from the start by a whole-run profile: the first epochs
 	 * are a program's set-up, where pinning looks bad and is not what
-	 * the profile was made for; leaving on them left MG (oracle, DRAM
-	 * 20% of the footprint) 12% behind mram-fixed, and gups-small 4%.
-	 * Holding 3 epochs: 1.00 there (cg-small at worst 1.07, as before). */
+	 * the profile was made for, so the pin set is held for
+	 * AD_PIN_HOLD epochs: without the hold MG (oracle profile, DRAM 20%
+	 * of the footprint) runs 12% behind mram-fixed and gups-small 4%;
+	 * with 3 epochs both match it (cg-small at worst 1.07). */
 	if (a->mode == AD_PIN && a->base.fixed_profile && a->e < AD_PIN_HOLD)
 		return;
 	for (int k = 0; k < AD_MODES; k++) {

@@ -36,7 +36,7 @@
  * first EVS_FIRST, as it is read before anything else can run (struct
  * feeder), then twice as many each batch up to EVS: each instance in a
  * sweep runs a whole batch at a time, and at 16384 events reloading its
- * tables each batch made a sweep (-j2, every policy, 35 sizes) of the
+ * tables each batch makes a sweep (-j2, every policy, 35 sizes) of the
  * shipped traces 20% slower. */
 #define EVS_FIRST 16384
 #define EVS (RECS * 8)
@@ -726,19 +726,20 @@ static int run_plot(const char *argv0, const char *csv, const char *dir)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	log_init("nvsim", LOG_LVL_INFO);
-	if (argc >= 2 && !strcmp(argv[1], "convert"))
-		return do_convert(argc - 1, argv + 1);
+/* What nvsim was asked to do: the command line, checked. */
+struct nvsim_opts {
+	const char *trace, *policies, *mram_arg, *dram_arg, *params, *csv, *plot;
+	enum trace_format fmt;
+	double alpha;
+	uint64_t epoch;
+	int threads, quiet, print_params, oracle;
+	struct model_params mp;
+};
 
-	const char *trace = NULL, *policies = "lru,mram-fixed,lowpower",
-		   *mram_arg = "128M", *dram_arg = NULL, *params = NULL,
-		   *csv = NULL, *plot = NULL;
-	enum trace_format fmt = TRACE_AUTO;
-	double alpha = 0.9;
-	uint64_t epoch = 0;
-	int threads = 1, quiet = 0, print_params = 0, oracle = 0;
+/* Parse and check the command line into o. Returns -1 to go on, or the
+ * exit code (0 after --help or --print-params, 2 for a bad command line). */
+static int nvsim_opts_parse(int argc, char **argv, struct nvsim_opts *o)
+{
 	static const struct option lo[] = {
 		{ "trace", required_argument, NULL, 't' },
 		{ "format", required_argument, NULL, 'f' },
@@ -758,311 +759,341 @@ int main(int argc, char **argv)
 	};
 	int c;
 	char *end;
+
+	*o = (struct nvsim_opts){ .policies = "lru,mram-fixed,lowpower",
+				  .mram_arg = "128M", .fmt = TRACE_AUTO,
+				  .alpha = 0.9, .threads = 1 };
 	while ((c = getopt_long(argc, argv, "t:p:m:d:j:qh", lo, NULL)) != -1) {
 		switch (c) {
-		case 't': trace = optarg; break;
+		case 't': o->trace = optarg; break;
 		case 'f':
-			fmt = parse_format(optarg);
-			if ((int)fmt < 0) {
+			o->fmt = parse_format(optarg);
+			if ((int)o->fmt < 0) {
 				log_err("unknown format '%s' (auto, lackey, nvt)", optarg);
 				return 2;
 			}
 			break;
-		case 'p': policies = optarg; break;
-		case 'm': mram_arg = optarg; break;
-		case 'd': dram_arg = optarg; break;
+		case 'p': o->policies = optarg; break;
+		case 'm': o->mram_arg = optarg; break;
+		case 'd': o->dram_arg = optarg; break;
 		case 'a':
-			alpha = strtod(optarg, &end);
-			if (*end || end == optarg || !(alpha >= 0 && alpha <= 100)) {
+			o->alpha = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->alpha >= 0 && o->alpha <= 100)) {
 				log_err("bad --alpha '%s'", optarg);
 				return 2;
 			}
 			break;
 		case 'e':
 			errno = 0;
-			epoch = strtoull(optarg, &end, 10);
-			if (*end || end == optarg || !epoch || errno ||
+			o->epoch = strtoull(optarg, &end, 10);
+			if (*end || end == optarg || !o->epoch || errno ||
 			    optarg[0] == '-') {
 				log_err("bad --epoch '%s' (accesses, > 0)", optarg);
 				return 2;
 			}
 			break;
-		case 'P': params = optarg; break;
+		case 'P': o->params = optarg; break;
 		case 'r':
 			if (!strcmp(optarg, "oracle"))
-				oracle = 1;
+				o->oracle = 1;
 			else if (!strcmp(optarg, "online"))
-				oracle = 0;
+				o->oracle = 0;
 			else {
 				log_err("bad --profile '%s' (online, oracle)", optarg);
 				return 2;
 			}
 			break;
-		case 'c': csv = optarg; break;
-		case 'g': plot = optarg; break;
+		case 'c': o->csv = optarg; break;
+		case 'g': o->plot = optarg; break;
 		case 'j':
-			threads = (int)strtol(optarg, &end, 10);
-			if (*end || end == optarg || threads < 1 || threads > 64) {
+			o->threads = (int)strtol(optarg, &end, 10);
+			if (*end || end == optarg || o->threads < 1 || o->threads > 64) {
 				log_err("bad -j '%s' (1..64)", optarg);
 				return 2;
 			}
 			break;
-		case 'x': print_params = 1; break;
-		case 'q': quiet = 1; break;
+		case 'x': o->print_params = 1; break;
+		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	struct model_params mp;
-	model_params_default(&mp);
-	if (params && model_params_load(&mp, params) < 0)
+	model_params_default(&o->mp);
+	if (o->params && model_params_load(&o->mp, o->params) < 0)
 		return 2;
-	if (print_params) {
+	if (o->print_params) {
 		char buf[8192];
-		model_params_format(&mp, buf, sizeof(buf));
+		model_params_format(&o->mp, buf, sizeof(buf));
 		fputs(buf, stdout);
 		return 0;
 	}
-	if (!trace || !dram_arg || optind != argc) {
+	if (!o->trace || !o->dram_arg || optind != argc) {
 		if (optind != argc)
 			log_err("unexpected argument '%s'", argv[optind]);
 		else
-			log_err("%s is required", !trace ? "--trace FILE"
-							 : "--dram SIZES");
+			log_err("%s is required", !o->trace ? "--trace FILE"
+							    : "--dram SIZES");
 		usage(stderr);
 		return 2;
 	}
 	/* "all" anywhere in the list is every policy. */
-	for (const char *t = policies; *t; t += strcspn(t, ","), t += *t == ',')
+	for (const char *t = o->policies; *t; t += strcspn(t, ","), t += *t == ',')
 		if (!strncmp(t, "all", 3) && (t[3] == ',' || !t[3]))
-			policies = policy_names();
-	if (csv && !strcmp(csv, "-")) {
-		if (plot) {
+			o->policies = policy_names();
+	if (o->csv && !strcmp(o->csv, "-")) {
+		if (o->plot) {
 			log_err("--csv - with --plot: the plots are drawn from "
 				"DIR/nvsim.csv; leave out --csv");
 			return 2;
 		}
-		csv = NULL;   /* stdout, as --trace - is stdin */
+		o->csv = NULL;   /* stdout, as --trace - is stdin */
 	}
-	if (path_same_file(csv, trace)) {
-		log_err("--csv %s is the trace itself; give another file", csv);
+	if (path_same_file(o->csv, o->trace)) {
+		log_err("--csv %s is the trace itself; give another file", o->csv);
 		return 2;
 	}
+	return -1;
+}
 
-	/* Everything below releases what it holds on every path (one exit),
-	 * so that error exits stay clean under LeakSanitizer too. */
-	uint64_t *mram = NULL, *dram = NULL;
-	size_t nm = 0, nd = 0;
-	char *pl = NULL, *save = NULL;
-	struct sim s = { 0 };
-	struct trace_reader *r = NULL;
-	struct l2 *l2 = NULL;
-	FILE *out = NULL;
-	bool made_csv = false, skipped_empty = false;
-	size_t cap = 0;
-	int rc = 0;
-	if (parse_sizes(mram_arg, &mram, &nm) < 0 ||
-	    parse_sizes(dram_arg, &dram, &nd) < 0) {
-		rc = 2;
-		goto done;
-	}
-	/* Memory is whole pages; 1000 bytes used to run silently as 0. */
-	for (size_t i = 0; i < nm + nd; i++) {
-		uint64_t v = i < nm ? mram[i] : dram[i - nm];
-		if (v % mp.page_bytes) {
+/* What a run holds. run_free releases it on every path (one exit), so that
+ * error exits stay clean under LeakSanitizer too. Functions taking a run
+ * return 0 or the exit code (1: the run failed, 2: a bad request). */
+struct run {
+	uint64_t *mram, *dram;
+	size_t nm, nd;
+	struct sim s;
+	size_t cap;
+	struct trace_reader *r;
+	struct l2 *l2;
+	uint32_t access_lines;
+	const char *csv;        /* the CSV written, NULL: stdout */
+	FILE *out;
+	bool made_csv;          /* csvtmp is ours, renamed over csv at the end */
+	char csvpath[4096], csvtmp[4200], csvreal[PATH_MAX];
+	uint64_t instr, nrec, nfree;
+	double secs;
+};
+
+/* The MRAM and DRAM sizes of the sweep, in whole pages. */
+static int run_sizes(struct run *u, const struct nvsim_opts *o)
+{
+	if (parse_sizes(o->mram_arg, &u->mram, &u->nm) < 0 ||
+	    parse_sizes(o->dram_arg, &u->dram, &u->nd) < 0)
+		return 2;
+	/* Memory is whole pages: a size below one page is refused, never
+	 * run as 0. */
+	for (size_t i = 0; i < u->nm + u->nd; i++) {
+		uint64_t v = i < u->nm ? u->mram[i] : u->dram[i - u->nm];
+		if (v % o->mp.page_bytes) {
 			log_err("--%s size %llu bytes is not a whole number of "
-				"%llu-byte pages", i < nm ? "mram" : "dram",
+				"%llu-byte pages", i < u->nm ? "mram" : "dram",
 				(unsigned long long)v,
-				(unsigned long long)mp.page_bytes);
-			rc = 2;
-			goto done;
+				(unsigned long long)o->mp.page_bytes);
+			return 2;
 		}
 	}
+	return 0;
+}
 
-	/* Opened first: its flags say how the policies weigh an access. */
-	if (trace_open(&r, trace, fmt) < 0) {
-		rc = 1;
-		goto done;
-	}
+/* Opened before the policies are made: its flags say how they weigh an
+ * access. */
+static int run_open_trace(struct run *u, const struct nvsim_opts *o)
+{
+	const struct model_params *mp = &o->mp;
+
+	if (trace_open(&u->r, o->trace, o->fmt) < 0)
+		return 1;
 	/* A page store's own log (nvswapd --trace-out): each access moves a
 	 * page, and the policies weigh it so, as in the live store. */
-	uint32_t access_lines = (trace_flags(r) & NVT_F_STORE)
-		? (uint32_t)(mp.page_bytes / mp.line_bytes) : 0;
+	u->access_lines = (trace_flags(u->r) & NVT_F_STORE)
+		? (uint32_t)(mp->page_bytes / mp->line_bytes) : 0;
 	/* A memory-level trace is the L2's output already: its keys change
-	 * nothing but the line count of an access (a user's l2_bytes was
-	 * ignored without a word). */
+	 * nothing but the line count of an access, and a user's l2_bytes is
+	 * not ignored without a word. */
 	struct model_params dflt;
 	model_params_default(&dflt);
-	if ((trace_flags(r) & NVT_F_PAGES) &&
-	    (mp.l2_bytes != dflt.l2_bytes || mp.l2_ways != dflt.l2_ways ||
-	     mp.line_bytes != dflt.line_bytes))
+	if ((trace_flags(u->r) & NVT_F_PAGES) &&
+	    (mp->l2_bytes != dflt.l2_bytes || mp->l2_ways != dflt.l2_ways ||
+	     mp->line_bytes != dflt.line_bytes))
 		log_warn("trace %s is memory-level (already filtered by an L2): "
 			 "l2_bytes and l2_ways do not apply to it, and line_bytes "
 			 "only counts the lines of each access; convert the "
 			 "CPU-level trace again with --l2 --params to change the "
-			 "cache", trace);
+			 "cache", o->trace);
+	return 0;
+}
 
-	/* Instances: policy-major, then MRAM, then DRAM (the CSV order). */
-	pl = strdup(policies);
-	if (!pl) {
-		rc = 1;
-		goto done;
+/* One instance: policy name with MRAM mram and DRAM dram bytes, appended
+ * to the sweep unless it is the empty machine of a sweep (*skipped). */
+static int run_add(struct run *u, const struct nvsim_opts *o, const char *name,
+		   uint64_t mram, uint64_t dram, bool *skipped)
+{
+	const struct model_params *mp = &o->mp;
+	struct policy_config cfg = {
+		.mram_pages = mram / mp->page_bytes,
+		.dram_pages = dram / mp->page_bytes,
+		.alpha = o->alpha, .epoch = o->epoch,
+		.access_lines = u->access_lines,
+	};
+	/* A sweep over 0,... on both axes meets (0, 0): no memory at all is
+	 * not a machine; skip it. */
+	if (!cfg.mram_pages && !cfg.dram_pages && (u->nm > 1 || u->nd > 1)) {
+		*skipped = true;
+		return 0;
 	}
+	if (u->s.n == u->cap) {
+		size_t ncap = u->cap ? u->cap * 2 : 16;
+		struct inst *nin = realloc(u->s.in, ncap * sizeof(*nin));
+		if (!nin)
+			return 1;
+		u->s.in = nin;
+		u->cap = ncap;
+	}
+	struct inst *in = &u->s.in[u->s.n];
+	memset(in, 0, sizeof(*in));
+	int e = policy_create(&in->p, name, &cfg);
+	if (e == -ENOENT) {
+		log_err("unknown policy '%s' (known: %s)", name, policy_names());
+		return 2;
+	}
+	if (e < 0) {
+		log_err("policy %s with MRAM %llu + DRAM %llu bytes: %s", name,
+			(unsigned long long)mram, (unsigned long long)dram,
+			e != -EINVAL ? strerror(-e)
+			: cfg.mram_pages || cfg.dram_pages
+			? "more pages than a policy can number (2^32)"
+			: "no memory pages at all");
+		return 2;
+	}
+	in->policy = policy_name(in->p);
+	in->mram_bytes = cfg.mram_pages * mp->page_bytes;
+	in->dram_bytes = cfg.dram_pages * mp->page_bytes;
+	u->s.n++;
+	return 0;
+}
+
+/* Instances: policy-major, then MRAM, then DRAM (the CSV order). */
+static int run_instances(struct run *u, const struct nvsim_opts *o)
+{
+	char *pl = strdup(o->policies), *save = NULL;
+	bool skipped_empty = false;
+	int rc = 0;
+
+	if (!pl)
+		return 1;
 	for (char *name = strtok_r(pl, ",", &save); name && !rc;
-	     name = strtok_r(NULL, ",", &save)) {
-		for (size_t i = 0; i < nm && !rc; i++)
-			for (size_t j = 0; j < nd && !rc; j++) {
-				struct policy_config cfg = {
-					.mram_pages = mram[i] / mp.page_bytes,
-					.dram_pages = dram[j] / mp.page_bytes,
-					.alpha = alpha, .epoch = epoch,
-					.access_lines = access_lines,
-				};
-				/* A sweep over 0,... on both axes meets (0, 0):
-				 * no memory at all is not a machine; skip it. */
-				if (!cfg.mram_pages && !cfg.dram_pages &&
-				    (nm > 1 || nd > 1)) {
-					skipped_empty = true;
-					continue;
-				}
-				if (s.n == cap) {
-					size_t ncap = cap ? cap * 2 : 16;
-					struct inst *nin = realloc(s.in, ncap * sizeof(*nin));
-					if (!nin) {
-						rc = 1;
-						break;
-					}
-					s.in = nin;
-					cap = ncap;
-				}
-				struct inst *in = &s.in[s.n];
-				memset(in, 0, sizeof(*in));
-				int e = policy_create(&in->p, name, &cfg);
-				if (e == -ENOENT) {
-					log_err("unknown policy '%s' (known: %s)",
-						name, policy_names());
-					rc = 2;
-				} else if (e < 0) {
-					log_err("policy %s with MRAM %llu + DRAM %llu bytes: %s",
-						name, (unsigned long long)mram[i],
-						(unsigned long long)dram[j],
-						e != -EINVAL ? strerror(-e)
-						: cfg.mram_pages || cfg.dram_pages
-						? "more pages than a policy can number (2^32)"
-						: "no memory pages at all");
-					rc = 2;
-				} else {
-					in->policy = policy_name(in->p);
-					in->mram_bytes = cfg.mram_pages * mp.page_bytes;
-					in->dram_bytes = cfg.dram_pages * mp.page_bytes;
-					s.n++;
-				}
-			}
-	}
+	     name = strtok_r(NULL, ",", &save))
+		for (size_t i = 0; i < u->nm && !rc; i++)
+			for (size_t j = 0; j < u->nd && !rc; j++)
+				rc = run_add(u, o, name, u->mram[i], u->dram[j],
+					     &skipped_empty);
+	free(pl);
 	if (rc)
-		goto done;
-	if (skipped_empty && s.n)
+		return rc;
+	if (skipped_empty && u->s.n)
 		log_info("MRAM 0 + DRAM 0 left out of the sweep: no memory at all");
-	if (s.n == 0) {
-		log_err(policies[strspn(policies, ",")] ? "nothing to simulate: every MRAM + DRAM size "
+	if (u->s.n == 0) {
+		log_err(o->policies[strspn(o->policies, ",")] ? "nothing to simulate: every MRAM + DRAM size "
 			"given is 0" : "no policy given");
-		rc = 2;
-		goto done;
+		return 2;
 	}
+	return 0;
+}
 
-	/* The output before the run: a bad path must not cost a long run. */
-	char csvpath[4096], csvtmp[4200];
-	struct stat pst;
-	if (plot && !csv) {
-		if ((mkdir(plot, 0755) < 0 && errno != EEXIST) ||
-		    stat(plot, &pst) < 0 || !S_ISDIR(pst.st_mode)) {
-			log_err("--plot %s: %s", plot,
+/* The output, opened before the run: a bad path must not cost a long run. */
+static int run_open_csv(struct run *u, const struct nvsim_opts *o)
+{
+	struct stat st;
+
+	u->csv = o->csv;
+	if (o->plot && !u->csv) {
+		if ((mkdir(o->plot, 0755) < 0 && errno != EEXIST) ||
+		    stat(o->plot, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			log_err("--plot %s: %s", o->plot,
 				errno == EEXIST || errno == 0 ? "not a directory"
 							      : strerror(errno));
-			rc = 1;
-			goto done;
+			return 1;
 		}
-		snprintf(csvpath, sizeof(csvpath), "%s/nvsim.csv", plot);
-		csv = csvpath;
+		snprintf(u->csvpath, sizeof(u->csvpath), "%s/nvsim.csv", o->plot);
+		u->csv = u->csvpath;
 	}
 	/* A regular file (or a new one) is written beside it and renamed
 	 * over it only when the run succeeds: a failed run leaves the old
 	 * results as they were, and nothing it did not make is removed
-	 * (--csv /dev/null, a FIFO: written as they are). */
-	/* Through a symlink: its target is the file to replace (renaming
-	 * over the link replaced the link, and left the target as it was). */
-	struct stat cst;
-	static char csvreal[PATH_MAX];
-	if (csv && lstat(csv, &cst) == 0 && S_ISLNK(cst.st_mode) &&
-	    realpath(csv, csvreal))
-		csv = csvreal;
-	if (csv && (stat(csv, &cst) < 0 || S_ISREG(cst.st_mode))) {
-		int n = snprintf(csvtmp, sizeof(csvtmp), "%s.nvsim-XXXXXX", csv);
+	 * (--csv /dev/null, a FIFO: written as they are). Through a
+	 * symlink, its target is the file to replace (renaming over the
+	 * link would replace the link and leave the target as it was). */
+	if (u->csv && lstat(u->csv, &st) == 0 && S_ISLNK(st.st_mode) &&
+	    realpath(u->csv, u->csvreal))
+		u->csv = u->csvreal;
+	if (u->csv && (stat(u->csv, &st) < 0 || S_ISREG(st.st_mode))) {
+		int n = snprintf(u->csvtmp, sizeof(u->csvtmp), "%s.nvsim-XXXXXX", u->csv);
 		int fd = -1, e = ENAMETOOLONG;
-		if (n > 0 && (size_t)n < sizeof(csvtmp)) {
-			fd = mkstemp(csvtmp);
+		if (n > 0 && (size_t)n < sizeof(u->csvtmp)) {
+			fd = mkstemp(u->csvtmp);
 			e = errno;
 		}
-		if (fd >= 0 && !(out = fdopen(fd, "w"))) {
+		if (fd >= 0 && !(u->out = fdopen(fd, "w"))) {
 			e = errno;
 			close(fd);
-			unlink(csvtmp);
+			unlink(u->csvtmp);
 			fd = -1;
 		}
 		if (fd < 0) {
-			log_err("--csv %s: %s", csv, strerror(e));
-			rc = 1;
-			goto done;
+			log_err("--csv %s: %s", u->csv, strerror(e));
+			return 1;
 		}
 		fchmod(fd, 0644 & ~cur_umask());
-		made_csv = true;
-		remove_on_signal(1, csvtmp);
+		u->made_csv = true;
+		remove_on_signal(1, u->csvtmp);
 	} else {
-		out = csv ? fopen(csv, "w") : stdout;
-		if (!out) {
-			log_err("--csv %s: %s", csv, strerror(errno));
-			rc = 1;
-			goto done;
+		u->out = u->csv ? fopen(u->csv, "w") : stdout;
+		if (!u->out) {
+			log_err("--csv %s: %s", u->csv, strerror(errno));
+			return 1;
 		}
 	}
+	return 0;
+}
 
-	if (oracle && oracle_profile(&s, trace, fmt, &mp) < 0) {
-		rc = 1;
-		goto done;
-	}
-	if (l2_create(&l2, mp.l2_bytes, mp.line_bytes, mp.l2_ways,
-		      mp.page_bytes) < 0) {
+/* The run: the trace through the L2 into every instance, with progress
+ * on stderr. */
+static int run_simulate(struct run *u, const struct nvsim_opts *o)
+{
+	int rc = 0;
+
+	if (o->oracle && oracle_profile(&u->s, o->trace, o->fmt, &o->mp) < 0)
+		return 1;
+	if (l2_create(&u->l2, o->mp.l2_bytes, o->mp.line_bytes, o->mp.l2_ways,
+		      o->mp.page_bytes) < 0) {
 		log_err("bad cache geometry in the parameters");
-		rc = 2;
-		goto done;
+		return 2;
 	}
 	struct feeder f;
-	int fe = feeder_start(&f, &s, r, l2);
+	int fe = feeder_start(&f, &u->s, u->r, u->l2);
 	if (fe < 0) {
 		log_err("cannot start the trace reader: %s", strerror(-fe));
-		rc = 1;
-		goto done;
+		return 1;
 	}
-	uint64_t instr = 0, nrec = 0, nfree = 0;
 	uint64_t t0 = clock_now_ns(), last_prog = t0;
 	bool tty = isatty(2);
 	for (int k = 0;; k ^= 1) {
 		struct batch *b = feeder_take(&f, k);
-		nrec += b->nrec;
-		nfree += b->nfree;
-		instr += b->instr;
+		u->nrec += b->nrec;
+		u->nfree += b->nfree;
+		u->instr += b->instr;
 		if (b->failed) {
 			rc = 1;
 			break;
 		}
-		s.ev = b->ev;
-		s.nev = b->nev;
-		if (sim_flush(&s, threads) < 0) {
+		u->s.ev = b->ev;
+		u->s.nev = b->nev;
+		if (sim_flush(&u->s, o->threads) < 0) {
 			rc = 1;
 			break;
 		}
 		uint64_t now = clock_now_ns();
-		if (!quiet && now - last_prog > (tty ? 500000000ull : 30000000000ull)) {
+		if (!o->quiet && now - last_prog > (tty ? 500000000ull : 30000000000ull)) {
 			last_prog = now;
 			double secs = (double)(now - t0) / 1e9;
 			char pct[16] = "";
@@ -1071,8 +1102,8 @@ int main(int argc, char **argv)
 					 100 * b->progress);
 			fprintf(stderr, "%snvsim: %s%llu accesses  %.2f M/s%s",
 				tty ? "\r" : "", pct,
-				(unsigned long long)(nrec - nfree),
-				(double)(nrec - nfree) / secs / 1e6,
+				(unsigned long long)(u->nrec - u->nfree),
+				(double)(u->nrec - u->nfree) / secs / 1e6,
 				tty ? "" : "\n");
 		}
 		bool last = b->last;
@@ -1081,53 +1112,63 @@ int main(int argc, char **argv)
 			break;
 	}
 	feeder_stop(&f);
-	s.ev = NULL;
+	u->s.ev = NULL;
+	u->secs = (double)(clock_now_ns() - t0) / 1e9;
 	if (rc)
-		goto done;
+		return rc;
 	/* Nothing at all (an empty file, a lackey log of a program that
 	 * did not run) is a mistake; instructions without a memory access
 	 * give rows of 0 accesses, with a word. */
-	if (!nrec && !instr) {
-		log_err("trace %s: empty (no accesses, no instructions)", trace);
-		rc = 1;
-		goto done;
+	if (!u->nrec && !u->instr) {
+		log_err("trace %s: empty (no accesses, no instructions)", o->trace);
+		return 1;
 	}
-	if (!nrec)
-		log_warn("trace %s: no memory accesses in it", trace);
-	double secs = (double)(clock_now_ns() - t0) / 1e9;
-	uint64_t hits, misses, wbs;
-	l2_stats(l2, &hits, &misses, &wbs);
-	struct policy_counters pc0;
-	policy_get_counters(s.in[0].p, &pc0);
-	if (!quiet) {
-		char fb[32];
-		char freed[48] = "";
-		if (nfree)
-			snprintf(freed, sizeof(freed), "; %llu pages freed",
-				 (unsigned long long)nfree);
-		fprintf(stderr, "%snvsim: %llu accesses, %llu instructions, "
-			"L2 %llu misses + %llu write-backs; footprint %s%s; "
-			"%.2f s (%.2f M accesses/s, %zu combination%s)\n",
-			tty ? "\r" : "", (unsigned long long)(nrec - nfree),
-			(unsigned long long)instr, (unsigned long long)misses,
-			(unsigned long long)wbs,
-			/* distinct pages: a page freed and used again (a
-			 * store log's TRIMs) is placed twice, but is one */
-			opts_format_size((s.nids && s.nids != UINT32_MAX ? s.nids
-					  : pc0.places) * mp.page_bytes, fb, sizeof(fb)),
-			freed, secs, (double)(nrec - nfree) / (secs > 0 ? secs : 1e-9) / 1e6,
-			s.n, s.n == 1 ? "" : "s");
-	}
+	if (!u->nrec)
+		log_warn("trace %s: no memory accesses in it", o->trace);
+	return 0;
+}
 
-	fprintf(out, "%s\n", CSV_HEADER);
-	for (size_t k = 0; k < s.n; k++) {
-		struct inst *in = &s.in[k];
+/* The closing line on stderr. */
+static void run_summary(const struct run *u, const struct nvsim_opts *o)
+{
+	uint64_t hits, misses, wbs, n = u->nrec - u->nfree;
+	struct policy_counters pc0;
+	char fb[32], freed[48] = "";
+
+	l2_stats(u->l2, &hits, &misses, &wbs);
+	policy_get_counters(u->s.in[0].p, &pc0);
+	if (u->nfree)
+		snprintf(freed, sizeof(freed), "; %llu pages freed",
+			 (unsigned long long)u->nfree);
+	fprintf(stderr, "%snvsim: %llu accesses, %llu instructions, "
+		"L2 %llu misses + %llu write-backs; footprint %s%s; "
+		"%.2f s (%.2f M accesses/s, %zu combination%s)\n",
+		isatty(2) ? "\r" : "", (unsigned long long)n,
+		(unsigned long long)u->instr, (unsigned long long)misses,
+		(unsigned long long)wbs,
+		/* distinct pages: a page freed and used again (a store log's
+		 * TRIMs) is placed twice, but is one */
+		opts_format_size((u->s.nids && u->s.nids != UINT32_MAX ? u->s.nids
+				  : pc0.places) * o->mp.page_bytes, fb, sizeof(fb)),
+		freed, u->secs, (double)n / (u->secs > 0 ? u->secs : 1e-9) / 1e6,
+		u->s.n, u->s.n == 1 ? "" : "s");
+}
+
+/* The model's estimate of each instance as a CSV row; the file is kept
+ * (renamed into place) only when it is whole. */
+static int run_write_csv(struct run *u, const struct nvsim_opts *o)
+{
+	int rc = 0;
+
+	fprintf(u->out, "%s\n", CSV_HEADER);
+	for (size_t k = 0; k < u->s.n; k++) {
+		struct inst *in = &u->s.in[k];
 		struct policy_counters pc;
 		struct model_result mr;
 		policy_get_counters(in->p, &pc);
-		in->mc.instructions = instr;
-		model_estimate(&mp, &in->mc, in->mram_bytes, in->dram_bytes, &mr);
-		fprintf(out, "%s,%llu,%llu,%llu,%.9g,%.9g,%.6f,%llu,%llu\n",
+		in->mc.instructions = u->instr;
+		model_estimate(&o->mp, &in->mc, in->mram_bytes, in->dram_bytes, &mr);
+		fprintf(u->out, "%s,%llu,%llu,%llu,%.9g,%.9g,%.6f,%llu,%llu\n",
 			in->policy, (unsigned long long)in->mram_bytes,
 			(unsigned long long)in->dram_bytes,
 			(unsigned long long)pc.accesses, mr.time_s, mr.energy_j,
@@ -1135,34 +1176,65 @@ int main(int argc, char **argv)
 			(unsigned long long)in->mc.flash_reads,
 			(unsigned long long)in->mc.flash_writes);
 	}
-	if (csv ? fclose(out) != 0 : fflush(out) != 0) {
-		log_err("--csv %s: write failed", csv ? csv : "(stdout)");
+	if (u->csv ? fclose(u->out) != 0 : fflush(u->out) != 0) {
+		log_err("--csv %s: write failed", u->csv ? u->csv : "(stdout)");
 		rc = 1;
-	} else if (made_csv && rename(csvtmp, csv) < 0) {
-		log_err("--csv %s: %s", csv, strerror(errno));
+	} else if (u->made_csv && rename(u->csvtmp, u->csv) < 0) {
+		log_err("--csv %s: %s", u->csv, strerror(errno));
 		rc = 1;
 	} else {
-		made_csv = false;   /* whole: kept even if the plot fails */
+		u->made_csv = false;   /* whole: kept even if the plot fails */
 		sig_rm[1] = NULL;
 	}
-	out = NULL;
-	if (!rc && plot && run_plot(argv[0], csv, plot) < 0)
+	u->out = NULL;
+	return rc;
+}
+
+static void run_free(struct run *u)
+{
+	if (u->out && u->out != stdout)
+		fclose(u->out);
+	if (u->made_csv) {   /* the run failed: its partial results go */
+		sig_rm[1] = NULL;
+		unlink(u->csvtmp);
+	}
+	for (size_t k = 0; k < u->s.n; k++)
+		policy_destroy(u->s.in[k].p);
+	trace_close(u->r);
+	l2_destroy(u->l2);
+	free(u->s.in);
+	pmap_free(&u->s.ids);
+	free(u->mram);
+	free(u->dram);
+}
+
+int main(int argc, char **argv)
+{
+	struct nvsim_opts o;
+	static struct run u;   /* csvtmp is the signal handler's to remove */
+	int rc;
+
+	log_init("nvsim", LOG_LVL_INFO);
+	if (argc >= 2 && !strcmp(argv[1], "convert"))
+		return do_convert(argc - 1, argv + 1);
+	rc = nvsim_opts_parse(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	rc = run_sizes(&u, &o);
+	if (!rc)
+		rc = run_open_trace(&u, &o);
+	if (!rc)
+		rc = run_instances(&u, &o);
+	if (!rc)
+		rc = run_open_csv(&u, &o);
+	if (!rc)
+		rc = run_simulate(&u, &o);
+	if (!rc && !o.quiet)
+		run_summary(&u, &o);
+	if (!rc)
+		rc = run_write_csv(&u, &o);
+	if (!rc && o.plot && run_plot(argv[0], u.csv, o.plot) < 0)
 		rc = 1;
-done:
-	if (out && out != stdout)
-		fclose(out);
-	if (made_csv) {   /* the run failed: its partial results go */
-		sig_rm[1] = NULL;
-		unlink(csvtmp);
-	}
-	for (size_t k = 0; k < s.n; k++)
-		policy_destroy(s.in[k].p);
-	trace_close(r);
-	l2_destroy(l2);
-	free(s.in);
-	pmap_free(&s.ids);
-	free(mram);
-	free(dram);
-	free(pl);
+	run_free(&u);
 	return rc;
 }

@@ -179,6 +179,21 @@ static void log_file_and_error_copy(void **state)
 	unlink(errpath);
 }
 
+/* Counter lines: "key: value", the full 64-bit range, a table in order. */
+static void outbuf_u64_lines(void **state)
+{
+	(void)state;
+	char buf[64];
+	struct outbuf o = outbuf_of(buf, sizeof(buf));
+	const struct outbuf_kv kv[] = { { "a", 1 }, { "b", 22 } };
+
+	outbuf_u64(&o, "hits", 0);
+	outbuf_u64(&o, "max", UINT64_MAX);
+	outbuf_u64s(&o, kv, 2);
+	assert_string_equal(buf, "hits: 0\nmax: 18446744073709551615\na: 1\nb: 22\n");
+	assert_int_equal(outbuf_done(&o), (ssize_t)strlen(buf));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +204,7 @@ int main(void)
 		cmocka_unit_test(deadline_and_monotonic_cond),
 		cmocka_unit_test(outbuf_fits_and_overflows),
 		cmocka_unit_test(log_file_and_error_copy),
+		cmocka_unit_test(outbuf_u64_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
