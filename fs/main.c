@@ -32,7 +32,7 @@
 
 struct cli {
 	char *backing, *nvram, *cache_size, *stripe_unit, *wb_delay, *fsync;
-	char *lat, *flush, *bw, *block;
+	char *lat, *flush, *bw, *block, *log;
 	int writeback_cache, noxattr, foreground, help, version;
 	char *arg[2];
 	int nargs;
@@ -50,6 +50,7 @@ static const struct fuse_opt cli_spec[] = {
 	OPT("nvram_lat_ns=%s", lat),
 	OPT("nvram_flush_ns=%s", flush),
 	OPT("nvram_bw=%s", bw),
+	OPT("log=%s", log),
 	OPT("writeback_cache", writeback_cache),
 	OPT("noxattr", noxattr),
 	OPT("-f", foreground),
@@ -120,6 +121,9 @@ static void usage(const char *prog)
 "  nvram_bw=SIZE          emulated NVRAM bandwidth per second (default off)\n"
 "  allow_other, ro, ...   usual FUSE mount options (permissions are always\n"
 "                         checked by the kernel: default_permissions)\n"
+"  log=FILE               without -f: log here (default: syslog when a syslog\n"
+"                         daemon listens, else /var/log/nvcachefs-<mountpoint\n"
+"                         with / as ->.log); errors at mount also on stderr\n"
 "  -f                     stay in the foreground, log to stderr\n"
 "\n"
 "Stats: nvcachectl stats MOUNTPOINT (control socket in $NVCACHE_RUN_DIR,\n"
@@ -539,11 +543,41 @@ static void fs_close(struct fs *fs)
 	fdwait_destroy(&fs->fdw);
 }
 
+/* Without -f the daemon outlives the command that started it (mount -t
+ * fuse.nvcachefs, an fstab line), and that command's terminal is not its
+ * log: lines go to log=FILE, else to syslog when a syslog daemon listens,
+ * else to /var/log/nvcachefs-MOUNT.log (the quick start's name). Until it
+ * detaches, errors also go to the caller's stderr: a mount that fails
+ * says why where it was asked for. */
+static void log_setup(const struct fs_config *cfg, const char *file)
+{
+	char def[PATH_MAX + 32], name[PATH_MAX];
+
+	if (cfg->foreground)
+		return;
+	if (!file && log_syslog_listening()) {
+		log_use_syslog(true);
+	} else {
+		if (!file) {
+			ctl_name_from_path(cfg->mountpoint, name, sizeof(name));
+			snprintf(def, sizeof(def), "/var/log/nvcachefs-%s.log", name);
+			file = def;
+		}
+		int rc = log_to_file(file);
+		if (rc < 0) {
+			fprintf(stderr, "nvcachefs: log file %s: %s; logging to syslog\n",
+				file, strerror(-rc));
+			log_use_syslog(true);
+		}
+	}
+	log_copy_errors_to_stderr(true);
+}
+
 static void cli_free(struct cli *c)
 {
 	free(c->backing); free(c->nvram); free(c->cache_size);
 	free(c->stripe_unit); free(c->wb_delay); free(c->fsync);
-	free(c->lat); free(c->flush); free(c->bw); free(c->block);
+	free(c->lat); free(c->flush); free(c->bw); free(c->block); free(c->log);
 	free(c->arg[0]); free(c->arg[1]);
 }
 
@@ -571,6 +605,7 @@ int main(int argc, char **argv)
 	}
 	if (config_from_cli(&fs->cfg, &cli) < 0)
 		return 1;
+	log_setup(&fs->cfg, cli.log);
 	add_fuse_args(&args, &fs->cfg);
 	/* Before anything is made: libfuse refuses an unknown option here,
 	 * and a refusal after open_cache would leave a new NVRAM file behind
@@ -583,8 +618,7 @@ int main(int argc, char **argv)
 		if (fuse_session_mount(se, fs->cfg.mountpoint) == 0) {
 			log_mounted(&fs->cfg);
 			bool up = fuse_daemonize(fs->cfg.foreground) == 0;
-			if (up && !fs->cfg.foreground)
-				log_use_syslog(true);
+			log_copy_errors_to_stderr(false);
 			ret = fs_run(fs, se, up);
 		}
 	}
