@@ -119,6 +119,8 @@ struct fs_stats {
 	atomic_uint_fast64_t recovered_files, recovered_bytes;
 	atomic_uint_fast64_t forget_asks;
 	atomic_uint_fast64_t spliced;   /* write bytes read from the pipe */
+	/* the kernel's READ and WRITE requests answered, and their bytes */
+	atomic_uint_fast64_t read_ops, read_bytes, write_ops, write_bytes;
 };
 
 /* The rendezvous of fdwait.c (fs.fdw). */

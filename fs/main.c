@@ -403,6 +403,10 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "inodes_held", itab_count(fs) },
 		{ "forget_requests", atomic_load(&s->forget_asks) },
 		{ "spliced_write_bytes", atomic_load(&s->spliced) },
+		{ "read_ops", atomic_load(&s->read_ops) },
+		{ "read_bytes", atomic_load(&s->read_bytes) },
+		{ "write_ops", atomic_load(&s->write_ops) },
+		{ "write_bytes", atomic_load(&s->write_bytes) },
 	};
 	outbuf_u64s(&o, counters, sizeof(counters) / sizeof(counters[0]));
 	outbuf_printf(&o, "killpriv_v2: %s\n", killpriv_granted() ? "yes" : "no");

@@ -660,6 +660,14 @@ static void op_fsync(fuse_req_t req, fuse_ino_t n, int datasync,
 	fuse_reply_err(req, r < 0 ? -r : 0);
 }
 
+/* One READ or WRITE answered with bytes: for the rates of nvcachectl. */
+static void count_io(atomic_uint_fast64_t *ops, atomic_uint_fast64_t *bytes,
+		     uint64_t n)
+{
+	atomic_fetch_add_explicit(ops, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(bytes, n, memory_order_relaxed);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -686,6 +694,7 @@ static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 			else
 				fuse_reply_iov(req, iov, k);
 			fdata_read_done(pins, npins);
+			count_io(&fs->st.read_ops, &fs->st.read_bytes, k ? bytes : 0);
 		}
 		free(iov);
 		free(pins);
@@ -696,10 +705,12 @@ static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	if (!buf)
 		return (void)fuse_reply_err(req, ENOMEM);
 	r = fdata_read(fs, I(req, n), (uint64_t)off, size, buf);
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, (int)-r);
-	else
+	} else {
 		fuse_reply_buf(req, buf, (size_t)r);
+		count_io(&fs->st.read_ops, &fs->st.read_bytes, (uint64_t)r);
+	}
 	free(buf);
 }
 
@@ -748,10 +759,13 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t n, struct fuse_bufvec *in,
 		if (r > 0)
 			atomic_fetch_add(&FS(req)->st.spliced, (uint64_t)r);
 	}
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, (int)-r);
-	else
+	} else {
+		struct fs *fs = FS(req);     /* req is gone once answered */
 		fuse_reply_write(req, (size_t)r);
+		count_io(&fs->st.write_ops, &fs->st.write_bytes, (uint64_t)r);
+	}
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t n)

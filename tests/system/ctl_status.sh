@@ -62,9 +62,22 @@ while time.time() < end:
 EOF
 writer=$!
 t_cleanup "kill $writer 2>/dev/null"
+# and 1 MiB written through the mount every ~25 ms meanwhile
+( end=$((SECONDS + 3)); i=0
+  while [ $SECONDS -lt $end ]; do
+    dd if=/dev/zero of="$T_DIR/m/f" bs=1M count=1 seek=$((i % 16)) conv=notrunc status=none
+    i=$((i + 1)); sleep 0.02
+  done ) &
+fswriter=$!
+t_cleanup "kill $fswriter 2>/dev/null"
 sleep 0.5
 "$ctl" status --interval 1 >"$T_DIR/s2"
 wait $writer || t_fail "the NBD writer failed"
+wait $fswriter
+fsmbs=$(awk '$1 == "fs" { for (i = 1; i < NF; i++) if ($i == "write") print $(i+1) }' "$T_DIR/s2")
+awk -v m="$fsmbs" 'BEGIN { exit !(m > 2 && m < 500) }' ||
+  t_fail "fs write rate '$fsmbs' MB/s while writing ~40: $(cat "$T_DIR/s2")"
+echo "fs write rate while writing: $fsmbs MB/s"
 mbs=$(awk '$1 == "swap" { for (i = 1; i < NF; i++) if ($i == "write") print $(i+1) }' "$T_DIR/s2")
 awk -v m="$mbs" 'BEGIN { exit !(m > 5 && m < 200) }' ||
   t_fail "swap write rate $mbs MB/s, want about 40 (1 MiB every ~25 ms): $(cat "$T_DIR/s2")"
