@@ -79,13 +79,18 @@ run_mode() {
   t_log "$mode: node $victim held $lost pages; after its death: unreadable/wrong pages: $res;" \
         "$(grep "recovery pass" "$log" | head -1 | sed 's/.*recovery pass: //')"
   [ "$res" = "0 0" ] || mfail "pages lost after one node died (unreadable, wrong): $res"
-  local holds held deg unp
-  holds=$(st remote_holds) held=$(st remote_slots_held) deg=$(st remote_slots_degraded) unp=$(st parity_groups_unprotected)
-  t_log "$mode: held in nvswapd: $held now, $holds in all; degraded slots $deg, unprotected groups $unp, short of room: $(st remote_short_of_room)"
+  local holds held deg unp short snap=$T_DIR/stats-$mode
+  # one snapshot: the refresher may place the held pages between two
+  # readings (room comes back as groups are regrouped)
+  "$(t_bin nvcachectl)" stats --swap "$name" >"$snap"
+  sv() { awk -v k="$1:" '$1 == k { print $2 }' "$snap"; }
+  holds=$(sv remote_holds) held=$(sv remote_slots_held) deg=$(sv remote_slots_degraded)
+  unp=$(sv parity_groups_unprotected) short=$(sv remote_short_of_room)
+  t_log "$mode: held in nvswapd: $held now, $holds in all; degraded slots $deg, unprotected groups $unp, short of room: $short"
   # the shortage really happened, and the stats say it
   [ "$holds" -gt 0 ] || mfail "no page had to be held: the survivors had room after all (test setup)"
   [ "$deg" -ge "$held" ] || mfail "$held pages held but only $deg slots degraded"
-  [ $((deg + unp)) -gt 0 ] && [ "$(st remote_short_of_room)" = 1 ] ||
+  [ $((deg + unp)) -gt 0 ] && [ "$short" = 1 ] ||
     mfail "short of room, yet the stats show nothing degraded ($deg slots, $unp groups)"
   [ "$(st remote_write_errors)" = 0 ] || mfail "$(st remote_write_errors) write errors"
   ! grep -q "no node took it:" "$log" || mfail "a rebuilt page was dropped"
