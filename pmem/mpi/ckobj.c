@@ -432,7 +432,7 @@ static void all_min(long long *v, int n, MPI_Comm comm)
 /* Restart side of ckobj_open: open path, check it is this object's.
  * Returns 0 (*has says whether a file is there) or -errno, logged. */
 static int open_existing(struct ckobj *o, const char *path, const struct ckpt_geom *g,
-			 bool *has, uint64_t *newest)
+			 bool any_size, bool *has, uint64_t *newest)
 {
 	struct ckpt_version v[CKPT_SLOTS];
 	/* verified lazily: the newest here, and the one all ranks agree on */
@@ -455,7 +455,7 @@ static int open_existing(struct ckobj *o, const char *path, const struct ckpt_ge
 			g->nranks, h->nranks);
 		return -EINVAL;
 	}
-	if (h->data_size != g->data_size || h->live_size != g->live_size) {
+	if (!any_size && (h->data_size != g->data_size || h->live_size != g->live_size)) {
 		log_err("restart of job '%s': window '%s' of rank %u was checkpointed with "
 			"%llu bytes, this run asks for %llu bytes", conf.job, g->name,
 			g->rank, (unsigned long long)h->data_size,
@@ -471,8 +471,9 @@ static int open_existing(struct ckobj *o, const char *path, const struct ckpt_ge
 }
 
 int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
-	       uint64_t live_size, MPI_Comm comm)
+	       uint64_t live_size, MPI_Comm comm, unsigned flags)
 {
+	bool any = flags & CKOBJ_ANY_SIZE, flush;
 	char dir[600], path[700];
 	struct ckpt_geom g = { .data_size = data_size, .live_size = live_size,
 			       .extra_max = EXTRA_MAX };
@@ -481,6 +482,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 	int rc = 0;
 
 	ckobj_conf();
+	flush = conf.flush[0] && !any;
 	memset(o, 0, sizeof(*o));
 	o->comm = MPI_COMM_NULL;
 	snprintf(o->name, sizeof(o->name), "%s", name);
@@ -498,10 +500,10 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 	} else if (!(rc = job_dir(dir, sizeof(dir)))) {
 		snprintf(path, sizeof(path), "%s/%s.r%d.nvckpt", dir, name, o->rank);
 		if (conf.mode == CKOBJ_RESTART)
-			rc = open_existing(o, path, &g, &has, &newest);
+			rc = open_existing(o, path, &g, any, &has, &newest);
 	}
 
-	if (conf.mode == CKOBJ_RESTART && conf.flush[0]) {
+	if (conf.mode == CKOBJ_RESTART && flush) {
 		/* Any rank without its NVRAM file: all go back to the second
 		 * level's copies (which share a version; the NVRAM ones do not
 		 * share one with them). */
@@ -517,7 +519,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 				log_err("restart from the second level: cannot bring %s back to "
 					"%s: %s", fpath, path, strerror(-rc));
 			if (!rc)
-				rc = open_existing(o, path, &g, &has, &newest);
+				rc = open_existing(o, path, &g, any, &has, &newest);
 			if (!rc && o->rank == 0)
 				fprintf(stderr, "nvckpt: job '%s' window '%s': NVRAM checkpoint "
 					"missing on some rank: restarting from %s\n", conf.job,
@@ -555,7 +557,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 			}
 			ckpt_drop_newer(o->ck, common);
 			o->restored = o->version = o->consistent = common;
-			if (conf.flush[0] && (rc = flush_setup(o, &g)))
+			if (flush && (rc = flush_setup(o, &g)))
 				goto out; /* logged; a local failure, as at creation */
 			if (o->rank == 0)
 				fprintf(stderr, "nvckpt: job '%s' window '%s': restored version %llu "
@@ -574,7 +576,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 		if (rc)
 			log_open_error(path, ckpt_file_size(&g), rc);
 	}
-	if (!rc && conf.flush[0])
+	if (!rc && flush)
 		rc = flush_setup(o, &g);
 	long long ok = rc == 0;
 	all_min(&ok, 1, o->comm);
@@ -586,6 +588,51 @@ out:
 		return MPI_ERR_OTHER;
 	}
 	return MPI_SUCCESS;
+}
+
+int ckobj_grow(struct ckobj *o, uint64_t data_size)
+{
+	char path[700], tmp[720];
+	struct ckpt_geom g = *ckpt_geom(o->ck);
+	struct ckpt_version v[CKPT_SLOTS];
+	int n = ckpt_versions(o->ck, v), rc;
+	struct ckpt *nc;
+
+	snprintf(path, sizeof(path), "%s/%s/%s.r%d.nvckpt", conf.dir, conf.job, o->name,
+		 o->rank);
+	snprintf(tmp, sizeof(tmp), "%s.grow", path);
+	uint64_t old = g.data_size;
+	g.data_size = data_size;
+	if ((rc = ckpt_create(&nc, tmp, &g, NULL))) {
+		log_open_error(tmp, ckpt_file_size(&g), rc);
+		return rc;
+	}
+	if (n) {
+		int s = ckpt_next_slot(nc);
+		ckpt_begin(nc, s);
+		ckpt_write(nc, s, 0, ckpt_data(o->ck, v[0].slot), old);
+		memcpy(ckpt_extra(nc, s), ckpt_extra(o->ck, v[0].slot), v[0].extra_len);
+		rc = ckpt_commit(nc, s, v[0].version, v[0].consistent, v[0].extra_len);
+	}
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc) {
+		log_err("window '%s': cannot grow its checkpoint %s to %llu bytes: %s",
+			o->name, path, (unsigned long long)data_size, strerror(-rc));
+		ckpt_close(nc);
+		unlink(tmp);
+		return rc;
+	}
+	char *slash = strrchr(tmp, '/');
+	*slash = 0;
+	int dfd = open(tmp, O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		fsync(dfd); /* the rename itself persisted */
+		close(dfd);
+	}
+	ckpt_close(o->ck);
+	o->ck = nc;
+	return 0;
 }
 
 int ckobj_commit(struct ckobj *o, int slot, uint64_t version)

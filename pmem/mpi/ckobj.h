@@ -63,6 +63,11 @@ struct ckobj {
 	struct ckobj_flush *fl; /* the second level's copier, or NULL */
 };
 
+/* ckobj_open's flags. CKOBJ_ANY_SIZE: the object's size changes over its
+ * life (a dynamic window): a restart takes the area's data size as it is,
+ * ckobj_grow makes it bigger, and there is no second level. */
+#define CKOBJ_ANY_SIZE 1u
+
 /* Collective over comm. Fresh start: make the object's area (an old one of
  * the job is replaced). Restart: open it, agree with the other ranks on the
  * newest version all of them hold, drop newer ones; the caller restores
@@ -70,7 +75,14 @@ struct ckobj {
  * failure is logged where it happens and returned on all ranks alike, as
  * an MPI error code (MPI_SUCCESS on success). */
 int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
-	       uint64_t live_size, MPI_Comm comm);
+	       uint64_t live_size, MPI_Comm comm, unsigned flags);
+/* Not collective: give the object (opened with CKOBJ_ANY_SIZE) an area of
+ * data_size bytes per version, holding the newest version of the old one.
+ * Crash-consistent: the new area is made beside the old one, the version
+ * copied and committed there, then renamed over it; a kill at any instant
+ * leaves either file with that version. Call between versions (the newest
+ * is one every rank holds). Returns 0 or -errno (logged). */
+int ckobj_grow(struct ckobj *o, uint64_t data_size);
 /* ckpt_begin for the object's area: first waits for the second level's
  * copier if it is still reading that slot. */
 void ckobj_begin(struct ckobj *o, int slot);
