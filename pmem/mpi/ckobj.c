@@ -3,6 +3,7 @@
 #include "pmem/mpi/ckobj.h"
 #include "pmem/mpi/nvckpt.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <ctype.h>
@@ -432,7 +433,7 @@ static void all_min(long long *v, int n, MPI_Comm comm)
 /* Restart side of ckobj_open: open path, check it is this object's.
  * Returns 0 (*has says whether a file is there) or -errno, logged. */
 static int open_existing(struct ckobj *o, const char *path, const struct ckpt_geom *g,
-			 bool any_size, bool *has, uint64_t *newest)
+			 unsigned flags, bool *has, uint64_t *newest)
 {
 	struct ckpt_version v[CKPT_SLOTS];
 	/* verified lazily: the newest here, and the one all ranks agree on */
@@ -455,7 +456,7 @@ static int open_existing(struct ckobj *o, const char *path, const struct ckpt_ge
 			g->nranks, h->nranks);
 		return -EINVAL;
 	}
-	if (!any_size && (h->data_size != g->data_size || h->live_size != g->live_size)) {
+	if (!(flags & CKOBJ_ANY_SIZE) && (h->data_size != g->data_size || h->live_size != g->live_size)) {
 		log_err("restart of job '%s': window '%s' of rank %u was checkpointed with "
 			"%llu bytes, this run asks for %llu bytes", conf.job, g->name,
 			g->rank, (unsigned long long)h->data_size,
@@ -463,8 +464,13 @@ static int open_existing(struct ckobj *o, const char *path, const struct ckpt_ge
 		return -EINVAL;
 	}
 	int n = ckpt_versions(o->ck, v);
-	if (n && ckpt_verify(o->ck, v[0].slot) == 0)
+	bool live = flags & CKOBJ_RESTORE_LIVE && h->live_size >= h->data_size;
+	if (n && (live ? ckpt_read_verify(o->ck, v[0].slot, ckpt_live(o->ck)) :
+		  ckpt_verify(o->ck, v[0].slot)) == 0) {
 		*newest = o->verified = v[0].version;
+		if (live)
+			o->in_live = v[0].version;
+	}
 	else if (n == 2)
 		*newest = v[1].version; /* verified if the restart takes it */
 	return 0;
@@ -500,7 +506,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 	} else if (!(rc = job_dir(dir, sizeof(dir)))) {
 		snprintf(path, sizeof(path), "%s/%s.r%d.nvckpt", dir, name, o->rank);
 		if (conf.mode == CKOBJ_RESTART)
-			rc = open_existing(o, path, &g, any, &has, &newest);
+			rc = open_existing(o, path, &g, flags, &has, &newest);
 	}
 
 	if (conf.mode == CKOBJ_RESTART && flush) {
@@ -519,7 +525,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 				log_err("restart from the second level: cannot bring %s back to "
 					"%s: %s", fpath, path, strerror(-rc));
 			if (!rc)
-				rc = open_existing(o, path, &g, any, &has, &newest);
+				rc = open_existing(o, path, &g, flags, &has, &newest);
 			if (!rc && o->rank == 0)
 				fprintf(stderr, "nvckpt: job '%s' window '%s': NVRAM checkpoint "
 					"missing on some rank: restarting from %s\n", conf.job,
@@ -646,7 +652,9 @@ int ckobj_commit(struct ckobj *o, int slot, uint64_t version)
 		len = protect_pack(pack);
 		memcpy(ckpt_extra(o->ck, slot), pack, len);
 	}
+	uint64_t t0 = clock_now_ns();
 	int rc = ckpt_commit(o->ck, slot, version, o->consistent, len);
+	o->local_ns += clock_now_ns() - t0;
 	if (rc)
 		log_err("window '%s': commit of version %llu failed: %s", o->name,
 			(unsigned long long)version, strerror(-rc));
@@ -661,6 +669,16 @@ int ckobj_commit(struct ckobj *o, int slot, uint64_t version)
 	    (uint64_t)v[1] == o->fl->version)
 		flush_start(o, slot, version);
 	return rc ? MPI_ERR_OTHER : MPI_SUCCESS;
+}
+
+void ckobj_stats(const struct ckobj *o, uint64_t versions, const char *what)
+{
+	if (!getenv("NVCACHE_CKPT_STATS"))
+		return;
+	fprintf(stderr, "nvckpt: window '%s' rank %d: %llu versions, %llu bytes copied "
+		"(%s), %.2f ms per version (copy, CRC, persist)\n", o->name, o->rank,
+		(unsigned long long)versions, (unsigned long long)o->bytes_copied, what,
+		versions ? o->local_ns / 1e6 / (double)versions : 0.0);
 }
 
 void ckobj_close(struct ckobj *o)

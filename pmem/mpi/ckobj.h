@@ -59,7 +59,10 @@ struct ckobj {
 	uint64_t consistent;    /* newest known committed by every rank */
 	uint64_t restored;      /* version restored from, 0: fresh */
 	uint64_t verified;      /* at restart: the version whose data was checked */
+	uint64_t in_live;       /* CKOBJ_RESTORE_LIVE: the version copied there */
 	uint64_t bytes_copied;  /* into slots, over the object's life */
+	uint64_t local_ns;      /* in this rank's checkpoints: copying, CRC,
+				 * persisting, committing (not agreeing) */
 	struct ckobj_flush *fl; /* the second level's copier, or NULL */
 };
 
@@ -67,6 +70,10 @@ struct ckobj {
  * life (a dynamic window): a restart takes the area's data size as it is,
  * ckobj_grow makes it bigger, and there is no second level. */
 #define CKOBJ_ANY_SIZE 1u
+/* CKOBJ_RESTORE_LIVE: on a restart, the newest version of this rank is
+ * checked and copied into the live area in one pass (o->in_live says
+ * which version is there; another agreed on must still be copied). */
+#define CKOBJ_RESTORE_LIVE 2u
 
 /* Collective over comm. Fresh start: make the object's area (an old one of
  * the job is replaced). Restart: open it, agree with the other ranks on the
@@ -89,6 +96,9 @@ void ckobj_begin(struct ckobj *o, int slot);
 /* Commit slot (filled by the caller after ckobj_begin) as version, with the
  * protected variables, then agree (see top). Collective over o->comm. */
 int ckobj_commit(struct ckobj *o, int slot, uint64_t version);
+/* Under NVCACHE_CKPT_STATS: one line on stderr of the object's versions,
+ * bytes copied and time per version. what: "full", "incremental", ... */
+void ckobj_stats(const struct ckobj *o, uint64_t versions, const char *what);
 /* Put the protected variables back from version o->restored. */
 void ckobj_restore_protected(struct ckobj *o);
 void ckobj_close(struct ckobj *o);

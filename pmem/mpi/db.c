@@ -65,6 +65,7 @@ void nvckpt_db_free(struct nvckpt_db *db)
 {
 	if (!db)
 		return;
+	ckobj_stats(&db->o, db->commits - db->o.restored, "double-buffered, no copy");
 	ckobj_close(&db->o);
 	free(db);
 }

@@ -14,6 +14,7 @@
 #include "pmem/mpi/ckobj.h"
 #include "pmem/mpi/nvckpt.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "pmem/wtrack.h"
 
@@ -174,7 +175,8 @@ static int win_open(struct nvwin **out, const char *name, void *user,
 
 	if (!w)
 		return MPI_ERR_NO_MEM;
-	rc = ckobj_open(&w->o, name, sz, user ? 0 : sz, comm, 0);
+	rc = ckobj_open(&w->o, name, sz, user ? 0 : sz, comm,
+			user ? 0 : CKOBJ_RESTORE_LIVE);
 	if (rc != MPI_SUCCESS) {
 		free(w);
 		return rc;
@@ -183,7 +185,8 @@ static int win_open(struct nvwin **out, const char *name, void *user,
 	w->size = size > 0 ? (uint64_t)size : 0;
 	if (w->o.restored) {
 		int s = ckpt_find(w->o.ck, w->o.restored);
-		region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
+		if (w->o.restored != w->o.in_live)
+			region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
 		ckobj_restore_protected(&w->o);
 	}
 	win_track(w);
@@ -200,11 +203,7 @@ static void win_add(struct nvwin *w, MPI_Win win)
 
 static void win_drop(struct nvwin *w)
 {
-	if (getenv("NVCACHE_CKPT_STATS"))
-		fprintf(stderr, "nvckpt: window '%s' rank %d: %llu versions, %llu bytes "
-			"copied (%s)\n", w->o.name, w->o.rank,
-			(unsigned long long)w->versions,
-			(unsigned long long)w->o.bytes_copied, w->wt ? "incremental" : "full");
+	ckobj_stats(&w->o, w->versions, w->wt ? "incremental" : "full");
 	wtrack_close(w->wt);
 	free(w->regs);
 	free(w->dirty_cur);
@@ -448,6 +447,7 @@ static int dyn_checkpoint(struct nvwin *w)
 		}
 	}
 	int s = ckpt_next_slot(w->o.ck);
+	uint64_t t0 = clock_now_ns();
 	ckobj_begin(&w->o, s);
 	memcpy(h.magic, DYN_MAGIC, 8);
 	h.n = w->nregs;
@@ -460,6 +460,7 @@ static int dyn_checkpoint(struct nvwin *w)
 		off += w->regs[i].size;
 		w->o.bytes_copied += w->regs[i].size;
 	}
+	w->o.local_ns += clock_now_ns() - t0;
 	w->pending = 0;
 	w->versions++;
 	return ckobj_commit(&w->o, s, w->o.version + 1);
@@ -566,6 +567,7 @@ static int win_checkpoint(struct nvwin *w)
 	if (w->dynamic)
 		return dyn_checkpoint(w);
 	int s = ckpt_next_slot(w->o.ck);
+	uint64_t t0 = clock_now_ns();
 
 	if (w->wt && win_copy_written(w, s) == 0)
 		goto commit;
@@ -573,6 +575,7 @@ static int win_checkpoint(struct nvwin *w)
 	ckpt_write(w->o.ck, s, 0, w->base, w->size);
 	w->o.bytes_copied += w->size;
 commit:
+	w->o.local_ns += clock_now_ns() - t0;
 	w->pending = 0;
 	w->versions++;
 	return ckobj_commit(&w->o, s, w->o.version + 1);
