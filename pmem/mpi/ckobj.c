@@ -437,7 +437,11 @@ static int open_existing(struct ckobj *o, const char *path, const struct ckpt_ge
 {
 	struct ckpt_version v[CKPT_SLOTS];
 	/* verified lazily: the newest here, and the one all ranks agree on */
+	uint64_t t0 = clock_now_ns();
 	int rc = ckpt_open(&o->ck, path, false, NULL);
+	uint64_t t1 = clock_now_ns();
+
+	o->open_ns += t1 - t0;
 
 	*has = false;
 	*newest = 0;
@@ -470,9 +474,10 @@ static int open_existing(struct ckobj *o, const char *path, const struct ckpt_ge
 		*newest = o->verified = v[0].version;
 		if (live)
 			o->in_live = v[0].version;
-	}
-	else if (n == 2)
+	} else if (n == 2) {
 		*newest = v[1].version; /* verified if the restart takes it */
+	}
+	o->check_ns += clock_now_ns() - t1;
 	return 0;
 }
 
@@ -533,6 +538,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 		}
 	}
 	if (conf.mode == CKOBJ_RESTART) {
+		uint64_t ta = clock_now_ns();
 		/* ok, has a file (min), has a file (max, negated), newest (min) */
 		long long a[4] = { rc == 0, has, -(long long)has, (long long)newest };
 		all_min(a, 4, o->comm);
@@ -563,6 +569,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 			}
 			ckpt_drop_newer(o->ck, common);
 			o->restored = o->version = o->consistent = common;
+			o->agree_ns = clock_now_ns() - ta;
 			if (flush && (rc = flush_setup(o, &g)))
 				goto out; /* logged; a local failure, as at creation */
 			if (o->rank == 0)
@@ -679,6 +686,17 @@ void ckobj_stats(const struct ckobj *o, uint64_t versions, const char *what)
 		"(%s), %.2f ms per version (copy, CRC, persist)\n", o->name, o->rank,
 		(unsigned long long)versions, (unsigned long long)o->bytes_copied, what,
 		versions ? o->local_ns / 1e6 / (double)versions : 0.0);
+}
+
+void ckobj_restore_stats(const struct ckobj *o, uint64_t copy_ns)
+{
+	if (!getenv("NVCACHE_CKPT_STATS"))
+		return;
+	fprintf(stderr, "nvckpt: window '%s' rank %d: restored version %llu: open %.1f ms, "
+		"check%s %.1f ms, agreement %.1f ms, copy %.1f ms\n", o->name, o->rank,
+		(unsigned long long)o->restored, o->open_ns / 1e6,
+		o->in_live ? " and copy" : "", o->check_ns / 1e6, o->agree_ns / 1e6,
+		copy_ns / 1e6);
 }
 
 void ckobj_close(struct ckobj *o)

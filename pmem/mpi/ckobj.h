@@ -60,6 +60,7 @@ struct ckobj {
 	uint64_t restored;      /* version restored from, 0: fresh */
 	uint64_t verified;      /* at restart: the version whose data was checked */
 	uint64_t in_live;       /* CKOBJ_RESTORE_LIVE: the version copied there */
+	uint64_t open_ns, check_ns, agree_ns; /* at restart: where its time went */
 	uint64_t bytes_copied;  /* into slots, over the object's life */
 	uint64_t local_ns;      /* in this rank's checkpoints: copying, CRC,
 				 * persisting, committing (not agreeing) */
@@ -99,6 +100,9 @@ int ckobj_commit(struct ckobj *o, int slot, uint64_t version);
 /* Under NVCACHE_CKPT_STATS: one line on stderr of the object's versions,
  * bytes copied and time per version. what: "full", "incremental", ... */
 void ckobj_stats(const struct ckobj *o, uint64_t versions, const char *what);
+/* Under NVCACHE_CKPT_STATS: where a restart's time went (copy_ns: the
+ * caller's copy after the agreement). */
+void ckobj_restore_stats(const struct ckobj *o, uint64_t copy_ns);
 /* Put the protected variables back from version o->restored. */
 void ckobj_restore_protected(struct ckobj *o);
 void ckobj_close(struct ckobj *o);

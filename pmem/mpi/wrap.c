@@ -185,8 +185,10 @@ static int win_open(struct nvwin **out, const char *name, void *user,
 	w->size = size > 0 ? (uint64_t)size : 0;
 	if (w->o.restored) {
 		int s = ckpt_find(w->o.ck, w->o.restored);
+		uint64_t t0 = clock_now_ns();
 		if (w->o.restored != w->o.in_live)
 			region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
+		ckobj_restore_stats(&w->o, clock_now_ns() - t0);
 		ckobj_restore_protected(&w->o);
 	}
 	win_track(w);

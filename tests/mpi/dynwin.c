@@ -22,14 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAXR 8
+#include "tests/mpi/mpiapp.h"
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#define MAXR 8
 
 static void die(const char *m)
 {
@@ -37,23 +32,15 @@ static void die(const char *m)
 	MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	while (n--)
-		h = (h ^ *b++) * 1099511628211ull;
-	return h;
-}
-
 int main(int argc, char **argv)
 {
-	double t0 = now();
+	double t0 = mpiapp_now();
 	int iters = 20, progress = 0, delay_ms = 0, lockall = 0, rank, nranks, nr = 0;
 	long sizes[MAXR];
 	const char *piddir = NULL, *sz = "300,1000,517";
 
 	MPI_Init(&argc, &argv);
-	double init_s = now() - t0;
+	double init_s = mpiapp_now() - t0;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	for (int i = 1; i < argc; i++) {
@@ -85,15 +72,8 @@ int main(int argc, char **argv)
 	}
 	if (!nr || iters < 1)
 		die("--sizes and --iters must not be empty or 0");
-	if (piddir) {
-		char path[512];
-		snprintf(path, sizeof(path), "%s/pid.%d", piddir, rank);
-		FILE *f = fopen(path, "w");
-		if (!f)
-			die("cannot write its pid file");
-		fprintf(f, "%d\n", (int)getpid());
-		fclose(f);
-	}
+	if (piddir && mpiapp_pidfile(piddir, rank))
+		die("cannot write its pid file");
 
 	MPI_Win win;
 	double *reg[MAXR] = { 0 }, scratch[64];
@@ -133,7 +113,7 @@ int main(int argc, char **argv)
 	if (!lockall)
 		MPI_Win_fence(0, win);
 	if (rank == 0) {
-		printf("startup_s %.3f restored %d mpi_init_s %.3f\n", now() - t0, k0, init_s);
+		printf("startup_s %.3f restored %d mpi_init_s %.3f\n", mpiapp_now() - t0, k0, init_s);
 		fflush(stdout);
 	}
 	double *send = malloc(sizeof(double) * put);
@@ -166,15 +146,15 @@ int main(int argc, char **argv)
 		if (delay_ms)
 			usleep(delay_ms * 1000);
 	}
-	uint64_t h = 1469598103934665603ull, *all = malloc(8 * nranks);
+	uint64_t h = MPIAPP_FNV_INIT, *all = malloc(8 * nranks);
 	for (int i = 0; i < nr; i++)
-		h = fnv(h, reg[i], sizeof(double) * sizes[i]);
+		h = mpiapp_fnv(h, reg[i], sizeof(double) * sizes[i]);
 	MPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 	if (rank == 0) {
 		printf("result iters %d hash", iters);
 		for (int r = 0; r < nranks; r++)
 			printf(" %016llx", (unsigned long long)all[r]);
-		printf("\ntime_s %.3f\n", now() - t0);
+		printf("\ntime_s %.3f\n", mpiapp_now() - t0);
 	}
 	for (int i = 0; i < nr; i++)
 		MPI_Win_detach(win, reg[i]);
