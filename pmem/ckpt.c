@@ -52,7 +52,15 @@ struct ckpt {
 	/* DRAM copy of the valid records; version 0 where a slot is empty,
 	 * torn, or (verified) its data fails its CRC */
 	struct ckpt_rec rec[CKPT_SLOTS];
+	/* the CRC32C of slot's data bytes [0, crc_len) as ckpt_write copied
+	 * them in order since ckpt_begin; crc_len = CRC_NONE once a write
+	 * went elsewhere (commit then reads the whole slot) */
+	uint64_t crc_len[CKPT_SLOTS];
+	uint32_t crc[CKPT_SLOTS];
 };
+
+#define CRC_NONE UINT64_MAX
+#define CRC_CHUNK (64u << 10) /* checked, then copied while in the cache */
 
 static uint64_t round_page(uint64_t n)
 {
@@ -156,6 +164,15 @@ int ckpt_create(struct ckpt **out, const char *path, const struct ckpt_geom *g,
 	return 0;
 }
 
+/* A slot whose data fails its record's CRC: forgotten (logged). */
+static void rec_bad(struct ckpt *c, int slot, uint64_t version)
+{
+	log_warn("checkpoint %s/%s rank %u: version %llu in slot %d fails its "
+		 "checksum (torn or damaged): ignored", c->g.job, c->g.name,
+		 c->g.rank, (unsigned long long)version, slot);
+	memset(&c->rec[slot], 0, sizeof(c->rec[slot]));
+}
+
 /* Load record slot into DRAM if its CRC (and with verify, its data's)
  * holds; else the slot counts as empty. */
 static void rec_load(struct ckpt *c, int slot, bool verify)
@@ -171,14 +188,10 @@ static void rec_load(struct ckpt *c, int slot, bool verify)
 			 "(CRC): ignored", c->g.job, c->g.name, c->g.rank, slot);
 		return;
 	}
-	if (verify && (crc32c(0, ckpt_data(c, slot), c->g.data_size) != r.data_crc ||
-		       crc32c(0, ckpt_extra(c, slot), r.extra_len) != r.extra_crc)) {
-		log_warn("checkpoint %s/%s rank %u: version %llu in slot %d fails its "
-			 "checksum (torn or damaged): ignored", c->g.job, c->g.name,
-			 c->g.rank, (unsigned long long)r.version, slot);
-		return;
-	}
 	c->rec[slot] = r;
+	if (verify && (crc32c(0, ckpt_data(c, slot), c->g.data_size) != r.data_crc ||
+		       crc32c(0, ckpt_extra(c, slot), r.extra_len) != r.extra_crc))
+		rec_bad(c, slot, r.version);
 }
 
 int ckpt_open(struct ckpt **out, const char *path, bool verify,
@@ -236,6 +249,28 @@ int ckpt_verify(struct ckpt *c, int slot)
 		return -EINVAL;
 	rec_load(c, slot, true);
 	return c->rec[slot].version ? 0 : -EBADMSG;
+}
+
+int ckpt_read_verify(struct ckpt *c, int slot, void *dst)
+{
+	const uint8_t *src;
+	uint8_t *d = dst;
+	uint32_t crc = 0;
+
+	if (slot < 0 || slot >= CKPT_SLOTS || !c->rec[slot].version)
+		return -EINVAL;
+	src = ckpt_data(c, slot);
+	for (uint64_t off = 0; off < c->g.data_size; off += CRC_CHUNK) {
+		uint64_t n = c->g.data_size - off < CRC_CHUNK ? c->g.data_size - off : CRC_CHUNK;
+		crc = crc32c(crc, src + off, n);
+		region_read(c->r, d + off, src + off, n);
+	}
+	if (crc != c->rec[slot].data_crc ||
+	    crc32c(0, ckpt_extra(c, slot), c->rec[slot].extra_len) != c->rec[slot].extra_crc) {
+		rec_bad(c, slot, c->rec[slot].version);
+		return -EBADMSG;
+	}
+	return 0;
 }
 
 void ckpt_close(struct ckpt *c)
@@ -310,13 +345,30 @@ int ckpt_begin(struct ckpt *c, int slot)
 	if (slot < 0 || slot >= CKPT_SLOTS)
 		return -EINVAL;
 	rec_clear(c, slot);
+	c->crc_len[slot] = 0;
+	c->crc[slot] = 0;
 	return 0;
 }
 
 void ckpt_write(struct ckpt *c, int slot, uint64_t off, const void *src,
 		uint64_t len)
 {
-	region_write(c->r, (uint8_t *)ckpt_data(c, slot) + off, src, len);
+	uint8_t *dst = (uint8_t *)ckpt_data(c, slot) + off;
+	const uint8_t *s = src;
+
+	if (c->crc_len[slot] != off) {
+		c->crc_len[slot] = CRC_NONE;
+		region_write(c->r, dst, src, len);
+		return;
+	}
+	/* in order from the start: the CRC in the same pass as the copy */
+	for (uint64_t done = 0; done < len; ) {
+		uint64_t n = len - done < CRC_CHUNK ? len - done : CRC_CHUNK;
+		c->crc[slot] = crc32c(c->crc[slot], s + done, n);
+		region_write(c->r, dst + done, s + done, n);
+		done += n;
+	}
+	c->crc_len[slot] += len;
 }
 
 int ckpt_commit(struct ckpt *c, int slot, uint64_t version,
@@ -332,7 +384,10 @@ int ckpt_commit(struct ckpt *c, int slot, uint64_t version,
 	struct ckpt_rec r = { .version = version, .consistent = consistent,
 		.time_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
 		.extra_len = extra_len, .slot = (uint32_t)slot,
-		.data_crc = crc32c(0, ckpt_data(c, slot), c->g.data_size),
+		.data_crc = c->crc_len[slot] <= c->g.data_size ?
+			    crc32c(c->crc[slot], (uint8_t *)ckpt_data(c, slot) + c->crc_len[slot],
+				   c->g.data_size - c->crc_len[slot]) :
+			    crc32c(0, ckpt_data(c, slot), c->g.data_size),
 		.extra_crc = crc32c(0, ckpt_extra(c, slot), extra_len) };
 	r.crc = rec_crc(&r);
 	*rec_at(c, slot) = r;

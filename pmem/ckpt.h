@@ -87,6 +87,11 @@ struct region *ckpt_region(struct ckpt *c);
  * (logged). Lets a restart read only the slot it restores. */
 int ckpt_verify(struct ckpt *c, int slot);
 
+/* ckpt_verify and a copy of slot's data (data_size bytes) to dst in the
+ * same pass over it: 0, or -EBADMSG (the version forgotten, logged; dst
+ * then holds the damaged bytes). */
+int ckpt_read_verify(struct ckpt *c, int slot, void *dst);
+
 /* The versions held, newest first: returns how many (0..2). */
 int ckpt_versions(const struct ckpt *c, struct ckpt_version out[CKPT_SLOTS]);
 /* The slot holding version, or -ENOENT. */
@@ -101,7 +106,11 @@ void *ckpt_live(struct ckpt *c);          /* NULL when live_size is 0 */
 /* The commit protocol (see top). begin forgets what slot holds; write
  * copies len bytes to offset off of its data (off + len <= data_size);
  * the caller may also store into ckpt_data/ckpt_extra directly (the
- * double-buffered use: compute in place, then commit). commit persists the
+ * double-buffered use: compute in place, then commit). Writes in order
+ * from offset 0 have their CRC computed as they copy (one pass over the
+ * bytes), and commit reads only the data after them for the rest of the
+ * CRC: so the bytes such writes covered must not be stored into directly
+ * before the commit. Writes out of order make commit read all the data. commit persists the
  * slot and commits it as version (> every version held) with extra_len
  * bytes of extra. Errors: -EINVAL (slot, range, version not newer). */
 int ckpt_begin(struct ckpt *c, int slot);

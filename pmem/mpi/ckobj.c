@@ -3,6 +3,7 @@
 #include "pmem/mpi/ckobj.h"
 #include "pmem/mpi/nvckpt.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <ctype.h>
@@ -432,11 +433,15 @@ static void all_min(long long *v, int n, MPI_Comm comm)
 /* Restart side of ckobj_open: open path, check it is this object's.
  * Returns 0 (*has says whether a file is there) or -errno, logged. */
 static int open_existing(struct ckobj *o, const char *path, const struct ckpt_geom *g,
-			 bool *has, uint64_t *newest)
+			 unsigned flags, bool *has, uint64_t *newest)
 {
 	struct ckpt_version v[CKPT_SLOTS];
 	/* verified lazily: the newest here, and the one all ranks agree on */
+	uint64_t t0 = clock_now_ns();
 	int rc = ckpt_open(&o->ck, path, false, NULL);
+	uint64_t t1 = clock_now_ns();
+
+	o->open_ns += t1 - t0;
 
 	*has = false;
 	*newest = 0;
@@ -455,7 +460,7 @@ static int open_existing(struct ckobj *o, const char *path, const struct ckpt_ge
 			g->nranks, h->nranks);
 		return -EINVAL;
 	}
-	if (h->data_size != g->data_size || h->live_size != g->live_size) {
+	if (!(flags & CKOBJ_ANY_SIZE) && (h->data_size != g->data_size || h->live_size != g->live_size)) {
 		log_err("restart of job '%s': window '%s' of rank %u was checkpointed with "
 			"%llu bytes, this run asks for %llu bytes", conf.job, g->name,
 			g->rank, (unsigned long long)h->data_size,
@@ -463,16 +468,23 @@ static int open_existing(struct ckobj *o, const char *path, const struct ckpt_ge
 		return -EINVAL;
 	}
 	int n = ckpt_versions(o->ck, v);
-	if (n && ckpt_verify(o->ck, v[0].slot) == 0)
+	bool live = flags & CKOBJ_RESTORE_LIVE && h->live_size >= h->data_size;
+	if (n && (live ? ckpt_read_verify(o->ck, v[0].slot, ckpt_live(o->ck)) :
+		  ckpt_verify(o->ck, v[0].slot)) == 0) {
 		*newest = o->verified = v[0].version;
-	else if (n == 2)
+		if (live)
+			o->in_live = v[0].version;
+	} else if (n == 2) {
 		*newest = v[1].version; /* verified if the restart takes it */
+	}
+	o->check_ns += clock_now_ns() - t1;
 	return 0;
 }
 
 int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
-	       uint64_t live_size, MPI_Comm comm)
+	       uint64_t live_size, MPI_Comm comm, unsigned flags)
 {
+	bool any = flags & CKOBJ_ANY_SIZE, flush;
 	char dir[600], path[700];
 	struct ckpt_geom g = { .data_size = data_size, .live_size = live_size,
 			       .extra_max = EXTRA_MAX };
@@ -481,6 +493,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 	int rc = 0;
 
 	ckobj_conf();
+	flush = conf.flush[0] && !any;
 	memset(o, 0, sizeof(*o));
 	o->comm = MPI_COMM_NULL;
 	snprintf(o->name, sizeof(o->name), "%s", name);
@@ -498,10 +511,10 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 	} else if (!(rc = job_dir(dir, sizeof(dir)))) {
 		snprintf(path, sizeof(path), "%s/%s.r%d.nvckpt", dir, name, o->rank);
 		if (conf.mode == CKOBJ_RESTART)
-			rc = open_existing(o, path, &g, &has, &newest);
+			rc = open_existing(o, path, &g, flags, &has, &newest);
 	}
 
-	if (conf.mode == CKOBJ_RESTART && conf.flush[0]) {
+	if (conf.mode == CKOBJ_RESTART && flush) {
 		/* Any rank without its NVRAM file: all go back to the second
 		 * level's copies (which share a version; the NVRAM ones do not
 		 * share one with them). */
@@ -517,7 +530,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 				log_err("restart from the second level: cannot bring %s back to "
 					"%s: %s", fpath, path, strerror(-rc));
 			if (!rc)
-				rc = open_existing(o, path, &g, &has, &newest);
+				rc = open_existing(o, path, &g, flags, &has, &newest);
 			if (!rc && o->rank == 0)
 				fprintf(stderr, "nvckpt: job '%s' window '%s': NVRAM checkpoint "
 					"missing on some rank: restarting from %s\n", conf.job,
@@ -525,6 +538,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 		}
 	}
 	if (conf.mode == CKOBJ_RESTART) {
+		uint64_t ta = clock_now_ns();
 		/* ok, has a file (min), has a file (max, negated), newest (min) */
 		long long a[4] = { rc == 0, has, -(long long)has, (long long)newest };
 		all_min(a, 4, o->comm);
@@ -555,7 +569,8 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 			}
 			ckpt_drop_newer(o->ck, common);
 			o->restored = o->version = o->consistent = common;
-			if (conf.flush[0] && (rc = flush_setup(o, &g)))
+			o->agree_ns = clock_now_ns() - ta;
+			if (flush && (rc = flush_setup(o, &g)))
 				goto out; /* logged; a local failure, as at creation */
 			if (o->rank == 0)
 				fprintf(stderr, "nvckpt: job '%s' window '%s': restored version %llu "
@@ -574,7 +589,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 		if (rc)
 			log_open_error(path, ckpt_file_size(&g), rc);
 	}
-	if (!rc && conf.flush[0])
+	if (!rc && flush)
 		rc = flush_setup(o, &g);
 	long long ok = rc == 0;
 	all_min(&ok, 1, o->comm);
@@ -588,6 +603,51 @@ out:
 	return MPI_SUCCESS;
 }
 
+int ckobj_grow(struct ckobj *o, uint64_t data_size)
+{
+	char path[700], tmp[720];
+	struct ckpt_geom g = *ckpt_geom(o->ck);
+	struct ckpt_version v[CKPT_SLOTS];
+	int n = ckpt_versions(o->ck, v), rc;
+	struct ckpt *nc;
+
+	snprintf(path, sizeof(path), "%s/%s/%s.r%d.nvckpt", conf.dir, conf.job, o->name,
+		 o->rank);
+	snprintf(tmp, sizeof(tmp), "%s.grow", path);
+	uint64_t old = g.data_size;
+	g.data_size = data_size;
+	if ((rc = ckpt_create(&nc, tmp, &g, NULL))) {
+		log_open_error(tmp, ckpt_file_size(&g), rc);
+		return rc;
+	}
+	if (n) {
+		int s = ckpt_next_slot(nc);
+		ckpt_begin(nc, s);
+		ckpt_write(nc, s, 0, ckpt_data(o->ck, v[0].slot), old);
+		memcpy(ckpt_extra(nc, s), ckpt_extra(o->ck, v[0].slot), v[0].extra_len);
+		rc = ckpt_commit(nc, s, v[0].version, v[0].consistent, v[0].extra_len);
+	}
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc) {
+		log_err("window '%s': cannot grow its checkpoint %s to %llu bytes: %s",
+			o->name, path, (unsigned long long)data_size, strerror(-rc));
+		ckpt_close(nc);
+		unlink(tmp);
+		return rc;
+	}
+	char *slash = strrchr(tmp, '/');
+	*slash = 0;
+	int dfd = open(tmp, O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		fsync(dfd); /* the rename itself persisted */
+		close(dfd);
+	}
+	ckpt_close(o->ck);
+	o->ck = nc;
+	return 0;
+}
+
 int ckobj_commit(struct ckobj *o, int slot, uint64_t version)
 {
 	static uint8_t *pack;
@@ -599,7 +659,9 @@ int ckobj_commit(struct ckobj *o, int slot, uint64_t version)
 		len = protect_pack(pack);
 		memcpy(ckpt_extra(o->ck, slot), pack, len);
 	}
+	uint64_t t0 = clock_now_ns();
 	int rc = ckpt_commit(o->ck, slot, version, o->consistent, len);
+	o->local_ns += clock_now_ns() - t0;
 	if (rc)
 		log_err("window '%s': commit of version %llu failed: %s", o->name,
 			(unsigned long long)version, strerror(-rc));
@@ -614,6 +676,27 @@ int ckobj_commit(struct ckobj *o, int slot, uint64_t version)
 	    (uint64_t)v[1] == o->fl->version)
 		flush_start(o, slot, version);
 	return rc ? MPI_ERR_OTHER : MPI_SUCCESS;
+}
+
+void ckobj_stats(const struct ckobj *o, uint64_t versions, const char *what)
+{
+	if (!getenv("NVCACHE_CKPT_STATS"))
+		return;
+	fprintf(stderr, "nvckpt: window '%s' rank %d: %llu versions, %llu bytes copied "
+		"(%s), %.2f ms per version (copy, CRC, persist)\n", o->name, o->rank,
+		(unsigned long long)versions, (unsigned long long)o->bytes_copied, what,
+		versions ? o->local_ns / 1e6 / (double)versions : 0.0);
+}
+
+void ckobj_restore_stats(const struct ckobj *o, uint64_t copy_ns)
+{
+	if (!getenv("NVCACHE_CKPT_STATS"))
+		return;
+	fprintf(stderr, "nvckpt: window '%s' rank %d: restored version %llu: open %.1f ms, "
+		"check%s %.1f ms, agreement %.1f ms, copy %.1f ms\n", o->name, o->rank,
+		(unsigned long long)o->restored, o->open_ns / 1e6,
+		o->in_live ? " and copy" : "", o->check_ns / 1e6, o->agree_ns / 1e6,
+		copy_ns / 1e6);
 }
 
 void ckobj_close(struct ckobj *o)

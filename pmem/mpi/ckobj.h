@@ -59,9 +59,22 @@ struct ckobj {
 	uint64_t consistent;    /* newest known committed by every rank */
 	uint64_t restored;      /* version restored from, 0: fresh */
 	uint64_t verified;      /* at restart: the version whose data was checked */
+	uint64_t in_live;       /* CKOBJ_RESTORE_LIVE: the version copied there */
+	uint64_t open_ns, check_ns, agree_ns; /* at restart: where its time went */
 	uint64_t bytes_copied;  /* into slots, over the object's life */
+	uint64_t local_ns;      /* in this rank's checkpoints: copying, CRC,
+				 * persisting, committing (not agreeing) */
 	struct ckobj_flush *fl; /* the second level's copier, or NULL */
 };
+
+/* ckobj_open's flags. CKOBJ_ANY_SIZE: the object's size changes over its
+ * life (a dynamic window): a restart takes the area's data size as it is,
+ * ckobj_grow makes it bigger, and there is no second level. */
+#define CKOBJ_ANY_SIZE 1u
+/* CKOBJ_RESTORE_LIVE: on a restart, the newest version of this rank is
+ * checked and copied into the live area in one pass (o->in_live says
+ * which version is there; another agreed on must still be copied). */
+#define CKOBJ_RESTORE_LIVE 2u
 
 /* Collective over comm. Fresh start: make the object's area (an old one of
  * the job is replaced). Restart: open it, agree with the other ranks on the
@@ -70,13 +83,26 @@ struct ckobj {
  * failure is logged where it happens and returned on all ranks alike, as
  * an MPI error code (MPI_SUCCESS on success). */
 int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
-	       uint64_t live_size, MPI_Comm comm);
+	       uint64_t live_size, MPI_Comm comm, unsigned flags);
+/* Not collective: give the object (opened with CKOBJ_ANY_SIZE) an area of
+ * data_size bytes per version, holding the newest version of the old one.
+ * Crash-consistent: the new area is made beside the old one, the version
+ * copied and committed there, then renamed over it; a kill at any instant
+ * leaves either file with that version. Call between versions (the newest
+ * is one every rank holds). Returns 0 or -errno (logged). */
+int ckobj_grow(struct ckobj *o, uint64_t data_size);
 /* ckpt_begin for the object's area: first waits for the second level's
  * copier if it is still reading that slot. */
 void ckobj_begin(struct ckobj *o, int slot);
 /* Commit slot (filled by the caller after ckobj_begin) as version, with the
  * protected variables, then agree (see top). Collective over o->comm. */
 int ckobj_commit(struct ckobj *o, int slot, uint64_t version);
+/* Under NVCACHE_CKPT_STATS: one line on stderr of the object's versions,
+ * bytes copied and time per version. what: "full", "incremental", ... */
+void ckobj_stats(const struct ckobj *o, uint64_t versions, const char *what);
+/* Under NVCACHE_CKPT_STATS: where a restart's time went (copy_ns: the
+ * caller's copy after the agreement). */
+void ckobj_restore_stats(const struct ckobj *o, uint64_t copy_ns);
 /* Put the protected variables back from version o->restored. */
 void ckobj_restore_protected(struct ckobj *o);
 void ckobj_close(struct ckobj *o);

@@ -27,7 +27,7 @@ int nvckpt_db_alloc(struct nvckpt_db **out, const char *name, size_t size,
 	}
 	if (!(db = calloc(1, sizeof(*db))))
 		return -ENOMEM;
-	if (ckobj_open(&db->o, name, size, 0, comm) != MPI_SUCCESS) {
+	if (ckobj_open(&db->o, name, size, 0, comm, 0) != MPI_SUCCESS) {
 		free(db);
 		return -EIO;
 	}
@@ -65,6 +65,7 @@ void nvckpt_db_free(struct nvckpt_db *db)
 {
 	if (!db)
 		return;
+	ckobj_stats(&db->o, db->commits - db->o.restored, "double-buffered, no copy");
 	ckobj_close(&db->o);
 	free(db);
 }

@@ -1,7 +1,8 @@
 /* wrap.c - the PMPI wrappers of libnvckpt: windows whose memory lives in
  * NVRAM (MPI_Win_allocate) or is copied there (MPI_Win_create,
- * MPI_Win_allocate_shared), checkpointed at MPI_Win_fence, restored when a
- * job runs again with NVCACHE_CKPT=restart. See ckobj.h for the versions
+ * MPI_Win_allocate_shared, the regions of MPI_Win_create_dynamic windows),
+ * checkpointed at MPI_Win_fence, restored when a job runs again with
+ * NVCACHE_CKPT=restart. See ckobj.h for the versions
  * and the consensus, docs/checkpoints.md for the user's view.
  *
  * A window is named by its info key "nvcache_name", else by its creation
@@ -13,6 +14,7 @@
 #include "pmem/mpi/ckobj.h"
 #include "pmem/mpi/nvckpt.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "pmem/wtrack.h"
 
@@ -37,8 +39,29 @@ struct nvwin {
 	uint64_t *dirty_cur, *dirty_prev;
 	bool prev_valid;
 	uint64_t versions;   /* committed by this process */
+	uint64_t syncs;      /* non-collective synchronizations, over its life */
+	/* a dynamic window: its attached regions in attach order; on a
+	 * restart, the restored version's regions (restore_n, in slot
+	 * restore_slot) given back one by one as they are attached again */
+	bool dynamic, restoring;
+	struct dyn_region { void *base; uint64_t size; } *regs;
+	uint32_t nregs, restore_next, restore_n;
+	int restore_slot;
 	struct nvwin *next;
 };
+
+/* A dynamic window's version: this header, then the regions' bytes in
+ * attach order. The area grows (ckobj_grow) when they outgrow it. */
+#define DYN_HDR 4096u
+#define DYN_MAX ((DYN_HDR - 16) / 8)
+#define DYN_MAX_S "510"
+#define DYN_MAGIC "NVDYNWIN"
+struct dyn_hdr {
+	char magic[8];
+	uint64_t n;
+	uint64_t size[DYN_MAX];
+};
+_Static_assert(sizeof(struct dyn_hdr) == DYN_HDR, "one page of header");
 
 static struct nvwin *wins;
 
@@ -152,7 +175,8 @@ static int win_open(struct nvwin **out, const char *name, void *user,
 
 	if (!w)
 		return MPI_ERR_NO_MEM;
-	rc = ckobj_open(&w->o, name, sz, user ? 0 : sz, comm);
+	rc = ckobj_open(&w->o, name, sz, user ? 0 : sz, comm,
+			user ? 0 : CKOBJ_RESTORE_LIVE);
 	if (rc != MPI_SUCCESS) {
 		free(w);
 		return rc;
@@ -161,7 +185,10 @@ static int win_open(struct nvwin **out, const char *name, void *user,
 	w->size = size > 0 ? (uint64_t)size : 0;
 	if (w->o.restored) {
 		int s = ckpt_find(w->o.ck, w->o.restored);
-		region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
+		uint64_t t0 = clock_now_ns();
+		if (w->o.restored != w->o.in_live)
+			region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
+		ckobj_restore_stats(&w->o, clock_now_ns() - t0);
 		ckobj_restore_protected(&w->o);
 	}
 	win_track(w);
@@ -178,12 +205,9 @@ static void win_add(struct nvwin *w, MPI_Win win)
 
 static void win_drop(struct nvwin *w)
 {
-	if (getenv("NVCACHE_CKPT_STATS"))
-		fprintf(stderr, "nvckpt: window '%s' rank %d: %llu versions, %llu bytes "
-			"copied (%s)\n", w->o.name, w->o.rank,
-			(unsigned long long)w->versions,
-			(unsigned long long)w->o.bytes_copied, w->wt ? "incremental" : "full");
+	ckobj_stats(&w->o, w->versions, w->wt ? "incremental" : "full");
 	wtrack_close(w->wt);
+	free(w->regs);
 	free(w->dirty_cur);
 	free(w->dirty_prev);
 	ckobj_close(&w->o);
@@ -272,24 +296,200 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,
 	return MPI_SUCCESS;
 }
 
-/* Dynamic windows (memory attached later, rank by rank, without a
- * collective call) are not checkpointed: said once, so that nobody counts
- * on a restart bringing them back. */
+/* A dynamic window's object (collective). On a restart the restored
+ * version's header is checked; its regions come back at MPI_Win_attach. */
+static int dyn_open(struct nvwin **out, const char *name, MPI_Comm comm)
+{
+	struct nvwin *w = calloc(1, sizeof(*w));
+	long long ok = 1;
+	int rc;
+
+	if (!w)
+		return MPI_ERR_NO_MEM;
+	if ((rc = ckobj_open(&w->o, name, DYN_HDR, 0, comm, CKOBJ_ANY_SIZE)) != MPI_SUCCESS) {
+		free(w);
+		return rc;
+	}
+	w->dynamic = true;
+	if (w->o.restored) {
+		int s = ckpt_find(w->o.ck, w->o.restored);
+		const struct dyn_hdr *h = ckpt_data(w->o.ck, s);
+		uint64_t total = DYN_HDR;
+		for (uint64_t i = 0; i < h->n && i < DYN_MAX; i++)
+			total += h->size[i];
+		if (memcmp(h->magic, DYN_MAGIC, 8) || h->n > DYN_MAX ||
+		    total > ckpt_geom(w->o.ck)->data_size) {
+			log_err("restart: window '%s' of rank %d was not checkpointed as a "
+				"dynamic window (MPI_Win_create_dynamic); this run makes one",
+				name, w->o.rank);
+			ok = 0;
+		} else {
+			w->restoring = true;
+			w->restore_slot = s;
+			w->restore_n = (uint32_t)h->n;
+			ckobj_restore_protected(&w->o);
+		}
+	}
+	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_LONG_LONG, MPI_MIN, w->o.comm);
+	if (!ok) {
+		win_drop(w);
+		return MPI_ERR_OTHER;
+	}
+	*out = w;
+	return MPI_SUCCESS;
+}
+
 int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
-	static bool said;
 	char name[CKPT_NAME_MAX];
-	int rank;
+	struct nvwin *w;
+	int rc;
 
-	if (!said && win_name(info, comm, name, sizeof(name)) == 0 && name[0]) {
-		PMPI_Comm_rank(comm, &rank);
-		if (rank == 0)
-			fprintf(stderr, "nvckpt: a window made by MPI_Win_create_dynamic is "
-				"not checkpointed (only allocate, create and allocate_shared "
-				"windows are)\n");
-		said = true;
+	if ((rc = win_named(info, comm, name)))
+		return rc < 0 ? MPI_ERR_INFO_VALUE : PMPI_Win_create_dynamic(info, comm, win);
+	if ((rc = dyn_open(&w, name, comm)) != MPI_SUCCESS) {
+		PMPI_Comm_call_errhandler(comm, rc);
+		return rc;
 	}
-	return PMPI_Win_create_dynamic(info, comm, win);
+	rc = PMPI_Win_create_dynamic(info, comm, win);
+	if (rc != MPI_SUCCESS) {
+		win_drop(w);
+		return rc;
+	}
+	win_add(w, *win);
+	return MPI_SUCCESS;
+}
+
+/* A region attached to a checkpointed dynamic window joins its versions.
+ * On a restart the first regions attached get back, in attach order, the
+ * contents of the restored version's regions, whose sizes they must have
+ * (any more are new memory); at the first checkpoint the window must hold
+ * as many regions as the restored version did. */
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
+{
+	struct nvwin *w = win_find(win);
+	uint64_t sz = size > 0 ? (uint64_t)size : 0;
+	int rc = PMPI_Win_attach(win, base, size);
+
+	if (rc != MPI_SUCCESS || !w || !w->dynamic)
+		return rc;
+	if (w->restoring && w->restore_next < w->restore_n) {
+		const struct dyn_hdr *h = ckpt_data(w->o.ck, w->restore_slot);
+		uint32_t i = w->restore_next;
+		if (h->size[i] != sz) {
+			log_err("restart of window '%s' rank %d: attached region %u was "
+				"checkpointed with %llu bytes, this run attaches %llu bytes",
+				w->o.name, w->o.rank, i, (unsigned long long)h->size[i],
+				(unsigned long long)sz);
+			PMPI_Win_detach(win, base);
+			PMPI_Win_call_errhandler(win, MPI_ERR_SIZE);
+			return MPI_ERR_SIZE;
+		}
+		uint64_t off = DYN_HDR;
+		for (uint32_t j = 0; j < i; j++)
+			off += h->size[j];
+		region_read(ckpt_region(w->o.ck), base, (const uint8_t *)h + off, sz);
+		w->restore_next++;
+	}
+	struct dyn_region *r = w->nregs < DYN_MAX ?
+		realloc(w->regs, sizeof(*r) * (w->nregs + 1)) : NULL;
+	if (!r) {
+		log_err("window '%s' rank %d: %s", w->o.name, w->o.rank, w->nregs < DYN_MAX ?
+			"out of memory" : "at most " DYN_MAX_S " attached regions are checkpointed");
+		PMPI_Win_detach(win, base);
+		PMPI_Win_call_errhandler(win, MPI_ERR_NO_MEM);
+		return MPI_ERR_NO_MEM;
+	}
+	w->regs = r;
+	w->regs[w->nregs++] = (struct dyn_region){ base, sz };
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_detach(MPI_Win win, const void *base)
+{
+	struct nvwin *w = win_find(win);
+	int rc = PMPI_Win_detach(win, base);
+
+	if (rc != MPI_SUCCESS || !w || !w->dynamic)
+		return rc;
+	for (uint32_t i = 0; i < w->nregs; i++) {
+		if (w->regs[i].base != base)
+			continue;
+		memmove(&w->regs[i], &w->regs[i + 1], sizeof(*w->regs) * (w->nregs - i - 1));
+		w->nregs--;
+		break;
+	}
+	return rc;
+}
+
+/* A dynamic window's checkpoint: the header and its regions' bytes, the
+ * area grown first when they do not fit. A restarted window must have got
+ * all of its regions back by its first checkpoint. */
+static int dyn_checkpoint(struct nvwin *w)
+{
+	static struct dyn_hdr h;
+	uint64_t total = DYN_HDR;
+
+	if (w->restoring && (w->restore_next < w->restore_n || w->nregs != w->restore_n)) {
+		log_err("restart of window '%s' rank %d: it was checkpointed with %u attached "
+			"regions, this run has %u attached at its first synchronization",
+			w->o.name, w->o.rank, w->restore_n, w->nregs);
+		PMPI_Win_call_errhandler(w->win, MPI_ERR_SIZE);
+		return MPI_ERR_SIZE;
+	}
+	w->restoring = false;
+	for (uint32_t i = 0; i < w->nregs; i++)
+		total += w->regs[i].size;
+	uint64_t have = ckpt_geom(w->o.ck)->data_size;
+	if (total > have) {
+		uint64_t want = total > have + have / 4 ? total : have + have / 4;
+		if (ckobj_grow(&w->o, (want + 4095) & ~4095ull)) {
+			PMPI_Win_call_errhandler(w->win, MPI_ERR_NO_MEM);
+			return MPI_ERR_NO_MEM;
+		}
+	}
+	int s = ckpt_next_slot(w->o.ck);
+	uint64_t t0 = clock_now_ns();
+	ckobj_begin(&w->o, s);
+	memcpy(h.magic, DYN_MAGIC, 8);
+	h.n = w->nregs;
+	for (uint32_t i = 0; i < w->nregs; i++)
+		h.size[i] = w->regs[i].size;
+	ckpt_write(w->o.ck, s, 0, &h, DYN_HDR);
+	uint64_t off = DYN_HDR;
+	for (uint32_t i = 0; i < w->nregs; i++) {
+		ckpt_write(w->o.ck, s, off, w->regs[i].base, w->regs[i].size);
+		off += w->regs[i].size;
+		w->o.bytes_copied += w->regs[i].size;
+	}
+	w->o.local_ns += clock_now_ns() - t0;
+	w->pending = 0;
+	w->versions++;
+	return ckobj_commit(&w->o, s, w->o.version + 1);
+}
+
+/* Collective over the window's group: a window whose non-collective
+ * synchronizations never met a fence or barrier was never checkpointed;
+ * said once, by rank 0, so that nobody counts on a restart of it. */
+static void win_warn_unsaved(struct nvwin *w)
+{
+	long long n = (long long)w->syncs;
+
+	if (w->o.comm == MPI_COMM_NULL)
+		return;
+	PMPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_LONG_LONG, MPI_SUM, w->o.comm);
+	if (n && !w->versions && w->o.rank == 0)
+		fprintf(stderr, "nvckpt: window '%s': %lld passive-target synchronizations "
+			"(unlock, flush, sync, complete, wait), no fence or barrier: never "
+			"checkpointed\n", w->o.name, n);
+	w->syncs = 0;
+}
+
+int MPI_Finalize(void)
+{
+	for (struct nvwin *w = wins; w; w = w->next)
+		win_warn_unsaved(w);
+	return PMPI_Finalize();
 }
 
 int MPI_Win_free(MPI_Win *win)
@@ -300,6 +500,8 @@ int MPI_Win_free(MPI_Win *win)
 	while (*pp && (*pp)->win != *win)
 		pp = &(*pp)->next;
 	w = *pp;
+	if (w)
+		win_warn_unsaved(w);
 	rc = PMPI_Win_free(win);
 	if (w) {
 		*pp = w->next;
@@ -364,7 +566,10 @@ static int win_copy_written(struct nvwin *w, int s)
  * the newest version, commit it as the next version, agree. Collective. */
 static int win_checkpoint(struct nvwin *w)
 {
+	if (w->dynamic)
+		return dyn_checkpoint(w);
 	int s = ckpt_next_slot(w->o.ck);
+	uint64_t t0 = clock_now_ns();
 
 	if (w->wt && win_copy_written(w, s) == 0)
 		goto commit;
@@ -372,6 +577,7 @@ static int win_checkpoint(struct nvwin *w)
 	ckpt_write(w->o.ck, s, 0, w->base, w->size);
 	w->o.bytes_copied += w->size;
 commit:
+	w->o.local_ns += clock_now_ns() - t0;
 	w->pending = 0;
 	w->versions++;
 	return ckobj_commit(&w->o, s, w->o.version + 1);
@@ -401,8 +607,10 @@ static int win_synced(MPI_Win win, int rc)
 {
 	struct nvwin *w;
 
-	if (rc == MPI_SUCCESS && (w = win_find(win)))
+	if (rc == MPI_SUCCESS && (w = win_find(win))) {
 		w->pending++;
+		w->syncs++;
+	}
 	return rc;
 }
 

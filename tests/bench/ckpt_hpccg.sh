@@ -7,14 +7,19 @@
 #   nvram    the same program as none under LD_PRELOAD=libnvckpt.so: full
 #            checkpoints, and NVCACHE_CKPT_MODE=incremental
 #   db       double-buffered (nvckpt_db_*: no copy)
-# Figures: seconds per iteration (the best of CKB_REPS runs, interleaved),
-# its ratio to none and to disk, the overhead per iteration; start time
-# (process start to the first iteration, MPI_Init included) fresh and on a
-# restart, and the restore alone (the start less MPI_Init) (disk: its
-# files dropped from the page cache first; NVRAM on
-# /dev/shm, which is RAM here: no persistent memory on this machine, no
-# emulated latency); and the bytes an incremental checkpoint copies when
-# 10 % of the pages are written per iteration, against a full one.
+# Figures: seconds per iteration (the median of CKB_REPS rounds; each round
+# runs every version once, interleaved, so the machine's load falls on all
+# alike), its ratio to none and to disk, the overhead per iteration; what
+# one checkpoint costs a rank (libnvckpt's own count: copy, CRC, persist,
+# commit; not the agreement); start time (process start to the first
+# iteration, MPI_Init included) fresh and on a restart, and the restore
+# alone (the start less MPI_Init), medians of CKB_REPS restarts each
+# (disk: its files fsynced and dropped from the page cache before each of
+# its restarts, as after a failure; NVRAM on /dev/shm, which is RAM here:
+# no persistent memory on this machine, no emulated latency); and the
+# bytes an incremental checkpoint copies when 10 % of the pages are
+# written per iteration, against a full one. Every run has
+# MPIR_CVAR_POLLS_BEFORE_YIELD=1 (ckpt_common.bash): 4 ranks on 2 cores.
 #
 #   CKB_NX=128 CKB_NY=128 CKB_NZ=172 (per rank)  CKB_ITERS=8  CKB_REPS=3
 . "$(dirname "$0")/../system/lib.sh"
@@ -25,7 +30,7 @@ nx=${CKB_NX:-128} ny=${CKB_NY:-128} nz=${CKB_NZ:-172}
 iters=${CKB_ITERS:-8} reps=${CKB_REPS:-3}
 args=(--nx "$nx" --ny "$ny" --nz "$nz" --iters "$iters")
 win_mib=$(( (8 * (8 + 2 * nx * ny * nz + (nz + 2) * nx * ny)) * 4 >> 20 ))
-echo "ckpt_hpccg: 4 ranks x ${nx}x${ny}x${nz}, windows ${win_mib} MiB in all, $iters iterations, best of $reps; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "ckpt_hpccg: 4 ranks x ${nx}x${ny}x${nz}, windows ${win_mib} MiB in all, $iters iterations, median of $reps interleaved rounds, MPIR_CVAR_POLLS_BEFORE_YIELD=$MPIR_CVAR_POLLS_BEFORE_YIELD; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 disk=$T_DIR/disk
 mkdir -p "$disk"
 
@@ -35,9 +40,9 @@ run() {
   case $v in
     none)  ck_run "$out" NVCACHE_CKPT=off "$@" -- "${args[@]}" ;;
     disk)  ck_run "$out" NVCACHE_CKPT=off "$@" -- "${args[@]}" --mode disk --dir "$disk" ;;
-    nvram) ck_run "$out" "$@" -- "${args[@]}" ;;
-    inc)   ck_run "$out" NVCACHE_CKPT_MODE=incremental "$@" -- "${args[@]}" ;;
-    db)    ck_run "$out" "$@" -- "${args[@]}" --mode db ;;
+    nvram) ck_run "$out" NVCACHE_CKPT_STATS=1 "$@" -- "${args[@]}" ;;
+    inc)   ck_run "$out" NVCACHE_CKPT_STATS=1 NVCACHE_CKPT_MODE=incremental "$@" -- "${args[@]}" ;;
+    db)    ck_run "$out" NVCACHE_CKPT_STATS=1 "$@" -- "${args[@]}" --mode db ;;
   esac || { echo "ckpt_hpccg: $v failed: $(tail -3 "$out.err")"; return 1; }
   ck_result "$out" >/dev/null || return 1
 }
@@ -47,15 +52,18 @@ per_iter() { awk -v n="$iters" '/^startup_s/ {s = $2} /^time_s/ {t = $2} END {pr
 start_s() { awk '/^startup_s/ {print $2}' "$1"; }
 # the start without MPI_Init (the same for all versions): the restore
 own_s() { awk '/^startup_s/ {printf "%.3f", $2 - $6}' "$1"; }
-min() { printf '%s\n' "$@" | sort -g | head -1; }
+med() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# ms per version per rank, over the ranks of a run (NVCACHE_CKPT_STATS)
+ck_ms() { sed -n 's/.* \([0-9.]*\) ms per version.*/\1/p' "$1.err" | awk '{s += $1} END {if (NR) printf "%.2f", s / NR}'; }
 
-declare -A it st
+declare -A it st ms
 variants=(none disk nvram inc db)
 for ((r = 1; r <= reps; r++)); do
   for v in "${variants[@]}"; do
     run $v "$T_DIR/$v.$r" || continue
     it[$v]="${it[$v]:-} $(per_iter "$T_DIR/$v.$r")"
     st[$v]="${st[$v]:-} $(start_s "$T_DIR/$v.$r")"
+    [ -z "$(ck_ms "$T_DIR/$v.$r")" ] || ms[$v]="${ms[$v]:-} $(ck_ms "$T_DIR/$v.$r")"
     echo "  run $r $v: $(per_iter "$T_DIR/$v.$r") s/iteration, start $(start_s "$T_DIR/$v.$r") s, $(ck_result "$T_DIR/$v.$r" | cut -c1-60)"
   done
 done
@@ -65,41 +73,61 @@ for v in disk nvram inc db; do
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
-none=$(min ${it[none]})
-dsk=$(min ${it[disk]})
+none=$(med ${it[none]})
+dsk=$(med ${it[disk]})
 echo "BENCH ckpt_hpccg_iter_none $none s"
 for v in disk nvram inc db; do
   [ -n "${it[$v]:-}" ] || continue
-  x=$(min ${it[$v]})
+  x=$(med ${it[$v]})
   name=$v; [ $v = nvram ] && name=nvram_full; [ $v = inc ] && name=nvram_incremental
   echo "BENCH ckpt_hpccg_iter_$name $x s vs none $none s ratio $(ratio "$x" "$none")"
   echo "BENCH ckpt_hpccg_overhead_$name $(awk -v a="$x" -v b="$none" 'BEGIN {printf "%.4f", a - b}') s/iteration"
   [ $v != disk ] && echo "BENCH ckpt_hpccg_iter_${name}_vs_disk $x s vs disk $dsk s ratio $(ratio "$x" "$dsk")"
 done
-echo "BENCH ckpt_hpccg_start_none $(min ${st[none]}) s"
+for v in nvram inc db; do
+  [ -n "${ms[$v]:-}" ] || continue
+  name=nvram_full; [ $v = inc ] && name=nvram_incremental; [ $v = db ] && name=db
+  echo "BENCH ckpt_hpccg_cost_$name $(med ${ms[$v]}) ms/checkpoint/rank vs iter_none $(awk -v a="$none" 'BEGIN {printf "%.1f", a * 1000}') ms ratio $(awk -v a="$(med ${ms[$v]})" -v b="$none" 'BEGIN {printf "%.3f", a / 1000 / b}')"
+done
+echo "BENCH ckpt_hpccg_start_none $(med ${st[none]}) s"
 
-# Restarts from the checkpoints the last runs left (the last iteration).
-sync
-python3 - "$disk" <<'EOF'
+# Restarts from the checkpoints the last runs left (the last iteration),
+# CKB_REPS rounds, interleaved. Before each disk restart its files are
+# fsynced and their pages dropped from the page cache (posix_fadvise
+# DONTNEED, those files only), so it reads the device as after a failure.
+drop_disk() {
+  python3 - "$disk" <<'EOF'
 import os, sys
 for f in os.listdir(sys.argv[1]):
     fd = os.open(os.path.join(sys.argv[1], f), os.O_RDONLY)
+    os.fsync(fd)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     os.close(fd)
 EOF
-ck_run "$T_DIR/re.disk" NVCACHE_CKPT=off -- "${args[@]}" --mode disk --dir "$disk" --restart
-ck_run "$T_DIR/re.nvram" NVCACHE_CKPT=restart -- "${args[@]}"
-ck_run "$T_DIR/re.db" NVCACHE_CKPT=restart -- "${args[@]}" --mode db
-rd=$(start_s "$T_DIR/re.disk") od=$(own_s "$T_DIR/re.disk")
+}
+declare -A rs ro
+for ((r = 1; r <= reps; r++)); do
+  drop_disk
+  cached=$(fincore -b -n -o RES "$disk"/* 2>/dev/null | awk '{s += $1} END {printf "%d", s / 1048576}')
+  ck_run "$T_DIR/re.disk.$r" NVCACHE_CKPT=off -- "${args[@]}" --mode disk --dir "$disk" --restart
+  ck_run "$T_DIR/re.nvram.$r" NVCACHE_CKPT=restart -- "${args[@]}"
+  ck_run "$T_DIR/re.db.$r" NVCACHE_CKPT=restart -- "${args[@]}" --mode db
+  for v in disk nvram db; do
+    grep -q "restored $iters " "$T_DIR/re.$v.$r" || echo "ckpt_hpccg: WARNING: the $v restart did not resume at $iters: $(grep startup "$T_DIR/re.$v.$r")"
+    rs[$v]="${rs[$v]:-} $(start_s "$T_DIR/re.$v.$r")"
+    ro[$v]="${ro[$v]:-} $(own_s "$T_DIR/re.$v.$r")"
+  done
+  echo "  restart $r: disk $(start_s "$T_DIR/re.disk.$r") s (its files' pages dropped before it: ${cached:-?} MiB of them left in the page cache), nvram $(start_s "$T_DIR/re.nvram.$r") s, db $(start_s "$T_DIR/re.db.$r") s"
+done
+rd=$(med ${rs[disk]}) od=$(med ${ro[disk]})
 for v in disk nvram db; do
-  x=$(start_s "$T_DIR/re.$v") o=$(own_s "$T_DIR/re.$v")
-  grep -q "restored $iters " "$T_DIR/re.$v" || echo "ckpt_hpccg: WARNING: the $v restart did not resume at $iters: $(grep startup "$T_DIR/re.$v")"
+  x=$(med ${rs[$v]}) o=$(med ${ro[$v]})
   if [ $v = disk ]; then
-    echo "BENCH ckpt_hpccg_restart_disk $x s vs start_none $(min ${st[none]}) s ratio $(ratio "$x" "$(min ${st[none]})")"
+    echo "BENCH ckpt_hpccg_restart_disk $x s vs start_none $(med ${st[none]}) s ratio $(ratio "$x" "$(med ${st[none]})")"
     echo "BENCH ckpt_hpccg_restore_disk $o s"
   else
-    echo "BENCH ckpt_hpccg_restart_$v $x s vs disk $rd s ratio $(ratio "$x" "$rd")"
-    echo "BENCH ckpt_hpccg_restore_$v $o s vs disk $od s ratio $(ratio "$o" "$od")"
+    echo "BENCH ckpt_hpccg_restart_$v $x s vs disk $rd s ratio $(ratio "$x" "$rd") ($(awk -v a="$rd" -v b="$x" 'BEGIN {printf "%.1f", a / b}')x faster)"
+    echo "BENCH ckpt_hpccg_restore_$v $o s vs disk $od s ratio $(ratio "$o" "$od") ($(awk -v a="$od" -v b="$o" 'BEGIN {printf "%.1f", a / b}')x faster)"
   fi
 done
 

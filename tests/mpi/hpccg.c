@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "pmem/mpi/nvckpt.h"
+#include "tests/mpi/mpiapp.h"
 
 #pragma weak nvckpt_version
 #pragma weak nvckpt_protect
@@ -58,13 +59,6 @@ enum { H_K, H_RTRANS, H_OLD, H_MAGIC };
 static int rank, nranks, nx, ny, nz, passive, create, touch;
 static long plane, n;
 static double init_s; /* MPI_Init's share of the start */
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void die(const char *msg)
 {
@@ -142,24 +136,15 @@ static void halo_put(const double *p, MPI_Win win, MPI_Aint lo_at, MPI_Aint hi_a
 			(int)plane, MPI_DOUBLE, win);
 }
 
-static uint64_t fnv(const void *buf, size_t len)
-{
-	const uint8_t *b = buf;
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
-
 static void report(int iters, double rtrans, const double *x, double t0)
 {
-	uint64_t h = fnv(x, sizeof(double) * (size_t)(touch ? HDR + 3 * n : n)), *all = malloc(8 * (size_t)nranks);
+	uint64_t h = mpiapp_fnv(MPIAPP_FNV_INIT, x, sizeof(double) * (size_t)(touch ? HDR + 3 * n : n)), *all = malloc(8 * (size_t)nranks);
 	MPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 	if (rank == 0) {
 		printf("result iters %d residual %a xhash", iters, sqrt(rtrans));
 		for (int i = 0; i < nranks; i++)
 			printf(" %016llx", (unsigned long long)all[i]);
-		printf("\ntime_s %.3f\n", now() - t0);
+		printf("\ntime_s %.3f\n", mpiapp_now() - t0);
 		fflush(stdout);
 	}
 	free(all);
@@ -170,7 +155,7 @@ static void report(int iters, double rtrans, const double *x, double t0)
 static void disk_write(const char *dir, const double *w, size_t bytes, uint64_t k)
 {
 	char path[512];
-	uint64_t h[2] = { k, fnv(w, bytes) };
+	uint64_t h[2] = { k, mpiapp_fnv(MPIAPP_FNV_INIT, w, bytes) };
 	snprintf(path, sizeof(path), "%s/hpccg.r%d.%d", dir, rank, (int)(k & 1));
 	FILE *f = fopen(path, "w");
 	if (!f || fwrite(h, sizeof(h), 1, f) != 1 || fwrite(w, bytes, 1, f) != 1 ||
@@ -191,7 +176,7 @@ static uint64_t disk_read(const char *dir, double *w, size_t bytes)
 		if (!f)
 			continue;
 		if (fread(h, sizeof(h), 1, f) == 1 && fread(buf, bytes, 1, f) == 1 &&
-		    fnv(buf, bytes) == h[1])
+		    mpiapp_fnv(MPIAPP_FNV_INIT, buf, bytes) == h[1])
 			have[i] = h[0];
 		fclose(f);
 		if (have[i] > newest)
@@ -225,7 +210,7 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 	MPI_Info info;
 	MPI_Info_create(&info);
 	MPI_Info_set(info, "nvcache_name", "cg");
-	double ta = now();
+	double ta = mpiapp_now();
 	if (create == 1) {
 		w = calloc(1, bytes);
 		if (!w || MPI_Win_create(w, (MPI_Aint)bytes, sizeof(double), info,
@@ -240,7 +225,7 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 		die("MPI_Win_allocate failed");
 	}
 	MPI_Info_free(&info);
-	ta = now() - ta;
+	ta = mpiapp_now() - ta;
 	double *hdr = w, *x = w + HDR, *r = x + n, *pw = r + n, *p = pw + plane;
 	MPI_Aint lo_at = HDR + 2 * n, hi_at = lo_at + (nz + 1) * plane;
 	double *Ap = malloc(sizeof(double) * n);
@@ -287,7 +272,7 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 		MPI_Win_fence(0, win);
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0) {
-		printf("startup_s %.3f restored %d mpi_init_s %.3f win_s %.3f\n", now() - t0, k0,
+		printf("startup_s %.3f restored %d mpi_init_s %.3f win_s %.3f\n", mpiapp_now() - t0, k0,
 		       init_s, ta);
 		fflush(stdout);
 	}
@@ -357,7 +342,7 @@ static void run_touch(int iters, int pct, int progress, int delay_ms, double t0)
 	}
 	MPI_Win_fence(0, win);
 	if (rank == 0) {
-		printf("startup_s %.3f restored %d mpi_init_s %.3f\n", now() - t0, k0, init_s);
+		printf("startup_s %.3f restored %d mpi_init_s %.3f\n", mpiapp_now() - t0, k0, init_s);
 		fflush(stdout);
 	}
 	for (int k = k0 + 1; k <= iters; k++) {
@@ -416,7 +401,7 @@ static void run_db(int iters, int progress, int delay_ms, double t0)
 	MPI_Barrier(MPI_COMM_WORLD);
 	MPI_Win_fence(0, hwin);
 	if (rank == 0) {
-		printf("startup_s %.3f restored %d mpi_init_s %.3f\n", now() - t0, k0, init_s);
+		printf("startup_s %.3f restored %d mpi_init_s %.3f\n", mpiapp_now() - t0, k0, init_s);
 		fflush(stdout);
 	}
 	for (int k = k0 + 1; k <= iters; k++) {
@@ -454,13 +439,13 @@ static void run_db(int iters, int progress, int delay_ms, double t0)
 
 int main(int argc, char **argv)
 {
-	double t0 = now();
+	double t0 = mpiapp_now();
 	const char *mode = "none", *dir = NULL, *piddir = NULL;
 	int iters = 50, restart = 0, progress = 0, delay_ms = 0, pct = 10;
 
 	nx = ny = nz = 16;
 	MPI_Init(&argc, &argv);
-	init_s = now() - t0;
+	init_s = mpiapp_now() - t0;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	for (int i = 1; i < argc; i++) {
@@ -503,15 +488,8 @@ int main(int argc, char **argv)
 		die("sizes and --iters must be >= 1");
 	plane = (long)nx * ny;
 	n = plane * nz;
-	if (piddir) {
-		char path[512];
-		snprintf(path, sizeof(path), "%s/pid.%d", piddir, rank);
-		FILE *f = fopen(path, "w");
-		if (!f)
-			die("cannot write its pid file");
-		fprintf(f, "%d\n", (int)getpid());
-		fclose(f);
-	}
+	if (piddir && mpiapp_pidfile(piddir, rank))
+		die("cannot write its pid file");
 	if (!strcmp(mode, "none"))
 		run_window(iters, NULL, 0, progress, delay_ms, t0);
 	else if (!strcmp(mode, "disk")) {

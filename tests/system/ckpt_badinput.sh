@@ -2,7 +2,7 @@
 # ckpt_badinput.sh - persistent MPI windows (libnvckpt) given bad input: a
 # restart with another number of ranks or another window size, a torn
 # checkpoint, a missing or full NVCACHE_CKPT_DIR, two jobs of one name at
-# once, bad settings. Each gets a clear error at MPI_Win_allocate (or, for
+# once, bad settings, a dynamic window's regions of another size or number. Each gets a clear error at MPI_Win_allocate (or, for
 # the torn one, falls back to the previous version) and loses nothing: the
 # checkpoint still restarts to the uninterrupted run's result afterwards.
 . "$(dirname "$0")/lib.sh"
@@ -54,6 +54,17 @@ expect_error nodir "NVCACHE_CKPT_DIR $T_SHM/absent: No such file or directory" \
 expect_error badmode "NVCACHE_CKPT=sometimes: expected on, off or restart" NVCACHE_CKPT=sometimes -- "${args[@]}"
 expect_error badevery "NVCACHE_CKPT_EVERY=0: expected" NVCACHE_CKPT_EVERY=0 -- "${args[@]}"
 expect_error badjob "NVCACHE_CKPT_JOB=../x: a job name" NVCACHE_CKPT_JOB=../x -- "${args[@]}"
+
+# A dynamic window restarted with another region size, or another number
+# of regions: a clear error naming both; its files unchanged.
+CK_APP=$CK_DYN ck_run "$T_DIR/dyn" NVCACHE_CKPT_JOB=dyn -- --iters 5 || t_fail "dynamic: the job failed"
+dsums() { sha256sum "$NVCACHE_CKPT_DIR"/dyn/*.nvckpt; }
+dsums >"$T_DIR/dsums0"
+CK_APP=$CK_DYN expect_error dynsize "attached region 1 was checkpointed with 8000 bytes, this run attaches 8008 bytes" \
+  NVCACHE_CKPT=restart NVCACHE_CKPT_JOB=dyn -- --iters 10 --sizes 300,1001,517
+CK_APP=$CK_DYN expect_error dyncount "checkpointed with 3 attached regions, this run has 4 attached at its first" \
+  NVCACHE_CKPT=restart NVCACHE_CKPT_JOB=dyn -- --iters 10 --sizes 300,1000,517,9
+dsums | cmp -s - "$T_DIR/dsums0" || t_fail "dynamic: its checkpoint files changed"
 
 # A full directory: a 1 MiB tmpfs.
 mkdir -p "$T_DIR/small"

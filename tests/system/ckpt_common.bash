@@ -6,10 +6,13 @@
 #                                           NVCACHE_CKPT=off without it), bounded
 #   ck_start OUT [ENV=VAL...] -- ARGS       the same in the background ($ck_pid)
 #   ck_result OUT                           the "result ..." line of a run
+# They run $CK_APP (the CG mini-app); CK_APP=$CK_DYN before a call runs the
+# dynamic-window program instead.
 t_require_cmd mpicc mpiexec
 CK_LIB=$NVCACHE_BUILD/pmem/mpi/libnvckpt.so
 [ -f "$CK_LIB" ] || t_skip "libnvckpt.so not built (mpich not found at meson setup)"
 CK_APP=$(t_bin hpccg) || exit 1
+CK_DYN=$(t_bin dynwin) || exit 1   # a dynamic window: CK_APP=$CK_DYN ck_run ...
 # mpiexec as root: hydra's fork launcher, no ssh.
 export HYDRA_LAUNCHER=fork
 # Four ranks on two cores: busy polling ranks starve each other.

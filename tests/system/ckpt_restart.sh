@@ -7,7 +7,9 @@
 # bit-identical to an uninterrupted run. Also passive-target
 # synchronization (checkpointed at the barrier after unlock_all), a window
 # over the program's memory (MPI_Win_create), a shared one
-# (MPI_Win_allocate_shared), incremental checkpoints
+# (MPI_Win_allocate_shared), a dynamic window (MPI_Win_create_dynamic with
+# attached regions, tests/mpi/dynwin.c) and one synchronized by
+# passive target alone (never checkpointed: said once), incremental checkpoints
 # (10 % of the pages written: bytes copied and a restart), the second
 # level (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, the double-buffered version
 # (nvckpt_db_*) killed and restarted, and the disk version's own restart.
@@ -102,6 +104,21 @@ kill_at create all $((5 + RANDOM % 20)) -- "${args[@]}" --win create
 restart_same create -- "${args[@]}" --win create
 kill_at shared $((RANDOM % 4)) $((5 + RANDOM % 20)) -- "${args[@]}" --win shared
 restart_same shared -- "${args[@]}" --win shared
+
+# A dynamic window: three regions attached and a scratch one attached and
+# detached again on each rank; killed at a random iteration, restarted.
+dargs=(--iters $ITERS)
+CK_APP=$CK_DYN ck_run "$T_DIR/dref" NVCACHE_CKPT=off -- "${dargs[@]}" ||
+  t_fail "dynamic: the uninterrupted run failed: $(tail -3 "$T_DIR/dref.err")"
+CK_APP=$CK_DYN kill_at dynamic $((RANDOM % 4)) $((5 + RANDOM % 20)) -- "${dargs[@]}"
+CK_APP=$CK_DYN ref=$(ck_result "$T_DIR/dref") restart_same dynamic -- "${dargs[@]}"
+# Passive target alone (lock_all / Put / unlock_all, no fence, no barrier):
+# no version can be committed; the job says so once for the window.
+CK_APP=$CK_DYN ck_run "$T_DIR/lockall" NVCACHE_CKPT_JOB=lk -- --iters 5 --sync lockall ||
+  t_fail "lockall: the job failed: $(tail -3 "$T_DIR/lockall.err")"
+[ "$(grep -c "window 'win0': 20 passive-target synchronizations .*never checkpointed" \
+  "$T_DIR/lockall.err")" = 1 ] || t_fail "lockall: no single warning: $(cat "$T_DIR/lockall.err")"
+t_log "lockall: $(grep -o "window 'win0'.*" "$T_DIR/lockall.err")"
 
 # Incremental checkpoints (written pages only): 10 % of the pages written
 # per iteration, killed and restarted; the bytes copied are at most 1/3 of

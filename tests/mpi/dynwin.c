@@ -1,0 +1,168 @@
+/* dynwin.c - a small MPI program over a dynamic window, for the persistent
+ * windows' tests: MPI_Win_create_dynamic, then per rank the regions of
+ * --sizes (doubles each) attached in order, and a scratch region attached
+ * and detached again (a detach drops a region from the checkpoint).
+ * Each iteration every rank puts its first region into the last region of
+ * its right neighbour (MPI_Put at the address the neighbour published),
+ * and, after the fence, mixes what it received into all of its regions;
+ * the iteration count lives in the first region, so a restarted job
+ * resumes where its windows came back from.
+ *
+ * --sync fence (default): two fences per iteration, each a checkpoint.
+ * --sync lockall: lock_all / Put / unlock_all and an MPI_Allreduce instead,
+ * no fence and no barrier: a window never checkpointed (libnvckpt says so).
+ *
+ * Output (rank 0), as hpccg's: "startup_s S restored K mpi_init_s I",
+ * "iter K" with --progress, "result iters N hash H H H H", "time_s T". */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/mpi/mpiapp.h"
+
+#define MAXR 8
+
+static void die(const char *m)
+{
+	fprintf(stderr, "dynwin: %s\n", m);
+	MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+int main(int argc, char **argv)
+{
+	double t0 = mpiapp_now();
+	int iters = 20, progress = 0, delay_ms = 0, lockall = 0, rank, nranks, nr = 0;
+	long sizes[MAXR];
+	const char *piddir = NULL, *sz = "300,1000,517";
+
+	MPI_Init(&argc, &argv);
+	double init_s = mpiapp_now() - t0;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--progress"))
+			progress = 1;
+		else if (!v)
+			die("usage: dynwin [--iters N] [--sizes A,B,..] [--sync fence|lockall] "
+			    "[--progress] [--delay-ms N] [--piddir D]");
+		else if (!strcmp(a, "--iters"))
+			iters = atoi(v), i++;
+		else if (!strcmp(a, "--sizes"))
+			sz = v, i++;
+		else if (!strcmp(a, "--sync"))
+			lockall = !strcmp(v, "lockall"), i++;
+		else if (!strcmp(a, "--delay-ms"))
+			delay_ms = atoi(v), i++;
+		else if (!strcmp(a, "--piddir"))
+			piddir = v, i++;
+		else
+			die("unknown option");
+	}
+	for (const char *p = sz; *p && nr < MAXR; nr++) {
+		char *end;
+		sizes[nr] = strtol(p, &end, 10);
+		if (sizes[nr] < 2 || (*end && *end != ','))
+			die("--sizes: numbers >= 2, comma-separated");
+		p = *end ? end + 1 : end;
+	}
+	if (!nr || iters < 1)
+		die("--sizes and --iters must not be empty or 0");
+	if (piddir && mpiapp_pidfile(piddir, rank))
+		die("cannot write its pid file");
+
+	MPI_Win win;
+	double *reg[MAXR] = { 0 }, scratch[64];
+	MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+	for (int i = 0; i < nr; i++) {
+		if (!(reg[i] = malloc(sizeof(double) * sizes[i])))
+			die("out of memory");
+		MPI_Win_attach(win, reg[i], sizeof(double) * sizes[i]);
+	}
+	MPI_Win_attach(win, scratch, sizeof(scratch));
+	MPI_Win_detach(win, scratch);
+
+	/* Restored? The window's info key says from which version. */
+	MPI_Info used;
+	char val[32];
+	int flag = 0, len = sizeof(val);
+	MPI_Win_get_info(win, &used);
+	MPI_Info_get_string(used, "nvcache_version", &len, val, &flag);
+	MPI_Info_free(&used);
+	int k0 = flag && atoll(val) ? (int)reg[0][0] : 0;
+	if (!k0) {
+		for (int i = 0; i < nr; i++)
+			for (long j = 0; j < sizes[i]; j++)
+				reg[i][j] = rank + i * 0.25 + j * 1e-3;
+		reg[0][0] = 0;
+	}
+	double *last = reg[nr - 1];
+	long put = sizes[0] < sizes[nr - 1] ? sizes[0] : sizes[nr - 1];
+	MPI_Aint mine, right_at;
+	int right = (rank + 1) % nranks;
+	MPI_Get_address(last, &mine);
+	MPI_Aint *at = malloc(sizeof(MPI_Aint) * nranks);
+	MPI_Allgather(&mine, 1, MPI_AINT, at, 1, MPI_AINT, MPI_COMM_WORLD);
+	right_at = at[right];
+	free(at);
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (!lockall)
+		MPI_Win_fence(0, win);
+	if (rank == 0) {
+		printf("startup_s %.3f restored %d mpi_init_s %.3f\n", mpiapp_now() - t0, k0, init_s);
+		fflush(stdout);
+	}
+	double *send = malloc(sizeof(double) * put);
+	for (int k = (int)reg[0][0]; k < iters; k++) {
+		memcpy(send, reg[0], sizeof(double) * put);
+		if (lockall) {
+			double one = 1, sum;
+			MPI_Win_lock_all(0, win);
+			MPI_Put(send, put, MPI_DOUBLE, right, right_at, put, MPI_DOUBLE, win);
+			MPI_Win_unlock_all(win);
+			MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		} else {
+			MPI_Put(send, put, MPI_DOUBLE, right, right_at, put, MPI_DOUBLE, win);
+			MPI_Win_fence(0, win);
+		}
+		for (int i = 0; i < nr; i++)
+			for (long j = 1; j < sizes[i]; j++)
+				reg[i][j] = reg[i][j] * 0.5 + last[j % put] * 0.25 + k;
+		reg[0][0] = k + 1;
+		if (lockall) {
+			double one = 1, sum;
+			MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		} else {
+			MPI_Win_fence(0, win);
+		}
+		if (rank == 0 && progress) {
+			printf("iter %d\n", k + 1);
+			fflush(stdout);
+		}
+		if (delay_ms)
+			usleep(delay_ms * 1000);
+	}
+	uint64_t h = MPIAPP_FNV_INIT, *all = malloc(8 * nranks);
+	for (int i = 0; i < nr; i++)
+		h = mpiapp_fnv(h, reg[i], sizeof(double) * sizes[i]);
+	MPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	if (rank == 0) {
+		printf("result iters %d hash", iters);
+		for (int r = 0; r < nranks; r++)
+			printf(" %016llx", (unsigned long long)all[r]);
+		printf("\ntime_s %.3f\n", mpiapp_now() - t0);
+	}
+	for (int i = 0; i < nr; i++)
+		MPI_Win_detach(win, reg[i]);
+	MPI_Win_free(&win);
+	for (int i = 0; i < nr; i++)
+		free(reg[i]);
+	free(send);
+	free(all);
+	MPI_Finalize();
+	return 0;
+}
