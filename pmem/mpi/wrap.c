@@ -225,51 +225,67 @@ static int win_named(MPI_Info info, MPI_Comm comm, char name[CKPT_NAME_MAX])
 	return name[0] ? 0 : 1;
 }
 
-int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
-		     void *baseptr, MPI_Win *win)
+/* The start of a window we checkpoint: its object opened (collective),
+ * for memory of its own (copy NULL) or copied from copy. MPI_SUCCESS with
+ * *w; WIN_PLAIN when the window is not ours to checkpoint (info
+ * nvcache_checkpoint=false: the caller makes it as MPI would); an MPI
+ * error, already handed to comm's error handler, otherwise. */
+#define WIN_PLAIN (-1)
+static int win_begin(MPI_Info info, MPI_Comm comm, void *copy, MPI_Aint size,
+		     struct nvwin **w)
 {
 	char name[CKPT_NAME_MAX];
-	struct nvwin *w;
-	int rc;
+	int rc = win_named(info, comm, name);
 
-	if ((rc = win_named(info, comm, name)))
-		return rc < 0 ? MPI_ERR_INFO_VALUE :
-			PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
-	if ((rc = win_open(&w, name, NULL, size, comm)) != MPI_SUCCESS) {
+	if (rc)
+		return rc < 0 ? MPI_ERR_INFO_VALUE : WIN_PLAIN;
+	if ((rc = win_open(w, name, copy, size, comm)) != MPI_SUCCESS)
 		PMPI_Comm_call_errhandler(comm, rc);
-		return rc;
-	}
-	rc = PMPI_Win_create(w->base, size, disp_unit, info, comm, win);
+	return rc;
+}
+
+/* MPI's window over base, w's from then on; w is dropped if MPI refuses. */
+static int win_create_over(struct nvwin *w, void *base, MPI_Aint size, int disp_unit,
+			   MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+	int rc = PMPI_Win_create(base, size, disp_unit, info, comm, win);
+
 	if (rc != MPI_SUCCESS) {
 		win_drop(w);
 		return rc;
 	}
-	*(void **)baseptr = w->base;
 	win_add(w, *win);
 	return MPI_SUCCESS;
+}
+
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+		     void *baseptr, MPI_Win *win)
+{
+	struct nvwin *w;
+	int rc = win_begin(info, comm, NULL, size, &w);
+
+	if (rc == WIN_PLAIN)
+		return PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	void *base = w->base;
+	rc = win_create_over(w, base, size, disp_unit, info, comm, win);
+	if (rc == MPI_SUCCESS)
+		*(void **)baseptr = base;
+	return rc;
 }
 
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
 		   MPI_Comm comm, MPI_Win *win)
 {
-	char name[CKPT_NAME_MAX];
 	struct nvwin *w;
-	int rc;
+	int rc = win_begin(info, comm, size > 0 ? base : NULL, size, &w);
 
-	if ((rc = win_named(info, comm, name)))
-		return rc < 0 ? MPI_ERR_INFO_VALUE :
-			PMPI_Win_create(base, size, disp_unit, info, comm, win);
-	if ((rc = win_open(&w, name, size > 0 ? base : NULL, size, comm)) != MPI_SUCCESS) {
-		PMPI_Comm_call_errhandler(comm, rc);
+	if (rc == WIN_PLAIN)
+		return PMPI_Win_create(base, size, disp_unit, info, comm, win);
+	if (rc != MPI_SUCCESS)
 		return rc;
-	}
-	rc = PMPI_Win_create(base, size, disp_unit, info, comm, win);
-	if (rc != MPI_SUCCESS) {
-		win_drop(w);
-		return rc;
-	}
-	win_add(w, *win);
-	return MPI_SUCCESS;
+	return win_create_over(w, base, size, disp_unit, info, comm, win);
 }
 
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,

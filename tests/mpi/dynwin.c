@@ -39,10 +39,7 @@ int main(int argc, char **argv)
 	long sizes[MAXR];
 	const char *piddir = NULL, *sz = "300,1000,517";
 
-	MPI_Init(&argc, &argv);
-	double init_s = mpiapp_now() - t0;
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	double init_s = mpiapp_init(&argc, &argv, t0, &rank, &nranks);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--progress"))
@@ -56,10 +53,8 @@ int main(int argc, char **argv)
 			sz = v, i++;
 		else if (!strcmp(a, "--sync"))
 			lockall = !strcmp(v, "lockall"), i++;
-		else if (!strcmp(a, "--delay-ms"))
-			delay_ms = atoi(v), i++;
-		else if (!strcmp(a, "--piddir"))
-			piddir = v, i++;
+		else if (mpiapp_common_opt(a, v, &delay_ms, &piddir))
+			i++;
 		else
 			die("unknown option");
 	}
@@ -87,13 +82,7 @@ int main(int argc, char **argv)
 	MPI_Win_detach(win, scratch);
 
 	/* Restored? The window's info key says from which version. */
-	MPI_Info used;
-	char val[32];
-	int flag = 0, len = sizeof(val);
-	MPI_Win_get_info(win, &used);
-	MPI_Info_get_string(used, "nvcache_version", &len, val, &flag);
-	MPI_Info_free(&used);
-	int k0 = flag && atoll(val) ? (int)reg[0][0] : 0;
+	int k0 = mpiapp_restored(win) > 0 ? (int)reg[0][0] : 0;
 	if (!k0) {
 		for (int i = 0; i < nr; i++)
 			for (long j = 0; j < sizes[i]; j++)

@@ -236,15 +236,10 @@ static void run_window(int iters, const char *dir, int restart, int progress,
 		die("nvckpt_protect failed");
 
 	/* Restored by libnvckpt? Its info key says which version. */
-	long long restored = 0;
-	MPI_Info used;
-	char val[32];
-	int flag = 0, len = sizeof(val);
-	MPI_Win_get_info(win, &used);
-	MPI_Info_get_string(used, "nvcache_version", &len, val, &flag);
-	MPI_Info_free(&used);
-	if (flag)
-		restored = atoll(val);
+	long long restored = mpiapp_restored(win);
+	int flag = restored >= 0;      /* libnvckpt is there */
+	if (restored < 0)
+		restored = 0;
 	if (dir && restart)
 		restored = (long long)disk_read(dir, w, bytes);
 	int k0 = restored && hdr[H_MAGIC] == MAGIC ? (int)hdr[H_K] : 0;
@@ -444,10 +439,7 @@ int main(int argc, char **argv)
 	int iters = 50, restart = 0, progress = 0, delay_ms = 0, pct = 10;
 
 	nx = ny = nz = 16;
-	MPI_Init(&argc, &argv);
-	init_s = mpiapp_now() - t0;
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	init_s = mpiapp_init(&argc, &argv, t0, &rank, &nranks);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--restart"))
@@ -477,10 +469,8 @@ int main(int argc, char **argv)
 			iters = atoi(v), i++;
 		else if (!strcmp(a, "--dir"))
 			dir = v, i++;
-		else if (!strcmp(a, "--delay-ms"))
-			delay_ms = atoi(v), i++;
-		else if (!strcmp(a, "--piddir"))
-			piddir = v, i++;
+		else if (mpiapp_common_opt(a, v, &delay_ms, &piddir))
+			i++;
 		else
 			die("unknown option");
 	}

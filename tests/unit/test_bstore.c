@@ -17,6 +17,7 @@
 
 #include "common/crc32c.h"
 #include "pmem/bstore.h"
+#include "crash_point.h"
 
 #define BS 4096u
 
@@ -560,6 +561,20 @@ static void reference(int nops, char *out, size_t len)
 	unlink(path2);
 }
 
+/* The child's script: open the store, run the NOPS operations. */
+static int script_child(void *arg, int fd)
+{
+	struct bstore_open_opts o = opts(32);
+	struct bstore *bs;
+	(void)arg;
+
+	if (bstore_open(&bs, path, &o))
+		return 2;
+	script(bs, NOPS, fd);
+	bstore_close(bs);
+	return 0;
+}
+
 static void crash_at_every_persist_point(void **state)
 {
 	static char got[8192], before[8192], after[8192];
@@ -567,36 +582,11 @@ static void crash_at_every_persist_point(void **state)
 	(void)state;
 
 	for (uint64_t n = 1; n < 1000; n++) {
-		int pfd[2];
+		bool through;
 		unlink(path);
-		assert_int_equal(pipe(pfd), 0);
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			close(pfd[0]);
-			region_crash_at(n);
-			struct bstore_open_opts o = opts(32);
-			struct bstore *bs;
-			if (bstore_open(&bs, path, &o))
-				_exit(2);
-			script(bs, NOPS, pfd[1]);
-			bstore_close(bs);
-			_exit(0);
-		}
-		close(pfd[1]);
-		int done = 0;
-		char c;
-		while (read(pfd[0], &c, 1) == 1)
-			done++;
-		close(pfd[0]);
-		int st;
-		assert_int_equal(waitpid(pid, &st, 0), pid);
-		if (WIFEXITED(st)) {
-			assert_int_equal(WEXITSTATUS(st), 0);
-			assert_int_equal(done, NOPS);
+		int done = crash_point_run(n, script_child, NULL, NOPS, &through);
+		if (through)
 			break; /* ran to the end without reaching point n */
-		}
-		assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 		crashes++;
 		/* recover: the state is that after `done` ops, or after done+1
 		 * if the op in flight had passed its commit point */

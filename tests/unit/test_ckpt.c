@@ -21,23 +21,9 @@
 #define DATA (3 * 4096 + 100)
 #define EXTRA 64u
 
-static char path[96];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(path, sizeof(path), "/dev/shm/nvtest-ckpt-%d", (int)getpid());
-	unlink(path);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	unlink(path);
-	return 0;
-}
-
+#define SHM_SCRATCH "ckpt"
+#include "shm_scratch.h"
+#include "crash_point.h"
 static struct ckpt_geom geom(void)
 {
 	struct ckpt_geom g = { .data_size = DATA, .live_size = 8192,
@@ -186,48 +172,38 @@ static void refuses_foreign_and_busy(void **state)
 
 #define NCOMMITS 5
 
+/* The child's script: create the area ("c"), then NCOMMITS commits
+ * ("x" each). */
+static int commit_script(void *arg, int fd)
+{
+	struct ckpt_geom g = geom();
+	struct ckpt *c;
+	(void)arg;
+
+	if (ckpt_create(&c, path, &g, NULL))
+		return 2;
+	if (write(fd, "c", 1) != 1)
+		return 3;
+	for (uint64_t v = 1; v <= NCOMMITS; v++) {
+		commit_v(c, v);
+		if (write(fd, "x", 1) != 1)
+			return 3;
+	}
+	ckpt_close(c);
+	return 0;
+}
+
 static void crash_at_every_persist_point(void **state)
 {
 	int crashes = 0;
 	(void)state;
 
 	for (uint64_t n = 1; n < 200; n++) {
-		int pfd[2];
+		bool through;
 		unlink(path);
-		assert_int_equal(pipe(pfd), 0);
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			close(pfd[0]);
-			region_crash_at(n);
-			struct ckpt_geom g = geom();
-			struct ckpt *c;
-			if (ckpt_create(&c, path, &g, NULL))
-				_exit(2);
-			if (write(pfd[1], "c", 1) != 1)
-				_exit(3);
-			for (uint64_t v = 1; v <= NCOMMITS; v++) {
-				commit_v(c, v);
-				if (write(pfd[1], "x", 1) != 1)
-					_exit(3);
-			}
-			ckpt_close(c);
-			_exit(0);
-		}
-		close(pfd[1]);
-		int got = 0;
-		char ch;
-		while (read(pfd[0], &ch, 1) == 1)
-			got++;
-		close(pfd[0]);
-		int st;
-		assert_int_equal(waitpid(pid, &st, 0), pid);
-		if (WIFEXITED(st)) {
-			assert_int_equal(WEXITSTATUS(st), 0);
-			assert_int_equal(got, NCOMMITS + 1);
+		int got = crash_point_run(n, commit_script, NULL, NCOMMITS + 1, &through);
+		if (through)
 			break; /* ran to the end without reaching point n */
-		}
-		assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 		crashes++;
 		struct ckpt *c;
 		int rc = ckpt_open(&c, path, true, NULL);

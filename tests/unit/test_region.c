@@ -12,23 +12,8 @@
 
 #include "pmem/region.h"
 
-static char path[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(path, sizeof(path), "/dev/shm/nvtest-region-%d", (int)getpid());
-	unlink(path);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	unlink(path);
-	return 0;
-}
-
+#define SHM_SCRATCH "region"
+#include "shm_scratch.h"
 static void create_persist_reopen(void **state)
 {
 	struct region_opts o = { .size = 1 << 20, .create = true };
