@@ -568,13 +568,16 @@ static int store_tiered(struct nbd_backend *be, const struct cfg *c)
 /* The NBD server and the control socket over the store, started; then
  * wait for SIGINT or SIGTERM (SIGHUP is ignored), all three blocked in
  * set. On return *srv and *ctl are whatever was made, for the caller to
- * stop; *serving says the export was served. 0 or -errno. */
+ * stop; *serving says the export was served. The server keeps pointing
+ * at *exp until it is destroyed (its connections drain after we return):
+ * the caller owns it. 0 or -errno. */
 static int serve(const struct cfg *c, const char *host, const char *port,
-		 struct nbd_backend *be, struct nbd_server **srv,
-		 struct ctl_server **ctl, struct daemon_state *ds,
-		 const sigset_t *set, int *notify_fd, bool *serving)
+		 struct nbd_backend *be, struct nbd_export *exp,
+		 struct nbd_server **srv, struct ctl_server **ctl,
+		 struct daemon_state *ds, const sigset_t *set, int *notify_fd,
+		 bool *serving)
 {
-	struct nbd_export exp = {
+	*exp = (struct nbd_export){
 		.name = c->name,
 		.description = !strcmp(c->store, "remote") ?
 			       "nvswapd swap store in other nodes' memory" :
@@ -597,7 +600,7 @@ static int serve(const struct cfg *c, const char *host, const char *port,
 	};
 	int rc, sig;
 
-	rc = nbd_server_create(srv, &sopts, &exp, be);
+	rc = nbd_server_create(srv, &sopts, exp, be);
 	if (rc < 0)
 		return rc;
 	*ds = (struct daemon_state){ *srv, be, c->store };
@@ -635,6 +638,7 @@ int main(int argc, char **argv)
 			 .threads = 0, .max_conns = 32, .handshake_s = 30 };
 	char host[256] = "127.0.0.1", port[16] = "10809", nvram[512];
 	struct nbd_backend be = { 0 };
+	struct nbd_export exp;
 	struct nbd_server *srv = NULL;
 	struct ctl_server *ctl = NULL;
 	struct daemon_state ds;
@@ -702,7 +706,7 @@ int main(int argc, char **argv)
 	else
 		rc = store_tiered(&be, &c);
 	if (rc == 0)
-		rc = serve(&c, host, port, &be, &srv, &ctl, &ds, &set,
+		rc = serve(&c, host, port, &be, &exp, &srv, &ctl, &ds, &set,
 			   &notify_fd, &serving);
 	if (rc == -EINTR && bigmem_stopping()) {
 		log_info("stopped by a signal during start-up");
