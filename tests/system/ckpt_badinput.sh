@@ -11,7 +11,8 @@ T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/ckpt_common.bash"
 
 args=(--iters 30 --nx 12 --ny 12 --nz 12)
-ck_run "$T_DIR/ref" NVCACHE_CKPT=off -- "${args[@]}" || t_fail "reference run failed"
+ck_run "$T_DIR/ref" NVCACHE_CKPT=off -- "${args[@]}" ||
+  t_fail "reference run failed: $(tail -5 "$T_DIR/ref.err")"
 ref=$(ck_result "$T_DIR/ref")
 
 # A job killed at iteration 15 leaves a checkpoint to restart from.
@@ -25,7 +26,8 @@ sums() { sha256sum "$job"/*.nvckpt; }
 sums >"$T_DIR/sums0"
 ctl=$(t_bin nvcachectl)
 "$ctl" ckpt list "$NVCACHE_CKPT_DIR" >"$T_DIR/list" || t_fail "nvcachectl ckpt list failed"
-grep -E -q '^cg +cg +4 +[0-9]+ +1[4-7] +1[4-7] .*restartable' "$T_DIR/list" ||
+# killed at 15 or, on a loaded machine, a few iterations after it was seen
+grep -E -q '^cg +cg +4 +[0-9]+ +(1[4-9]|2[0-9]) +(1[4-9]|2[0-9]) .*restartable' "$T_DIR/list" ||
   t_fail "nvcachectl ckpt list does not show job cg restartable near version 15: $(cat "$T_DIR/list")"
 "$ctl" ckpt show "$NVCACHE_CKPT_DIR" cg >"$T_DIR/show" || t_fail "nvcachectl ckpt show failed"
 [ "$(grep -c 'checksum ok' "$T_DIR/show")" -ge 4 ] || t_fail "ckpt show: $(cat "$T_DIR/show")"
@@ -57,7 +59,7 @@ expect_error badjob "NVCACHE_CKPT_JOB=../x: a job name" NVCACHE_CKPT_JOB=../x --
 
 # A dynamic window restarted with another region size, or another number
 # of regions: a clear error naming both; its files unchanged.
-CK_APP=$CK_DYN ck_run "$T_DIR/dyn" NVCACHE_CKPT_JOB=dyn -- --iters 5 || t_fail "dynamic: the job failed"
+CK_APP=$CK_DYN ck_run "$T_DIR/dyn" NVCACHE_CKPT_JOB=dyn -- --iters 5 || t_fail "dynamic: the job failed: $(tail -5 "$T_DIR/dyn.err")"
 dsums() { sha256sum "$NVCACHE_CKPT_DIR"/dyn/*.nvckpt; }
 dsums >"$T_DIR/dsums0"
 CK_APP=$CK_DYN expect_error dynsize "attached region 1 was checkpointed with 8000 bytes, this run attaches 8008 bytes" \
