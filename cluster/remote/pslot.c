@@ -52,7 +52,7 @@ static int pslot_rehome(struct remote_backend *rb, uint64_t i, uint64_t gid,
 	 * reserved first); with no room in the hold either, it stays in its
 	 * group as it was, lost but recoverable, for a later read or pass
 	 * (taken out, it would be lost for good). */
-	if (!rb_hold_reserve(rb)) {
+	if (!rb_hold_reserve(rb, i)) {
 		pthread_mutex_unlock(rb_glock(rb, gid));
 		atomic_fetch_add(&rb->short_kept, 1);
 		rb_short_log(rb);
@@ -64,10 +64,10 @@ static int pslot_rehome(struct remote_backend *rb, uint64_t i, uint64_t gid,
 	rb_group_remove(rb, gid, (unsigned)idx, page);
 	pthread_mutex_unlock(rb_glock(rb, gid));
 	if (rb_group_add(rb, i, s->version, page, -1) == 0) {
-		rb_hold_unreserve(rb);
+		rb_hold_unreserve(rb, i);
 		atomic_fetch_add(&rb->rehomes, 1);
 	} else {
-		rb_hold_put(rb, i, page);
+		(void)rb_hold_put(rb, i, page);
 		rb_short_log(rb);
 	}
 	return 0;
@@ -218,6 +218,23 @@ static int node_overwrite(struct remote_backend *rb, unsigned j, uint64_t i,
 	return rc;
 }
 
+/* A write of slot i (on no node, in no group) that no node took (group_add
+ * gave rc): into the hold when there is a spill file, so that the write
+ * succeeds while the disk has room, and the refresher places it later;
+ * else rc, counted for the short-of-room warning. Caller holds the
+ * stripe. */
+static int pslot_spill(struct remote_backend *rb, uint64_t i, const void *page, int rc)
+{
+	if (rb->spill_fd < 0 || !rb_hold_reserve(rb, i)) {
+		atomic_fetch_add(&rb->short_writes, 1);
+		rb_short_log(rb);
+		return rc;
+	}
+	rc = rb_hold_put(rb, i, page);
+	rb_short_log(rb);
+	return rc;
+}
+
 /* Write slot i. An in-use slot is overwritten where it lives and old^new
  * reaches its group's parity before we return; a new slot (or one whose
  * node is lost) joins an open group. Caller holds the stripe. */
@@ -238,10 +255,10 @@ int rb_pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 		if (rc == 0) {
 			rb_hold_forget(rb, i);
 			atomic_fetch_add(&rb->hold_placed, 1);
-		} else {
-			(void)rb_hold_io(rb, true, i, (void *)page);
+		} else if ((rc = rb_hold_io(rb, true, i, (void *)page))) {
+			atomic_fetch_add(&rb->write_errors, 1);
 		}
-		return 0;
+		return rc;
 	}
 	if (was_mapped) {
 		uint64_t gid = rb->slot_grp[i] - 1;
@@ -275,9 +292,11 @@ int rb_pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 	}
 	rc = rb_group_add(rb, i, v, page, -1);
 	s->version = v;
-	if (!was_mapped && !rc)
+	if (rc)
+		rc = pslot_spill(rb, i, page, rc);
+	if (!was_mapped && rb_slot_mapped(s))
 		atomic_fetch_add(&rb->mapped, 1);
-	if (was_mapped && rc)
+	if (was_mapped && !rb_slot_mapped(s))
 		atomic_fetch_sub(&rb->mapped, 1);
 	if (rc)
 		atomic_fetch_add(&rb->write_errors, 1);

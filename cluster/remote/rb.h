@@ -136,8 +136,8 @@ struct slot {
 	uint64_t version;
 	uint8_t n[2];                   /* node index, NO_NODE: none */
 	uint8_t g[2];                   /* the node's generation at placement */
-	/* In the local spill file, not on nodes; with parity (no spill
-	 * file there): held in our own memory (the hold, below). */
+	/* In the local spill file, not on nodes; with parity and no spill
+	 * file: held in our own memory (the hold, below). */
 	uint8_t spilled;
 	/* Its page was lost (rebuilt for one read, then no node took it):
 	 * reads give EIO, never zeros, until a write or a trim. */
@@ -174,8 +174,11 @@ struct rb_fan {
  *    taken for current;
  *  - nothing is allocated on the I/O path (reconnecting aside). */
 struct rb_mode {
-	/* pages no node takes stay in our memory (the hold: on no node, in
-	 * no group, so not redundant); else in the spill file, if any */
+	/* pages no node takes (new writes with a spill file; rebuilt,
+	 * regrouped and migrated pages always) go to the hold: on no node,
+	 * in no group, so not redundant; in the spill file if there is one,
+	 * else in our memory (hold.c). false: new writes go to the spill
+	 * file, if any, and nothing else leaves the nodes. */
 	bool hold;
 	unsigned conns;                 /* connections per node by default */
 	/* the mode's own state at open, once the nodes are known (targets:
@@ -201,6 +204,9 @@ struct rb_mode {
 	 * to move, <0 left where it is. page: scratch. */
 	int (*migrate_slot)(struct remote_backend *rb, uint64_t i, unsigned j,
 			    uint8_t *page);
+	/* the pages the nodes give slots pages of ours, redundancy counted
+	 * (the start's capacity warning) */
+	uint64_t (*node_pages)(const struct remote_backend *rb, uint64_t slots);
 	/* the mode's own stats lines; groups: closed groups unprotected */
 	void (*stats)(struct remote_backend *rb, struct outbuf *o, uint64_t groups);
 };
@@ -252,9 +258,12 @@ struct remote_backend {
 	atomic_uint tscr_rr;
 	atomic_int merge_needed;
 	/* Parity modes: the hold. A page we have in hand (rebuilt after a
-	 * loss, or being moved) that no node takes, because the cluster is
-	 * short of room, is kept here rather than dropped: its slot is on no
-	 * node and in no group, `spilled` set; reads are served from it, a
+	 * loss, or being moved; with a spill file also a new write) that no
+	 * node takes, because the cluster is short of room, is kept here
+	 * rather than dropped: in the spill file at the slot's offset if
+	 * there is one (reserved: the slot's block allocated; the fields
+	 * below unused, counted in spills and spilled_now), else in memory.
+	 * Its slot is on no node and in no group, `spilled` set; reads are served from it, a
 	 * write replaces it (or places the page, if a node takes it now), a
 	 * trim frees it, and the refresher places it once room appears
 	 * (hold_retry, backing off). At most hold_max pages; space is
@@ -278,6 +287,8 @@ struct remote_backend {
 	uint64_t retry_at_ns, retry_ns; /* refresher only */
 	bool had_room;                  /* refresher only: a node could take a page */
 	atomic_uint_fast64_t short_parity, short_held, short_kept;
+	/* writes failed for want of room (no spill file), for the warning */
+	atomic_uint_fast64_t short_writes;
 	struct log_limit room_log;
 	/* parity pages not placed because no node outside their group was
 	 * up at all: too few nodes, not too little room */
@@ -481,11 +492,13 @@ int rb_place(struct remote_backend *rb, uint64_t i, unsigned r,
 	     uint64_t version, void *page);
 void rb_slot_unmap_remote(struct remote_backend *rb, uint64_t i);
 
-/* hold.c: the hold (parity modes) and the spill file (none, mirror) */
-uint8_t *rb_hold_page(struct remote_backend *rb, uint32_t x);
-bool rb_hold_reserve(struct remote_backend *rb);
-void rb_hold_unreserve(struct remote_backend *rb);
-void rb_hold_put(struct remote_backend *rb, uint64_t i, const void *page);
+/* hold.c: the hold (parity modes: the spill file, else memory) and the
+ * spill file (every mode) */
+bool rb_hold_reserve(struct remote_backend *rb, uint64_t i);
+void rb_hold_unreserve(struct remote_backend *rb, uint64_t i);
+uint64_t rb_hold_count(struct remote_backend *rb);
+uint64_t rb_hold_next(struct remote_backend *rb, uint64_t *cur);
+int rb_hold_put(struct remote_backend *rb, uint64_t i, const void *page);
 void rb_short_log(struct remote_backend *rb);
 int rb_hold_io(struct remote_backend *rb, bool write, uint64_t i, void *page);
 void rb_hold_forget(struct remote_backend *rb, uint64_t i);

@@ -240,7 +240,7 @@ static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
 		 * degraded but recoverable, for a read or the next pass
 		 * (taken out, it would be lost). */
 		pthread_mutex_unlock(rb_glock(rb, j->gid));
-		if (rb_hold_reserve(rb)) {
+		if (rb_hold_reserve(rb, j->i)) {
 			ret = 2;
 		} else {
 			a->failed++;
@@ -292,7 +292,7 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 			s->g[0] == j->g0 && rb->slot_grp[j->i] == j->gid + 1 &&
 			group_same(g, &j->snap) && (idx = parity_member_find(g, j->i)) >= 0;
 		if (!ok[k]) {
-			rb_hold_unreserve(rb);     /* recover_prepare's, for it */
+			rb_hold_unreserve(rb, j->i);     /* recover_prepare's, for it */
 			continue;
 		}
 		atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
@@ -339,8 +339,14 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 		(void)rb_parity_write_slots(rb, ws, pages, nw);
 	for (unsigned k = 0; k < nw; k++) {
 		struct slot *s = &rb->slots[ws[k]];
+		if (s->spilled) {
+			/* no node took it: the write put it in the spill
+			 * file (pslot_spill), in the room reserved */
+			a->held++;
+			continue;
+		}
 		if (rb_slot_mapped(s)) {
-			rb_hold_unreserve(rb);
+			rb_hold_unreserve(rb, ws[k]);
 			atomic_fetch_add(&rb->rehomes, 1);
 			atomic_fetch_add(&rb->rebuilt_batched, 1);
 			atomic_fetch_add(&rb->rebuilt_regrouped, 1);
@@ -353,7 +359,7 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 		 * takes it. Dropping it here lost it for good. */
 		atomic_fetch_sub(&rb->write_errors, 1);
 		atomic_fetch_add(&rb->mapped, 1);
-		rb_hold_put(rb, ws[k], pages[k]);
+		(void)rb_hold_put(rb, ws[k], pages[k]);
 		a->held++;
 	}
 	for (unsigned k = 0; k < n; k++) {
@@ -546,9 +552,9 @@ uint64_t rb_group_dissolve(struct remote_backend *rb, uint32_t gid,
 		 * and finds no other is held, never dropped; without that
 		 * room it stays where it is */
 		if (idx >= 0 && rb_copy_valid(rb, s, 0) && rb_usable(rb, s->n[0]) &&
-		    rb_hold_reserve(rb)) {
+		    rb_hold_reserve(rb, j)) {
 			if (rb_node_op(rb, s->n[0], OP_FETCH, j, s->version, page) != 0) {
-				rb_hold_unreserve(rb);
+				rb_hold_unreserve(rb, j);
 				pthread_mutex_unlock(rb_glock(rb, gid));
 				pthread_mutex_unlock(rb_stripe(rb, j));
 				continue;
@@ -556,7 +562,7 @@ uint64_t rb_group_dissolve(struct remote_backend *rb, uint32_t gid,
 			rb_group_remove(rb, gid, (unsigned)idx, page);
 			pthread_mutex_unlock(rb_glock(rb, gid));
 			if (rb_group_add(rb, j, s->version, page, node) == 0) {
-				rb_hold_unreserve(rb);
+				rb_hold_unreserve(rb, j);
 				moved++;
 			} else {
 				/* nowhere to go: held in our memory */
@@ -565,7 +571,7 @@ uint64_t rb_group_dissolve(struct remote_backend *rb, uint32_t gid,
 				if (rb_usable(rb, (unsigned)node))
 					(void)rb_node_op(rb, (unsigned)node, OP_DROP, j,
 							 s->version, NULL);
-				rb_hold_put(rb, j, page);
+				(void)rb_hold_put(rb, j, page);
 				rb_short_log(rb);
 			}
 		} else {
@@ -605,24 +611,19 @@ static void parity_merge(struct remote_backend *rb)
  * that no node takes. Returns how many were placed. */
 static uint64_t hold_retry(struct remote_backend *rb)
 {
-	uint64_t placed = 0;
+	static _Thread_local uint8_t page[PAGE];
+	uint64_t placed = 0, cur = 0;
 	bool none[CONFIG_MAX_NODES] = { false };
 
-	for (uint32_t x = 0; atomic_load(&rb->held_now) && !rb_stopping(rb); x++) {
-		pthread_mutex_lock(&rb->hold_lock);
-		bool more = x < rb->hold_n;
-		uint64_t i = more ? rb->hold_slot[x] : 0;
-		bool used = more && rb->slots[i].hold == x + 1;
-		pthread_mutex_unlock(&rb->hold_lock);
-		if (!more || !rb_pick_count(rb, none))
+	while (rb_hold_count(rb) && !rb_stopping(rb) && rb_pick_count(rb, none)) {
+		uint64_t i = rb_hold_next(rb, &cur);
+		if (i == UINT64_MAX)
 			break;
-		if (!used)
-			continue;
 		pthread_mutex_lock(rb_stripe(rb, i));
 		struct slot *s = &rb->slots[i];
 		int rc = 0;
-		if (s->spilled && s->hold == x + 1) {
-			rc = rb_group_add(rb, i, s->version, rb_hold_page(rb, x), -1);
+		if (s->spilled && !s->lost && !(rc = rb_hold_io(rb, false, i, page))) {
+			rc = rb_group_add(rb, i, s->version, page, -1);
 			if (!rc) {
 				rb_hold_forget(rb, i);
 				atomic_fetch_add(&rb->hold_placed, 1);
@@ -633,12 +634,13 @@ static uint64_t hold_retry(struct remote_backend *rb)
 		if (rc)
 			break;
 	}
-	if (atomic_load(&rb->held_now))
+	uint64_t left = rb_hold_count(rb);
+	if (left)
 		atomic_store(&rb->retry_due, 1);
 	if (placed)
 		log_info("remote swap: %" PRIu64 " held pages placed on the nodes, %"
-			 PRIu64 " still held in nvswapd's memory", placed,
-			 (uint64_t)atomic_load(&rb->held_now));
+			 PRIu64 " still held %s", placed, left, rb->spill_fd >= 0 ?
+			 "in the spill file" : "in nvswapd's memory");
 	return placed;
 }
 
