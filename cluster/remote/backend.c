@@ -55,6 +55,7 @@ static void *refresher_main(void *arg)
 		if (rb->mode->pass)
 			rb->mode->pass(rb);
 		rb_migrate(rb);
+		rb_stale_drop(rb);
 	}
 	return NULL;
 }

@@ -11,7 +11,7 @@
  *   4. groups.c (parity groups)
  *   5. copies.c (none, mirror), pslot.c (parity): one slot's read and write
  *   6. wparity.c, write.c, trim.c: batched writes and trims
- *   7. recover.c, migrate.c: the refresher's passes
+ *   7. recover.c, migrate.c, stale.c: the refresher's passes
  *   8. stats.c, modes.c (the modes' tables), backend.c (open, close and
  *      the refresher thread)
  *
@@ -100,6 +100,10 @@ struct rnode {
 	 * there, since the drop would take it too. */
 	atomic_int reset_done;
 	atomic_uint_fast64_t dead_inc;
+	/* Declared dead, then answering with dead_inc (a partition, not a
+	 * restart): it may hold copies the slot map moved away meanwhile,
+	 * which the refresher drops (stale.c). */
+	atomic_int stale;
 	atomic_int_fast64_t free_pages; /* estimate: offer - use */
 	/* Pages it holds beyond its offer, per its last report (it shrank:
 	 * the operator's cap or local memory pressure). Non-zero: no new
@@ -298,6 +302,9 @@ struct remote_backend {
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
 		rebuilt_batched, rebuilt_regrouped,
 		merged_pages, spec_kept, spec_redone;
+
+	/* copies dropped on nodes back from a partition (stale.c) */
+	atomic_uint_fast64_t stale_dropped;
 
 	/* migration off nodes over their offer (refresher thread) */
 	atomic_uint_fast64_t migrations, migrate_ns, migrate_passes,
@@ -576,6 +583,9 @@ int rb_parity_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
 int rb_copies_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
 			   uint8_t *page);
 void rb_migrate(struct remote_backend *rb);
+
+/* stale.c: stale copies on nodes back from a partition */
+void rb_stale_drop(struct remote_backend *rb);
 
 /* stats.c: stats */
 void rb_parity_stats(struct remote_backend *rb, struct outbuf *o, uint64_t groups);

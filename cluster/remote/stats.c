@@ -141,6 +141,8 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 		      (atomic_load(&rb->rebuild_needed) || atomic_load(&rb->recovering)));
 	if (rb->mode->stats)
 		rb->mode->stats(rb, o, dg.groups);
+	outbuf_printf(o, "remote_stale_dropped: %" PRIu64 "\n",
+		      (uint64_t)atomic_load(&rb->stale_dropped));
 	outbuf_printf(o, "remote_spill: %s\n", rb->spill_fd >= 0 ? "yes" : "no");
 	outbuf_printf(o, "remote_spills: %" PRIu64 "\nremote_slots_spilled: %" PRIu64 "\n",
 		      (uint64_t)atomic_load(&rb->spills), (uint64_t)atomic_load(&rb->spilled_now));

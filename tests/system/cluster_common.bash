@@ -61,3 +61,36 @@ cluster_start() {
   done
 }
 cluster_stop() { local i; for ((i = 1; i <= CLUSTER_N; i++)); do kill -9 "${pid[$i]}" 2>/dev/null; done; }
+
+# cluster_nbd_io SOCK NAME FILE OP FROM TO: bytes FROM..TO (MiB) of the device
+# written from FILE (OP w, 1 MiB writes, any failure fails) or checked
+# against it page by page (OP c, prints "UNREADABLE WRONG").
+cluster_nbd_io() {
+  # -I: not the repository's nbd/ for libnbd's module
+  /usr/bin/python3 -I - "$@" <<'PY'
+import nbd, sys
+sock, name, path, op = sys.argv[1:5]
+lo, hi = int(sys.argv[5]) << 20, int(sys.argv[6]) << 20
+data = open(path, "rb").read()
+def conn():
+    h = nbd.NBD()
+    h.set_export_name(name)
+    h.connect_unix(sock)
+    return h
+h = conn()
+if op == "w":
+    for off in range(lo, hi, 1 << 20):
+        h.pwrite(data[off:off + (1 << 20)], off)
+    h.flush()
+    sys.exit(0)
+bad = wrong = 0
+for off in range(lo, hi, 4096):
+    try:
+        if h.pread(4096, off) != data[off:off + 4096]:
+            wrong += 1
+    except nbd.Error:
+        bad += 1
+        h = conn()
+print(bad, wrong)
+PY
+}

@@ -17,44 +17,11 @@ T_TIMEOUT=${T_TIMEOUT:-300}
 . "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
 t_require_cmd cmp
-PY="/usr/bin/python3 -I"    # -I: not the repository's nbd/ for libnbd's module
-$PY -c 'import nbd' 2>/dev/null || t_skip "no python3 libnbd module (python3-libnbd) for $PY"
+/usr/bin/python3 -I -c 'import nbd' 2>/dev/null || t_skip "no python3 libnbd module (python3-libnbd)"
 
 export NVCACHE_RUN_DIR=$T_DIR/run
 declare -A pid
 cluster_node_args() { echo --no-mlock; }
-
-# nbd_io SOCK NAME FILE OP FROM TO: bytes FROM..TO (MiB) of the device
-# written from FILE (OP w, 1 MiB writes, any failure fails) or checked
-# against it page by page (OP c, prints "UNREADABLE WRONG").
-nbd_io() {
-  $PY - "$@" <<'PY'
-import nbd, sys
-sock, name, path, op = sys.argv[1:5]
-lo, hi = int(sys.argv[5]) << 20, int(sys.argv[6]) << 20
-data = open(path, "rb").read()
-def conn():
-    h = nbd.NBD()
-    h.set_export_name(name)
-    h.connect_unix(sock)
-    return h
-h = conn()
-if op == "w":
-    for off in range(lo, hi, 1 << 20):
-        h.pwrite(data[off:off + (1 << 20)], off)
-    h.flush()
-    sys.exit(0)
-bad = wrong = 0
-for off in range(lo, hi, 4096):
-    try:
-        if h.pread(4096, off) != data[off:off + 4096]:
-            wrong += 1
-    except nbd.Error:
-        bad += 1
-        h = conn()
-print(bad, wrong)
-PY
-}
 
 run_mode() {
   local mode=$1 victim=3
@@ -72,16 +39,16 @@ run_mode() {
 
   grep -q "after losing its largest node" "$log" || mfail "no capacity warning at start"
   head -c 44M /dev/urandom >"$T_DIR/data"
-  nbd_io "$sock" "$name" "$T_DIR/data" w 0 20 || mfail "writes before the kill failed"
-  nbd_io "$sock" "$name" "$T_DIR/data" w 20 36 &
+  cluster_nbd_io "$sock" "$name" "$T_DIR/data" w 0 20 || mfail "writes before the kill failed"
+  cluster_nbd_io "$sock" "$name" "$T_DIR/data" w 20 36 &
   local wr=$!
   sleep 0.2
   kill -9 "${pid[$victim]}"
   wait $wr || mfail "a write failed after node $victim died"
   pass_done() { grep -q "recovery pass: [0-9]* pages rebuilt" "$log"; }
   t_wait 30 pass_done || mfail "no recovery pass after node $victim died"
-  nbd_io "$sock" "$name" "$T_DIR/data" w 36 44 || mfail "a write failed once the nodes were full"
-  local res; res=$(nbd_io "$sock" "$name" "$T_DIR/data" c 0 44) || mfail "page check failed to run"
+  cluster_nbd_io "$sock" "$name" "$T_DIR/data" w 36 44 || mfail "a write failed once the nodes were full"
+  local res; res=$(cluster_nbd_io "$sock" "$name" "$T_DIR/data" c 0 44) || mfail "page check failed to run"
   t_log "$mode: after node $victim died: unreadable/wrong pages: $res; spilled now $(st remote_slots_spilled), $(st remote_spills) in all"
   [ "$res" = "0 0" ] || mfail "pages unreadable or wrong after one node died: $res"
   [ "$(st remote_write_errors)" = 0 ] || mfail "$(st remote_write_errors) write errors"
@@ -95,7 +62,7 @@ run_mode() {
   t_cleanup "kill -9 ${pid[$victim]} 2>/dev/null"
   unspilled() { [ "$(st remote_slots_spilled)" = 0 ]; }
   t_wait 90 unspilled || mfail "$(st remote_slots_spilled) pages still spilled after node $victim came back"
-  res=$(nbd_io "$sock" "$name" "$T_DIR/data" c 0 44) || mfail "page check failed to run"
+  res=$(cluster_nbd_io "$sock" "$name" "$T_DIR/data" c 0 44) || mfail "page check failed to run"
   [ "$res" = "0 0" ] || mfail "after the spilled pages moved back (unreadable, wrong): $res"
   t_log "$mode: node $victim back: spilled pages moved to the nodes ($(st remote_holds_placed)), every page right"
   kill "$pidd"; wait "$pidd" 2>/dev/null
