@@ -121,16 +121,29 @@ static bool group_same(const struct parity_group *a, const struct parity_group *
 
 /* One slot on its own, under its stripe, if still lost: what a read
  * would do (pslot_read), for a slot the batch cannot take. */
+/* Lost slot i rebuilt the way a read does (pslot_read), and counted by
+ * where it ended: re-homed on a node (fixed), in the hold (held), or
+ * still lost in its group, no node or hold having room, or not
+ * rebuilt at all (failed). page: scratch. Caller holds the stripe. */
+static void recover_read(struct remote_backend *rb, uint64_t i, struct recover_arg *a,
+			 uint8_t *page)
+{
+	const struct slot *s = &rb->slots[i];
+
+	if (rb_pslot_read(rb, i, page) || slot_lost(rb, s))
+		a->failed++;
+	else if (s->spilled)
+		a->held++;
+	else
+		a->fixed++;
+}
+
 static void recover_one(struct remote_backend *rb, uint64_t i, struct recover_arg *a,
 			uint8_t *page)
 {
 	pthread_mutex_lock(rb_stripe(rb, i));
-	if (slot_lost(rb, &rb->slots[i])) {
-		if (rb_pslot_read(rb, i, page) == 0)
-			a->fixed++;
-		else
-			a->failed++;
-	}
+	if (slot_lost(rb, &rb->slots[i]))
+		recover_read(rb, i, a, page);
 	pthread_mutex_unlock(rb_stripe(rb, i));
 }
 
@@ -211,10 +224,7 @@ static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
 		same = b->f[j->first + k].rc == 0;
 	if (!same) {
 		pthread_mutex_unlock(rb_glock(rb, j->gid));
-		if (rb_pslot_read(rb, j->i, b->page) == 0)
-			a->fixed++;
-		else
-			a->failed++;
+		recover_read(rb, j->i, a, b->page);
 		pthread_mutex_unlock(rb_stripe(rb, j->i));
 		return 0;
 	}
@@ -366,10 +376,7 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 		struct slot *s = &rb->slots[b->job[jk[k]].i];
 		if (ok[k] || !slot_lost(rb, s))
 			continue;
-		if (rb_pslot_read(rb, b->job[jk[k]].i, b->page) == 0)
-			a->fixed++;
-		else
-			a->failed++;
+		recover_read(rb, b->job[jk[k]].i, a, b->page);
 	}
 	rb_stripes_unlock(rb, order, u);
 }
@@ -401,12 +408,8 @@ static void recover_finish(struct remote_backend *rb, struct recover_buf *b,
 		/* our copy is garbage unless a read's rebuild put this very
 		 * version on the same node */
 		dropit = !st->rc && !(s->n[0] == st->node && s->version == j->version);
-		if (slot_lost(rb, s)) {
-			if (rb_pslot_read(rb, j->i, b->page) == 0)
-				a->fixed++;
-			else
-				a->failed++;
-		}
+		if (slot_lost(rb, s))
+			recover_read(rb, j->i, a, b->page);
 	}
 	if (dropit && rb_usable(rb, st->node))
 		(void)rb_node_op(rb, st->node, OP_DROP, j->i, j->version, NULL);
@@ -515,16 +518,19 @@ static void parity_recover(struct remote_backend *rb)
 		log_info("remote swap: %" PRIu64 " parity groups regrouped: no node "
 			 "outside them could take their parity page", regrouped);
 	atomic_fetch_add(&rb->rebuild_passes, 1);
-	atomic_fetch_add(&rb->rebuilt_pages, fixed);
-	if (fixed)
+	/* rebuilt by this pass: placed on a node or held, not those left
+	 * lost in their groups */
+	atomic_fetch_add(&rb->rebuilt_pages, fixed + held);
+	if (fixed + held)
 		atomic_fetch_add(&rb->rebuild_ns, dt);
 	if (fixed || failed || held || groups)
 		log_info("remote swap: recovery pass: %" PRIu64 " pages rebuilt from "
-			 "parity (%.3f ms/page), %" PRIu64 " rebuilt and held in "
-			 "nvswapd's memory (no node had room), %" PRIu64 " could not be "
-			 "(left in their groups), %" PRIu64 " parity pages recomputed",
-			 fixed, fixed ? dt / 1e6 / (double)fixed : 0.0, held, failed,
-			 groups);
+			 "parity (%.3f ms/page), %" PRIu64 " rebuilt and held %s (no "
+			 "node had room), %" PRIu64 " could not be (left in their "
+			 "groups), %" PRIu64 " parity pages recomputed",
+			 fixed, fixed + held ? dt / 1e6 / (double)(fixed + held) : 0.0,
+			 held, rb->spill_fd >= 0 ? "in the spill file" : "in nvswapd's memory",
+			 failed, groups);
 	rb_short_log(rb);
 }
 
