@@ -167,13 +167,23 @@ static int node_fetch_store(struct remote_backend *rb, unsigned j, uint64_t i,
  * whatever the node did (see node_fetch_store). Caller holds the group's
  * lock. */
 /* Node j's answer rc to an overwrite of slot i (group g): counted, and
- * logged when the parity update did not surely happen. */
+ * logged when the parity update did not surely happen. A transport error
+ * leaves it unknown whether the node stored the page and forwarded the
+ * delta to the parity node: g's parity page is then taken for lost, so
+ * that nothing rebuilds a page from it (it would XOR in a delta the
+ * members do not show); the slot leaves the group without its old
+ * contents (pslot_unmap, group_remove), which recomputes the parity from
+ * the members that stay. Caller holds the group's lock. */
 void rb_overwrite_count(struct remote_backend *rb, unsigned j, uint64_t i,
-			const struct parity_group *g, int rc,
+			struct parity_group *g, int rc,
 			const struct cluster_client *cl)
 {
 	struct rnode *nd = &rb->nodes[j];
 
+	if (rb_is_transport_error(rc)) {
+		g->parity_lost = 1;
+		atomic_fetch_add(&rb->overwrites_unsure, 1);
+	}
 	if (rc == 0 || rc == -EREMOTEIO)
 		atomic_fetch_add(&nd->stores, 1);
 	if (rc == -EREMOTEIO) {
@@ -203,7 +213,7 @@ static void overwrite_apply(struct remote_backend *rb, struct parity_group *g,
 }
 
 static int node_overwrite(struct remote_backend *rb, unsigned j, uint64_t i,
-			  uint64_t v, uint64_t old_v, const struct parity_group *g,
+			  uint64_t v, uint64_t old_v, struct parity_group *g,
 			  const void *page)
 {
 	int rc;

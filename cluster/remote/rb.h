@@ -298,6 +298,9 @@ struct remote_backend {
 	 * up at all: too few nodes, not too little room */
 	atomic_uint_fast64_t short_nodes;
 	struct log_limit nodes_log;
+	/* overwrites whose delta may or may not have reached the parity
+	 * node (a transport error): their groups' parity recomputed */
+	atomic_uint_fast64_t overwrites_unsure;
 	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
 		rebuilt_batched, rebuilt_regrouped,
@@ -545,7 +548,7 @@ void rb_pslot_moved(struct remote_backend *rb, struct slot *s,
 int rb_pslot_read(struct remote_backend *rb, uint64_t i, void *page);
 void rb_pslot_unmap(struct remote_backend *rb, uint64_t i);
 void rb_overwrite_count(struct remote_backend *rb, unsigned j, uint64_t i,
-			const struct parity_group *g, int rc,
+			struct parity_group *g, int rc,
 			const struct cluster_client *cl);
 int rb_pslot_write(struct remote_backend *rb, uint64_t i, const void *page);
 
