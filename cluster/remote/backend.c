@@ -52,10 +52,12 @@ static void *refresher_main(void *arg)
 		if (rb_refresh(rb))
 			log_debug("remote swap: no node answered the table refresh");
 		rb_reset_late_nodes(rb);
+		/* before the pass: a node back from a partition is cleared
+		 * of stale copies before the layout grows back onto it */
+		rb_stale_drop(rb);
 		if (rb->mode->pass)
 			rb->mode->pass(rb);
 		rb_migrate(rb);
-		rb_stale_drop(rb);
 	}
 	return NULL;
 }

@@ -186,9 +186,11 @@ int rb_refresh_from(struct remote_backend *rb, unsigned i)
 			    atomic_load(&nd->incarnation) == atomic_load(&nd->dead_inc))
 				atomic_store(&nd->stale, 1);
 			int was = atomic_exchange(&nd->alive, alive);
-			if (!was && alive)
+			if (!was && alive) {
 				log_info("remote swap: node %u is alive (per node %u)",
 					 nd->id, rb->nodes[i].id);
+				atomic_store(&rb->widen_needed, 1);
+			}
 			if (was && !alive) {
 				atomic_store(&nd->dead_inc, atomic_load(&nd->incarnation));
 				atomic_store(&nd->declared_dead, 1);

@@ -261,6 +261,9 @@ struct remote_backend {
 	} tscr[POOL];
 	atomic_uint tscr_rr;
 	atomic_int merge_needed;
+	/* a node came back: narrowed groups widen again (parity_widen) */
+	atomic_int widen_needed;
+	atomic_uint_fast64_t widened_pages;
 	/* Parity modes: the hold. A page we have in hand (rebuilt after a
 	 * loss, or being moved; with a spill file also a new write) that no
 	 * node takes, because the cluster is short of room, is kept here

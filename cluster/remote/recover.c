@@ -588,8 +588,11 @@ uint64_t rb_group_dissolve(struct remote_backend *rb, uint32_t gid,
 	return moved;
 }
 
-/* Merge sparse closed groups: their members move into open groups. */
-static void parity_merge(struct remote_backend *rb)
+/* Every closed group that which() picks (under its lock) dissolved: its
+ * members move into open groups. Returns how many moved. */
+static uint64_t dissolve_where(struct remote_backend *rb,
+			       bool (*which)(struct remote_backend *rb,
+					     const struct parity_group *g))
 {
 	uint64_t moved = 0;
 
@@ -597,15 +600,60 @@ static void parity_merge(struct remote_backend *rb)
 		uint64_t slots[PARITY_MAX_N];
 		unsigned n = 0;
 		if (gid % 4096 == 0 && rb_stopping(rb))
-			return;
+			break;
 		pthread_mutex_lock(rb_glock(rb, gid));
 		struct parity_group *g = parity_group_at(&rb->pt, gid);
-		if (parity_group_sparse(g, rb->gsize))
+		if (g->state == PG_CLOSED && g->nmem && which(rb, g))
 			for (n = 0; n < g->nmem; n++)
 				slots[n] = g->m[n].slot;
 		pthread_mutex_unlock(rb_glock(rb, gid));
 		moved += rb_group_dissolve(rb, gid, slots, n);
 	}
+	return moved;
+}
+
+static bool group_sparse(struct remote_backend *rb, const struct parity_group *g)
+{
+	return parity_group_sparse(g, rb->gsize);
+}
+
+/* Narrower than the layout (closed early: no node was left outside it,
+ * or trimmed), or, with a dedicated parity node, its parity page
+ * elsewhere (the parity node was gone). */
+static bool group_narrow(struct remote_backend *rb, const struct parity_group *g)
+{
+	return g->nmem < rb->gsize || (rb->pnode >= 0 && g->pn != rb->pnode);
+}
+
+/* A node came back (restarted, or after a partition): the layout grows
+ * back. Groups that narrowed while it was away are dissolved into open
+ * groups, which fill to the full width again and put their parity page
+ * on the parity node, or with parity-dist on a node with room (the one
+ * back has the most), spreading it again. The data stays where it is
+ * unless its new group already has a page on that node. Only once a
+ * full group can form (gsize data nodes and one for parity usable);
+ * until then it waits for the next pass. */
+static void parity_widen(struct remote_backend *rb)
+{
+	bool none[CONFIG_MAX_NODES] = { false };
+
+	if (rb_pick_count(rb, none) < rb->gsize + 1 ||
+	    (rb->pnode >= 0 && !rb_pickable(rb, (unsigned)rb->pnode))) {
+		atomic_store(&rb->widen_needed, 1);
+		return;
+	}
+	uint64_t moved = dissolve_where(rb, group_narrow);
+	atomic_fetch_add(&rb->widened_pages, moved);
+	if (moved)
+		log_info("remote swap: a node is back: %" PRIu64 " pages of narrowed "
+			 "parity groups regrouped into groups of %u", moved, rb->gsize);
+}
+
+/* Merge sparse closed groups: their members move into open groups. */
+static void parity_merge(struct remote_backend *rb)
+{
+	uint64_t moved = dissolve_where(rb, group_sparse);
+
 	atomic_fetch_add(&rb->merged_pages, moved);
 	if (moved)
 		log_debug("remote swap: %" PRIu64 " pages of sparse parity groups merged",
@@ -703,4 +751,6 @@ void rb_parity_pass(struct remote_backend *rb)
 	}
 	if (atomic_exchange(&rb->merge_needed, 0))
 		parity_merge(rb);
+	if (atomic_exchange(&rb->widen_needed, 0))
+		parity_widen(rb);
 }

@@ -75,6 +75,8 @@ void rb_parity_stats(struct remote_backend *rb, struct outbuf *o, uint64_t group
 	outbuf_printf(o, "parity_sends_with_data: %" PRIu64
 		      "\nparity_sends_redone: %" PRIu64 "\n", (uint64_t)atomic_load(&rb->spec_kept),
 		      (uint64_t)atomic_load(&rb->spec_redone));
+	outbuf_printf(o, "parity_widened_pages: %" PRIu64 "\n",
+		      (uint64_t)atomic_load(&rb->widened_pages));
 	outbuf_printf(o, "parity_overwrites_unsure: %" PRIu64 "\n",
 		      (uint64_t)atomic_load(&rb->overwrites_unsure));
 	outbuf_printf(o, "parity_reconstructs: %" PRIu64 "\nparity_rehomes: %" PRIu64
