@@ -60,6 +60,17 @@ cluster_start() {
       t_fail "node $i does not see its peers: $(tail -3 "$T_DIR/node$i-$tag.log")"
   done
 }
+# cluster_node_restart I TAG: node I of $conf started again (after a kill),
+# as cluster_start does, its log in $T_DIR/nodeI-TAG.log.
+cluster_node_restart() {
+  local i=$1 extra=()
+  if declare -F cluster_node_args >/dev/null; then read -r -a extra < <(cluster_node_args "$i") || true; fi
+  "$(t_bin nvcached)" --cluster "$conf" --node "$i" -f --heartbeat 200 --timeout 1000 \
+    "${extra[@]}" >"$T_DIR/node$i-$2.log" 2>&1 &
+  pid[$i]=$!
+  t_cleanup "kill -9 ${pid[$i]} 2>/dev/null"
+  disown "${pid[$i]}"
+}
 cluster_stop() { local i; for ((i = 1; i <= CLUSTER_N; i++)); do kill -9 "${pid[$i]}" 2>/dev/null; done; }
 
 # cluster_nbd_io SOCK NAME FILE OP FROM TO: bytes FROM..TO (MiB) of the device

@@ -56,10 +56,7 @@ run_mode() {
   grep -q "short of room.*in the spill file" "$log" || mfail "no short-of-room warning naming the spill file"
 
   # Room returns (the node comes back, empty): the spilled pages move back.
-  "$(t_bin nvcached)" --cluster "$conf" --node $victim -f --heartbeat 200 --timeout 1000 --no-mlock \
-    >"$T_DIR/node$victim-$mode-2.log" 2>&1 &
-  pid[$victim]=$!; disown "${pid[$victim]}"
-  t_cleanup "kill -9 ${pid[$victim]} 2>/dev/null"
+  cluster_node_restart $victim "$mode-2"
   unspilled() { [ "$(st remote_slots_spilled)" = 0 ]; }
   t_wait 90 unspilled || mfail "$(st remote_slots_spilled) pages still spilled after node $victim came back"
   res=$(cluster_nbd_io "$sock" "$name" "$T_DIR/data" c 0 44) || mfail "page check failed to run"
