@@ -13,7 +13,8 @@
  *
  * When no node has room for a page, it goes whole to a local spill file if
  * one is given (Nswap swaps to disk only when no idle RAM is left); the
- * next write of that slot tries the nodes again.
+ * next write of that slot tries the nodes again; with parity the refresher
+ * also moves spilled pages back to the nodes once they have room.
  *
  * Redundancy: "none" (one copy) or "mirror" (two copies on different nodes,
  * Nswap's dynamic mirroring). With mirror, a read whose first copy fails
@@ -86,8 +87,9 @@ struct remote_opts {
 	unsigned refresh_ms;            /* capacity table refresh; 0: 500 */
 	const char *spill_path;         /* local file for pages no node has
 					 * room for; NULL: such writes fail
-					 * -ENOSPC. Refused on tmpfs, and with
-					 * the parity modes. */
+					 * -ENOSPC. Refused on tmpfs. With
+					 * parity also the rebuilt and moved
+					 * pages no node takes (the hold). */
 	unsigned parity_group;          /* parity modes: data pages per
 					 * group, 2..8; 0: 4 */
 };

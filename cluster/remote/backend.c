@@ -52,11 +52,48 @@ static void *refresher_main(void *arg)
 		if (rb_refresh(rb))
 			log_debug("remote swap: no node answered the table refresh");
 		rb_reset_late_nodes(rb);
+		/* before the pass: a node back from a partition is cleared
+		 * of stale copies before the layout grows back onto it */
+		rb_stale_drop(rb);
 		if (rb->mode->pass)
 			rb->mode->pass(rb);
 		rb_migrate(rb);
 	}
 	return NULL;
+}
+
+/* At open, with every node's report in: a warning when the device needs
+ * more than the cluster would have left after losing its largest node.
+ * Then a node loss leaves pages with nowhere to go: the spill file takes
+ * them, or without one, swap writes fail. */
+static void capacity_warn(struct remote_backend *rb)
+{
+	uint64_t room = 0, most = 0;
+	unsigned big = 0;
+
+	for (unsigned i = 0; i < rb->nn; i++) {
+		int_fast64_t f = atomic_load(&rb->nodes[i].free_pages);
+		if (!rb->nodes[i].target || f <= 0)
+			continue;
+		room += (uint64_t)f;
+		if ((uint64_t)f > most) {
+			most = (uint64_t)f;
+			big = i;
+		}
+	}
+	uint64_t need = rb->mode->node_pages(rb, rb->nslots);
+	if (need <= room - most)
+		return;
+	const uint64_t mib = 1048576 / PAGE;
+	log_warn("remote swap: %" PRIu64 " MiB of swap needs %" PRIu64 " MiB on the "
+		 "nodes with redundancy %s, but the cluster has %" PRIu64 " MiB free "
+		 "and %" PRIu64 " MiB after losing its largest node (node %u, %"
+		 PRIu64 " MiB): once full, or after a loss, %s. Give the nodes "
+		 "memory (mem=, nvcachectl grow), add a node or use a smaller --size",
+		 rb->nslots / mib, need / mib, rb_red_name(rb->red), room / mib,
+		 (room - most) / mib, rb->nodes[big].id, most / mib,
+		 rb->spill_fd >= 0 ? "pages go to the spill file" :
+		 "swap writes fail (no spill file: --flash)");
 }
 
 int remote_open(struct remote_backend **out, const struct remote_opts *o)
@@ -73,12 +110,6 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		return -EINVAL;
 	}
 	bool par = o->redundancy == REMOTE_PARITY || o->redundancy == REMOTE_PARITY_DIST;
-	if (par && o->spill_path) {
-		log_err("remote swap: a spill file is not supported with parity "
-			"redundancy (spilled pages would sit outside their groups); "
-			"use mirror or none with --flash");
-		return -EINVAL;
-	}
 	if (par && o->parity_group && (o->parity_group < 2 ||
 				       o->parity_group > PARITY_MAX_N)) {
 		log_err("remote swap: parity group size %u: use 2..%u",
@@ -226,6 +257,7 @@ int remote_open(struct remote_backend **out, const struct remote_opts *o)
 		return -rc;
 	}
 	rb->refresher_started = true;
+	capacity_warn(rb);
 	log_info("remote swap: %" PRIu64 " slots over %u nodes, redundancy %s",
 		 rb->nslots, targets, rb_red_name(rb->red));
 	if (rb->pnode >= 0)

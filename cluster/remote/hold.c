@@ -1,21 +1,29 @@
-/* hold.c - pages no node takes: the hold (parity modes: kept in our own
- * memory, outside every group) and the spill file (none and mirror), and
- * the one warning a minute that the cluster is short of room. */
+/* hold.c - pages no node takes: the hold (parity modes: outside every
+ * group, in the spill file if there is one, else in our own memory) and
+ * the spill file (every mode), and the one warning a minute that the
+ * cluster is short of room. */
 #include "cluster/remote/rb.h"
 
 /* Entry x's page. */
-uint8_t *rb_hold_page(struct remote_backend *rb, uint32_t x)
+static uint8_t *hold_page(struct remote_backend *rb, uint32_t x)
 {
 	return rb->hold_chunk[x / HOLD_CHUNK] + (size_t)(x % HOLD_CHUNK) * PAGE;
 }
 
-/* Reserve room for one page in the hold (made now, so that hold_put
+/* Reserve room for slot i's page in the hold (made now, so that hold_put
  * cannot fail): true, or false when the hold is at its cap or out of
- * memory (said once per SHORT_LOG_S, see short_log). */
-bool rb_hold_reserve(struct remote_backend *rb)
+ * memory, or the spill file's disk is full (said once per SHORT_LOG_S,
+ * see short_log). With a spill file the room is the slot's own block
+ * there, allocated now. Caller holds the stripe. */
+bool rb_hold_reserve(struct remote_backend *rb, uint64_t i)
 {
 	bool ok = false;
 
+	if (rb->spill_fd >= 0) {
+		int rc = fallocate(rb->spill_fd, 0, (off_t)(i * PAGE), PAGE) ? errno : 0;
+		ok = !rc || rc == EOPNOTSUPP;
+		goto refused;
+	}
 	pthread_mutex_lock(&rb->hold_lock);
 	if (!rb->hold_slot) {
 		uint32_t nc = (rb->hold_max + HOLD_CHUNK - 1) / HOLD_CHUNK;
@@ -49,6 +57,7 @@ bool rb_hold_reserve(struct remote_backend *rb)
 	}
 out:
 	pthread_mutex_unlock(&rb->hold_lock);
+refused:
 	if (!ok) {
 		atomic_fetch_add(&rb->hold_refused, 1);
 		atomic_store(&rb->retry_due, 1);
@@ -56,31 +65,51 @@ out:
 	return ok;
 }
 
-void rb_hold_unreserve(struct remote_backend *rb)
+/* A reservation not used (slot i found a node). The spill file's block
+ * stays allocated for the slot's next spill. */
+void rb_hold_unreserve(struct remote_backend *rb, uint64_t i)
 {
+	(void)i;
+	if (rb->spill_fd >= 0)
+		return;
 	pthread_mutex_lock(&rb->hold_lock);
 	rb->hold_reserved--;
 	pthread_mutex_unlock(&rb->hold_lock);
 }
 
 /* Slot i (on no node, in no group) keeps `page` in the hold, in the room
- * a hold_reserve made; the slot stays mapped. Caller holds the stripe. */
-void rb_hold_put(struct remote_backend *rb, uint64_t i, const void *page)
+ * a hold_reserve made; the slot stays mapped. A spill file that fails
+ * the write (a disk error, its block allocated) leaves the slot lost:
+ * reads give EIO until a write or a trim; -EIO then, else 0. Caller
+ * holds the stripe. */
+int rb_hold_put(struct remote_backend *rb, uint64_t i, const void *page)
 {
 	struct slot *s = &rb->slots[i];
 
+	if (rb->spill_fd >= 0) {
+		int rc = rb_spill_io(rb, true, i, (void *)page);
+		if (rc)
+			s->lost = 1;
+		s->spilled = 1;
+		atomic_fetch_add(&rb->spilled_now, 1);
+		atomic_fetch_add(&rb->spills, 1);
+		atomic_fetch_add(&rb->short_held, 1);
+		atomic_store(&rb->retry_due, 1);
+		return rc;
+	}
 	pthread_mutex_lock(&rb->hold_lock);
 	uint32_t x = rb->hold_free[--rb->hold_nfree];
 	rb->hold_reserved--;
 	rb->hold_slot[x] = i;
 	s->hold = (uint16_t)(x + 1);
 	pthread_mutex_unlock(&rb->hold_lock);
-	memcpy(rb_hold_page(rb, x), page, PAGE);
+	memcpy(hold_page(rb, x), page, PAGE);
 	s->spilled = 1;
 	atomic_fetch_add(&rb->held_now, 1);
 	atomic_fetch_add(&rb->holds, 1);
 	atomic_fetch_add(&rb->short_held, 1);
 	atomic_store(&rb->retry_due, 1);
+	return 0;
 }
 
 /* Slot i leaves the hold (placed on a node, trimmed). Caller holds the
@@ -122,25 +151,77 @@ void rb_short_log(struct remote_backend *rb)
 	uint64_t held = atomic_exchange(&rb->short_held, 0);
 	uint64_t kept = atomic_exchange(&rb->short_kept, 0);
 	uint64_t refused = atomic_exchange(&rb->hold_refused, 0);
-	if (!par && !held && !kept && !refused)
+	uint64_t failed = atomic_exchange(&rb->short_writes, 0);
+	if (!par && !held && !kept && !refused && !failed)
 		return;
+	char where[96];
+	if (rb->spill_fd >= 0)
+		snprintf(where, sizeof(where), "in the spill file (%" PRIu64 " now)",
+			 (uint64_t)atomic_load(&rb->spilled_now));
+	else
+		snprintf(where, sizeof(where), "in nvswapd's memory (%" PRIu64
+			 " now, at most %u MiB)", (uint64_t)atomic_load(&rb->held_now),
+			 rb->hold_max / (1048576 / PAGE));
 	log_warn("remote swap: the cluster is short of room (no node takes our "
-		 "pages): %" PRIu64 " parity pages not placed (their groups are "
-		 "unprotected), %" PRIu64 " pages held in nvswapd's memory "
-		 "(%" PRIu64 " now, at most %u MiB), %" PRIu64 " lost pages left "
-		 "in their groups to be rebuilt later%s, since the last such "
+		 "pages): %" PRIu64 " writes failed (no spill file: --flash), %"
+		 PRIu64 " parity pages not placed (their groups are "
+		 "unprotected), %" PRIu64 " pages held %s, %" PRIu64 " lost pages "
+		 "left in their groups to be rebuilt later%s, since the last such "
 		 "message; retrying with back-off. Give the nodes memory "
-		 "(mem=, nvcachectl grow) or add a node", par, held,
-		 (uint64_t)atomic_load(&rb->held_now), rb->hold_max / (1048576 / PAGE),
-		 kept, refused ? " (the hold is full: another loss in those "
-		 "groups loses their pages)" : "");
+		 "(mem=, nvcachectl grow) or add a node", failed, par, held, where,
+		 kept, refused ? (rb->spill_fd >= 0 ? " (the spill file's disk is "
+		 "full: another loss in those groups loses their pages)" :
+		 " (the hold is full: another loss in those groups loses their "
+		 "pages)") : "");
+}
+
+/* Pages in the hold now (the spill file's, with one). */
+uint64_t rb_hold_count(struct remote_backend *rb)
+{
+	return rb->spill_fd >= 0 ? atomic_load(&rb->spilled_now) :
+				   atomic_load(&rb->held_now);
+}
+
+/* The held slot after *cur (a cursor, 0 to start), or UINT64_MAX when
+ * there are no more: hold entries in order, or the spill file's slots.
+ * The caller checks, under the slot's stripe, that it is still held. */
+uint64_t rb_hold_next(struct remote_backend *rb, uint64_t *cur)
+{
+	if (rb->spill_fd >= 0) {
+		for (; *cur < rb->nslots; (*cur)++) {
+			uint64_t i = *cur;
+			pthread_mutex_lock(rb_stripe(rb, i));
+			bool held = rb->slots[i].spilled;
+			pthread_mutex_unlock(rb_stripe(rb, i));
+			if (held) {
+				(*cur)++;
+				return i;
+			}
+		}
+		return UINT64_MAX;
+	}
+	for (;;) {
+		pthread_mutex_lock(&rb->hold_lock);
+		uint64_t x = *cur;
+		bool more = x < rb->hold_n;
+		uint64_t i = more ? rb->hold_slot[x] : 0;
+		bool used = more && rb->slots[i].hold == x + 1;
+		pthread_mutex_unlock(&rb->hold_lock);
+		if (!more)
+			return UINT64_MAX;
+		(*cur)++;
+		if (used)
+			return i;
+	}
 }
 
 /* Held slot i's page read, or replaced by `page`. Caller holds the
  * stripe. */
 int rb_hold_io(struct remote_backend *rb, bool write, uint64_t i, void *page)
 {
-	uint8_t *h = rb_hold_page(rb, rb->slots[i].hold - 1u);
+	if (rb->spill_fd >= 0)
+		return rb_spill_io(rb, write, i, page);
+	uint8_t *h = hold_page(rb, rb->slots[i].hold - 1u);
 	memcpy(write ? h : page, write ? page : h, PAGE);
 	return 0;
 }
@@ -150,6 +231,10 @@ void rb_hold_forget(struct remote_backend *rb, uint64_t i)
 {
 	struct slot *s = &rb->slots[i];
 
+	if (rb->spill_fd >= 0) {
+		rb_spill_forget(rb, i);
+		return;
+	}
 	if (!s->spilled)
 		return;
 	s->spilled = 0;

@@ -54,7 +54,7 @@ int rb_parity_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
 	/* Every node with room is in the group already: the page leaves it
 	 * (XORed out of its parity) for an open group; room in the hold is
 	 * reserved first (without it, the page stays where it is). */
-	if (!rb_hold_reserve(rb)) {
+	if (!rb_hold_reserve(rb, i)) {
 		pthread_mutex_unlock(rb_glock(rb, gid));
 		return -ENOSPC;
 	}
@@ -63,7 +63,7 @@ int rb_parity_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
 	rb_group_remove(rb, gid, (unsigned)idx, page);
 	pthread_mutex_unlock(rb_glock(rb, gid));
 	if (rb_group_add(rb, i, s->version, page, -1) == 0) {
-		rb_hold_unreserve(rb);
+		rb_hold_unreserve(rb, i);
 		(void)rb_node_op(rb, j, OP_DROP, i, s->version, NULL);
 		return 1;
 	}
@@ -71,13 +71,13 @@ int rb_parity_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
 	 * (group_add keeps it on j, or moves it and drops the copy on j). */
 	atomic_fetch_add(&rb->nodes[j].held, 1);
 	if (rb_group_add(rb, i, s->version, page, (int)j) == 0) {
-		rb_hold_unreserve(rb);
+		rb_hold_unreserve(rb, i);
 		return s->n[0] == j ? -ENOSPC : 1;
 	}
 	/* Not even there (no group can take it): held in our memory. */
 	atomic_fetch_sub(&rb->nodes[j].held, 1);
 	(void)rb_node_op(rb, j, OP_DROP, i, s->version, NULL);
-	rb_hold_put(rb, i, page);
+	(void)rb_hold_put(rb, i, page);
 	rb_short_log(rb);
 	return -ENOSPC;
 }

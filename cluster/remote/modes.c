@@ -2,6 +2,17 @@
  * by enum remote_redundancy. */
 #include "cluster/remote/rb.h"
 
+static uint64_t copies_node_pages(const struct remote_backend *rb, uint64_t slots)
+{
+	return slots * rb->copies;
+}
+
+/* a parity page per group of gsize */
+static uint64_t parity_node_pages(const struct remote_backend *rb, uint64_t slots)
+{
+	return slots + (slots + rb->gsize - 1) / rb->gsize;
+}
+
 /* none and mirror (rb->copies: 1 or 2) */
 static const struct rb_mode mode_copies = {
 	.conns = 4,
@@ -13,6 +24,7 @@ static const struct rb_mode mode_copies = {
 	.trim_slots = rb_copies_trim_slots,
 	.pass = rb_copies_pass,
 	.migrate_slot = rb_copies_migrate_slot,
+	.node_pages = copies_node_pages,
 };
 
 /* parity and parity-dist (rb->pnode >= 0: parity's dedicated parity
@@ -31,6 +43,7 @@ static const struct rb_mode mode_parity = {
 	.trim_slots = rb_parity_trim_slots,
 	.pass = rb_parity_pass,
 	.migrate_slot = rb_parity_migrate_slot,
+	.node_pages = parity_node_pages,
 	.stats = rb_parity_stats,
 };
 

@@ -180,12 +180,17 @@ int rb_refresh_from(struct remote_backend *rb, unsigned i)
 				alive = false;          /* stale news, see rnode */
 			if (alive && tab[k].incarnation)
 				saw_incarnation(rb, j, tab[k].incarnation);
-			if (alive)
-				atomic_store(&nd->declared_dead, 0);
+			/* back from a declared death, same process: a
+			 * partition healed; its stale copies are dropped */
+			if (alive && atomic_exchange(&nd->declared_dead, 0) &&
+			    atomic_load(&nd->incarnation) == atomic_load(&nd->dead_inc))
+				atomic_store(&nd->stale, 1);
 			int was = atomic_exchange(&nd->alive, alive);
-			if (!was && alive)
+			if (!was && alive) {
 				log_info("remote swap: node %u is alive (per node %u)",
 					 nd->id, rb->nodes[i].id);
+				atomic_store(&rb->widen_needed, 1);
+			}
 			if (was && !alive) {
 				atomic_store(&nd->dead_inc, atomic_load(&nd->incarnation));
 				atomic_store(&nd->declared_dead, 1);

@@ -52,7 +52,7 @@ static int pslot_rehome(struct remote_backend *rb, uint64_t i, uint64_t gid,
 	 * reserved first); with no room in the hold either, it stays in its
 	 * group as it was, lost but recoverable, for a later read or pass
 	 * (taken out, it would be lost for good). */
-	if (!rb_hold_reserve(rb)) {
+	if (!rb_hold_reserve(rb, i)) {
 		pthread_mutex_unlock(rb_glock(rb, gid));
 		atomic_fetch_add(&rb->short_kept, 1);
 		rb_short_log(rb);
@@ -64,10 +64,10 @@ static int pslot_rehome(struct remote_backend *rb, uint64_t i, uint64_t gid,
 	rb_group_remove(rb, gid, (unsigned)idx, page);
 	pthread_mutex_unlock(rb_glock(rb, gid));
 	if (rb_group_add(rb, i, s->version, page, -1) == 0) {
-		rb_hold_unreserve(rb);
+		rb_hold_unreserve(rb, i);
 		atomic_fetch_add(&rb->rehomes, 1);
 	} else {
-		rb_hold_put(rb, i, page);
+		(void)rb_hold_put(rb, i, page);
 		rb_short_log(rb);
 	}
 	return 0;
@@ -167,13 +167,23 @@ static int node_fetch_store(struct remote_backend *rb, unsigned j, uint64_t i,
  * whatever the node did (see node_fetch_store). Caller holds the group's
  * lock. */
 /* Node j's answer rc to an overwrite of slot i (group g): counted, and
- * logged when the parity update did not surely happen. */
+ * logged when the parity update did not surely happen. A transport error
+ * leaves it unknown whether the node stored the page and forwarded the
+ * delta to the parity node: g's parity page is then taken for lost, so
+ * that nothing rebuilds a page from it (it would XOR in a delta the
+ * members do not show); the slot leaves the group without its old
+ * contents (pslot_unmap, group_remove), which recomputes the parity from
+ * the members that stay. Caller holds the group's lock. */
 void rb_overwrite_count(struct remote_backend *rb, unsigned j, uint64_t i,
-			const struct parity_group *g, int rc,
+			struct parity_group *g, int rc,
 			const struct cluster_client *cl)
 {
 	struct rnode *nd = &rb->nodes[j];
 
+	if (rb_is_transport_error(rc)) {
+		g->parity_lost = 1;
+		atomic_fetch_add(&rb->overwrites_unsure, 1);
+	}
 	if (rc == 0 || rc == -EREMOTEIO)
 		atomic_fetch_add(&nd->stores, 1);
 	if (rc == -EREMOTEIO) {
@@ -203,7 +213,7 @@ static void overwrite_apply(struct remote_backend *rb, struct parity_group *g,
 }
 
 static int node_overwrite(struct remote_backend *rb, unsigned j, uint64_t i,
-			  uint64_t v, uint64_t old_v, const struct parity_group *g,
+			  uint64_t v, uint64_t old_v, struct parity_group *g,
 			  const void *page)
 {
 	int rc;
@@ -215,6 +225,23 @@ static int node_overwrite(struct remote_backend *rb, unsigned j, uint64_t i,
 					   g->pkey, g->pver + 1, page);
 	rb_overwrite_count(rb, j, i, g, rc, c->cl);
 	rb_conn_put(rb, j, c, rc);
+	return rc;
+}
+
+/* A write of slot i (on no node, in no group) that no node took (group_add
+ * gave rc): into the hold when there is a spill file, so that the write
+ * succeeds while the disk has room, and the refresher places it later;
+ * else rc, counted for the short-of-room warning. Caller holds the
+ * stripe. */
+static int pslot_spill(struct remote_backend *rb, uint64_t i, const void *page, int rc)
+{
+	if (rb->spill_fd < 0 || !rb_hold_reserve(rb, i)) {
+		atomic_fetch_add(&rb->short_writes, 1);
+		rb_short_log(rb);
+		return rc;
+	}
+	rc = rb_hold_put(rb, i, page);
+	rb_short_log(rb);
 	return rc;
 }
 
@@ -238,10 +265,10 @@ int rb_pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 		if (rc == 0) {
 			rb_hold_forget(rb, i);
 			atomic_fetch_add(&rb->hold_placed, 1);
-		} else {
-			(void)rb_hold_io(rb, true, i, (void *)page);
+		} else if ((rc = rb_hold_io(rb, true, i, (void *)page))) {
+			atomic_fetch_add(&rb->write_errors, 1);
 		}
-		return 0;
+		return rc;
 	}
 	if (was_mapped) {
 		uint64_t gid = rb->slot_grp[i] - 1;
@@ -275,9 +302,11 @@ int rb_pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 	}
 	rc = rb_group_add(rb, i, v, page, -1);
 	s->version = v;
-	if (!was_mapped && !rc)
+	if (rc)
+		rc = pslot_spill(rb, i, page, rc);
+	if (!was_mapped && rb_slot_mapped(s))
 		atomic_fetch_add(&rb->mapped, 1);
-	if (was_mapped && rc)
+	if (was_mapped && !rb_slot_mapped(s))
 		atomic_fetch_sub(&rb->mapped, 1);
 	if (rc)
 		atomic_fetch_add(&rb->write_errors, 1);

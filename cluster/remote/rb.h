@@ -11,7 +11,7 @@
  *   4. groups.c (parity groups)
  *   5. copies.c (none, mirror), pslot.c (parity): one slot's read and write
  *   6. wparity.c, write.c, trim.c: batched writes and trims
- *   7. recover.c, migrate.c: the refresher's passes
+ *   7. recover.c, migrate.c, stale.c: the refresher's passes
  *   8. stats.c, modes.c (the modes' tables), backend.c (open, close and
  *      the refresher thread)
  *
@@ -100,6 +100,10 @@ struct rnode {
 	 * there, since the drop would take it too. */
 	atomic_int reset_done;
 	atomic_uint_fast64_t dead_inc;
+	/* Declared dead, then answering with dead_inc (a partition, not a
+	 * restart): it may hold copies the slot map moved away meanwhile,
+	 * which the refresher drops (stale.c). */
+	atomic_int stale;
 	atomic_int_fast64_t free_pages; /* estimate: offer - use */
 	/* Pages it holds beyond its offer, per its last report (it shrank:
 	 * the operator's cap or local memory pressure). Non-zero: no new
@@ -136,8 +140,8 @@ struct slot {
 	uint64_t version;
 	uint8_t n[2];                   /* node index, NO_NODE: none */
 	uint8_t g[2];                   /* the node's generation at placement */
-	/* In the local spill file, not on nodes; with parity (no spill
-	 * file there): held in our own memory (the hold, below). */
+	/* In the local spill file, not on nodes; with parity and no spill
+	 * file: held in our own memory (the hold, below). */
 	uint8_t spilled;
 	/* Its page was lost (rebuilt for one read, then no node took it):
 	 * reads give EIO, never zeros, until a write or a trim. */
@@ -174,8 +178,11 @@ struct rb_fan {
  *    taken for current;
  *  - nothing is allocated on the I/O path (reconnecting aside). */
 struct rb_mode {
-	/* pages no node takes stay in our memory (the hold: on no node, in
-	 * no group, so not redundant); else in the spill file, if any */
+	/* pages no node takes (new writes with a spill file; rebuilt,
+	 * regrouped and migrated pages always) go to the hold: on no node,
+	 * in no group, so not redundant; in the spill file if there is one,
+	 * else in our memory (hold.c). false: new writes go to the spill
+	 * file, if any, and nothing else leaves the nodes. */
 	bool hold;
 	unsigned conns;                 /* connections per node by default */
 	/* the mode's own state at open, once the nodes are known (targets:
@@ -201,6 +208,9 @@ struct rb_mode {
 	 * to move, <0 left where it is. page: scratch. */
 	int (*migrate_slot)(struct remote_backend *rb, uint64_t i, unsigned j,
 			    uint8_t *page);
+	/* the pages the nodes give slots pages of ours, redundancy counted
+	 * (the start's capacity warning) */
+	uint64_t (*node_pages)(const struct remote_backend *rb, uint64_t slots);
 	/* the mode's own stats lines; groups: closed groups unprotected */
 	void (*stats)(struct remote_backend *rb, struct outbuf *o, uint64_t groups);
 };
@@ -251,10 +261,16 @@ struct remote_backend {
 	} tscr[POOL];
 	atomic_uint tscr_rr;
 	atomic_int merge_needed;
+	/* a node came back: narrowed groups widen again (parity_widen) */
+	atomic_int widen_needed;
+	atomic_uint_fast64_t widened_pages;
 	/* Parity modes: the hold. A page we have in hand (rebuilt after a
-	 * loss, or being moved) that no node takes, because the cluster is
-	 * short of room, is kept here rather than dropped: its slot is on no
-	 * node and in no group, `spilled` set; reads are served from it, a
+	 * loss, or being moved; with a spill file also a new write) that no
+	 * node takes, because the cluster is short of room, is kept here
+	 * rather than dropped: in the spill file at the slot's offset if
+	 * there is one (reserved: the slot's block allocated; the fields
+	 * below unused, counted in spills and spilled_now), else in memory.
+	 * Its slot is on no node and in no group, `spilled` set; reads are served from it, a
 	 * write replaces it (or places the page, if a node takes it now), a
 	 * trim frees it, and the refresher places it once room appears
 	 * (hold_retry, backing off). At most hold_max pages; space is
@@ -278,15 +294,23 @@ struct remote_backend {
 	uint64_t retry_at_ns, retry_ns; /* refresher only */
 	bool had_room;                  /* refresher only: a node could take a page */
 	atomic_uint_fast64_t short_parity, short_held, short_kept;
+	/* writes failed for want of room (no spill file), for the warning */
+	atomic_uint_fast64_t short_writes;
 	struct log_limit room_log;
 	/* parity pages not placed because no node outside their group was
 	 * up at all: too few nodes, not too little room */
 	atomic_uint_fast64_t short_nodes;
 	struct log_limit nodes_log;
+	/* overwrites whose delta may or may not have reached the parity
+	 * node (a transport error): their groups' parity recomputed */
+	atomic_uint_fast64_t overwrites_unsure;
 	atomic_uint_fast64_t parity_sends, parity_updates, parity_rebuilds,
 		parity_errors, reconstructs, rehomes, rebuilt_pages, rebuild_ns,
 		rebuilt_batched, rebuilt_regrouped,
 		merged_pages, spec_kept, spec_redone;
+
+	/* copies dropped on nodes back from a partition (stale.c) */
+	atomic_uint_fast64_t stale_dropped;
 
 	/* migration off nodes over their offer (refresher thread) */
 	atomic_uint_fast64_t migrations, migrate_ns, migrate_passes,
@@ -481,11 +505,13 @@ int rb_place(struct remote_backend *rb, uint64_t i, unsigned r,
 	     uint64_t version, void *page);
 void rb_slot_unmap_remote(struct remote_backend *rb, uint64_t i);
 
-/* hold.c: the hold (parity modes) and the spill file (none, mirror) */
-uint8_t *rb_hold_page(struct remote_backend *rb, uint32_t x);
-bool rb_hold_reserve(struct remote_backend *rb);
-void rb_hold_unreserve(struct remote_backend *rb);
-void rb_hold_put(struct remote_backend *rb, uint64_t i, const void *page);
+/* hold.c: the hold (parity modes: the spill file, else memory) and the
+ * spill file (every mode) */
+bool rb_hold_reserve(struct remote_backend *rb, uint64_t i);
+void rb_hold_unreserve(struct remote_backend *rb, uint64_t i);
+uint64_t rb_hold_count(struct remote_backend *rb);
+uint64_t rb_hold_next(struct remote_backend *rb, uint64_t *cur);
+int rb_hold_put(struct remote_backend *rb, uint64_t i, const void *page);
 void rb_short_log(struct remote_backend *rb);
 int rb_hold_io(struct remote_backend *rb, bool write, uint64_t i, void *page);
 void rb_hold_forget(struct remote_backend *rb, uint64_t i);
@@ -525,7 +551,7 @@ void rb_pslot_moved(struct remote_backend *rb, struct slot *s,
 int rb_pslot_read(struct remote_backend *rb, uint64_t i, void *page);
 void rb_pslot_unmap(struct remote_backend *rb, uint64_t i);
 void rb_overwrite_count(struct remote_backend *rb, unsigned j, uint64_t i,
-			const struct parity_group *g, int rc,
+			struct parity_group *g, int rc,
 			const struct cluster_client *cl);
 int rb_pslot_write(struct remote_backend *rb, uint64_t i, const void *page);
 
@@ -563,6 +589,9 @@ int rb_parity_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
 int rb_copies_migrate_slot(struct remote_backend *rb, uint64_t i, unsigned j,
 			   uint8_t *page);
 void rb_migrate(struct remote_backend *rb);
+
+/* stale.c: stale copies on nodes back from a partition */
+void rb_stale_drop(struct remote_backend *rb);
 
 /* stats.c: stats */
 void rb_parity_stats(struct remote_backend *rb, struct outbuf *o, uint64_t groups);

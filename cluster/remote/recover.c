@@ -121,16 +121,29 @@ static bool group_same(const struct parity_group *a, const struct parity_group *
 
 /* One slot on its own, under its stripe, if still lost: what a read
  * would do (pslot_read), for a slot the batch cannot take. */
+/* Lost slot i rebuilt the way a read does (pslot_read), and counted by
+ * where it ended: re-homed on a node (fixed), in the hold (held), or
+ * still lost in its group, no node or hold having room, or not
+ * rebuilt at all (failed). page: scratch. Caller holds the stripe. */
+static void recover_read(struct remote_backend *rb, uint64_t i, struct recover_arg *a,
+			 uint8_t *page)
+{
+	const struct slot *s = &rb->slots[i];
+
+	if (rb_pslot_read(rb, i, page) || slot_lost(rb, s))
+		a->failed++;
+	else if (s->spilled)
+		a->held++;
+	else
+		a->fixed++;
+}
+
 static void recover_one(struct remote_backend *rb, uint64_t i, struct recover_arg *a,
 			uint8_t *page)
 {
 	pthread_mutex_lock(rb_stripe(rb, i));
-	if (slot_lost(rb, &rb->slots[i])) {
-		if (rb_pslot_read(rb, i, page) == 0)
-			a->fixed++;
-		else
-			a->failed++;
-	}
+	if (slot_lost(rb, &rb->slots[i]))
+		recover_read(rb, i, a, page);
 	pthread_mutex_unlock(rb_stripe(rb, i));
 }
 
@@ -211,10 +224,7 @@ static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
 		same = b->f[j->first + k].rc == 0;
 	if (!same) {
 		pthread_mutex_unlock(rb_glock(rb, j->gid));
-		if (rb_pslot_read(rb, j->i, b->page) == 0)
-			a->fixed++;
-		else
-			a->failed++;
+		recover_read(rb, j->i, a, b->page);
 		pthread_mutex_unlock(rb_stripe(rb, j->i));
 		return 0;
 	}
@@ -240,7 +250,7 @@ static int recover_prepare(struct remote_backend *rb, struct recover_buf *b,
 		 * degraded but recoverable, for a read or the next pass
 		 * (taken out, it would be lost). */
 		pthread_mutex_unlock(rb_glock(rb, j->gid));
-		if (rb_hold_reserve(rb)) {
+		if (rb_hold_reserve(rb, j->i)) {
 			ret = 2;
 		} else {
 			a->failed++;
@@ -292,7 +302,7 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 			s->g[0] == j->g0 && rb->slot_grp[j->i] == j->gid + 1 &&
 			group_same(g, &j->snap) && (idx = parity_member_find(g, j->i)) >= 0;
 		if (!ok[k]) {
-			rb_hold_unreserve(rb);     /* recover_prepare's, for it */
+			rb_hold_unreserve(rb, j->i);     /* recover_prepare's, for it */
 			continue;
 		}
 		atomic_fetch_sub(&rb->nodes[s->n[0]].held, 1);
@@ -339,8 +349,14 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 		(void)rb_parity_write_slots(rb, ws, pages, nw);
 	for (unsigned k = 0; k < nw; k++) {
 		struct slot *s = &rb->slots[ws[k]];
+		if (s->spilled) {
+			/* no node took it: the write put it in the spill
+			 * file (pslot_spill), in the room reserved */
+			a->held++;
+			continue;
+		}
 		if (rb_slot_mapped(s)) {
-			rb_hold_unreserve(rb);
+			rb_hold_unreserve(rb, ws[k]);
 			atomic_fetch_add(&rb->rehomes, 1);
 			atomic_fetch_add(&rb->rebuilt_batched, 1);
 			atomic_fetch_add(&rb->rebuilt_regrouped, 1);
@@ -353,17 +369,14 @@ static void recover_regroup(struct remote_backend *rb, struct recover_buf *b,
 		 * takes it. Dropping it here lost it for good. */
 		atomic_fetch_sub(&rb->write_errors, 1);
 		atomic_fetch_add(&rb->mapped, 1);
-		rb_hold_put(rb, ws[k], pages[k]);
+		(void)rb_hold_put(rb, ws[k], pages[k]);
 		a->held++;
 	}
 	for (unsigned k = 0; k < n; k++) {
 		struct slot *s = &rb->slots[b->job[jk[k]].i];
 		if (ok[k] || !slot_lost(rb, s))
 			continue;
-		if (rb_pslot_read(rb, b->job[jk[k]].i, b->page) == 0)
-			a->fixed++;
-		else
-			a->failed++;
+		recover_read(rb, b->job[jk[k]].i, a, b->page);
 	}
 	rb_stripes_unlock(rb, order, u);
 }
@@ -395,12 +408,8 @@ static void recover_finish(struct remote_backend *rb, struct recover_buf *b,
 		/* our copy is garbage unless a read's rebuild put this very
 		 * version on the same node */
 		dropit = !st->rc && !(s->n[0] == st->node && s->version == j->version);
-		if (slot_lost(rb, s)) {
-			if (rb_pslot_read(rb, j->i, b->page) == 0)
-				a->fixed++;
-			else
-				a->failed++;
-		}
+		if (slot_lost(rb, s))
+			recover_read(rb, j->i, a, b->page);
 	}
 	if (dropit && rb_usable(rb, st->node))
 		(void)rb_node_op(rb, st->node, OP_DROP, j->i, j->version, NULL);
@@ -509,16 +518,19 @@ static void parity_recover(struct remote_backend *rb)
 		log_info("remote swap: %" PRIu64 " parity groups regrouped: no node "
 			 "outside them could take their parity page", regrouped);
 	atomic_fetch_add(&rb->rebuild_passes, 1);
-	atomic_fetch_add(&rb->rebuilt_pages, fixed);
-	if (fixed)
+	/* rebuilt by this pass: placed on a node or held, not those left
+	 * lost in their groups */
+	atomic_fetch_add(&rb->rebuilt_pages, fixed + held);
+	if (fixed + held)
 		atomic_fetch_add(&rb->rebuild_ns, dt);
 	if (fixed || failed || held || groups)
 		log_info("remote swap: recovery pass: %" PRIu64 " pages rebuilt from "
-			 "parity (%.3f ms/page), %" PRIu64 " rebuilt and held in "
-			 "nvswapd's memory (no node had room), %" PRIu64 " could not be "
-			 "(left in their groups), %" PRIu64 " parity pages recomputed",
-			 fixed, fixed ? dt / 1e6 / (double)fixed : 0.0, held, failed,
-			 groups);
+			 "parity (%.3f ms/page), %" PRIu64 " rebuilt and held %s (no "
+			 "node had room), %" PRIu64 " could not be (left in their "
+			 "groups), %" PRIu64 " parity pages recomputed",
+			 fixed, fixed + held ? dt / 1e6 / (double)(fixed + held) : 0.0,
+			 held, rb->spill_fd >= 0 ? "in the spill file" : "in nvswapd's memory",
+			 failed, groups);
 	rb_short_log(rb);
 }
 
@@ -546,9 +558,9 @@ uint64_t rb_group_dissolve(struct remote_backend *rb, uint32_t gid,
 		 * and finds no other is held, never dropped; without that
 		 * room it stays where it is */
 		if (idx >= 0 && rb_copy_valid(rb, s, 0) && rb_usable(rb, s->n[0]) &&
-		    rb_hold_reserve(rb)) {
+		    rb_hold_reserve(rb, j)) {
 			if (rb_node_op(rb, s->n[0], OP_FETCH, j, s->version, page) != 0) {
-				rb_hold_unreserve(rb);
+				rb_hold_unreserve(rb, j);
 				pthread_mutex_unlock(rb_glock(rb, gid));
 				pthread_mutex_unlock(rb_stripe(rb, j));
 				continue;
@@ -556,7 +568,7 @@ uint64_t rb_group_dissolve(struct remote_backend *rb, uint32_t gid,
 			rb_group_remove(rb, gid, (unsigned)idx, page);
 			pthread_mutex_unlock(rb_glock(rb, gid));
 			if (rb_group_add(rb, j, s->version, page, node) == 0) {
-				rb_hold_unreserve(rb);
+				rb_hold_unreserve(rb, j);
 				moved++;
 			} else {
 				/* nowhere to go: held in our memory */
@@ -565,7 +577,7 @@ uint64_t rb_group_dissolve(struct remote_backend *rb, uint32_t gid,
 				if (rb_usable(rb, (unsigned)node))
 					(void)rb_node_op(rb, (unsigned)node, OP_DROP, j,
 							 s->version, NULL);
-				rb_hold_put(rb, j, page);
+				(void)rb_hold_put(rb, j, page);
 				rb_short_log(rb);
 			}
 		} else {
@@ -576,8 +588,11 @@ uint64_t rb_group_dissolve(struct remote_backend *rb, uint32_t gid,
 	return moved;
 }
 
-/* Merge sparse closed groups: their members move into open groups. */
-static void parity_merge(struct remote_backend *rb)
+/* Every closed group that which() picks (under its lock) dissolved: its
+ * members move into open groups. Returns how many moved. */
+static uint64_t dissolve_where(struct remote_backend *rb,
+			       bool (*which)(struct remote_backend *rb,
+					     const struct parity_group *g))
 {
 	uint64_t moved = 0;
 
@@ -585,15 +600,60 @@ static void parity_merge(struct remote_backend *rb)
 		uint64_t slots[PARITY_MAX_N];
 		unsigned n = 0;
 		if (gid % 4096 == 0 && rb_stopping(rb))
-			return;
+			break;
 		pthread_mutex_lock(rb_glock(rb, gid));
 		struct parity_group *g = parity_group_at(&rb->pt, gid);
-		if (parity_group_sparse(g, rb->gsize))
+		if (g->state == PG_CLOSED && g->nmem && which(rb, g))
 			for (n = 0; n < g->nmem; n++)
 				slots[n] = g->m[n].slot;
 		pthread_mutex_unlock(rb_glock(rb, gid));
 		moved += rb_group_dissolve(rb, gid, slots, n);
 	}
+	return moved;
+}
+
+static bool group_sparse(struct remote_backend *rb, const struct parity_group *g)
+{
+	return parity_group_sparse(g, rb->gsize);
+}
+
+/* Narrower than the layout (closed early: no node was left outside it,
+ * or trimmed), or, with a dedicated parity node, its parity page
+ * elsewhere (the parity node was gone). */
+static bool group_narrow(struct remote_backend *rb, const struct parity_group *g)
+{
+	return g->nmem < rb->gsize || (rb->pnode >= 0 && g->pn != rb->pnode);
+}
+
+/* A node came back (restarted, or after a partition): the layout grows
+ * back. Groups that narrowed while it was away are dissolved into open
+ * groups, which fill to the full width again and put their parity page
+ * on the parity node, or with parity-dist on a node with room (the one
+ * back has the most), spreading it again. The data stays where it is
+ * unless its new group already has a page on that node. Only once a
+ * full group can form (gsize data nodes and one for parity usable);
+ * until then it waits for the next pass. */
+static void parity_widen(struct remote_backend *rb)
+{
+	bool none[CONFIG_MAX_NODES] = { false };
+
+	if (rb_pick_count(rb, none) < rb->gsize + 1 ||
+	    (rb->pnode >= 0 && !rb_pickable(rb, (unsigned)rb->pnode))) {
+		atomic_store(&rb->widen_needed, 1);
+		return;
+	}
+	uint64_t moved = dissolve_where(rb, group_narrow);
+	atomic_fetch_add(&rb->widened_pages, moved);
+	if (moved)
+		log_info("remote swap: a node is back: %" PRIu64 " pages of narrowed "
+			 "parity groups regrouped into groups of %u", moved, rb->gsize);
+}
+
+/* Merge sparse closed groups: their members move into open groups. */
+static void parity_merge(struct remote_backend *rb)
+{
+	uint64_t moved = dissolve_where(rb, group_sparse);
+
 	atomic_fetch_add(&rb->merged_pages, moved);
 	if (moved)
 		log_debug("remote swap: %" PRIu64 " pages of sparse parity groups merged",
@@ -605,24 +665,19 @@ static void parity_merge(struct remote_backend *rb)
  * that no node takes. Returns how many were placed. */
 static uint64_t hold_retry(struct remote_backend *rb)
 {
-	uint64_t placed = 0;
+	static _Thread_local uint8_t page[PAGE];
+	uint64_t placed = 0, cur = 0;
 	bool none[CONFIG_MAX_NODES] = { false };
 
-	for (uint32_t x = 0; atomic_load(&rb->held_now) && !rb_stopping(rb); x++) {
-		pthread_mutex_lock(&rb->hold_lock);
-		bool more = x < rb->hold_n;
-		uint64_t i = more ? rb->hold_slot[x] : 0;
-		bool used = more && rb->slots[i].hold == x + 1;
-		pthread_mutex_unlock(&rb->hold_lock);
-		if (!more || !rb_pick_count(rb, none))
+	while (rb_hold_count(rb) && !rb_stopping(rb) && rb_pick_count(rb, none)) {
+		uint64_t i = rb_hold_next(rb, &cur);
+		if (i == UINT64_MAX)
 			break;
-		if (!used)
-			continue;
 		pthread_mutex_lock(rb_stripe(rb, i));
 		struct slot *s = &rb->slots[i];
 		int rc = 0;
-		if (s->spilled && s->hold == x + 1) {
-			rc = rb_group_add(rb, i, s->version, rb_hold_page(rb, x), -1);
+		if (s->spilled && !s->lost && !(rc = rb_hold_io(rb, false, i, page))) {
+			rc = rb_group_add(rb, i, s->version, page, -1);
 			if (!rc) {
 				rb_hold_forget(rb, i);
 				atomic_fetch_add(&rb->hold_placed, 1);
@@ -633,12 +688,13 @@ static uint64_t hold_retry(struct remote_backend *rb)
 		if (rc)
 			break;
 	}
-	if (atomic_load(&rb->held_now))
+	uint64_t left = rb_hold_count(rb);
+	if (left)
 		atomic_store(&rb->retry_due, 1);
 	if (placed)
 		log_info("remote swap: %" PRIu64 " held pages placed on the nodes, %"
-			 PRIu64 " still held in nvswapd's memory", placed,
-			 (uint64_t)atomic_load(&rb->held_now));
+			 PRIu64 " still held %s", placed, left, rb->spill_fd >= 0 ?
+			 "in the spill file" : "in nvswapd's memory");
 	return placed;
 }
 
@@ -695,4 +751,6 @@ void rb_parity_pass(struct remote_backend *rb)
 	}
 	if (atomic_exchange(&rb->merge_needed, 0))
 		parity_merge(rb);
+	if (atomic_exchange(&rb->widen_needed, 0))
+		parity_widen(rb);
 }

@@ -75,6 +75,10 @@ void rb_parity_stats(struct remote_backend *rb, struct outbuf *o, uint64_t group
 	outbuf_printf(o, "parity_sends_with_data: %" PRIu64
 		      "\nparity_sends_redone: %" PRIu64 "\n", (uint64_t)atomic_load(&rb->spec_kept),
 		      (uint64_t)atomic_load(&rb->spec_redone));
+	outbuf_printf(o, "parity_widened_pages: %" PRIu64 "\n",
+		      (uint64_t)atomic_load(&rb->widened_pages));
+	outbuf_printf(o, "parity_overwrites_unsure: %" PRIu64 "\n",
+		      (uint64_t)atomic_load(&rb->overwrites_unsure));
 	outbuf_printf(o, "parity_reconstructs: %" PRIu64 "\nparity_rehomes: %" PRIu64
 		      "\nparity_merged_pages: %" PRIu64 "\n",
 		      (uint64_t)atomic_load(&rb->reconstructs),
@@ -141,6 +145,8 @@ ssize_t remote_stats(void *priv, char *out, size_t outlen)
 		      (atomic_load(&rb->rebuild_needed) || atomic_load(&rb->recovering)));
 	if (rb->mode->stats)
 		rb->mode->stats(rb, o, dg.groups);
+	outbuf_printf(o, "remote_stale_dropped: %" PRIu64 "\n",
+		      (uint64_t)atomic_load(&rb->stale_dropped));
 	outbuf_printf(o, "remote_spill: %s\n", rb->spill_fd >= 0 ? "yes" : "no");
 	outbuf_printf(o, "remote_spills: %" PRIu64 "\nremote_slots_spilled: %" PRIu64 "\n",
 		      (uint64_t)atomic_load(&rb->spills), (uint64_t)atomic_load(&rb->spilled_now));

@@ -60,4 +60,48 @@ cluster_start() {
       t_fail "node $i does not see its peers: $(tail -3 "$T_DIR/node$i-$tag.log")"
   done
 }
+# cluster_node_restart I TAG: node I of $conf started again (after a kill),
+# as cluster_start does, its log in $T_DIR/nodeI-TAG.log.
+cluster_node_restart() {
+  local i=$1 extra=()
+  if declare -F cluster_node_args >/dev/null; then read -r -a extra < <(cluster_node_args "$i") || true; fi
+  "$(t_bin nvcached)" --cluster "$conf" --node "$i" -f --heartbeat 200 --timeout 1000 \
+    "${extra[@]}" >"$T_DIR/node$i-$2.log" 2>&1 &
+  pid[$i]=$!
+  t_cleanup "kill -9 ${pid[$i]} 2>/dev/null"
+  disown "${pid[$i]}"
+}
 cluster_stop() { local i; for ((i = 1; i <= CLUSTER_N; i++)); do kill -9 "${pid[$i]}" 2>/dev/null; done; }
+
+# cluster_nbd_io SOCK NAME FILE OP FROM TO: bytes FROM..TO (MiB) of the device
+# written from FILE (OP w, 1 MiB writes, any failure fails) or checked
+# against it page by page (OP c, prints "UNREADABLE WRONG").
+cluster_nbd_io() {
+  # -I: not the repository's nbd/ for libnbd's module
+  /usr/bin/python3 -I - "$@" <<'PY'
+import nbd, sys
+sock, name, path, op = sys.argv[1:5]
+lo, hi = int(sys.argv[5]) << 20, int(sys.argv[6]) << 20
+data = open(path, "rb").read()
+def conn():
+    h = nbd.NBD()
+    h.set_export_name(name)
+    h.connect_unix(sock)
+    return h
+h = conn()
+if op == "w":
+    for off in range(lo, hi, 1 << 20):
+        h.pwrite(data[off:off + (1 << 20)], off)
+    h.flush()
+    sys.exit(0)
+bad = wrong = 0
+for off in range(lo, hi, 4096):
+    try:
+        if h.pread(4096, off) != data[off:off + 4096]:
+            wrong += 1
+    except nbd.Error:
+        bad += 1
+        h = conn()
+print(bad, wrong)
+PY
+}

@@ -30,11 +30,6 @@ for bad in parity:1 parity:9 parity:x raid5; do
   fi
   grep -q "redundancy\|parity group" "$T_DIR/x.log" || t_fail "no message for $bad: $(cat "$T_DIR/x.log")"
 done
-if timeout 20 "$(t_bin nvswapd)" -f --unix "$T_DIR/x.sock" --name clx --size 16M \
-     --store remote --cluster "$conf" --node 1 --redundancy parity --flash "$T_DIR/spill" >"$T_DIR/x.log" 2>&1; then
-  t_fail "nvswapd accepted a spill file with parity"
-fi
-grep -q "spill file is not supported with parity" "$T_DIR/x.log" || t_fail "no spill refusal: $(cat "$T_DIR/x.log")"
 stop_cluster
 
 run_mode() {

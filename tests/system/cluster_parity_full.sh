@@ -25,31 +25,6 @@ export NVCACHE_RUN_DIR=$T_DIR/run
 declare -A pid
 cluster_node_args() { echo --no-mlock; }
 
-# check_pages SOCK NAME FILE: every 4 KiB page of the device against FILE,
-# one READ per page (a lost page fails alone); prints "UNREADABLE WRONG".
-check_pages() {
-  $PY - "$1" "$2" "$3" <<'PY'
-import nbd, sys
-sock, name, path = sys.argv[1:4]
-data = open(path, "rb").read()
-def conn():
-    h = nbd.NBD()
-    h.set_export_name(name)
-    h.connect_unix(sock)
-    return h
-h = conn()
-bad = wrong = 0
-for p in range(len(data) // 4096):
-    try:
-        if h.pread(4096, p * 4096) != data[p * 4096:(p + 1) * 4096]:
-            wrong += 1
-    except nbd.Error:
-        bad += 1
-        h = conn()      # a failed READ may leave the handle unusable
-print(bad, wrong)
-PY
-}
-
 run_mode() {
   local mode=$1 victim=3
   CLUSTER_MEM=16M cluster_start 4 "$mode"
@@ -75,7 +50,7 @@ run_mode() {
   pass_done() { grep -q "recovery pass: [0-9]* pages rebuilt" "$log"; }
   t_wait 30 pass_done || mfail "no recovery pass after node $victim died"
   sleep 3     # a few more refresher rounds: the retries must not spin or log
-  local res; res=$(check_pages "$sock" "$name" "$T_DIR/data") || mfail "page check failed to run"
+  local res; res=$(cluster_nbd_io "$sock" "$name" "$T_DIR/data" c 0 32) || mfail "page check failed to run"
   t_log "$mode: node $victim held $lost pages; after its death: unreadable/wrong pages: $res;" \
         "$(grep "recovery pass" "$log" | head -1 | sed 's/.*recovery pass: //')"
   [ "$res" = "0 0" ] || mfail "pages lost after one node died (unreadable, wrong): $res"
@@ -115,18 +90,15 @@ run_mode() {
   nbdcopy "$T_DIR/head" "$uri" || t_log "$mode: some writes refused while short of room (ENOSPC)"
   $PY -c 'import nbd,sys; h=nbd.NBD(); h.set_export_name(sys.argv[2]); h.connect_unix(sys.argv[1]); h.trim(4 << 20, 12 << 20)' \
     "$sock" "$name" || mfail "trim"
-  res=$(check_pages "$sock" "$name" "$T_DIR/data") || mfail "page check failed to run"
+  res=$(cluster_nbd_io "$sock" "$name" "$T_DIR/data" c 0 32) || mfail "page check failed to run"
   [ "$res" = "0 0" ] || mfail "after overwrite and trim (unreadable, wrong): $res"
   t_log "$mode: overwritten and trimmed while short of room: every page right; held now $(st remote_slots_held)"
 
   # Room appears (the node comes back, empty): the held pages go there.
-  "$(t_bin nvcached)" --cluster "$conf" --node $victim -f --heartbeat 200 --timeout 1000 --no-mlock \
-    >"$T_DIR/node$victim-$mode-2.log" 2>&1 &
-  pid[$victim]=$!; disown "${pid[$victim]}"
-  t_cleanup "kill -9 ${pid[$victim]} 2>/dev/null"
+  cluster_node_restart $victim "$mode-2"
   placed() { [ "$(st remote_slots_held)" = 0 ]; }
   t_wait 90 placed || mfail "$(st remote_slots_held) pages still held after node $victim came back"
-  res=$(check_pages "$sock" "$name" "$T_DIR/data") || mfail "page check failed to run"
+  res=$(cluster_nbd_io "$sock" "$name" "$T_DIR/data" c 0 32) || mfail "page check failed to run"
   [ "$res" = "0 0" ] || mfail "after the held pages moved (unreadable, wrong): $res"
   t_log "$mode: node $victim back: held pages placed ($(st remote_holds_placed)), every page right"
   kill "$pidd"; wait "$pidd" 2>/dev/null
