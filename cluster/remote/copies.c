@@ -135,13 +135,7 @@ int rb_copies_slot_write(struct remote_backend *rb, uint64_t i, const void *page
 		rb_spill_forget(rb, i);
 	}
 	s->version = v;
-	if (!was_mapped && rb_slot_mapped(s))
-		atomic_fetch_add(&rb->mapped, 1);
-	if (was_mapped && !rb_slot_mapped(s))
-		atomic_fetch_sub(&rb->mapped, 1);
-	if (rc)
-		atomic_fetch_add(&rb->write_errors, 1);
-	return rc;
+	return rb_slot_written(rb, s, was_mapped, rc);
 }
 
 /* Read one mapped slot, not spilled (see struct rb_mode). */

@@ -304,11 +304,5 @@ int rb_pslot_write(struct remote_backend *rb, uint64_t i, const void *page)
 	s->version = v;
 	if (rc)
 		rc = pslot_spill(rb, i, page, rc);
-	if (!was_mapped && rb_slot_mapped(s))
-		atomic_fetch_add(&rb->mapped, 1);
-	if (was_mapped && !rb_slot_mapped(s))
-		atomic_fetch_sub(&rb->mapped, 1);
-	if (rc)
-		atomic_fetch_add(&rb->write_errors, 1);
-	return rc;
+	return rb_slot_written(rb, s, was_mapped, rc);
 }

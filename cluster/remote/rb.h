@@ -434,6 +434,21 @@ static inline bool rb_slot_mapped(const struct slot *s)
 	return s->n[0] != NO_NODE || s->n[1] != NO_NODE || s->spilled;
 }
 
+/* The end of a slot's write, in any mode (under its stripe lock): the
+ * mapped count follows the slot from was_mapped to what it is now, and a
+ * failed write is counted. Returns rc. */
+static inline int rb_slot_written(struct remote_backend *rb, const struct slot *s,
+				  bool was_mapped, int rc)
+{
+	if (!was_mapped && rb_slot_mapped(s))
+		atomic_fetch_add(&rb->mapped, 1);
+	if (was_mapped && !rb_slot_mapped(s))
+		atomic_fetch_sub(&rb->mapped, 1);
+	if (rc)
+		atomic_fetch_add(&rb->write_errors, 1);
+	return rc;
+}
+
 static inline int rb_check_range(struct remote_backend *rb, uint64_t off, uint64_t len)
 {
 	uint64_t size = rb->nslots * PAGE;
@@ -452,11 +467,6 @@ static inline bool rb_stopping(struct remote_backend *rb)
 	pthread_mutex_unlock(&rb->lock);
 	return s;
 }
-
-
-
-
-
 
 /* slotmap.c: the slot map's locks and the logging of lost pages */
 void rb_lost_read(struct remote_backend *rb, uint64_t i, uint64_t version,

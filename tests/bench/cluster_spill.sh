@@ -16,9 +16,6 @@ T_TIMEOUT=${T_TIMEOUT:-1800}
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/../system/nbd_common.bash"
 . "$(dirname "$0")/../system/cluster_common.bash"
-mib=${BENCH_MIB:-768}
-limit=${BENCH_LIMIT:-256M}
-order=${BENCH_ORDER:-rand}
 modes=${BENCH_MODES:-parity parity-dist}
 small=${BENCH_NODE_MEM:-512M}
 . "$(dirname "$0")/cluster_swap_run.bash"

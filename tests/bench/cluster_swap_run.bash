@@ -12,6 +12,11 @@
 # rand). KILL_MIB > 0: node 3 (data in every mode) is killed with SIGKILL
 # once the nodes hold that many MiB of our data. Sets secs[TAG] (0: the
 # workload failed) and prints a line with the device's key stats.
+# The workload, as both benchmarks take it from their environment:
+mib=${BENCH_MIB:-768}
+limit=${BENCH_LIMIT:-256M}
+order=${BENCH_ORDER:-rand}
+
 swap_setup() {
   t_require_root
   t_require_cmd nbdfuse losetup mkswap swapon swapoff fusermount3 python3

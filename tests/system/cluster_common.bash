@@ -105,3 +105,13 @@ for off in range(lo, hi, 4096):
 print(bad, wrong)
 PY
 }
+
+# cluster_swap_test: the set-up of the tests that swap through nvswapd
+# --store remote to nodes on this machine and check pages with
+# cluster_nbd_io: python3-libnbd, a private run dir, and nodes without
+# mlock (there are several, each a daemon with a locked pool otherwise).
+cluster_swap_test() {
+  /usr/bin/python3 -I -c 'import nbd' 2>/dev/null || t_skip "no python3 libnbd module (python3-libnbd)"
+  export NVCACHE_RUN_DIR=$T_DIR/run
+  cluster_node_args() { echo --no-mlock; }
+}

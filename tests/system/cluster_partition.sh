@@ -12,11 +12,8 @@ T_TIMEOUT=${T_TIMEOUT:-240}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
-/usr/bin/python3 -I -c 'import nbd' 2>/dev/null || t_skip "no python3 libnbd module (python3-libnbd)"
-
-export NVCACHE_RUN_DIR=$T_DIR/run
+cluster_swap_test
 declare -A pid
-cluster_node_args() { echo --no-mlock; }
 
 run_mode() {
   local mode=$1 victim=3
