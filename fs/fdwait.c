@@ -7,9 +7,11 @@
 #include <errno.h>
 
 /* How long one wait for a freed inode lasts, and how many waits an open
- * makes before it gives up (3 s in all). */
+ * makes before it gives up (10 s in all: the kernel answers a prune
+ * with its FORGETs at its own pace, slower on a loaded machine, and an
+ * open that gives up fails the program with EMFILE). */
 #define FDWAIT_NS 5000000ull
-#define FDWAIT_TRIES 600
+#define FDWAIT_TRIES 2000
 
 void fdwait_init(struct fs_fdwait *w)
 {
