@@ -229,8 +229,9 @@ static void view_swap(struct daemon *d)
 	problem_if_rising(d, "remote_write_errors", "writes failed (EIO to the kernel)");
 	problem_if(d, "remote_slots_degraded",
 		   "pages without their redundancy (rebuild pending)");
-	problem_if(d, "remote_short_of_room",
-		   "the cluster is short of room (pages held in this node's memory)");
+	if (now_num(d, "remote_short_of_room", &v) && v > 0)
+		add_problem(d, "the cluster is short of room (pages held here or "
+			    "spilled; see the log)");
 	problem_if_rising(d, "nbd_request_errors", "NBD requests answered with an error");
 }
 
