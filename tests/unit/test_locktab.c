@@ -1,0 +1,292 @@
+/* test_locktab.c - the cluster's lock table (cluster/locktab.h): random
+ * non-waiting operations against a byte-by-byte model (what each owner
+ * holds of each byte), then waits and their grants in order, deadlock
+ * refusal, departures of owners, clients and nodes, flock beside POSIX
+ * locks, merging of an owner's ranges, bad ranges and the size limit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include "cluster/locktab.h"
+
+struct grants {
+	uint64_t id[32];
+	struct lt_owner who[32];
+	unsigned n;
+};
+
+static void on_grant(void *arg, uint64_t id, const struct lt_owner *o)
+{
+	struct grants *g = arg;
+	assert_true(g->n < 32);
+	g->id[g->n] = id;
+	g->who[g->n++] = *o;
+}
+
+static struct lt_owner own(uint32_t node, uint64_t client, uint64_t owner)
+{
+	return (struct lt_owner){ .node = node, .client = client,
+				  .owner = owner, .pid = 100 + (uint32_t)owner };
+}
+
+static struct lt_range rng(uint64_t start, uint64_t end, enum lt_type t)
+{
+	return (struct lt_range){ .start = start, .end = end, .type = t };
+}
+
+/* --- the model: bytes 0..NB-1 (NB-1 stands for "to end of file") --- */
+#define NB 48
+#define NO 4
+
+static uint8_t model[NO][NB];   /* enum lt_type per owner and byte */
+
+static bool model_conflict(unsigned o, uint64_t s, uint64_t e, uint8_t type)
+{
+	for (unsigned p = 0; p < NO; p++)
+		for (uint64_t b = s; b <= e && p != o; b++)
+			if (model[p][b] &&
+			    (model[p][b] == LT_WRLCK || type == LT_WRLCK))
+				return true;
+	return false;
+}
+
+static uint64_t end_of(uint64_t e)
+{
+	return e == NB - 1 ? LT_EOF : e;
+}
+
+static void test_random_against_model(void **state)
+{
+	(void)state;
+	struct locktab *t;
+	assert_int_equal(locktab_new(&t, 0, NULL, NULL), 0);
+	memset(model, 0, sizeof(model));
+	srand(7);
+	for (int step = 0; step < 20000; step++) {
+		unsigned o = (unsigned)rand() % NO;
+		struct lt_owner who = own(1 + o % 2, o, o);
+		uint64_t s = (uint64_t)rand() % NB, e = (uint64_t)rand() % NB;
+		if (s > e) {
+			uint64_t x = s;
+			s = e;
+			e = x;
+		}
+		uint8_t type = (uint8_t)((unsigned)rand() % 3);
+		struct lt_range r = rng(s, end_of(e), type);
+		int op = rand() % 10;
+		if (op == 0) {
+			/* the owner goes: all its bytes free */
+			locktab_release_owner(t, 9, LT_POSIX, &who);
+			memset(model[o], 0, NB);
+		} else if (op < 3 && type != LT_UNLCK) {
+			struct lt_holder h;
+			int rc = locktab_get(t, 9, LT_POSIX, &who, &r, &h);
+			assert_int_equal(rc, model_conflict(o, s, e, type));
+			if (rc) {
+				/* the reported lock is another owner's, it
+				 * overlaps and conflicts */
+				unsigned p = (unsigned)h.who.owner;
+				assert_int_not_equal(p, o);
+				assert_true(h.r.start <= end_of(e) && s <= h.r.end);
+				assert_true(h.r.type == LT_WRLCK || type == LT_WRLCK);
+				assert_int_equal(h.who.pid, 100 + p);
+				for (uint64_t b = h.r.start;
+				     b <= (h.r.end == LT_EOF ? NB - 1 : h.r.end); b++)
+					assert_int_equal(model[p][b], h.r.type);
+			}
+		} else {
+			int rc = locktab_set(t, 9, LT_POSIX, &who, &r, false, 0,
+					     NULL);
+			if (type != LT_UNLCK && model_conflict(o, s, e, type)) {
+				assert_int_equal(rc, -EAGAIN);
+			} else {
+				assert_int_equal(rc, 0);
+				memset(&model[o][s], type, e - s + 1);
+			}
+		}
+		/* the table's ranges, owner by owner, are the model's runs:
+		 * probe each byte with a one-byte write lock test by a
+		 * fifth owner, and each owner's own view via count */
+		if (step % 97 == 0) {
+			struct locktab_stats st;
+			locktab_stats(t, &st);
+			size_t runs = 0;
+			for (unsigned p = 0; p < NO; p++)
+				for (unsigned b = 0; b < NB; b++)
+					if (model[p][b] &&
+					    (b == 0 || model[p][b - 1] != model[p][b]))
+						runs++;
+			/* merged: exactly one range per run of one type */
+			assert_int_equal(st.locks, runs);
+			assert_int_equal(st.files, runs ? 1 : 0);
+		}
+	}
+	locktab_free(t);
+}
+
+static void test_wait_grant_order(void **state)
+{
+	(void)state;
+	struct grants g = { 0 };
+	struct locktab *t;
+	assert_int_equal(locktab_new(&t, 0, on_grant, &g), 0);
+	struct lt_owner a = own(1, 1, 1), b = own(2, 1, 2), c = own(3, 1, 3);
+	struct lt_range w = rng(0, 99, LT_WRLCK);
+	struct lt_holder h;
+
+	assert_int_equal(locktab_set(t, 5, LT_POSIX, &a, &w, true, 10, &h), 0);
+	assert_int_equal(locktab_set(t, 5, LT_POSIX, &b, &w, true, 20, &h), 1);
+	assert_int_equal(h.who.owner, 1);   /* told who blocks it */
+	struct lt_range rd = rng(50, 60, LT_RDLCK);
+	assert_int_equal(locktab_set(t, 5, LT_POSIX, &c, &rd, true, 30, &h), 1);
+	assert_int_equal(g.n, 0);
+	/* F_GETLK on another node sees a's lock */
+	assert_int_equal(locktab_get(t, 5, LT_POSIX, &c, &rd, &h), 1);
+	assert_int_equal(h.who.node, 1);
+	assert_int_equal(h.r.start, 0);
+	assert_int_equal(h.r.end, 99);
+	/* a unlocks: b (earlier) gets it; c still conflicts with b */
+	struct lt_range un = rng(0, LT_EOF, LT_UNLCK);
+	assert_int_equal(locktab_set(t, 5, LT_POSIX, &a, &un, false, 0, NULL), 0);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.id[0], 20);
+	assert_int_equal(g.who[0].node, 2);
+	/* b downgrades to a read lock: c's read lock is granted */
+	struct lt_range brd = rng(0, 99, LT_RDLCK);
+	assert_int_equal(locktab_set(t, 5, LT_POSIX, &b, &brd, false, 0, NULL), 0);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.id[1], 30);
+	struct locktab_stats st;
+	locktab_stats(t, &st);
+	assert_int_equal(st.waits, 0);
+	assert_int_equal(st.locks, 2);
+	locktab_free(t);
+}
+
+static void test_deadlock(void **state)
+{
+	(void)state;
+	struct grants g = { 0 };
+	struct locktab *t;
+	assert_int_equal(locktab_new(&t, 0, on_grant, &g), 0);
+	struct lt_owner a = own(1, 1, 1), b = own(2, 1, 2);
+	struct lt_range r1 = rng(0, 9, LT_WRLCK), r2 = rng(10, 19, LT_WRLCK);
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &a, &r1, true, 1, NULL), 0);
+	assert_int_equal(locktab_set(t, 2, LT_POSIX, &b, &r2, true, 2, NULL), 0);
+	/* a waits for b (another file), then b asks for a's range */
+	assert_int_equal(locktab_set(t, 2, LT_POSIX, &a, &r2, true, 3, NULL), 1);
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &b, &r1, true, 4, NULL),
+			 -EDEADLK);
+	/* flock is another class: a's POSIX lock does not block it */
+	assert_int_equal(locktab_set(t, 1, LT_FLOCK, &b,
+				     &(struct lt_range){ 0, LT_EOF, LT_WRLCK },
+				     true, 5, NULL), 0);
+	/* a's wait cancelled (interrupted): b's unlock grants nothing */
+	assert_int_equal(locktab_cancel(t, &a, 3), 0);
+	assert_int_equal(locktab_cancel(t, &a, 3), -ENOENT);
+	struct lt_range un = rng(10, 19, LT_UNLCK);
+	assert_int_equal(locktab_set(t, 2, LT_POSIX, &b, &un, false, 0, NULL), 0);
+	assert_int_equal(g.n, 0);
+	locktab_free(t);
+}
+
+static void test_departures(void **state)
+{
+	(void)state;
+	struct grants g = { 0 };
+	struct locktab *t;
+	assert_int_equal(locktab_new(&t, 0, on_grant, &g), 0);
+	struct lt_owner a1 = own(1, 7, 1), a2 = own(1, 8, 2), b = own(2, 1, 3);
+	struct lt_range w = rng(0, LT_EOF, LT_WRLCK);
+	struct lt_range r = rng(0, 4095, LT_RDLCK);
+	/* node 1 holds file 1 through client 7, file 2 through client 8 */
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &a1, &w, true, 1, NULL), 0);
+	assert_int_equal(locktab_set(t, 2, LT_FLOCK, &a2, &w, true, 2, NULL), 0);
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &b, &r, true, 3, NULL), 1);
+	assert_int_equal(locktab_set(t, 2, LT_FLOCK, &b, &w, true, 4, NULL), 1);
+	/* a waiting owner's own departure drops its wait, grants nothing */
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &a2, &r, true, 5, NULL), 1);
+	assert_int_equal(locktab_release_owner(t, 1, LT_POSIX, &a2), 1);
+	/* client 7's session ends: file 1 goes to b, file 2 stays held */
+	assert_int_equal(locktab_release_client(t, 1, 7), 1);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.id[0], 3);
+	/* node 1 dies: its flock goes, b's flock wait is granted */
+	assert_int_equal(locktab_release_node(t, 1), 1);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.id[1], 4);
+	/* b's process closes the file: its POSIX locks go, its flock stays */
+	assert_int_equal(locktab_release_owner(t, 1, LT_POSIX, &b), 1);
+	struct locktab_stats st;
+	locktab_stats(t, &st);
+	assert_int_equal(st.locks, 1);
+	assert_int_equal(st.files, 1);
+	assert_int_equal(locktab_release_node(t, 2), 1);
+	locktab_stats(t, &st);
+	assert_int_equal(st.files + st.locks + st.waits, 0);
+	locktab_free(t);
+}
+
+static void test_classes_and_limits(void **state)
+{
+	(void)state;
+	struct locktab *t;
+	assert_int_equal(locktab_new(&t, 4, NULL, NULL), 0);
+	struct lt_owner a = own(1, 1, 1), b = own(2, 1, 2);
+	struct lt_range w = rng(0, LT_EOF, LT_WRLCK);
+	/* POSIX and flock never conflict with each other */
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &a, &w, false, 0, NULL), 0);
+	assert_int_equal(locktab_set(t, 1, LT_FLOCK, &b, &w, false, 0, NULL), 0);
+	struct lt_holder h;
+	assert_int_equal(locktab_set(t, 1, LT_FLOCK, &a, &w, false, 0, &h),
+			 -EAGAIN);
+	assert_int_equal(h.who.owner, 2);
+	/* bad ranges and types */
+	struct lt_range bad = rng(10, 5, LT_RDLCK);
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &a, &bad, false, 0, NULL),
+			 -EINVAL);
+	bad = rng(0, (uint64_t)LT_EOF + 1, LT_RDLCK);
+	assert_int_equal(locktab_get(t, 1, LT_POSIX, &a, &bad, &h), -EINVAL);
+	bad = rng(0, 1, (enum lt_type)7);
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &a, &bad, false, 0, NULL),
+			 -EINVAL);
+	assert_int_equal(locktab_set(t, 1, (enum lt_class)2, &a, &w, false, 0,
+				     NULL), -EINVAL);
+	/* the limit: 4 entries; a's POSIX write lock cut in three pieces
+	 * by two unlocks (unlocks may go over), then no new lock */
+	struct lt_range un = rng(10, 19, LT_UNLCK);
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &a, &un, false, 0, NULL), 0);
+	un = rng(30, 39, LT_UNLCK);
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &a, &un, false, 0, NULL), 0);
+	struct locktab_stats st;
+	locktab_stats(t, &st);
+	assert_int_equal(st.locks, 4);
+	struct lt_range more = rng(12, 13, LT_RDLCK);
+	assert_int_equal(locktab_set(t, 3, LT_POSIX, &b, &more, false, 0, NULL),
+			 -ENOLCK);
+	assert_int_equal(locktab_set(t, 1, LT_POSIX, &b, &w, true, 9, NULL),
+			 -ENOLCK);
+	locktab_stats(t, &st);
+	assert_int_equal(st.files, 1);   /* the refused file left nothing */
+	/* an unlock of nothing on an unknown file is fine */
+	assert_int_equal(locktab_set(t, 77, LT_POSIX, &a, &un, false, 0, NULL), 0);
+	locktab_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_random_against_model),
+		cmocka_unit_test(test_wait_grant_order),
+		cmocka_unit_test(test_deadlock),
+		cmocka_unit_test(test_departures),
+		cmocka_unit_test(test_classes_and_limits),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
