@@ -2,7 +2,11 @@
  * non-waiting operations against a byte-by-byte model (what each owner
  * holds of each byte), then waits and their grants in order, deadlock
  * refusal, departures of owners, clients and nodes, flock beside POSIX
- * locks, merging of an owner's ranges, bad ranges and the size limit. */
+ * locks, merging of an owner's ranges, bad ranges and the size limit.
+ * Then the service around it (cluster/locksvc.h) with real threads: a
+ * wait answered "in progress" and asked again, granted by another
+ * thread's unlock; a cancel that undoes an uncollected grant; sessions
+ * whose last connection or whose node goes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -13,6 +17,10 @@
 #include <errno.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include "cluster/locksvc.h"
 #include "cluster/locktab.h"
 
 struct grants {
@@ -279,6 +287,99 @@ static void test_classes_and_limits(void **state)
 	locktab_free(t);
 }
 
+struct waiter {
+	struct locksvc *s;
+	struct lt_owner o;
+	uint64_t id;
+	int rc[8];
+	int n;
+};
+
+/* F_SETLKW as a client does it: ask, and ask again while "in progress" */
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+	struct lt_range all = rng(0, LT_EOF, LT_WRLCK);
+	int rc;
+	do {
+		rc = locksvc_set(w->s, 1, LT_POSIX, &w->o, &all, true, w->id,
+				 50, NULL);
+		if (w->n < 8)
+			w->rc[w->n++] = rc;
+	} while (rc == -EINPROGRESS && w->n < 8);
+	return NULL;
+}
+
+static void test_service(void **state)
+{
+	(void)state;
+	struct locksvc *s;
+	assert_int_equal(locksvc_new(&s, 0), 0);
+	struct lt_owner a = own(1, 11, 1), b = own(2, 22, 2);
+	struct lt_range all = rng(0, LT_EOF, LT_WRLCK);
+	struct lt_range un = rng(0, LT_EOF, LT_UNLCK);
+	/* no session, no lock */
+	assert_int_equal(locksvc_set(s, 1, LT_POSIX, &a, &all, false, 0, 0,
+				     NULL), -ENOTCONN);
+	assert_int_equal(locksvc_session_get(s, 1, 11), 0);
+	assert_int_equal(locksvc_session_get(s, 1, 11), 0);  /* 2 conns */
+	assert_int_equal(locksvc_session_get(s, 2, 22), 0);
+	assert_int_equal(locksvc_set(s, 1, LT_POSIX, &a, &all, true, 1, 0,
+				     NULL), 0);
+
+	/* b waits across "in progress" answers until a unlocks */
+	struct waiter w = { .s = s, .o = b, .id = 77 };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, wait_thread, &w), 0);
+	usleep(180 * 1000);
+	assert_int_equal(locksvc_set(s, 1, LT_POSIX, &a, &un, false, 0, 0,
+				     NULL), 0);
+	pthread_join(th, NULL);
+	assert_true(w.n >= 2);
+	assert_int_equal(w.rc[0], -EINPROGRESS);
+	assert_int_equal(w.rc[w.n - 1], 0);
+	struct lt_holder h;
+	assert_int_equal(locksvc_get(s, 1, LT_POSIX, &a, &all, &h), 1);
+	assert_int_equal(h.who.node, 2);
+
+	/* a waits (times out), b unlocks: a's grant is queued for it; a
+	 * gives up instead: the cancel unlocks what was granted */
+	assert_int_equal(locksvc_set(s, 1, LT_POSIX, &a, &all, true, 2, 10,
+				     NULL), -EINPROGRESS);
+	assert_int_equal(locksvc_set(s, 1, LT_POSIX, &b, &un, false, 0, 0,
+				     NULL), 0);
+	assert_int_equal(locksvc_get(s, 1, LT_POSIX, &b, &all, &h), 1);
+	assert_int_equal(locksvc_cancel(s, 1, LT_POSIX, &a, 2), 0);
+	assert_int_equal(locksvc_get(s, 1, LT_POSIX, &b, &all, &h), 0);
+	assert_int_equal(locksvc_cancel(s, 1, LT_POSIX, &a, 2), -ENOENT);
+
+	/* a's session: the lock stays while one of its two connections
+	 * does, goes with the last */
+	assert_int_equal(locksvc_set(s, 1, LT_POSIX, &a, &all, false, 0, 0,
+				     NULL), 0);
+	locksvc_session_put(s, 1, 11);
+	assert_int_equal(locksvc_get(s, 1, LT_POSIX, &b, &all, &h), 1);
+	locksvc_session_put(s, 1, 11);
+	assert_int_equal(locksvc_get(s, 1, LT_POSIX, &b, &all, &h), 0);
+
+	/* a node that dies: its lock goes, and its waiting thread hears */
+	assert_int_equal(locksvc_set(s, 1, LT_POSIX, &b, &all, false, 0, 0,
+				     NULL), 0);
+	assert_int_equal(locksvc_session_get(s, 3, 33), 0);
+	struct waiter w3 = { .s = s, .o = own(3, 33, 3), .id = 5 };
+	assert_int_equal(pthread_create(&th, NULL, wait_thread, &w3), 0);
+	usleep(80 * 1000);
+	assert_int_equal(locksvc_node_dead(s, 3), 1);   /* its wait */
+	pthread_join(th, NULL);
+	assert_int_equal(w3.rc[w3.n - 1], -ENOTCONN);
+	assert_int_equal(locksvc_node_dead(s, 2), 1);   /* b's lock */
+	struct locksvc_stats st;
+	locksvc_stats(s, &st);
+	assert_int_equal(st.tab.locks + st.tab.waits + st.sessions, 0);
+	assert_true(st.granted_waits >= 2);
+	locksvc_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -287,6 +388,7 @@ int main(void)
 		cmocka_unit_test(test_deadlock),
 		cmocka_unit_test(test_departures),
 		cmocka_unit_test(test_classes_and_limits),
+		cmocka_unit_test(test_service),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
