@@ -779,3 +779,22 @@ int cluster_client_node_stats(struct cluster_client *c, char *out,
 	*len = (size_t)total;
 	return 0;
 }
+
+int cluster_client_lock(struct cluster_client *c, const struct frame_lock *lk,
+			struct frame_lock *holder)
+{
+	struct frame_hdr *q = req_init(c, FT_FILE_LOCK);
+	q->lk = *lk;
+	int rc = roundtrip(c, NULL, NULL);
+	if (c->broken)
+		return rc;
+	/* the reply speaks of the request's file and class */
+	if (c->rep.lk.obj != lk->obj || c->rep.lk.cls != lk->cls) {
+		snprintf(c->last_error, sizeof(c->last_error),
+			 "FILE_LOCK reply about another file");
+		return fail_transport(c, -EPROTO);
+	}
+	if (holder)
+		*holder = c->rep.lk;
+	return rc;
+}

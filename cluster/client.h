@@ -235,3 +235,12 @@ int cluster_client_node_stats(struct cluster_client *c, char *out,
 			      size_t outlen, size_t *len);
 /* The text of the last error reply ("" if none), for logs. */
 const char *cluster_client_last_error(const struct cluster_client *c);
+
+/* One FILE_LOCK request (frame.h struct frame_lock; served by the home
+ * node's lock service, cluster/lockserve.h). Returns the reply's status:
+ * 0, -EAGAIN (*holder: the conflicting lock), -EINPROGRESS (an F_SETLKW
+ * still waiting: send the same request again), -EDEADLK, -ENOLCK,
+ * -EINVAL, -ENOENT, or a transport error. A GET's answer is in *holder
+ * (type 0: nothing conflicts). holder may be NULL. */
+int cluster_client_lock(struct cluster_client *c, const struct frame_lock *lk,
+			struct frame_lock *holder);

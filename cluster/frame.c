@@ -18,6 +18,8 @@ _Static_assert(FRAME_MAX_CONN_PAYLOAD <= FRAME_MAX_PAYLOAD, "a batch fits a fram
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_NODE_TABLE == (int)FT_NODE_TABLE, "proto enum");
 _Static_assert((int)NVCACHE__STATUS__ST_INTERNAL == (int)FS_INTERNAL, "proto enum");
 _Static_assert((int)NVCACHE__STATUS__ST_PARITY_LOST == (int)FS_PARITY_LOST, "proto enum");
+_Static_assert((int)NVCACHE__STATUS__ST_INVALID == (int)FS_INVALID, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_LOCK == (int)FT_FILE_LOCK, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_OVERWRITE == (int)FT_PAGE_OVERWRITE, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_STORE_MANY == (int)FT_PAGE_STORE_MANY, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_OVERWRITE_MANY == (int)FT_PAGE_OVERWRITE_MANY, "proto enum");
@@ -139,12 +141,20 @@ static void copy_capacity(struct frame_capacity *c, const Nvcache__Capacity *p)
 	c->mem_available = p->mem_available_bytes;
 }
 
+bool frame_type_known(uint32_t type)
+{
+	return (type > FT_INVALID && type <= FT_PAGE_DROP_MANY) ||
+	       type == FT_FILE_LOCK;
+}
+
 /* The body a frame of this shape must carry (0: none, except that replies
  * with a non-OK status may carry an ERROR body with text). */
 static int body_expected(uint32_t type, bool reply, uint32_t status)
 {
 	if (type == FT_ERROR)
 		return NVCACHE__HEADER__BODY_ERROR;
+	if (type == FT_FILE_LOCK)
+		return NVCACHE__HEADER__BODY_LOCK;
 	if (reply)
 		return type == FT_NODE_TABLE && status == FS_OK ?
 		       NVCACHE__HEADER__BODY_TABLE : 0;
@@ -175,6 +185,30 @@ static int text_copy(char *dst, const char *src, const char **why)
 	return 0;
 }
 
+static int lock_copy(struct frame_lock *l, const Nvcache__FileLock *m,
+		     const char **why)
+{
+	if (m->op >= FL_COUNT || m->cls > 1 || m->type > 2) {
+		*why = "FILE_LOCK op, class or type out of range";
+		return -EPROTO;
+	}
+	if (m->start > m->end || m->end > FRAME_LOCK_EOF) {
+		*why = "FILE_LOCK range out of order or past its end";
+		return -EPROTO;
+	}
+	if (m->node > FRAME_MAX_NODE_ID) {
+		*why = "node id out of range";
+		return -EPROTO;
+	}
+	*l = (struct frame_lock){
+		.obj = m->obj, .op = m->op, .cls = m->cls, .type = m->type,
+		.start = m->start, .end = m->end, .wait = m->wait,
+		.wait_id = m->wait_id, .node = m->node, .session = m->session,
+		.owner = m->owner, .pid = m->pid,
+	};
+	return 0;
+}
+
 /* Check the unpacked header against the rules of its type and copy it out. */
 static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 			   struct frame_hdr *h, const char **why)
@@ -184,7 +218,7 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 	int rc;
 
 	memset(h, 0, sizeof(*h));
-	if (type == FT_INVALID || type >= FT_COUNT) {
+	if (!frame_type_known(type)) {
 		*why = "unknown message type";
 		return -EPROTO;
 	}
@@ -320,6 +354,8 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 		break;
 	case NVCACHE__HEADER__BODY_ERROR:
 		return text_copy(h->text, m->error->text, why);
+	case NVCACHE__HEADER__BODY_LOCK:
+		return lock_copy(&h->lk, m->lock, why);
 	default:
 		return 0;
 	}
@@ -414,6 +450,7 @@ ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
 	Nvcache__Invalidate inv = NVCACHE__INVALIDATE__INIT;
 	Nvcache__Overwrite ow = NVCACHE__OVERWRITE__INIT;
 	Nvcache__ErrorInfo err = NVCACHE__ERROR_INFO__INIT;
+	Nvcache__FileLock lk = NVCACHE__FILE_LOCK__INIT;
 	const char *why;
 
 	if (outlen < FRAME_MAX_HEAD)
@@ -511,6 +548,21 @@ ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
 		err.text = (char *)h->text;
 		m.error = &err;
 		break;
+	case NVCACHE__HEADER__BODY_LOCK:
+		lk.obj = h->lk.obj;
+		lk.op = h->lk.op;
+		lk.cls = h->lk.cls;
+		lk.type = h->lk.type;
+		lk.start = h->lk.start;
+		lk.end = h->lk.end;
+		lk.wait = h->lk.wait;
+		lk.wait_id = h->lk.wait_id;
+		lk.node = h->lk.node;
+		lk.session = h->lk.session;
+		lk.owner = h->lk.owner;
+		lk.pid = h->lk.pid;
+		m.lock = &lk;
+		break;
 	default:
 		break;
 	}
@@ -561,8 +613,9 @@ const char *frame_type_name(uint32_t type)
 		"OWNER_RESET", "NODE_STATS", "PAGE_FETCH_MANY", "PAGE_OVERWRITE",
 		"PAGE_STORE_MANY", "PAGE_OVERWRITE_MANY", "PARITY_UPDATE_MANY",
 		"PAGE_DROP_MANY",
+		[FT_FILE_LOCK] = "FILE_LOCK",
 	};
-	return type < FT_COUNT ? names[type] : "UNKNOWN";
+	return frame_type_known(type) ? names[type] : "UNKNOWN";
 }
 
 const char *frame_status_name(uint32_t status)
@@ -571,6 +624,8 @@ const char *frame_status_name(uint32_t status)
 		"ok", "stale version", "not found", "no space", "bad frame",
 		"authentication failed", "unsupported", "not authenticated",
 		"internal error", "stored, parity not updated",
+		"would block", "deadlock", "no locks left", "in progress",
+		"invalid",
 	};
 	return status < FS_COUNT ? names[status] : "unknown status";
 }
@@ -587,6 +642,11 @@ int frame_status_errno(uint32_t status)
 	case FS_UNSUPPORTED: return -EOPNOTSUPP;
 	case FS_NOT_AUTHENTICATED: return -EPERM;
 	case FS_PARITY_LOST: return -EREMOTEIO;
+	case FS_WOULD_BLOCK: return -EAGAIN;
+	case FS_DEADLOCK: return -EDEADLK;
+	case FS_NO_LOCKS: return -ENOLCK;
+	case FS_IN_PROGRESS: return -EINPROGRESS;
+	case FS_INVALID: return -EINVAL;
 	default: return -EIO;
 	}
 }

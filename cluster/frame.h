@@ -61,12 +61,15 @@ enum frame_type {
 	FT_MIGRATE, FT_UPDATE, FT_INVALIDATE, FT_NODE_TABLE, FT_ERROR,
 	FT_OWNER_RESET, FT_NODE_STATS, FT_PAGE_FETCH_MANY, FT_PAGE_OVERWRITE,
 	FT_PAGE_STORE_MANY, FT_PAGE_OVERWRITE_MANY, FT_PARITY_UPDATE_MANY,
-	FT_PAGE_DROP_MANY, FT_COUNT
+	FT_PAGE_DROP_MANY,
+	/* 22..59 unused (frame_type_known) */
+	FT_FILE_LOCK = 60, FT_COUNT
 };
 enum frame_status {
 	FS_OK = 0, FS_STALE, FS_NOT_FOUND, FS_NO_SPACE, FS_BAD_FRAME,
 	FS_AUTH_FAILED, FS_UNSUPPORTED, FS_NOT_AUTHENTICATED, FS_INTERNAL,
-	FS_PARITY_LOST, FS_COUNT
+	FS_PARITY_LOST, FS_WOULD_BLOCK, FS_DEADLOCK, FS_NO_LOCKS,
+	FS_IN_PROGRESS, FS_INVALID, FS_COUNT
 };
 enum frame_kind { FK_DATA = 0, FK_PARITY, FK_COUNT };
 enum frame_node_state { FN_UNKNOWN = 0, FN_ALIVE, FN_DEAD, FN_SELF, FN_COUNT };
@@ -76,6 +79,26 @@ struct frame_capacity {
 	uint64_t used;          /* bytes of pages it holds */
 	uint64_t mem_available; /* its MemAvailable when measured */
 };
+
+/* FILE_LOCK's body (nvcache.proto FileLock, cluster/locksvc.h): checked
+ * at decode (op, class and type in range, start <= end <= FRAME_LOCK_EOF,
+ * node an id); a reply carries the conflicting lock in cls..end, node and
+ * pid (owner and session zero). */
+enum frame_lock_op { FL_SET = 0, FL_GET, FL_CANCEL, FL_RELEASE, FL_COUNT };
+#define FRAME_LOCK_EOF INT64_MAX
+struct frame_lock {
+	uint64_t obj;
+	uint32_t op, cls, type;
+	uint64_t start, end;
+	bool wait;
+	uint64_t wait_id;
+	uint32_t node;
+	uint64_t session, owner;
+	uint32_t pid;
+};
+
+/* A type this build knows (the types are not contiguous). */
+bool frame_type_known(uint32_t type);
 
 struct frame_node {
 	uint32_t node_id;
@@ -117,6 +140,8 @@ struct frame_hdr {
 	uint32_t peer_node;
 	/* OVERWRITE request */
 	uint64_t old_version, parity_version;
+	/* FILE_LOCK requests and replies */
+	struct frame_lock lk;
 	/* ERROR, and any reply with a status other than FS_OK (may be "") */
 	char text[FRAME_MAX_TEXT + 1];
 };
@@ -164,6 +189,7 @@ ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
 const char *frame_type_name(uint32_t type);
 const char *frame_status_name(uint32_t status);
 /* The -errno a caller reports for a reply status (FS_STALE -> -ESTALE,
- * FS_NOT_FOUND -> -ENOENT, FS_NO_SPACE -> -ENOSPC, FS_PARITY_LOST ->
+ * FS_NOT_FOUND -> -ENOENT, FS_NO_SPACE -> -ENOSPC, FS_WOULD_BLOCK ->
+ * -EAGAIN, FS_IN_PROGRESS -> -EINPROGRESS, FS_PARITY_LOST ->
  * -EREMOTEIO, ...). */
 int frame_status_errno(uint32_t status);

@@ -14,6 +14,7 @@
 #include "cluster/client.h"
 #include "cluster/conn.h"
 #include "cluster/fanout.h"
+#include "cluster/lockserve.h"
 #include "cluster/membership.h"
 #include "cluster/memwatch.h"
 #include "cluster/pagestore.h"
@@ -79,6 +80,7 @@ struct node {
 
 	struct membership *mb;
 	struct pagestore *ps;
+	struct locksvc *locks;  /* the file locks this node is home of */
 
 	pthread_mutex_t lock;   /* guards everything below */
 	pthread_cond_t cond;    /* stop, conns_active changes */
@@ -254,9 +256,14 @@ static void *monitor_main(void *arg)
 
 	while (!node_sleep(n, step)) {
 		unsigned nd = membership_tick(n->mb, now_ns(), dead, CONFIG_MAX_NODES);
-		for (unsigned i = 0; i < nd; i++)
+		for (unsigned i = 0; i < nd; i++) {
 			log_warn("node %u declared dead: no heartbeat for %u ms",
 				 dead[i], n->timeout_ms);
+			size_t k = locksvc_node_dead(n->locks, dead[i]);
+			if (k)
+				log_warn("node %u's %zu file locks and waits released",
+					 dead[i], k);
+		}
 		if (now_ns() - last_mem >= (uint64_t)n->hb_ms * 1000000ULL) {
 			update_capacity(n);
 			last_mem = now_ns();
@@ -422,6 +429,8 @@ struct inbound {
 	struct ow_pending ow[OW_PIPE];
 	unsigned now;
 	struct frame_hdr orep;
+	/* FILE_LOCK: the mount session this connection carries */
+	struct lockserve_conn lk;
 };
 
 static ssize_t ctl_stats(struct node *n, char *out, size_t outlen);
@@ -872,6 +881,11 @@ static uint32_t status_of(int rc)
 	case -EOPNOTSUPP: return FS_UNSUPPORTED;
 	case -EPROTO: return FS_BAD_FRAME;
 	case -EREMOTEIO: return FS_PARITY_LOST;
+	case -EAGAIN: return FS_WOULD_BLOCK;
+	case -EDEADLK: return FS_DEADLOCK;
+	case -ENOLCK: return FS_NO_LOCKS;
+	case -EINPROGRESS: return FS_IN_PROGRESS;
+	case -EINVAL: return FS_INVALID;
 	default: return FS_INTERNAL;
 	}
 }
@@ -960,6 +974,9 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 		break;
 	case FT_PAGE_DROP_MANY:
 		out = serve_drop_many(ib, payload, &rc);
+		break;
+	case FT_FILE_LOCK:
+		rc = lockserve(n->locks, &ib->lk, &q->lk, &r->lk);
 		break;
 	default:
 		/* HELLO/CHALLENGE/AUTH after the handshake, UPDATE (the owner's
@@ -1179,6 +1196,7 @@ out:
 	n->slots[ib->slot].fd = -1;
 	pthread_mutex_unlock(&n->lock);
 	conn_close(&ib->c);
+	lockserve_end(n->locks, &ib->lk);
 	free(ib->stats);
 	free(ib->batch);
 	free(ib->om);
@@ -1381,6 +1399,8 @@ int node_start(struct node **out, const struct node_opts *o)
 	if ((rc = membership_create(&n->mb, &n->cfg, n->self,
 				    (uint64_t)n->timeout_ms * 1000000ULL)))
 		goto fail;
+	if ((rc = locksvc_new(&n->locks, 0)))
+		goto fail;
 	if (o->tier) {
 		n->tier_bytes = o->tier->pages * PAGESTORE_PAGE;
 		n->mem_offer = n->tier_bytes;   /* until meminfo is read */
@@ -1458,6 +1478,8 @@ void node_stop(struct node *n)
 		if (n->links[i].c && n->links[i].c->fd >= 0)
 			shutdown(n->links[i].c->fd, SHUT_RDWR);
 	pthread_mutex_unlock(&n->lock);
+	if (n->locks)
+		locksvc_stop(n->locks);   /* F_SETLKW waits answer now */
 	if (n->stop_pipe[1] >= 0 && write(n->stop_pipe[1], "x", 1) < 0)
 		log_debug("stop pipe: %s", strerror(errno));
 	if (n->acceptor_started)
@@ -1481,6 +1503,7 @@ void node_stop(struct node *n)
 		close(n->stop_pipe[1]);
 	}
 	pagestore_close(n->ps);
+	locksvc_free(n->locks);
 	membership_destroy(n->mb);
 	free(n->slots);
 	pthread_cond_destroy(&n->cond);
@@ -1583,6 +1606,14 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	outbuf_printf(o, "heartbeats_in: %" PRIu64 "\nheartbeats_out: %" PRIu64 "\n",
 		      (uint64_t)atomic_load(&n->heartbeats_in),
 		      (uint64_t)atomic_load(&n->heartbeats_out));
+	/* the file locks this node is home of (locksvc.h) */
+	struct locksvc_stats ls;
+	locksvc_stats(n->locks, &ls);
+	outbuf_printf(o, "file_locks: %zu\nfile_lock_waits: %zu\nfile_lock_files: %zu\n"
+		      "file_lock_sessions: %zu\nfile_lock_grants: %" PRIu64
+		      "\nfile_lock_deadlocks: %" PRIu64 "\nfile_locks_released: %" PRIu64 "\n",
+		      ls.tab.locks, ls.tab.waits, ls.tab.files, ls.sessions,
+		      ls.granted_waits, ls.deadlocks, ls.released_on_departure);
 	outbuf_printf(o, "store: %s\n", n->tier_bytes ? "tiered" : "dram");
 	if (o->len < o->cap) {
 		ssize_t k = pagestore_tier_stats(n->ps, o->p + o->len, o->cap - o->len);

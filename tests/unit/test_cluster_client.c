@@ -6,7 +6,11 @@
  * node's counters over the wire (NODE_STATS), and the client's checks of
  * them against a fake node that sends chunks that do not add up; requests
  * in flight several at once, and fetch replies checked against their
- * requests (a fake node that answers about another page or version). */
+ * requests (a fake node that answers about another page or version);
+ * file locks at their home node (FILE_LOCK): a conflict names its holder,
+ * an F_SETLKW answered "in progress" until the holder unlocks, a second
+ * session on one connection refused, and a mount's locks released when
+ * its connection ends. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1178,6 +1182,64 @@ static void fetch_reply_checks(void **state)
 	}
 }
 
+static struct frame_lock lk_req(uint64_t session, uint64_t owner, uint32_t op,
+				 uint32_t type, uint64_t start, uint64_t end)
+{
+	return (struct frame_lock){ .obj = 4242, .op = op, .cls = 0,
+				    .type = type, .start = start, .end = end,
+				    .node = 2, .session = session,
+				    .owner = owner, .pid = 1000 + (uint32_t)owner };
+}
+
+static void file_locks_over_the_wire(void **state)
+{
+	(void)state;
+	struct cluster_client *a = open_client(1, 0), *b = open_client(1, 0);
+	struct frame_lock h;
+
+	struct frame_lock q = lk_req(11, 1, FL_SET, 2, 0, 99);
+	assert_int_equal(cluster_client_lock(a, &q, &h), 0);
+	/* another mount: a conflict, with the holder named */
+	q = lk_req(22, 7, FL_SET, 1, 50, 60);
+	assert_int_equal(cluster_client_lock(b, &q, &h), -EAGAIN);
+	assert_true(h.start == 0 && h.end == 99 && h.type == 2 && h.pid == 1001);
+	q.op = FL_GET;
+	assert_int_equal(cluster_client_lock(b, &q, &h), 0);
+	assert_int_equal(h.type, 2);
+	/* F_SETLKW: "in progress" (the home waited LOCKSERVE_WAIT_MS) */
+	q = lk_req(22, 7, FL_SET, 1, 50, 60);
+	q.wait = true;
+	q.wait_id = 5;
+	assert_int_equal(cluster_client_lock(b, &q, &h), -EINPROGRESS);
+	/* the holder unlocks; the same request again collects the grant */
+	struct frame_lock un = lk_req(11, 1, FL_SET, 0, 0, FRAME_LOCK_EOF);
+	assert_int_equal(cluster_client_lock(a, &un, &h), 0);
+	assert_int_equal(cluster_client_lock(b, &q, &h), 0);
+	q = lk_req(11, 1, FL_GET, 2, 0, 99);
+	assert_int_equal(cluster_client_lock(a, &q, &h), 0);
+	assert_true(h.type == 1 && h.start == 50 && h.end == 60);
+	/* a connection carries one session */
+	q = lk_req(33, 1, FL_GET, 2, 0, 99);
+	assert_int_equal(cluster_client_lock(a, &q, &h), -EPROTO);
+	cluster_client_close(a);
+	a = open_client(1, 0);
+	/* b's mount goes: its lock with it */
+	cluster_client_close(b);
+	q = lk_req(11, 1, FL_SET, 2, 0, 99);
+	for (int i = 0; i < 100; i++) {
+		if (cluster_client_lock(a, &q, &h) == 0)
+			break;
+		usleep(10 * 1000);   /* the home sees the close */
+	}
+	struct cluster_client *c = open_client(1, 0);
+	struct frame_lock g = lk_req(44, 9, FL_GET, 2, 0, 99);
+	assert_int_equal(cluster_client_lock(c, &g, &h), 0);
+	assert_int_equal(h.type, 2);   /* a holds it now */
+	assert_int_equal(h.pid, 1001);
+	cluster_client_close(a);
+	cluster_client_close(c);
+}
+
 static void client_breaks_on_dead_node(void **state)
 {
 	static uint8_t page[FRAME_PAGE_SIZE];
@@ -1213,6 +1275,7 @@ int main(void)
 		cmocka_unit_test(overwrite_many_forwards_parity),
 		cmocka_unit_test(drop_many_over_the_wire),
 		cmocka_unit_test(fetch_reply_checks),
+		cmocka_unit_test(file_locks_over_the_wire),
 		cmocka_unit_test(client_breaks_on_dead_node),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
