@@ -10,7 +10,9 @@
  * file locks at their home node (FILE_LOCK): a conflict names its holder,
  * an F_SETLKW answered "in progress" until the holder unlocks, a second
  * session on one connection refused, and a mount's locks released when
- * its connection ends. */
+ * its connection ends; and a mount's side of them (fs/locks.h): two
+ * mounts, fcntl and flock, an F_SETLKW that waits in a thread until the
+ * other mount unlocks, one interrupted, and a mount that goes away. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -32,6 +35,8 @@
 #include "cluster/conn.h"
 #include "cluster/node.h"
 #include "common/log.h"
+#include "fs/locks.h"
+#include <sys/file.h>
 
 #define NNODES 2
 
@@ -1240,6 +1245,100 @@ static void file_locks_over_the_wire(void **state)
 	cluster_client_close(c);
 }
 
+struct lk_waiter {
+	struct fs_locks *m;
+	struct flock fl;
+	atomic_bool stop;
+	int rc;
+	bool flock;
+};
+
+static bool lk_intr(void *arg)
+{
+	return atomic_load(&((struct lk_waiter *)arg)->stop);
+}
+
+static void *lk_wait_main(void *arg)
+{
+	struct lk_waiter *w = arg;
+	w->rc = w->flock ? fs_locks_flock(w->m, 1, 9, 77, 4000, LOCK_EX, lk_intr, w) :
+			   fs_locks_set(w->m, 1, 9, 77, 4000, &w->fl, true, lk_intr, w);
+	return NULL;
+}
+
+static void mount_locks(void **state)
+{
+	(void)state;
+	struct fs_locks *m1, *m2;
+	assert_int_equal(fs_locks_open(&m1, &cfg, 1), 0);
+	assert_int_equal(fs_locks_open(&m2, &cfg, 2), 0);
+	/* home index 1: node 2 of the cluster file */
+	struct flock w = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			   .l_start = 100, .l_len = 50 };
+	assert_int_equal(fs_locks_set(m1, 1, 9, 5, 3000, &w, false, NULL, NULL), 0);
+	struct flock g = { .l_type = F_RDLCK, .l_whence = SEEK_SET,
+			   .l_start = 0, .l_len = 0 };
+	assert_int_equal(fs_locks_get(m2, 1, 9, 77, &g), 0);
+	assert_int_equal(g.l_type, F_WRLCK);
+	assert_true(g.l_start == 100 && g.l_len == 50 && g.l_pid == 3000);
+	struct flock r = { .l_type = F_RDLCK, .l_whence = SEEK_SET,
+			   .l_start = 120, .l_len = 1 };
+	assert_int_equal(fs_locks_set(m2, 1, 9, 77, 4000, &r, false, NULL, NULL), -EAGAIN);
+
+	/* F_SETLKW in a thread: it waits until m1 unlocks */
+	struct lk_waiter lw = { .m = m2, .fl = r };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, lk_wait_main, &lw), 0);
+	usleep(300 * 1000);
+	struct flock un = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+	assert_int_equal(fs_locks_set(m1, 1, 9, 5, 3000, &un, false, NULL, NULL), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(lw.rc, 0);
+	g = (struct flock){ .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	assert_int_equal(fs_locks_get(m1, 1, 9, 5, &g), 0);
+	assert_true(g.l_type == F_RDLCK && g.l_start == 120 && g.l_pid == 4000);
+
+	/* a wait interrupted holds nothing: m1's write lock waits on m2's
+	 * read lock, is interrupted, and m2's unlock leaves nothing held */
+	struct lk_waiter li = { .m = m1, .fl = w };
+	li.fl.l_start = 0;
+	li.fl.l_len = 0;
+	assert_int_equal(pthread_create(&t, NULL, lk_wait_main, &li), 0);
+	usleep(200 * 1000);
+	atomic_store(&li.stop, true);
+	pthread_join(t, NULL);
+	assert_int_equal(li.rc, -EINTR);
+
+	/* flock: a class of its own; LOCK_NB refused while m1 holds it */
+	assert_int_equal(fs_locks_flock(m1, 1, 9, 6, 3000, LOCK_EX, NULL, NULL), 0);
+	assert_int_equal(fs_locks_flock(m2, 1, 9, 78, 4000, LOCK_SH | LOCK_NB, NULL, NULL),
+			 -EWOULDBLOCK);
+	struct lk_waiter lf = { .m = m2, .flock = true };
+	assert_int_equal(pthread_create(&t, NULL, lk_wait_main, &lf), 0);
+	usleep(200 * 1000);
+	/* m1's open file goes (release with flock_release) */
+	fs_locks_release(m1, 1, 9, true, 6);
+	pthread_join(t, NULL);
+	assert_int_equal(lf.rc, 0);
+
+	/* m2 goes away (killed): its locks go with its connections */
+	fs_locks_close(m2);
+	int rc = -EAGAIN;
+	for (int i = 0; i < 100 && rc == -EAGAIN; i++) {
+		rc = fs_locks_flock(m1, 1, 9, 6, 3000, LOCK_EX | LOCK_NB, NULL, NULL);
+		if (rc == -EWOULDBLOCK)
+			usleep(10 * 1000), rc = -EAGAIN;
+	}
+	assert_int_equal(rc, 0);
+	g = (struct flock){ .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	assert_int_equal(fs_locks_get(m1, 1, 9, 999, &g), 0);
+	assert_int_equal(g.l_type, F_UNLCK);  /* m2's read lock went too */
+	struct fs_locks_stats st;
+	fs_locks_stats(m1, &st);
+	assert_true(st.waits == 2 && st.errors == 0);  /* the interrupted one, a flock */
+	fs_locks_close(m1);
+}
+
 static void client_breaks_on_dead_node(void **state)
 {
 	static uint8_t page[FRAME_PAGE_SIZE];
@@ -1276,6 +1375,7 @@ int main(void)
 		cmocka_unit_test(drop_many_over_the_wire),
 		cmocka_unit_test(fetch_reply_checks),
 		cmocka_unit_test(file_locks_over_the_wire),
+		cmocka_unit_test(mount_locks),
 		cmocka_unit_test(client_breaks_on_dead_node),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

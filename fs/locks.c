@@ -1,0 +1,268 @@
+/* locks.c - a cluster mount's fcntl and flock locks at their home nodes
+ * (locks.h). */
+#include "fs/locks.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "cluster/client.h"
+#include "common/log.h"
+
+/* Each home's connections; a handle is either in free[] or out with one
+ * thread, and counted in n either way. */
+struct lk_home {
+	pthread_mutex_t mx;
+	pthread_cond_t cv;
+	struct cluster_client *free[FS_LOCKS_CONNS];
+	unsigned nfree, n;
+	struct log_limit down_log;
+};
+
+struct fs_locks {
+	struct cluster_config cfg;
+	uint32_t self;
+	uint64_t session;
+	atomic_uint_fast64_t next_wait;
+	atomic_uint_fast64_t sets, gets, waits, conflicts, errors;
+	struct lk_home home[CONFIG_MAX_NODES];
+};
+
+int fs_locks_open(struct fs_locks **out, const struct cluster_config *cfg,
+		  uint32_t self_node)
+{
+	struct fs_locks *l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->cfg = *cfg;
+	l->self = self_node;
+	if (getrandom(&l->session, sizeof(l->session), 0) !=
+	    (ssize_t)sizeof(l->session))
+		l->session = (uint64_t)time(NULL) ^ ((uint64_t)self_node << 48);
+	atomic_init(&l->next_wait, 1);
+	for (unsigned i = 0; i < CONFIG_MAX_NODES; i++) {
+		pthread_mutex_init(&l->home[i].mx, NULL);
+		pthread_cond_init(&l->home[i].cv, NULL);
+	}
+	*out = l;
+	return 0;
+}
+
+void fs_locks_close(struct fs_locks *l)
+{
+	if (!l)
+		return;
+	for (unsigned i = 0; i < CONFIG_MAX_NODES; i++) {
+		struct lk_home *h = &l->home[i];
+		for (unsigned k = 0; k < h->nfree; k++)
+			cluster_client_close(h->free[k]);
+		pthread_mutex_destroy(&h->mx);
+		pthread_cond_destroy(&h->cv);
+	}
+	memset(l->cfg.secret, 0, sizeof(l->cfg.secret));
+	free(l);
+}
+
+/* A connection to home, or NULL (logged, rate-limited) when it cannot be
+ * opened. */
+static struct cluster_client *conn_get(struct fs_locks *l, uint32_t home)
+{
+	if (home >= l->cfg.n_nodes)
+		return NULL;
+	struct lk_home *h = &l->home[home];
+	pthread_mutex_lock(&h->mx);
+	while (!h->nfree && h->n >= FS_LOCKS_CONNS)
+		pthread_cond_wait(&h->cv, &h->mx);
+	if (h->nfree) {
+		struct cluster_client *c = h->free[--h->nfree];
+		pthread_mutex_unlock(&h->mx);
+		return c;
+	}
+	h->n++;
+	pthread_mutex_unlock(&h->mx);
+
+	struct cluster_client *c = NULL;
+	char err[256] = "";
+	const struct cluster_node *cn = &l->cfg.nodes[home];
+	int rc = cluster_client_open_node(&c, &l->cfg, cn->id, 0, 0, 0, err,
+					  sizeof(err));
+	if (rc < 0) {
+		if (log_limit(&h->down_log, 60, NULL, 0))
+			log_warn("file locks: node %u (%s:%u), home of files "
+				 "locked here, unreachable: %s", cn->id,
+				 cn->host, cn->port, err[0] ? err : strerror(-rc));
+		pthread_mutex_lock(&h->mx);
+		h->n--;
+		pthread_cond_signal(&h->cv);
+		pthread_mutex_unlock(&h->mx);
+		return NULL;
+	}
+	return c;
+}
+
+/* Give c back; a broken one (after a transport error) is closed. */
+static void conn_put(struct fs_locks *l, uint32_t home,
+		     struct cluster_client *c, int rc)
+{
+	struct lk_home *h = &l->home[home];
+	bool broken = rc == -ENOTCONN || rc == -ECONNRESET || rc == -EPIPE ||
+		      rc == -ETIMEDOUT || rc == -EPROTO;
+	if (broken)
+		cluster_client_close(c);
+	pthread_mutex_lock(&h->mx);
+	if (broken)
+		h->n--;
+	else
+		h->free[h->nfree++] = c;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mx);
+}
+
+/* One request; the home's status, or -ENOLCK for a home we cannot reach
+ * (logged). With intr, an F_SETLKW asked again until it is answered. */
+static int call(struct fs_locks *l, uint32_t home, struct frame_lock *q,
+		struct frame_lock *h, fs_locks_intr_fn intr, void *arg)
+{
+	struct cluster_client *c = conn_get(l, home);
+	if (!c) {
+		atomic_fetch_add(&l->errors, 1);
+		return -ENOLCK;
+	}
+	q->node = l->self;
+	q->session = l->session;
+	int rc = cluster_client_lock(c, q, h);
+	while (rc == -EINPROGRESS) {
+		if (intr && intr(arg)) {
+			struct frame_lock cq = *q;
+			cq.op = FL_CANCEL;
+			rc = cluster_client_lock(c, &cq, NULL);
+			rc = rc == 0 || rc == -ENOENT ? -EINTR : rc;
+			break;
+		}
+		rc = cluster_client_lock(c, q, h);
+	}
+	conn_put(l, home, c, rc);
+	switch (rc) {
+	case 0: case -EAGAIN: case -EDEADLK: case -EINTR: case -EINVAL:
+	case -ENOLCK:
+		return rc;
+	default:
+		atomic_fetch_add(&l->errors, 1);
+		log_warn("file locks: node %u (home of file %016llx): %s",
+			 l->cfg.nodes[home].id, (unsigned long long)q->obj,
+			 strerror(-rc));
+		return -ENOLCK;
+	}
+}
+
+static uint32_t type_of(short t)
+{
+	return t == F_RDLCK ? 1 : t == F_WRLCK ? 2 : 0;
+}
+
+/* lk's range, as the kernel hands it over (SEEK_SET, l_len 0: to EOF). */
+static int range_of(const struct flock *lk, struct frame_lock *q)
+{
+	if (lk->l_whence != SEEK_SET || lk->l_start < 0 || lk->l_len < 0)
+		return -EINVAL;
+	q->start = (uint64_t)lk->l_start;
+	if (lk->l_len == 0 ||
+	    (uint64_t)lk->l_len - 1 > FRAME_LOCK_EOF - q->start)
+		q->end = FRAME_LOCK_EOF;
+	else
+		q->end = q->start + (uint64_t)lk->l_len - 1;
+	return 0;
+}
+
+int fs_locks_get(struct fs_locks *l, uint32_t home, uint64_t obj,
+		 uint64_t owner, struct flock *lk)
+{
+	struct frame_lock q = { .obj = obj, .op = FL_GET, .cls = 0,
+				.type = type_of(lk->l_type), .owner = owner },
+			  h = { 0 };
+	int rc = range_of(lk, &q);
+	if (rc < 0)
+		return rc;
+	atomic_fetch_add(&l->gets, 1);
+	if ((rc = call(l, home, &q, &h, NULL, NULL)) < 0)
+		return rc;
+	lk->l_whence = SEEK_SET;
+	if (h.type == 0) {
+		lk->l_type = F_UNLCK;
+		return 0;
+	}
+	lk->l_type = h.type == 1 ? F_RDLCK : F_WRLCK;
+	lk->l_start = (off_t)h.start;
+	lk->l_len = h.end == FRAME_LOCK_EOF ? 0 : (off_t)(h.end - h.start + 1);
+	lk->l_pid = (pid_t)h.pid;
+	return 0;
+}
+
+static int set(struct fs_locks *l, uint32_t home, struct frame_lock *q,
+	       bool wait, fs_locks_intr_fn intr, void *arg)
+{
+	struct frame_lock h = { 0 };
+	q->op = FL_SET;
+	q->wait = wait && q->type != 0;
+	if (q->wait) {
+		q->wait_id = atomic_fetch_add(&l->next_wait, 1);
+		atomic_fetch_add(&l->waits, 1);
+	}
+	atomic_fetch_add(&l->sets, 1);
+	int rc = call(l, home, q, &h, q->wait ? intr : NULL, arg);
+	if (rc == -EAGAIN)
+		atomic_fetch_add(&l->conflicts, 1);
+	return rc;
+}
+
+int fs_locks_set(struct fs_locks *l, uint32_t home, uint64_t obj,
+		 uint64_t owner, uint32_t pid, const struct flock *lk,
+		 bool wait, fs_locks_intr_fn intr, void *arg)
+{
+	struct frame_lock q = { .obj = obj, .cls = 0,
+				.type = type_of(lk->l_type), .owner = owner,
+				.pid = pid };
+	int rc = range_of(lk, &q);
+	return rc < 0 ? rc : set(l, home, &q, wait, intr, arg);
+}
+
+int fs_locks_flock(struct fs_locks *l, uint32_t home, uint64_t obj,
+		   uint64_t owner, uint32_t pid, int op, fs_locks_intr_fn intr,
+		   void *arg)
+{
+	int kind = op & ~LOCK_NB;
+	struct frame_lock q = { .obj = obj, .cls = 1, .owner = owner,
+				.pid = pid, .start = 0, .end = FRAME_LOCK_EOF };
+	if (kind == LOCK_SH)
+		q.type = 1;
+	else if (kind == LOCK_EX)
+		q.type = 2;
+	else if (kind != LOCK_UN)
+		return -EINVAL;
+	int rc = set(l, home, &q, !(op & LOCK_NB), intr, arg);
+	return rc == -EAGAIN ? -EWOULDBLOCK : rc;
+}
+
+void fs_locks_release(struct fs_locks *l, uint32_t home, uint64_t obj,
+		      bool flock_class, uint64_t owner)
+{
+	struct frame_lock q = { .obj = obj, .op = FL_RELEASE,
+				.cls = flock_class ? 1 : 0, .owner = owner,
+				.end = FRAME_LOCK_EOF };
+	/* a lost home released everything of ours already */
+	(void)call(l, home, &q, NULL, NULL, NULL);
+}
+
+void fs_locks_stats(struct fs_locks *l, struct fs_locks_stats *st)
+{
+	st->sets = atomic_load(&l->sets);
+	st->gets = atomic_load(&l->gets);
+	st->waits = atomic_load(&l->waits);
+	st->conflicts = atomic_load(&l->conflicts);
+	st->errors = atomic_load(&l->errors);
+}
