@@ -13,6 +13,7 @@
 #include "cluster/batch.h"
 #include "cluster/client.h"
 #include "cluster/conn.h"
+#include "cluster/fcache.h"
 #include "cluster/fanout.h"
 #include "cluster/membership.h"
 #include "cluster/memwatch.h"
@@ -79,6 +80,7 @@ struct node {
 
 	struct membership *mb;
 	struct pagestore *ps;
+	struct fcache *fc;      /* the file cache (node_opts.fcache), or NULL */
 
 	pthread_mutex_t lock;   /* guards everything below */
 	pthread_cond_t cond;    /* stop, conns_active changes */
@@ -410,6 +412,8 @@ struct inbound {
 	 * first need: not every peer sends them) */
 	uint8_t *batch;
 	struct ow_many *om;
+	/* FT_FILE_READ: the reply's bytes (allocated at the first) */
+	uint8_t *fbuf;
 	/* PAGE_OVERWRITE: this connection's own handle to each parity node
 	 * it forwards to (by position in the cluster file), opened at the
 	 * first need; so no lock, and no two connections wait on one */
@@ -961,6 +965,20 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 	case FT_PAGE_DROP_MANY:
 		out = serve_drop_many(ib, payload, &rc);
 		break;
+	case FT_FILE_ATTACH: case FT_FILE_OPEN: case FT_FILE_CLOSE:
+	case FT_FILE_GETATTR: case FT_FILE_SETSIZE: case FT_FILE_UNLINK:
+	case FT_FILE_READ: case FT_FILE_WRITE: case FT_FILE_TRUNC:
+	case FT_FILE_WRITEBACK: case FT_FILE_DROP:
+		if (!n->fc) {
+			rc = -EOPNOTSUPP;
+			snprintf(r->text, sizeof(r->text), "node %u has no file cache "
+				 "(start nvcached with --cache-size)", n->self);
+		} else if (!ib->fbuf && !(ib->fbuf = malloc(FRAME_FILE_MAX_BLOCK))) {
+			rc = -ENOMEM;
+		} else {
+			rc = fcache_serve(n->fc, q, payload, r, ib->fbuf, &out);
+		}
+		break;
 	default:
 		/* HELLO/CHALLENGE/AUTH after the handshake, UPDATE (the owner's
 		 * business, not a server's) */
@@ -1181,6 +1199,7 @@ out:
 	conn_close(&ib->c);
 	free(ib->stats);
 	free(ib->batch);
+	free(ib->fbuf);
 	free(ib->om);
 	for (unsigned k = 0; k < CONFIG_MAX_NODES; k++)
 		cluster_client_close(ib->fwd[k]);
@@ -1329,6 +1348,7 @@ int node_start(struct node **out, const struct node_opts *o)
 		return -ENOMEM;
 	n->cfg = *o->cfg;
 	n->self = o->self;
+	n->fc = o->fcache;
 	n->me = config_node_find(&n->cfg, o->self);
 	n->hb_ms = o->heartbeat_ms ? o->heartbeat_ms : NODE_DEFAULT_HEARTBEAT_MS;
 	n->timeout_ms = o->timeout_ms ? o->timeout_ms : NODE_DEFAULT_TIMEOUT_MS;
@@ -1584,6 +1604,8 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 		      (uint64_t)atomic_load(&n->heartbeats_in),
 		      (uint64_t)atomic_load(&n->heartbeats_out));
 	outbuf_printf(o, "store: %s\n", n->tier_bytes ? "tiered" : "dram");
+	if (n->fc && o->len < o->cap)
+		o->len += fcache_stats(n->fc, o->p + o->len, o->cap - o->len);
 	if (o->len < o->cap) {
 		ssize_t k = pagestore_tier_stats(n->ps, o->p + o->len, o->cap - o->len);
 		if (k > 0)
