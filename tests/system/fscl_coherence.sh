@@ -38,6 +38,10 @@ for ((i = 1; i <= FSCL_N; i++)); do
 done
 t_wait 5 test "$(sum fcache_dirty_bytes)" -eq 0 || t_fail "dirty bytes left after write-back: $(sum fcache_dirty_bytes)"
 t_log "write-back: every byte in the backing, by all $FSCL_N owners"
+# nvcachectl status --cluster: a file cache line per node, its MiB
+timeout 30 "$(t_bin nvcachectl)" status --cluster "$conf" >"$T_DIR/st" || t_fail "status --cluster failed"
+[ "$(grep -cE '^ +[1-4] +64 ' "$T_DIR/st")" -eq 4 ] || t_fail "status --cluster: no file cache line per node: $(cat "$T_DIR/st")"
+grep -q '^file cache: node' "$T_DIR/st" || t_fail "status --cluster: no file cache header"
 
 # Unlinked while open on two nodes: nothing of it is written back, and
 # every node drops it at the last close.
