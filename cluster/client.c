@@ -798,3 +798,40 @@ int cluster_client_lock(struct cluster_client *c, const struct frame_lock *lk,
 		*holder = c->rep.lk;
 	return rc;
 }
+
+int cluster_client_file_call(struct cluster_client *c, uint32_t type,
+			     const struct frame_fop *f, const struct iovec *pl,
+			     unsigned npl, struct frame_fop *rf, void *buf,
+			     size_t buflen)
+{
+	struct frame_hdr *q = req_init(c, type);
+	const uint8_t *payload = NULL;
+	struct pending p;
+	size_t plen = 0;
+
+	if (!frame_type_file(type))
+		return -EINVAL;
+	if (!c->broken && c->qn)
+		return -EBUSY;
+	for (unsigned k = 0; k < npl; k++)
+		plen += pl[k].iov_len;
+	q->fop = *f;
+	q->payload_len = (uint32_t)plen;
+	int rc = send_req_iov(c, pl, npl);
+	if (rc)
+		return rc;
+	rc = recv_rep(c, &payload, &p);
+	if (c->broken)
+		return rc;      /* transport error: nothing came back */
+	if (c->rep.payload_len > buflen) {
+		snprintf(c->last_error, sizeof(c->last_error),
+			 "%s reply of %u bytes, %zu asked for", frame_type_name(type),
+			 c->rep.payload_len, buflen);
+		return fail_transport(c, -EPROTO);
+	}
+	if (c->rep.payload_len)
+		memcpy(buf, payload, c->rep.payload_len);
+	if (rf)
+		*rf = c->rep.fop;
+	return rc;
+}

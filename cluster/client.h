@@ -244,3 +244,13 @@ const char *cluster_client_last_error(const struct cluster_client *c);
  * (type 0: nothing conflicts). holder may be NULL. */
 int cluster_client_lock(struct cluster_client *c, const struct frame_lock *lk,
 			struct frame_lock *holder);
+/* One request of the file cache (FT_FILE_*, docs/nvcachefs-cluster.md):
+ * f is its FileOp, its payload in npl pieces. The reply's FileOp goes to
+ * *rf (may be NULL), its payload (a read's bytes, rf->len of them) to buf;
+ * a reply larger than buflen is -EPROTO and breaks the handle. Returns the
+ * reply's status as -errno, or a transport error as the other calls. */
+struct iovec;
+int cluster_client_file_call(struct cluster_client *c, uint32_t type,
+			     const struct frame_fop *f, const struct iovec *pl,
+			     unsigned npl, struct frame_fop *rf, void *buf,
+			     size_t buflen);

@@ -2,6 +2,7 @@
  * config.h for the format. Every error names the file and line. */
 #include "cluster/config.h"
 
+#include "common/crc32c.h"
 #include "common/opts.h"
 
 #include <errno.h>
@@ -309,4 +310,20 @@ const struct cluster_node *config_node_find(const struct cluster_config *cfg,
 		if (cfg->nodes[i].id == id)
 			return &cfg->nodes[i];
 	return NULL;
+}
+
+uint64_t config_digest(const struct cluster_config *cfg)
+{
+	uint64_t d = 0;
+
+	/* a sum of per-node hashes: the order of the lines does not count */
+	for (unsigned i = 0; i < cfg->n_nodes; i++) {
+		const struct cluster_node *n = &cfg->nodes[i];
+		char line[128];
+		int k = snprintf(line, sizeof(line), "%u %s %u", n->id, n->host, n->port);
+		uint64_t h = (uint64_t)crc32c(0x9e3779b9u, line, (size_t)k) << 32 |
+			     crc32c(0x7f4a7c15u, line, (size_t)k);
+		d += h;
+	}
+	return d ^ cfg->n_nodes;
 }

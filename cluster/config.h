@@ -54,3 +54,7 @@ int config_secret_load(struct cluster_config *cfg, char *err, size_t errlen);
 /* The node with this id, or NULL. */
 const struct cluster_node *config_node_find(const struct cluster_config *cfg,
 					    uint32_t id);
+
+/* A digest of the node list (ids, addresses), the same for the same list
+ * in any order of writing: nodes whose cluster files disagree see it. */
+uint64_t config_digest(const struct cluster_config *cfg);

@@ -25,6 +25,9 @@ _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_STORE_MANY == (int)FT_PAGE_STORE
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_OVERWRITE_MANY == (int)FT_PAGE_OVERWRITE_MANY, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PARITY_UPDATE_MANY == (int)FT_PARITY_UPDATE_MANY, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_DROP_MANY == (int)FT_PAGE_DROP_MANY, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_ATTACH == (int)FT_FILE_ATTACH, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_DROP == (int)FT_FILE_DROP, "proto enum");
+_Static_assert(2 * FRAME_FILE_MAX_BLOCK <= FRAME_MAX_CONN_PAYLOAD, "a file write fits a connection's buffer");
 _Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
 _Static_assert((int)NVCACHE__NODE_STATE__NS_SELF == (int)FN_SELF, "proto enum");
 
@@ -66,8 +69,76 @@ static uint32_t get_be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+bool frame_type_file(uint32_t type)
+{
+	return type >= FT_FILE_ATTACH && type <= FT_FILE_DROP;
+}
+
+bool frame_type_known(uint32_t type)
+{
+	return (type > FT_INVALID && type <= FT_PAGE_DROP_MANY) ||
+	       frame_type_file(type) || type == FT_FILE_LOCK;
+}
+
+/* A file message's payload against its FileOp: every length within its
+ * cap before anyone uses it (the service checks its own block size). */
+static int file_payload_check(uint32_t type, bool reply, uint32_t status,
+			      const struct frame_fop *f, uint32_t payload_len,
+			      const char **why)
+{
+	uint64_t want = 0;
+
+	if ((uint64_t)f->off + f->len > FRAME_FILE_MAX_BLOCK ||
+	    f->base_len > FRAME_FILE_MAX_BLOCK) {
+		*why = "file range over the block cap";
+		return -EPROTO;
+	}
+	if (!reply) {
+		switch (type) {
+		case FT_FILE_ATTACH:
+			if (!f->len || f->len > FRAME_FILE_MAX_PATH) {
+				*why = "ATTACH path length out of range";
+				return -EPROTO;
+			}
+			want = f->len;
+			break;
+		case FT_FILE_OPEN:
+			if (!f->len || f->len > FRAME_FILE_MAX_HANDLE) {
+				*why = "OPEN handle length out of range";
+				return -EPROTO;
+			}
+			want = f->len;
+			break;
+		case FT_FILE_WRITE:
+			if (!f->len) {
+				*why = "empty FILE_WRITE";
+				return -EPROTO;
+			}
+			want = (uint64_t)f->base_len + f->len;
+			break;
+		case FT_FILE_READ:
+			if (!f->len) {
+				*why = "empty FILE_READ";
+				return -EPROTO;
+			}
+			break;
+		default:
+			break;
+		}
+	} else if (type == FT_FILE_READ && status == FS_OK) {
+		want = f->len;
+	}
+	if (payload_len != want) {
+		*why = "payload size does not fit the file message";
+		return -EPROTO;
+	}
+	return 0;
+}
+
 long frame_payload_expected(uint32_t type, bool reply, uint32_t status)
 {
+	if (frame_type_file(type))
+		return -1;
 	switch (type) {
 	case FT_PAGE_STORE:
 	case FT_PARITY_UPDATE:
@@ -141,12 +212,6 @@ static void copy_capacity(struct frame_capacity *c, const Nvcache__Capacity *p)
 	c->mem_available = p->mem_available_bytes;
 }
 
-bool frame_type_known(uint32_t type)
-{
-	return (type > FT_INVALID && type <= FT_PAGE_DROP_MANY) ||
-	       type == FT_FILE_LOCK;
-}
-
 /* The body a frame of this shape must carry (0: none, except that replies
  * with a non-OK status may carry an ERROR body with text). */
 static int body_expected(uint32_t type, bool reply, uint32_t status)
@@ -155,6 +220,8 @@ static int body_expected(uint32_t type, bool reply, uint32_t status)
 		return NVCACHE__HEADER__BODY_ERROR;
 	if (type == FT_FILE_LOCK)
 		return NVCACHE__HEADER__BODY_LOCK;
+	if (frame_type_file(type))
+		return NVCACHE__HEADER__BODY_FILE;
 	if (reply)
 		return type == FT_NODE_TABLE && status == FS_OK ?
 		       NVCACHE__HEADER__BODY_TABLE : 0;
@@ -259,7 +326,8 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 	bool var_ok = batch ? payload_len && payload_len % unit == 0 &&
 			      payload_len / unit <= FRAME_BATCH_MAX :
 			      payload_len <= FRAME_STATS_CHUNK;
-	if (expect < 0 ? !var_ok : (long)payload_len != expect) {
+	if (!frame_type_file(type) &&
+	    (expect < 0 ? !var_ok : (long)payload_len != expect)) {
 		*why = "payload size does not fit the message type";
 		return -EPROTO;
 	}
@@ -282,6 +350,12 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 	if (have != want && !error_text) {
 		*why = want ? "missing or wrong body for the message type" :
 			      "unexpected body for the message type";
+		return -EPROTO;
+	}
+
+	if (frame_type_file(type) && have != NVCACHE__HEADER__BODY_FILE &&
+	    payload_len) {
+		*why = "payload size does not fit the file message";
 		return -EPROTO;
 	}
 
@@ -356,6 +430,19 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 		return text_copy(h->text, m->error->text, why);
 	case NVCACHE__HEADER__BODY_LOCK:
 		return lock_copy(&h->lk, m->lock, why);
+	case NVCACHE__HEADER__BODY_FILE:
+		h->fop.obj = m->file->obj;
+		h->fop.blk = m->file->blk;
+		h->fop.off = m->file->off;
+		h->fop.len = m->file->len;
+		h->fop.size = m->file->size;
+		h->fop.flags = m->file->flags;
+		h->fop.gen = m->file->gen;
+		h->fop.base_len = m->file->base_len;
+		h->fop.digest = m->file->digest;
+		h->fop.handle_type = m->file->handle_type;
+		return file_payload_check(type, m->reply, status, &h->fop,
+					  payload_len, why);
 	default:
 		return 0;
 	}
@@ -451,6 +538,7 @@ ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
 	Nvcache__Overwrite ow = NVCACHE__OVERWRITE__INIT;
 	Nvcache__ErrorInfo err = NVCACHE__ERROR_INFO__INIT;
 	Nvcache__FileLock lk = NVCACHE__FILE_LOCK__INIT;
+	Nvcache__FileOp fop = NVCACHE__FILE_OP__INIT;
 	const char *why;
 
 	if (outlen < FRAME_MAX_HEAD)
@@ -472,7 +560,9 @@ ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
 	m.payload_len = h->payload_len;
 
 	int body = body_expected(h->type, h->reply, h->status);
-	if (!body && h->reply && h->status != FS_OK && h->text[0])
+	/* a refusal's text goes instead of a body, a file reply's FileOp too */
+	if ((!body || frame_type_file(h->type)) && h->reply &&
+	    h->status != FS_OK && h->text[0])
 		body = NVCACHE__HEADER__BODY_ERROR;
 	m.body_case = body;
 	switch (body) {
@@ -563,6 +653,19 @@ ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
 		lk.pid = h->lk.pid;
 		m.lock = &lk;
 		break;
+	case NVCACHE__HEADER__BODY_FILE:
+		fop.obj = h->fop.obj;
+		fop.blk = h->fop.blk;
+		fop.off = h->fop.off;
+		fop.len = h->fop.len;
+		fop.size = h->fop.size;
+		fop.flags = h->fop.flags;
+		fop.gen = h->fop.gen;
+		fop.base_len = h->fop.base_len;
+		fop.digest = h->fop.digest;
+		fop.handle_type = h->fop.handle_type;
+		m.file = &fop;
+		break;
 	default:
 		break;
 	}
@@ -614,6 +717,12 @@ const char *frame_type_name(uint32_t type)
 		"PAGE_STORE_MANY", "PAGE_OVERWRITE_MANY", "PARITY_UPDATE_MANY",
 		"PAGE_DROP_MANY",
 		[FT_FILE_LOCK] = "FILE_LOCK",
+		[FT_FILE_ATTACH] = "FILE_ATTACH", [FT_FILE_OPEN] = "FILE_OPEN",
+		[FT_FILE_CLOSE] = "FILE_CLOSE", [FT_FILE_GETATTR] = "FILE_GETATTR",
+		[FT_FILE_SETSIZE] = "FILE_SETSIZE", [FT_FILE_UNLINK] = "FILE_UNLINK",
+		[FT_FILE_READ] = "FILE_READ", [FT_FILE_WRITE] = "FILE_WRITE",
+		[FT_FILE_TRUNC] = "FILE_TRUNC", [FT_FILE_WRITEBACK] = "FILE_WRITEBACK",
+		[FT_FILE_DROP] = "FILE_DROP",
 	};
 	return frame_type_known(type) ? names[type] : "UNKNOWN";
 }

@@ -62,7 +62,11 @@ enum frame_type {
 	FT_OWNER_RESET, FT_NODE_STATS, FT_PAGE_FETCH_MANY, FT_PAGE_OVERWRITE,
 	FT_PAGE_STORE_MANY, FT_PAGE_OVERWRITE_MANY, FT_PARITY_UPDATE_MANY,
 	FT_PAGE_DROP_MANY,
-	/* 22..59 unused (frame_type_known) */
+	/* 22..39 unused (frame_type_known) */
+	FT_FILE_ATTACH = 40, FT_FILE_OPEN, FT_FILE_CLOSE, FT_FILE_GETATTR,
+	FT_FILE_SETSIZE, FT_FILE_UNLINK, FT_FILE_READ, FT_FILE_WRITE,
+	FT_FILE_TRUNC, FT_FILE_WRITEBACK, FT_FILE_DROP,
+	/* 51..59 unused */
 	FT_FILE_LOCK = 60, FT_COUNT
 };
 enum frame_status {
@@ -96,9 +100,27 @@ struct frame_lock {
 	uint64_t session, owner;
 	uint32_t pid;
 };
-
-/* A type this build knows (the types are not contiguous). */
-bool frame_type_known(uint32_t type);
+/* The file cache's messages (FT_FILE_*, body FileOp; nvcache.proto and
+ * docs/nvcachefs-cluster.md). A range lies inside one block of at most
+ * FRAME_FILE_MAX_BLOCK bytes; a write carries base_len + len bytes (the
+ * block's backing bytes, then the new ones), a read's OK reply len bytes,
+ * an ATTACH a path and an OPEN a file handle of len bytes. */
+#define FRAME_FILE_MAX_BLOCK (128 * 1024)
+#define FRAME_FILE_MAX_HANDLE 128
+#define FRAME_FILE_MAX_PATH 4096
+/* flags */
+#define FRAME_FILE_HOME   1u  /* OPEN: count an open at the home */
+#define FRAME_FILE_LAST   2u  /* CLOSE reply: the last open cluster-wide */
+#define FRAME_FILE_DOOMED 4u  /* CLOSE, UNLINK reply: unlinked while open */
+#define FRAME_FILE_EXTEND 8u  /* SETSIZE: size = max(size, the record's) */
+#define FRAME_FILE_SYNC   16u /* WRITEBACK: now, reply once fsync'ed */
+#define FRAME_FILE_GEN    32u /* WRITE: base was read after gen was taken */
+#define FRAME_FILE_WRITER 64u /* OPEN: the handle may write */
+struct frame_fop {
+	uint64_t obj, blk, size, digest;
+	uint32_t off, len, flags, gen, base_len, handle_type;
+};
+bool frame_type_file(uint32_t type);
 
 struct frame_node {
 	uint32_t node_id;
@@ -142,6 +164,8 @@ struct frame_hdr {
 	uint64_t old_version, parity_version;
 	/* FILE_LOCK requests and replies */
 	struct frame_lock lk;
+	/* FT_FILE_* requests and replies */
+	struct frame_fop fop;
 	/* ERROR, and any reply with a status other than FS_OK (may be "") */
 	char text[FRAME_MAX_TEXT + 1];
 };
@@ -184,6 +208,9 @@ ssize_t frame_encode(const struct frame_hdr *h, const void *payload,
  * they are, without gathering them first. */
 ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
 			 unsigned niov, uint8_t *out, size_t outlen);
+
+/* type is a message type of nvcache.proto (the enum has gaps). */
+bool frame_type_known(uint32_t type);
 
 /* Names for logs. */
 const char *frame_type_name(uint32_t type);

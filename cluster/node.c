@@ -13,6 +13,7 @@
 #include "cluster/batch.h"
 #include "cluster/client.h"
 #include "cluster/conn.h"
+#include "cluster/fcache.h"
 #include "cluster/fanout.h"
 #include "cluster/lockserve.h"
 #include "cluster/membership.h"
@@ -81,6 +82,7 @@ struct node {
 	struct membership *mb;
 	struct pagestore *ps;
 	struct locksvc *locks;  /* the file locks this node is home of */
+	struct fcache *fc;      /* the file cache (node_opts.fcache), or NULL */
 
 	pthread_mutex_t lock;   /* guards everything below */
 	pthread_cond_t cond;    /* stop, conns_active changes */
@@ -417,6 +419,8 @@ struct inbound {
 	 * first need: not every peer sends them) */
 	uint8_t *batch;
 	struct ow_many *om;
+	/* FT_FILE_READ: the reply's bytes (allocated at the first) */
+	uint8_t *fbuf;
 	/* PAGE_OVERWRITE: this connection's own handle to each parity node
 	 * it forwards to (by position in the cluster file), opened at the
 	 * first need; so no lock, and no two connections wait on one */
@@ -978,6 +982,20 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 	case FT_FILE_LOCK:
 		rc = lockserve(n->locks, &ib->lk, &q->lk, &r->lk);
 		break;
+	case FT_FILE_ATTACH: case FT_FILE_OPEN: case FT_FILE_CLOSE:
+	case FT_FILE_GETATTR: case FT_FILE_SETSIZE: case FT_FILE_UNLINK:
+	case FT_FILE_READ: case FT_FILE_WRITE: case FT_FILE_TRUNC:
+	case FT_FILE_WRITEBACK: case FT_FILE_DROP:
+		if (!n->fc) {
+			rc = -EOPNOTSUPP;
+			snprintf(r->text, sizeof(r->text), "node %u has no file cache "
+				 "(start nvcached with --cache-size)", n->self);
+		} else if (!ib->fbuf && !(ib->fbuf = malloc(FRAME_FILE_MAX_BLOCK))) {
+			rc = -ENOMEM;
+		} else {
+			rc = fcache_serve(n->fc, q, payload, r, ib->fbuf, &out);
+		}
+		break;
 	default:
 		/* HELLO/CHALLENGE/AUTH after the handshake, UPDATE (the owner's
 		 * business, not a server's) */
@@ -1199,6 +1217,7 @@ out:
 	lockserve_end(n->locks, &ib->lk);
 	free(ib->stats);
 	free(ib->batch);
+	free(ib->fbuf);
 	free(ib->om);
 	for (unsigned k = 0; k < CONFIG_MAX_NODES; k++)
 		cluster_client_close(ib->fwd[k]);
@@ -1347,6 +1366,7 @@ int node_start(struct node **out, const struct node_opts *o)
 		return -ENOMEM;
 	n->cfg = *o->cfg;
 	n->self = o->self;
+	n->fc = o->fcache;
 	n->me = config_node_find(&n->cfg, o->self);
 	n->hb_ms = o->heartbeat_ms ? o->heartbeat_ms : NODE_DEFAULT_HEARTBEAT_MS;
 	n->timeout_ms = o->timeout_ms ? o->timeout_ms : NODE_DEFAULT_TIMEOUT_MS;
@@ -1615,6 +1635,8 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 		      ls.tab.locks, ls.tab.waits, ls.tab.files, ls.sessions,
 		      ls.granted_waits, ls.deadlocks, ls.released_on_departure);
 	outbuf_printf(o, "store: %s\n", n->tier_bytes ? "tiered" : "dram");
+	if (n->fc && o->len < o->cap)
+		o->len += fcache_stats(n->fc, o->p + o->len, o->cap - o->len);
 	if (o->len < o->cap) {
 		ssize_t k = pagestore_tier_stats(n->ps, o->p + o->len, o->cap - o->len);
 		if (k > 0)

@@ -42,9 +42,13 @@ struct node_opts {
 	 * DRAM, flash; its policy places them), whose page space is the
 	 * node's offer; NULL: in DRAM, offered as memory allows. */
 	const struct tierstore_opts *tier;
+	/* Non-NULL: serve the FT_FILE_* messages from this file cache (the
+	 * caller's: it outlives the node) */
+	struct fcache *fcache;
 };
 
 struct tierstore_opts;
+struct fcache;
 struct node;
 
 /* Bind, start every thread. 0 or -errno (logged: -EADDRINUSE, -EINVAL for

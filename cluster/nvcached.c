@@ -4,6 +4,7 @@
  * docs/nvcached.md. */
 #include "cluster/config.h"
 #include "cluster/node.h"
+#include "cluster/fcache.h"
 #include "pmem/policy.h"
 #include "pmem/tierstore.h"
 #include "common/bigmem.h"
@@ -57,6 +58,9 @@ static void usage(FILE *f)
 "                         pages (mram-fixed and lowpower pin that run's\n"
 "                         hottest from their first touch, adaptive ranks\n"
 "                         its pin set by it; lru ignores it)\n"
+"      --cache-size SIZE  serve a file cache of this size to nvcachefs\n"
+"                         mounts of the cluster (-o cluster=FILE,node=N)\n"
+"      --cache-nvram FILE its NVRAM file (default RUN_DIR/fcache-ID.nvram)\n"
 "  -v, --verbose          debug logging\n"
 "  -h, --help\n"
 "\n"
@@ -131,6 +135,9 @@ struct args {
 	struct tierstore_opts to;       /* o.tier points here when given */
 	char nvram[64];
 	const char *cluster;
+	uint64_t cache_size;            /* --cache-size, 0: no file cache */
+	const char *cache_nvram;
+	struct fcache *fc;
 	bool fg, mlock, verbose;
 };
 
@@ -204,6 +211,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "policy", required_argument, NULL, 'p' },
 		{ "trace-out", required_argument, NULL, 'O' },
 		{ "profile", required_argument, NULL, 'P' },
+		{ "cache-size", required_argument, NULL, 'Z' },
+		{ "cache-nvram", required_argument, NULL, 'Y' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -270,10 +279,24 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'p': t.policy = optarg; t.given = true; break;
 		case 'O': t.trace = optarg; t.given = true; break;
 		case 'P': t.profile = optarg; t.given = true; break;
+		case 'Z':
+			if (opts_parse_size(optarg, &a->cache_size) ||
+			    a->cache_size < (4u << 20)) {
+				fprintf(stderr, "nvcached: --cache-size %s: give a size of "
+					"at least 4M (e.g. 8G)\n", optarg);
+				return 2;
+			}
+			break;
+		case 'Y': a->cache_nvram = optarg; break;
 		case 'v': a->verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (a->cache_nvram && !a->cache_size) {
+		fprintf(stderr, "nvcached: --cache-nvram names the file cache's "
+			"NVRAM: give its --cache-size too\n");
+		return 2;
 	}
 	if (!a->cluster || !o->self || optind != argc) {
 		usage(stderr);
@@ -347,8 +370,25 @@ static int set_up(struct args *a, struct daemon *d)
 	/* A large --tier-size takes a while to reserve: a SIGTERM or ^C
 	 * stops the start-up between steps. */
 	bigmem_set_stop(bigmem_stop_signal_pending);
-	int rc = node_start(&d->n, o);
+	int rc = 0;
+	if (a->cache_size) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/fcache-%u.nvram", ctl_run_dir(), o->self);
+		struct fcache_opts fo = {
+			.path = a->cache_nvram ? a->cache_nvram : path,
+			.size = a->cache_size, .digest = config_digest(&a->cfg),
+			.self = o->self,
+		};
+		rc = fcache_open(&a->fc, &fo);
+		if (rc) {
+			undo_files(a, d);
+			return 1; /* logged */
+		}
+		a->o.fcache = a->fc;
+	}
+	rc = node_start(&d->n, o);
 	if (rc) {
+		fcache_close(a->fc);
 		undo_files(a, d);
 		if (rc == -EINTR && bigmem_stopping()) {
 			log_info("stopped by a signal during start-up");
@@ -364,6 +404,7 @@ static int set_up(struct args *a, struct daemon *d)
 			strerror(-rc), rc == -EADDRINUSE ?
 			" (another nvcached runs as this node)" : "");
 		node_stop(d->n);
+		fcache_close(a->fc);
 		undo_files(a, d);
 		return 1;
 	}
@@ -394,6 +435,7 @@ static int run(const struct args *a, struct daemon *d)
 	log_info("signal %d: stopping node %u", sig, a->o.self);
 	ctl_server_stop(d->ctl);
 	node_stop(d->n);
+	fcache_close(a->fc);
 	/* The emulated MRAM held only other nodes' pages, gone with us. */
 	if (a->o.tier && a->to.mram_pages && unlink(a->to.nvram_path) < 0 &&
 	    errno != ENOENT)

@@ -23,6 +23,8 @@ static void save_size(struct fs *fs, struct fs_inode *ino)
 
 int fdata_inode_init(struct fs *fs, struct fs_inode *ino)
 {
+	if (fs->cl)
+		return fdcl_inode_init(fs, ino);
 	struct stat st;
 	int ret = 0;
 
@@ -90,6 +92,8 @@ static char *block_buf(struct fs *fs)
 ssize_t fdata_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		   size_t len, char *buf)
 {
+	if (fs->cl)
+		return fdcl_read(fs, ino, off, len, buf);
 	uint32_t B = fs->cfg.block_size;
 	uint64_t size, bsize, obj;
 	size_t done = 0;
@@ -181,6 +185,8 @@ int fdata_read_zc(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		  size_t len, struct iovec *iov, int maxiov,
 		  struct fdata_pin *pins, int *npins, size_t *bytes)
 {
+	if (fs->cl)
+		return -EAGAIN; /* no block is here */
 	uint32_t B = fs->cfg.block_size;
 	uint64_t size, obj, nblk = 0;
 	size_t done = 0;
@@ -385,6 +391,8 @@ static size_t fdata_reclaim_objs(struct fs *fs, size_t want)
 ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
 			size_t len, const struct bstore_src *src)
 {
+	if (fs->cl)
+		return fdcl_write(fs, ino, off, len, src);
 	uint32_t B = fs->cfg.block_size;
 	uint64_t obj;
 	size_t done = 0;
@@ -455,6 +463,8 @@ void fdata_trim(struct fs *fs, struct fs_inode *ino, uint64_t size)
 
 int fdata_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 {
+	if (fs->cl)
+		return fdcl_truncate(fs, ino, size);
 	int ret = 0, fd;
 
 	pthread_rwlock_wrlock(&ino->io);
@@ -506,6 +516,10 @@ out:
 
 void fdata_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
 {
+	if (fs->cl) {
+		fdcl_grown(fs, ino, size);
+		return;
+	}
 	pthread_mutex_lock(&ino->lk);
 	if (size > ino->bsize)
 		ino->bsize = size;
@@ -596,6 +610,8 @@ static int punch_cache(struct fs *fs, struct fs_inode *ino, uint64_t off,
 int fdata_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 		uint64_t off, uint64_t len)
 {
+	if (fs->cl)
+		return -EOPNOTSUPP; /* not across nodes yet */
 	uint64_t end = off + len;
 	bool wrote = false, listed = true;
 	int ret;
@@ -730,6 +746,10 @@ out:
 
 void fdata_doom(struct fs *fs, struct fs_inode *ino)
 {
+	if (fs->cl) {
+		fdcl_doom(fs, ino);
+		return;
+	}
 	bool unlisted;
 
 	pthread_mutex_lock(&ino->lk);
@@ -781,6 +801,10 @@ bool fdata_open(struct fs *fs, struct fs_inode *ino, int flags, bool created)
 
 void fdata_release(struct fs *fs, struct fs_inode *ino, int flags)
 {
+	if (fs->cl) {
+		fdcl_release(fs, ino);
+		return;
+	}
 	bool last, doomed;
 
 	pthread_mutex_lock(&ino->lk);

@@ -3,6 +3,7 @@
  *
  * Layers, lowest first. A file calls only the files listed before it (and
  * common/, pmem/, the cache managers through fs_mgr_for); nothing calls up.
+ *   fcl.c       a cluster mount's connections to the nodes' file caches
  *   fdwait.c    requests short of file descriptors wait for an inode to be
  *               freed; the forget thread is woken through it
  *   inode.c     one inode's own state: its locks, data fd, cache object and
@@ -11,6 +12,8 @@
  *               frees an inode when neither is left
  *   dirty.c     the dirty list and back-pressure (writers wait for space)
  *   forget.c    the thread that asks the kernel to forget idle inodes
+ *   fdcl.c      a cluster mount's data path: block ranges to their owners,
+ *               size and opens to the file's home (fdata.c hands over)
  *   fdata.c     the data path: open/release, read, write, truncate, punch,
  *               one prefetch batch, unlink; reclaim of cache objects
  *   engine.c    the write-back and prefetch threads
@@ -20,6 +23,9 @@
  *   main.c      options, set-up, the session loop, the control socket
  * Beside them: stripe.c and cache_local.c (the cache managers, below
  * everything), killpriv.c (privilege dropping, called by ops.c).
+ * A cluster mount (cluster=) has no cache manager of its own: fdata.c's
+ * entry points hand every file to fdcl.c, which talks to the nodes' file
+ * caches through fcl.c.
  *
  * Locks, outermost first; a thread holding one takes only later ones, and
  * the order holds across inodes (a writer holding its io may take another
@@ -53,6 +59,8 @@ struct fs_config {
 	char *backing;         /* realpath of the backing directory */
 	char *mountpoint;      /* realpath of the mount point */
 	char *nvram;           /* NVRAM file */
+	char *cluster;         /* cluster file (cluster=), NULL: one node */
+	uint32_t node;         /* this node's id in it */
 	uint64_t cache_size;   /* bytes of file data the cache holds */
 	uint64_t stripe_unit;  /* 0 = auto (one equal part per manager) */
 	uint32_t block_size;   /* cache block (NVRAM allocation unit) */
@@ -102,6 +110,7 @@ struct fs_inode {
 	bool mtime_dirty;
 	struct timespec mtime;
 	uint64_t wgen;         /* bumped by every write */
+	uint64_t gid;          /* cluster mount: the file's id, 0 = not yet (lk) */
 	struct stripe_map smap;
 
 	/* write-back (wb_lk; on_dirty changes only with lk held too) */
@@ -134,8 +143,12 @@ struct fs_fdwait {
 	atomic_uint waiters;
 };
 
+struct fcl;
+struct fuse_session;
 struct fs {
 	struct fs_config cfg;
+	struct fcl *cl;           /* cluster mount: the nodes; NULL: one node */
+	struct fuse_session *se;  /* for notifications (set before serving) */
 	struct cache_mgr *mgr[1];
 	uint32_t nmgr;
 	int backing_fd;        /* O_RDONLY|O_DIRECTORY of the backing root */
@@ -374,6 +387,32 @@ void fdata_doom(struct fs *fs, struct fs_inode *ino);
 /* Drop the cached blocks past size, cut the edge block (ino->lk held, or
  * recovery's own inode). */
 void fdata_trim(struct fs *fs, struct fs_inode *ino, uint64_t size);
+
+/* ---- fdcl.c: the data path of a cluster mount (fdata.c's entry points
+ * call these when fs->cl is set). A file's blocks live in their owners'
+ * file caches, its size and open count at its home; this node keeps none
+ * of it (docs/nvcachefs-cluster.md). ---- */
+int fdcl_inode_init(struct fs *fs, struct fs_inode *ino);
+/* The home counts the open (and makes the file's record). */
+int fdcl_open(struct fs *fs, struct fs_inode *ino);
+/* The home's last close cluster-wide: every owner writes back after the
+ * delay, or, for a file unlinked while open, drops it. */
+void fdcl_release(struct fs *fs, struct fs_inode *ino);
+/* The size the home keeps; -ENOENT: no record (the backing's holds). */
+int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size);
+/* st of a regular file gets the home's size. */
+void fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st);
+ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		  size_t len, char *buf);
+ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		   size_t len, const struct bstore_src *src);
+int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size);
+void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);
+/* The file lost its last link: dropped everywhere now, or at its last
+ * close cluster-wide if open anywhere. */
+void fdcl_doom(struct fs *fs, struct fs_inode *ino);
+/* fsync=backing: every owner writes the file back now. */
+int fdcl_fsync(struct fs *fs, struct fs_inode *ino);
 
 /* ---- engine.c: the write-back and prefetch threads ---- */
 int engine_start(struct fs *fs);

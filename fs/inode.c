@@ -16,8 +16,8 @@
 struct cache_mgr *fs_mgr_for(struct fs *fs, const struct fs_inode *ino,
 			     uint64_t blk)
 {
-	if (fs->nmgr == 1 || !ino)
-		return fs->mgr[0];
+	if (fs->nmgr <= 1 || !ino)
+		return fs->mgr[0];   /* NULL on a cluster mount: none here */
 	return fs->mgr[stripe_owner(&ino->smap, blk * fs->cfg.block_size)];
 }
 

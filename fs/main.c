@@ -1,6 +1,7 @@
 /* main.c - nvcachefs: options (also as mount.fuse3 passes them), checks that
  * refuse a bad backing dir or NVRAM file before daemonising, recovery, the
  * mount, the control socket, and the write-back at unmount. */
+#include "fs/fcl.h"
 #include "fs/killpriv.h"
 #include "fs/ops.h"
 
@@ -32,7 +33,7 @@
 
 struct cli {
 	char *backing, *nvram, *cache_size, *stripe_unit, *wb_delay, *fsync;
-	char *lat, *flush, *bw, *block, *log;
+	char *lat, *flush, *bw, *block, *log, *cluster, *node;
 	int writeback_cache, noxattr, foreground, help, version;
 	char *arg[2];
 	int nargs;
@@ -51,6 +52,8 @@ static const struct fuse_opt cli_spec[] = {
 	OPT("nvram_flush_ns=%s", flush),
 	OPT("nvram_bw=%s", bw),
 	OPT("log=%s", log),
+	OPT("cluster=%s", cluster),
+	OPT("node=%s", node),
 	OPT("writeback_cache", writeback_cache),
 	OPT("noxattr", noxattr),
 	OPT("-f", foreground),
@@ -121,6 +124,10 @@ static void usage(const char *prog)
 "  nvram_bw=SIZE          emulated NVRAM bandwidth per second (default off)\n"
 "  allow_other, ro, ...   usual FUSE mount options (permissions are always\n"
 "                         checked by the kernel: default_permissions)\n"
+"  cluster=FILE,node=N    one file system across the nodes of the cluster\n"
+"                         file: each file's stripes live in the nodes'\n"
+"                         nvcached file caches (nvcached --cache-size);\n"
+"                         no NVRAM file here (docs/nvcachefs-cluster.md)\n"
 "  log=FILE               without -f: log here (default: syslog when a syslog\n"
 "                         daemon listens, else /var/log/nvcachefs-<mountpoint\n"
 "                         with / as ->.log); errors at mount also on stderr\n"
@@ -227,6 +234,28 @@ static int config_from_cli(struct fs_config *cfg, struct cli *c)
 			"nanoseconds, nvram_bw a size per second (e.g. 9G)\n");
 		return -1;
 	}
+	if (!c->cluster != !c->node) {
+		fprintf(stderr, "nvcachefs: cluster=FILE and node=N go together\n");
+		return -1;
+	}
+	if (c->cluster) {
+		if (parse_u32(c->node, &cfg->node) < 0 || !cfg->node ||
+		    cfg->node > 65535) {
+			fprintf(stderr, "nvcachefs: node=%s: a node id, 1..65535\n", c->node);
+			return -1;
+		}
+		cfg->cluster = strdup(c->cluster);
+		if (cfg->stripe_unit % (64u << 10)) {
+			fprintf(stderr, "nvcachefs: stripe_unit=%s: on a cluster mount a "
+				"multiple of 64K (the nodes' block)\n", c->stripe_unit);
+			return -1;
+		}
+		if (c->writeback_cache) {
+			fprintf(stderr, "nvcachefs: writeback_cache: not on a cluster "
+				"mount (other nodes would read stale bytes)\n");
+			return -1;
+		}
+	}
 	cfg->writeback_cache = c->writeback_cache;
 	cfg->no_xattr = c->noxattr;
 	cfg->foreground = c->foreground;
@@ -314,7 +343,7 @@ static int check_backing(struct fs *fs)
 	 * own stale cached blocks and write them back over the first mount's
 	 * acknowledged writes (a 1-byte write through it costs the rest of
 	 * the block). The lock lives as long as this daemon, across its fork. */
-	if (flock(fs->backing_fd, LOCK_EX | LOCK_NB) < 0) {
+	if (!fs->cfg.cluster && flock(fs->backing_fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK) {
 			log_err("backing dir %s is in use by another nvcachefs: "
 				"two caches over one backing overwrite each "
@@ -369,14 +398,15 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 {
 	struct fs *fs = arg;
 	struct cache_mgr *m = fs_mgr_for(fs, NULL, 0);
-	struct bstore_stats bst;
+	struct bstore_stats bst = { 0 };
 	struct fs_stats *s = &fs->st;
 	struct outbuf o = outbuf_of(out, len);
 	char a[32];
 
 	if (strcmp(cmd, "stats") != 0)
 		return -ENOENT;
-	m->ops->stats(m, &bst);
+	if (m)  /* a cluster mount's data is in the nodes' caches */
+		m->ops->stats(m, &bst);
 	uint64_t used = bst.blocks_used * bst.block_size;
 	uint64_t total = bst.blocks_total * bst.block_size;
 	outbuf_printf(&o, "mountpoint: %s\nbacking: %s\nnvram_file: %s\n",
@@ -438,6 +468,20 @@ static int fs_prepare(struct fs *fs)
 {
 	int r;
 
+	if (fs->cfg.cluster) {
+		/* refused before anything is made */
+		struct fcl_opts co = { .cluster = fs->cfg.cluster, .node = fs->cfg.node,
+				       .backing = fs->cfg.backing,
+				       .stripe_unit = fs->cfg.stripe_unit };
+		if (fcl_open(&fs->cl, &co) < 0 || check_backing(fs) < 0)
+			return -1;
+		raise_open_files(fs);
+		if ((r = itab_open(fs)) < 0) {
+			log_err("backing dir %s: %s", fs->cfg.backing, strerror(-r));
+			return -1;
+		}
+		return 0;
+	}
 	if (check_backing(fs) < 0 || open_cache(fs) < 0)
 		return -1;
 	raise_open_files(fs);
@@ -461,6 +505,15 @@ static int fs_prepare(struct fs *fs)
 
 static void log_mounted(const struct fs_config *cfg)
 {
+	if (cfg->cluster) {
+		log_info("mounted %s: backing %s, cluster %s as node %u, stripe "
+			 "unit %s, write-back delay %.1fs, fsync=%s", cfg->mountpoint,
+			 cfg->backing, cfg->cluster, cfg->node,
+			 cfg->stripe_unit ? "fixed" : "auto (single blocks)",
+			 (double)cfg->wb_delay_ns / 1e9,
+			 cfg->fsync_backing ? "backing" : "nvram");
+		return;
+	}
 	log_info("mounted %s: backing %s, NVRAM %s (%llu MiB cache, %u KiB "
 		 "blocks, stripe unit %s), write-back delay %.1fs, fsync=%s%s",
 		 cfg->mountpoint, cfg->backing, cfg->nvram,
@@ -539,8 +592,10 @@ static void fs_close(struct fs *fs)
 		}
 		m->ops->close(m);
 	}
+	fcl_close(fs->cl);
 	if (fs->backing_fd > 0)
 		close(fs->backing_fd);
+	free(fs->cfg.cluster);
 	free(fs->cfg.backing);
 	free(fs->cfg.mountpoint);
 	free(fs->cfg.nvram);
@@ -582,6 +637,7 @@ static void cli_free(struct cli *c)
 	free(c->backing); free(c->nvram); free(c->cache_size);
 	free(c->stripe_unit); free(c->wb_delay); free(c->fsync);
 	free(c->lat); free(c->flush); free(c->bw); free(c->block); free(c->log);
+	free(c->cluster); free(c->node);
 	free(c->arg[0]); free(c->arg[1]);
 }
 
@@ -617,6 +673,7 @@ int main(int argc, char **argv)
 	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
 	if (!se)
 		return 1;
+	fs->se = se;
 	if (fs_prepare(fs) == 0 && fuse_set_signal_handlers(se) == 0) {
 		handlers = true;
 		if (fuse_session_mount(se, fs->cfg.mountpoint) == 0) {

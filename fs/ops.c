@@ -24,7 +24,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define TIMEOUT 1.0
+/* How long the kernel may trust an entry or attributes. A cluster mount
+ * trusts nothing: other nodes create, rename, truncate and write. */
+#define TIMEOUT(fs) ((fs)->cl ? 0.0 : 1.0)
 
 struct handle {
 	int fd;
@@ -45,6 +47,15 @@ static struct fs_inode *I(fuse_req_t req, fuse_ino_t n)
 	return ino;
 }
 
+/* The attributes the kernel gets: the backing's, with the cache's size
+ * and mtime (on a cluster mount, the size the file's home keeps). */
+static void fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
+{
+	inode_fix_attr(ino, st);
+	if (fs->cl)
+		fdcl_fix_attr(fs, ino, st);
+}
+
 static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 		     struct fuse_entry_param *e)
 {
@@ -52,8 +63,8 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 	int fd, r;
 
 	memset(e, 0, sizeof(*e));
-	e->attr_timeout = TIMEOUT;
-	e->entry_timeout = TIMEOUT;
+	e->attr_timeout = TIMEOUT(fs);
+	e->entry_timeout = TIMEOUT(fs);
 	int tries = 0;
 	do
 		fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -73,7 +84,7 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 		e->ino = FUSE_ROOT_ID;
 		return 0;
 	}
-	inode_fix_attr(ino, &e->attr);
+	fix_attr(fs, ino, &e->attr);
 	e->ino = (fuse_ino_t)(uintptr_t)ino;
 	return 0;
 }
@@ -245,8 +256,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 
 	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return (void)fuse_reply_err(req, errno);
-	inode_fix_attr(ino, &st);
-	fuse_reply_attr(req, &st, TIMEOUT);
+	fix_attr(FS(req), ino, &st);
+	fuse_reply_attr(req, &st, TIMEOUT(FS(req)));
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr,
@@ -558,12 +569,19 @@ static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
 		free(h);
 		return r;
 	}
+	if (fs->cl && (r = fdcl_open(fs, ino)) < 0) {
+		free(h);
+		return r;
+	}
 	h->fd = fd;
 	h->flags = flags;
-	if (fdata_open(fs, ino, flags, created))
+	if (!fs->cl && fdata_open(fs, ino, flags, created))
 		engine_prefetch(fs, ino);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->keep_cache = 1; /* every change goes through this mount */
+	/* every change goes through this mount; on a cluster mount other
+	 * nodes write too: the kernel drops the file's pages at open
+	 * (close-to-open) */
+	fi->keep_cache = !fs->cl;
 	return 0;
 }
 
@@ -598,7 +616,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		itab_forget(fs, ino, 1);
 		return (void)fuse_reply_err(req, -r);
 	}
-	inode_fix_attr(ino, &e.attr);
+	fix_attr(fs, ino, &e.attr);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		/* the caller went away */
 	}
@@ -655,8 +673,15 @@ static void op_fsync(fuse_req_t req, fuse_ino_t n, int datasync,
 	(void)fi;
 
 	/* every acknowledged write is already persistent in NVRAM */
-	if (fs->cfg.fsync_backing)
+	if (fs->cl) {
+		r = fdcl_fsync(fs, ino);
+		/* sync-barrier-sync: pages read before another node's writes
+		 * go, so that reads after this fsync see them */
+		if (fs->se)
+			fuse_lowlevel_notify_inval_inode(fs->se, n, 0, 0);
+	} else if (fs->cfg.fsync_backing) {
 		r = engine_writeback_inode(fs, ino);
+	}
 	fuse_reply_err(req, r < 0 ? -r : 0);
 }
 

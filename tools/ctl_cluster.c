@@ -247,6 +247,35 @@ static unsigned node_problems(const struct probe *p, char out[][160], unsigned m
 	return n;
 }
 
+/* The nodes' file caches (nvcached --cache-size), one line each, after
+ * the table: nothing when no node that answered has one. */
+static void print_fcache(const struct cluster_config *cfg, const struct probe *pr)
+{
+	static const char *const keys[] = {
+		"fcache_total_bytes", "fcache_used_bytes", "fcache_dirty_bytes",
+		"fcache_written_back_bytes", "fcache_served_bytes", "fcache_files",
+	};
+	bool header = false;
+
+	for (unsigned i = 0; i < cfg->n_nodes; i++) {
+		uint64_t v[6];
+		bool have = !pr[i].rc;
+		for (unsigned k = 0; k < 6 && have; k++)
+			have = stat_u64(&pr[i], keys[k], &v[k]);
+		if (!have)
+			continue;
+		if (!header) {
+			printf("file cache: %-5s %9s %9s %10s %17s %15s %7s\n", "node",
+			       "size_MiB", "used_MiB", "dirty_MiB", "written_back_MiB",
+			       "served_MiB", "files");
+			header = true;
+		}
+		printf("            %-5u %9" PRIu64 " %9" PRIu64 " %10" PRIu64 " %17" PRIu64
+		       " %15" PRIu64 " %7" PRIu64 "\n", pr[i].cn->id, v[0] >> 20, v[1] >> 20,
+		       v[2] >> 20, v[3] >> 20, v[4] >> 20, v[5]);
+	}
+}
+
 static void print_status(const char *file, const struct cluster_config *cfg,
 			 const struct probe *pr, unsigned answered)
 {
@@ -283,6 +312,7 @@ static void print_status(const char *file, const struct cluster_config *cfg,
 	       PRIu64 " MiB, pages_data %" PRIu64 ", pages_parity %" PRIu64 "%s\n",
 	       file, answered, cfg->n_nodes, tot[R_OFF] >> 20, tot[R_USED] >> 20,
 	       tot[R_DATA], tot[R_PAR], no_stats ? " (some nodes without counters)" : "");
+	print_fcache(cfg, pr);
 	for (unsigned i = 0; i < cfg->n_nodes; i++) {
 		const struct probe *p = &pr[i];
 		unsigned n = p->rc ? 0 : node_problems(p, pl, 8);

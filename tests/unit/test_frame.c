@@ -116,6 +116,18 @@ static void roundtrip_every_type(void **state)
 				h.payload_len = reply ? batch_store_reply_len(3) : batch_ow_len(3);
 			if (t == FT_PAGE_DROP_MANY)
 				h.payload_len = reply ? batch_store_reply_len(3) : batch_request_len(3);
+			if (frame_type_file(t)) {
+				/* a 100-byte range at 1000 of a block, with
+				 * a 1000-byte base for a write */
+				h.fop = (struct frame_fop){ .obj = ~0ULL - t, .blk = 7,
+					.off = 1000, .len = 100, .size = 1ULL << 40,
+					.flags = FRAME_FILE_HOME, .gen = 3, .digest = 99,
+					.handle_type = 1 };
+				bool w = t == FT_FILE_WRITE && !reply;
+				bool named = !reply && (t == FT_FILE_ATTACH || t == FT_FILE_OPEN);
+				h.fop.base_len = w ? 1000 : 0;
+				h.payload_len = w ? 1100 : named || (reply && t == FT_FILE_READ) ? 100 : 0;
+			}
 			if (t == FT_NODE_STATS) {
 				h.page_id = 900;
 				h.version = reply ? 1000 : 0;
@@ -157,6 +169,8 @@ static void roundtrip_every_type(void **state)
 			assert_int_equal(d.type, t);
 			assert_int_equal(d.reply, reply);
 			assert_true(d.request_id == h.request_id);
+			if (frame_type_file(t))
+				assert_memory_equal(&d.fop, &h.fop, sizeof(d.fop));
 			switch (reply ? 0 : t) {
 			case FT_HELLO:
 				assert_memory_equal(d.nonce, h.nonce, FRAME_NONCE_LEN);

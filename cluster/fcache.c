@@ -1,0 +1,706 @@
+/* fcache.c - a node's file cache manager; see fcache.h. */
+#include "cluster/fcache.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "pmem/bstore.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NBUCKETS 4096
+/* A write short of space waits for write-back this long at most. */
+#define SPACE_WAIT_MS 10
+#define SPACE_TRIES 1000
+
+/* One object this node knows: its store id and, at its home, the file's
+ * cluster-wide state that lives only as long as its open handles. */
+struct fobj {
+	uint64_t gid;          /* cluster-wide id */
+	uint64_t lid;          /* the store's id */
+	uint32_t opens;        /* at the home: handles open cluster-wide */
+	bool doomed;           /* unlinked while open: never written back */
+	uint64_t wb_due_ns;    /* 0: no write-back scheduled */
+	struct fobj *next;
+};
+
+struct fcache {
+	struct bstore *bs;
+	uint32_t bsize;
+	uint64_t digest;
+	uint32_t self;
+	char side[4200];       /* PATH.backing: the attached backing dir */
+
+	pthread_mutex_t lk;    /* the table, the backing, the thread's state */
+	pthread_cond_t cv;
+	struct fobj *tab[NBUCKETS];
+	int backing_fd;        /* -1: no mount attached yet */
+	dev_t bdev;
+	ino_t bino;
+	bool stop, wb_all;
+	pthread_t thread;
+	pthread_mutex_t wb_mx; /* one write-back pass at a time */
+
+	atomic_uint_fast64_t served_bytes, written_back, wb_errors, dropped,
+		writes, reads;
+};
+
+static struct fobj **slot_of(struct fcache *fc, uint64_t gid)
+{
+	struct fobj **p = &fc->tab[(gid ^ gid >> 29) % NBUCKETS];
+
+	while (*p && (*p)->gid != gid)
+		p = &(*p)->next;
+	return p;
+}
+
+static struct fobj *find(struct fcache *fc, uint64_t gid)
+{
+	return *slot_of(fc, gid);
+}
+
+/* The record's path field names the object's cluster-wide id. */
+static void gid_put(char *path, uint64_t gid)
+{
+	snprintf(path, BSTORE_PATH_MAX, "fcache:%016" PRIx64, gid);
+}
+
+static bool gid_get(const char *path, uint64_t *gid)
+{
+	char *end;
+
+	if (strncmp(path, "fcache:", 7) != 0)
+		return false;
+	*gid = strtoull(path + 7, &end, 16);
+	return *end == 0 && end == path + 23;
+}
+
+static struct fobj *insert(struct fcache *fc, uint64_t gid, uint64_t lid)
+{
+	struct fobj *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->gid = gid;
+	o->lid = lid;
+	struct fobj **p = slot_of(fc, gid);
+	o->next = NULL;
+	*p = o;
+	return o;
+}
+
+static void forget(struct fcache *fc, uint64_t gid)
+{
+	struct fobj **p = slot_of(fc, gid);
+	struct fobj *o = *p;
+
+	if (o) {
+		*p = o->next;
+		free(o);
+	}
+}
+
+/* ---- the backing directory ---- */
+
+static int backing_bind(struct fcache *fc, const char *path, bool save)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	fc->backing_fd = fd;
+	fc->bdev = st.st_dev;
+	fc->bino = st.st_ino;
+	if (save) {
+		char tmp[4300];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", fc->side);
+		FILE *f = fopen(tmp, "w");
+		if (!f || fprintf(f, "%s\n", path) < 0 || fflush(f) ||
+		    fsync(fileno(f)) || fclose(f) || rename(tmp, fc->side)) {
+			log_warn("file cache: cannot record the backing directory in %s: "
+				 "%s; after a restart write-back waits for a mount",
+				 fc->side, strerror(errno));
+			if (f)
+				fclose(f);
+		}
+		f = NULL;
+	}
+	log_info("file cache: backing directory %s", path);
+	return 0;
+}
+
+static int serve_attach(struct fcache *fc, const struct frame_fop *f,
+			const uint8_t *payload, struct frame_hdr *r)
+{
+	char path[FRAME_FILE_MAX_PATH + 1];
+	int rc = 0;
+
+	if (f->digest != fc->digest) {
+		snprintf(r->text, sizeof(r->text), "node %u reads another cluster "
+			 "file (the node lists differ)", fc->self);
+		return -ESTALE;
+	}
+	memcpy(path, payload, f->len);
+	path[f->len] = 0;
+	if (strlen(path) != f->len || path[0] != '/') {
+		snprintf(r->text, sizeof(r->text), "backing path is not an absolute path");
+		return -EPROTO;
+	}
+	pthread_mutex_lock(&fc->lk);
+	if (fc->backing_fd < 0) {
+		struct stat st;
+		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    st.st_dev != (dev_t)f->blk || st.st_ino != (ino_t)f->obj) {
+			snprintf(r->text, sizeof(r->text), "node %u does not see the "
+				 "mount's backing directory %.120s", fc->self, path);
+			rc = -ESTALE;
+		} else {
+			rc = backing_bind(fc, path, true);
+			if (rc)
+				snprintf(r->text, sizeof(r->text), "node %u: %.120s: %s",
+					 fc->self, path, strerror(-rc));
+			fc->wb_all = true;  /* what a previous run left dirty */
+			pthread_cond_signal(&fc->cv);
+		}
+	} else if (fc->bdev != (dev_t)f->blk || fc->bino != (ino_t)f->obj) {
+		snprintf(r->text, sizeof(r->text), "node %u serves another backing "
+			 "directory than %.120s", fc->self, path);
+		rc = -ESTALE;
+	}
+	pthread_mutex_unlock(&fc->lk);
+	return rc;
+}
+
+/* ---- write-back ---- */
+
+/* Write the object's dirty blocks to its backing file and fsync it (the
+ * home also extends the file to its size). 0, or -errno (the blocks stay
+ * dirty; a file that no longer exists is dropped: nothing is written). */
+static int writeback(struct fcache *fc, uint64_t gid)
+{
+	struct bstore_obj rec;
+	uint64_t lid, nb = 0, nd = 0;
+	int fd = -1, rc = 0;
+
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, gid);
+	int bfd = fc->backing_fd;
+	bool doomed = o && o->doomed;
+	lid = o ? o->lid : 0;
+	pthread_mutex_unlock(&fc->lk);
+	if (!lid || doomed)
+		return 0;
+	if (bfd < 0)
+		return -EAGAIN;
+	pthread_mutex_lock(&fc->wb_mx);
+	if (bstore_obj_get(fc->bs, lid, &rec) < 0 ||
+	    bstore_obj_counts(fc->bs, lid, &nb, &nd) < 0)
+		goto out;
+	struct {
+		struct file_handle fh;
+		unsigned char b[BSTORE_HANDLE_MAX];
+	} h;
+	h.fh.handle_bytes = rec.handle_len;
+	h.fh.handle_type = (int)rec.handle_type;
+	memcpy(h.fh.f_handle, rec.handle, rec.handle_len);
+	fd = open_by_handle_at(bfd, &h.fh, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		if (rc == -ESTALE || rc == -ENOENT) {
+			/* the file is gone: its blocks have nowhere to go */
+			bstore_obj_delete(fc->bs, lid);
+			pthread_mutex_lock(&fc->lk);
+			forget(fc, gid);
+			pthread_mutex_unlock(&fc->lk);
+			atomic_fetch_add(&fc->dropped, 1);
+			rc = 0;
+		}
+		goto out;
+	}
+	uint64_t *idx = nd ? calloc(nd, sizeof(*idx)) : NULL;
+	uint64_t *ver = nd ? calloc(nd, sizeof(*ver)) : NULL;
+	uint8_t *buf = malloc(fc->bsize);
+	if ((nd && (!idx || !ver)) || !buf) {
+		rc = -ENOMEM;
+		goto free_out;
+	}
+	size_t n = nd ? bstore_obj_blocks(fc->bs, lid, true, idx, nd) : 0;
+	n = n < nd ? n : nd;
+	uint64_t bytes = 0;
+	for (size_t k = 0; k < n && !rc; k++) {
+		struct bstore_binfo bi;
+		ver[k] = 0;
+		if (bstore_block_read(fc->bs, lid, idx[k], 0, buf, fc->bsize, &bi) < 0)
+			continue;   /* dropped meanwhile */
+		ver[k] = bi.version;
+		if (bi.valid && pwrite(fd, buf, bi.valid,
+				       (off_t)(idx[k] * fc->bsize)) != (ssize_t)bi.valid)
+			rc = errno ? -errno : -EIO;
+		bytes += bi.valid;
+	}
+	struct stat st;
+	if (!rc && rec.size && fstat(fd, &st) == 0 && (uint64_t)st.st_size < rec.size &&
+	    ftruncate(fd, (off_t)rec.size) < 0)
+		rc = -errno;
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	for (size_t k = 0; k < n && !rc; k++)
+		if (ver[k])
+			bstore_block_clean(fc->bs, lid, idx[k], ver[k]);
+	if (!rc)
+		atomic_fetch_add(&fc->written_back, bytes);
+free_out:
+	free(idx);
+	free(ver);
+	free(buf);
+out:
+	if (fd >= 0)
+		close(fd);
+	pthread_mutex_unlock(&fc->wb_mx);
+	if (rc) {
+		atomic_fetch_add(&fc->wb_errors, 1);
+		log_warn("file cache: write-back of object %016" PRIx64 ": %s; its "
+			 "blocks stay in NVRAM", gid, strerror(-rc));
+	}
+	return rc;
+}
+
+static void *wb_main(void *arg)
+{
+	struct fcache *fc = arg;
+	uint64_t due[64];
+
+	pthread_mutex_lock(&fc->lk);
+	while (!fc->stop) {
+		uint64_t now = clock_now_ns(), next = now + 1000000000ull;
+		size_t n = 0;
+		bool all = fc->wb_all && fc->backing_fd >= 0;
+		fc->wb_all = false;
+		for (size_t b = 0; b < NBUCKETS && n < 64; b++)
+			for (struct fobj *o = fc->tab[b]; o && n < 64; o = o->next) {
+				if (o->doomed)
+					continue;
+				if (all || (o->wb_due_ns && o->wb_due_ns <= now)) {
+					o->wb_due_ns = 0;
+					due[n++] = o->gid;
+				} else if (o->wb_due_ns && o->wb_due_ns < next) {
+					next = o->wb_due_ns;
+				}
+			}
+		if (n) {
+			pthread_mutex_unlock(&fc->lk);
+			for (size_t k = 0; k < n; k++)
+				if (writeback(fc, due[k]) == -EAGAIN)
+					break;
+			pthread_mutex_lock(&fc->lk);
+			continue;
+		}
+		struct timespec ts;
+		clock_deadline(&ts, next - now);
+		pthread_cond_timedwait(&fc->cv, &fc->lk, &ts);
+	}
+	pthread_mutex_unlock(&fc->lk);
+	return NULL;
+}
+
+/* ---- the messages ---- */
+
+static int serve_open(struct fcache *fc, const struct frame_fop *f,
+		      const uint8_t *payload, struct frame_hdr *r)
+{
+	struct bstore_obj rec;
+	int rc = 0;
+
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, f->obj);
+	if (!o) {
+		memset(&rec, 0, sizeof(rec));
+		rec.size = f->size;
+		rec.handle_type = f->handle_type;
+		rec.handle_len = f->len;
+		memcpy(rec.handle, payload, f->len);
+		gid_put(rec.path, f->obj);
+		rc = bstore_obj_create(fc->bs, &rec);
+		if (!rc && !(o = insert(fc, f->obj, rec.id))) {
+			bstore_obj_delete(fc->bs, rec.id);
+			rc = -ENOMEM;
+		}
+	} else {
+		rc = bstore_obj_get(fc->bs, o->lid, &rec);
+		if (!rc && (rec.handle_len != f->len || rec.handle_type != f->handle_type ||
+			    memcmp(rec.handle, payload, f->len) != 0)) {
+			snprintf(r->text, sizeof(r->text), "object id clash: another "
+				 "file holds this id");
+			rc = -EEXIST;
+		}
+	}
+	if (!rc && (f->flags & FRAME_FILE_HOME)) {
+		o->opens++;
+		o->wb_due_ns = 0;
+		r->fop.size = rec.size;
+	}
+	pthread_mutex_unlock(&fc->lk);
+	return rc;
+}
+
+static int serve_close(struct fcache *fc, const struct frame_fop *f,
+		       struct frame_hdr *r)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, f->obj);
+	if (!o || !o->opens) {
+		rc = -ENOENT;
+	} else if (!--o->opens) {
+		r->fop.flags = FRAME_FILE_LAST | (o->doomed ? FRAME_FILE_DOOMED : 0);
+	}
+	pthread_mutex_unlock(&fc->lk);
+	return rc;
+}
+
+/* The home's record: size read (set: written) under the table lock. */
+static int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *f,
+		      struct frame_hdr *r)
+{
+	struct bstore_obj rec;
+	int rc;
+
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, f->obj);
+	rc = o ? bstore_obj_get(fc->bs, o->lid, &rec) : -ENOENT;
+	if (!rc && type == FT_FILE_SETSIZE) {
+		uint64_t want = f->flags & FRAME_FILE_EXTEND ?
+				(f->size > rec.size ? f->size : rec.size) : f->size;
+		if (want != rec.size) {
+			rec.size = want;
+			rc = bstore_obj_update(fc->bs, &rec);
+		}
+	}
+	if (!rc)
+		r->fop.size = rec.size;
+	if (rc == -ENOENT && type == FT_FILE_SETSIZE)
+		rc = -ESTALE;   /* no record: OPEN first */
+	pthread_mutex_unlock(&fc->lk);
+	return rc;
+}
+
+static void drop_obj(struct fcache *fc, uint64_t gid)
+{
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, gid);
+	if (o) {
+		bstore_obj_delete(fc->bs, o->lid);
+		forget(fc, gid);
+		atomic_fetch_add(&fc->dropped, 1);
+	}
+	pthread_mutex_unlock(&fc->lk);
+}
+
+static int serve_unlink(struct fcache *fc, const struct frame_fop *f,
+			struct frame_hdr *r)
+{
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, f->obj);
+	bool open = o && o->opens;
+	if (open) {
+		o->doomed = true;
+		r->fop.flags = FRAME_FILE_DOOMED;
+	}
+	pthread_mutex_unlock(&fc->lk);
+	if (!open)
+		drop_obj(fc, f->obj);
+	return 0;
+}
+
+static uint64_t lid_of(struct fcache *fc, uint64_t gid)
+{
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, gid);
+	uint64_t lid = o ? o->lid : 0;
+	pthread_mutex_unlock(&fc->lk);
+	return lid;
+}
+
+static int range_check(struct fcache *fc, const struct frame_fop *f,
+		       struct frame_hdr *r)
+{
+	if ((uint64_t)f->off + f->len > fc->bsize || f->base_len > fc->bsize ||
+	    f->blk > UINT64_MAX / fc->bsize) {
+		snprintf(r->text, sizeof(r->text), "range outside a %u-byte block",
+			 fc->bsize);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static int serve_read(struct fcache *fc, const struct frame_fop *f,
+		      struct frame_hdr *r, uint8_t *buf, const void **out)
+{
+	int rc = range_check(fc, f, r);
+	if (rc)
+		return rc;
+	uint64_t lid = lid_of(fc, f->obj);
+	if (!lid)
+		return -ENOENT;
+	rc = bstore_block_read(fc->bs, lid, f->blk, f->off, buf, f->len, NULL);
+	if (rc)
+		return rc;
+	r->fop.len = f->len;
+	r->payload_len = f->len;
+	*out = buf;
+	atomic_fetch_add(&fc->reads, 1);
+	atomic_fetch_add(&fc->served_bytes, f->len);
+	return 0;
+}
+
+static int serve_write(struct fcache *fc, const struct frame_fop *f,
+		       const uint8_t *payload, struct frame_hdr *r)
+{
+	int rc = range_check(fc, f, r);
+	if (rc)
+		return rc;
+	uint64_t lid = lid_of(fc, f->obj);
+	if (!lid)
+		return -ESTALE;  /* no record here: OPEN first */
+	bool base = f->flags & FRAME_FILE_GEN;
+	struct bstore_src src = { .buf = payload + f->base_len };
+	bool whole = f->off == 0 && f->len == fc->bsize;  /* needs no old bytes */
+	unsigned flags = BSTORE_DIRTY | (base ? BSTORE_GEN : whole ? 0 : BSTORE_NEED_OLD);
+	for (int tries = 0;; tries++) {
+		rc = bstore_block_write_src(fc->bs, lid, f->blk, f->off, &src, f->len,
+					    base ? payload : NULL, f->base_len,
+					    flags, f->gen, NULL);
+		if (rc != -ENOSPC || tries == SPACE_TRIES)
+			break;
+		/* every block dirty: write back, then try again */
+		pthread_mutex_lock(&fc->lk);
+		fc->wb_all = true;
+		pthread_cond_signal(&fc->cv);
+		pthread_mutex_unlock(&fc->lk);
+		usleep(SPACE_WAIT_MS * 1000);
+	}
+	if (rc == -ENODATA || rc == -ESTALE) {
+		/* absent (or gone since the writer's gen): its backing bytes */
+		r->fop.gen = bstore_block_gen(fc->bs, lid, f->blk);
+		return -ENOENT;
+	}
+	if (!rc)
+		atomic_fetch_add(&fc->writes, 1);
+	return rc;
+}
+
+static int serve_trunc(struct fcache *fc, const struct frame_fop *f)
+{
+	uint64_t lid = lid_of(fc, f->obj), nb = 0, nd = 0;
+
+	if (!lid || bstore_obj_counts(fc->bs, lid, &nb, &nd) < 0 || !nb)
+		return 0;
+	uint64_t *idx = calloc(nb, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	size_t n = bstore_obj_blocks(fc->bs, lid, false, idx, nb);
+	n = n < nb ? n : nb;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t start = idx[k] * fc->bsize;
+		if (start >= f->size)
+			bstore_block_drop(fc->bs, lid, idx[k]);
+		else if (f->size - start < fc->bsize)
+			bstore_block_truncate(fc->bs, lid, idx[k],
+					      (uint32_t)(f->size - start));
+	}
+	free(idx);
+	return 0;
+}
+
+static int serve_writeback(struct fcache *fc, const struct frame_fop *f)
+{
+	if (f->flags & FRAME_FILE_SYNC)
+		return writeback(fc, f->obj);
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, f->obj);
+	if (o) {
+		uint64_t delay = f->size > 3600ull * 1000000000ull ?
+				 3600ull * 1000000000ull : f->size;
+		o->wb_due_ns = clock_now_ns() + delay;
+		if (!o->wb_due_ns)
+			o->wb_due_ns = 1;
+		pthread_cond_signal(&fc->cv);
+	}
+	pthread_mutex_unlock(&fc->lk);
+	return 0;
+}
+
+int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
+		 const uint8_t *payload, struct frame_hdr *r, uint8_t *buf,
+		 const void **out)
+{
+	const struct frame_fop *f = &q->fop;
+
+	*out = NULL;
+	r->fop = *f;
+	r->fop.base_len = 0;
+	r->fop.len = 0;
+	if (q->type != FT_FILE_ATTACH && f->obj == 0)
+		return -EPROTO;
+	switch (q->type) {
+	case FT_FILE_ATTACH: return serve_attach(fc, f, payload, r);
+	case FT_FILE_OPEN: return serve_open(fc, f, payload, r);
+	case FT_FILE_CLOSE: return serve_close(fc, f, r);
+	case FT_FILE_GETATTR:
+	case FT_FILE_SETSIZE: return serve_size(fc, q->type, f, r);
+	case FT_FILE_UNLINK: return serve_unlink(fc, f, r);
+	case FT_FILE_READ: return serve_read(fc, f, r, buf, out);
+	case FT_FILE_WRITE: return serve_write(fc, f, payload, r);
+	case FT_FILE_TRUNC: return serve_trunc(fc, f);
+	case FT_FILE_WRITEBACK: return serve_writeback(fc, f);
+	case FT_FILE_DROP: drop_obj(fc, f->obj); return 0;
+	default: return -EOPNOTSUPP;
+	}
+}
+
+/* ---- set-up ---- */
+
+static int load_objects(struct fcache *fc)
+{
+	size_t n = bstore_obj_list(fc->bs, NULL, 0);
+	uint64_t *ids = n ? calloc(n, sizeof(*ids)) : NULL;
+
+	if (n && !ids)
+		return -ENOMEM;
+	n = bstore_obj_list(fc->bs, ids, n);
+	for (size_t k = 0; k < n; k++) {
+		struct bstore_obj rec;
+		uint64_t gid;
+		if (bstore_obj_get(fc->bs, ids[k], &rec) < 0)
+			continue;
+		if (!gid_get(rec.path, &gid) || !gid || find(fc, gid)) {
+			log_warn("file cache: object %" PRIu64 " has no valid id; dropped",
+				 ids[k]);
+			bstore_obj_delete(fc->bs, ids[k]);
+			continue;
+		}
+		if (!insert(fc, gid, ids[k])) {
+			free(ids);
+			return -ENOMEM;
+		}
+	}
+	if (n)
+		log_info("file cache: %zu files found in NVRAM", n);
+	free(ids);
+	return 0;
+}
+
+int fcache_open(struct fcache **out, const struct fcache_opts *o)
+{
+	struct fcache *fc = calloc(1, sizeof(*fc));
+	struct bstore_open_opts bo = { .create = true, .drop_clean = true,
+				       .tag = "nvcached file cache" };
+	int rc;
+
+	if (!fc)
+		return -ENOMEM;
+	fc->bsize = FCACHE_BLOCK;
+	fc->digest = o->digest;
+	fc->self = o->self;
+	fc->backing_fd = -1;
+	snprintf(fc->side, sizeof(fc->side), "%s.backing", o->path);
+	bstore_geom_for_size(o->size, FCACHE_BLOCK, &bo.geom);
+	rc = bstore_open(&fc->bs, o->path, &bo);
+	if (rc) {
+		log_err("file cache: NVRAM file %s unusable: %s", o->path,
+			rc == -EMEDIUMTYPE ? "it holds something else (see above)" :
+			strerror(-rc));
+		free(fc);
+		return rc;
+	}
+	pthread_mutex_init(&fc->lk, NULL);
+	pthread_mutex_init(&fc->wb_mx, NULL);
+	clock_cond_init(&fc->cv);
+	rc = load_objects(fc);
+	FILE *f = rc ? NULL : fopen(fc->side, "r");
+	if (f) {
+		char path[4200];
+		if (fgets(path, sizeof(path), f)) {
+			path[strcspn(path, "\n")] = 0;
+			int e = backing_bind(fc, path, false);
+			if (e)
+				log_warn("file cache: backing directory %s: %s; write-back "
+					 "waits for a mount", path, strerror(-e));
+			fc->wb_all = true;
+		}
+		fclose(f);
+	}
+	if (!rc)
+		rc = -pthread_create(&fc->thread, NULL, wb_main, fc);
+	if (rc) {
+		bstore_close(fc->bs);
+		free(fc);
+		return rc;
+	}
+	log_info("file cache: %s, %" PRIu64 " MiB in %u KiB blocks", o->path,
+		 bo.geom.nblocks * FCACHE_BLOCK >> 20, FCACHE_BLOCK >> 10);
+	*out = fc;
+	return 0;
+}
+
+void fcache_close(struct fcache *fc)
+{
+	if (!fc)
+		return;
+	pthread_mutex_lock(&fc->lk);
+	fc->stop = true;
+	pthread_cond_signal(&fc->cv);
+	pthread_mutex_unlock(&fc->lk);
+	pthread_join(fc->thread, NULL);
+	for (size_t b = 0; b < NBUCKETS; b++)
+		while (fc->tab[b]) {
+			struct fobj *o = fc->tab[b];
+			fc->tab[b] = o->next;
+			free(o);
+		}
+	if (fc->backing_fd >= 0)
+		close(fc->backing_fd);
+	bstore_close(fc->bs);
+	free(fc);
+}
+
+size_t fcache_stats(struct fcache *fc, char *out, size_t len)
+{
+	struct bstore_stats st;
+
+	bstore_stats_get(fc->bs, &st);
+	int n = snprintf(out, len,
+			 "fcache_used_bytes: %" PRIu64 "\n"
+			 "fcache_dirty_bytes: %" PRIu64 "\n"
+			 "fcache_total_bytes: %" PRIu64 "\n"
+			 "fcache_files: %" PRIu64 "\n"
+			 "fcache_written_back_bytes: %" PRIu64 "\n"
+			 "fcache_served_bytes: %" PRIu64 "\n"
+			 "fcache_writes: %" PRIu64 "\n"
+			 "fcache_dropped_files: %" PRIu64 "\n"
+			 "fcache_writeback_errors: %" PRIu64 "\n",
+			 st.blocks_used * st.block_size, st.blocks_dirty * st.block_size,
+			 st.blocks_total * st.block_size, st.objs_used,
+			 (uint64_t)atomic_load(&fc->written_back),
+			 (uint64_t)atomic_load(&fc->served_bytes),
+			 (uint64_t)atomic_load(&fc->writes),
+			 (uint64_t)atomic_load(&fc->dropped),
+			 (uint64_t)atomic_load(&fc->wb_errors));
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
+}

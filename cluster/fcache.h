@@ -1,0 +1,59 @@
+/* fcache.h - a node's file cache manager: the blocks of shared files this
+ * node owns, in an NVRAM block store (pmem/bstore.h), served to every
+ * node's nvcachefs over the FT_FILE_* messages (docs/nvcachefs-cluster.md).
+ *
+ * Objects are keyed by their cluster-wide id (a hash of the backing file's
+ * handle); the store's record of each keeps the handle, so that this node
+ * opens the backing file itself (open_by_handle_at) to fetch nothing and
+ * to write its own dirty blocks back. The home of a file (the owner of its
+ * block 0) also keeps its size there, its open count and its doomed flag.
+ *
+ * Rules:
+ *  - nothing from the wire is trusted: every range is checked against the
+ *    block size, every object id against the table, before use;
+ *  - a write is in the store, persistent, before its reply; bytes of the
+ *    block other than the write's come from the backing file (the writer
+ *    sends them when asked: NOT_FOUND with a gen token), so two writers of
+ *    different bytes of one block both survive;
+ *  - a doomed or dropped object writes nothing to the backing;
+ *  - the backing directory is fixed by the first mount that attaches and
+ *    remembered beside the NVRAM file (PATH.backing): after a restart the
+ *    daemon writes back what it holds without waiting for a mount.
+ *
+ * Threads: fcache_serve may be called from any number of connection
+ * threads; one write-back thread of its own. Socket-free: tests and
+ * fuzzers drive fcache_serve with decoded frames. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cluster/frame.h"
+
+#define FCACHE_BLOCK (64 * 1024)
+
+struct fcache;
+
+struct fcache_opts {
+	const char *path;      /* NVRAM file, created if missing */
+	uint64_t size;         /* bytes of file data */
+	uint64_t digest;       /* the cluster file's (config_digest) */
+	uint32_t self;         /* this node's id, for messages */
+};
+
+/* Open (recover) or create the store; start the write-back thread. 0 or
+ * -errno (logged). */
+int fcache_open(struct fcache **out, const struct fcache_opts *o);
+/* Stop the thread, write back nothing more, close the store. */
+void fcache_close(struct fcache *fc);
+
+/* Serve one decoded FT_FILE_* request q with its payload: fills r (a reply
+ * already initialised from q: type, id) and returns the reply's payload
+ * (in buf, FRAME_FILE_MAX_BLOCK bytes) or NULL. Returns 0 or the -errno
+ * the reply's status stands for; r->text says why for a refusal. */
+int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
+		 const uint8_t *payload, struct frame_hdr *r, uint8_t *buf,
+		 const void **out);
+
+/* "key: value" lines of the manager's counters (for node_ctl stats). */
+size_t fcache_stats(struct fcache *fc, char *out, size_t len);

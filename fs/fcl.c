@@ -1,0 +1,225 @@
+/* fcl.c - the connections to the cluster's file cache managers; see fcl.h. */
+#include "fs/fcl.h"
+
+#include "cluster/client.h"
+#include "cluster/config.h"
+#include "common/log.h"
+#include "fs/stripe.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define POOL 4
+#define CALL_TIMEOUT_MS 30000
+
+struct fcl_node {
+	uint32_t id;
+	pthread_mutex_t lk;
+	pthread_cond_t cv;
+	struct cluster_client *idle[POOL];
+	unsigned nidle, nopen;
+};
+
+struct fcl {
+	struct cluster_config cfg;
+	uint32_t self;
+	uint64_t unit;
+	uint32_t n;
+	struct fcl_node nodes[CONFIG_MAX_NODES];
+};
+
+uint32_t fcl_nodes(const struct fcl *c) { return c->n; }
+uint32_t fcl_block(const struct fcl *c) { (void)c; return 64 * 1024; }
+
+uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk)
+{
+	struct stripe_map m;
+
+	if (stripe_map_init(&m, c->unit, c->n, (uint32_t)(gid % c->n), 0,
+			    fcl_block(c)) < 0)
+		return 0;
+	return stripe_owner(&m, blk * fcl_block(c));
+}
+
+uint32_t fcl_home(const struct fcl *c, uint64_t gid)
+{
+	return (uint32_t)(gid % c->n);
+}
+
+static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **out)
+{
+	char err[256];
+
+	pthread_mutex_lock(&nd->lk);
+	while (!nd->nidle && nd->nopen == POOL)
+		pthread_cond_wait(&nd->cv, &nd->lk);
+	if (nd->nidle) {
+		*out = nd->idle[--nd->nidle];
+		pthread_mutex_unlock(&nd->lk);
+		return 0;
+	}
+	nd->nopen++;
+	pthread_mutex_unlock(&nd->lk);
+	int rc = cluster_client_open_node(out, &c->cfg, nd->id, 0, 0,
+					  CALL_TIMEOUT_MS, err, sizeof(err));
+	if (rc) {
+		log_warn("cluster: node %u: %s", nd->id, err);
+		pthread_mutex_lock(&nd->lk);
+		nd->nopen--;
+		pthread_cond_signal(&nd->cv);
+		pthread_mutex_unlock(&nd->lk);
+	}
+	return rc;
+}
+
+static void conn_put(struct fcl_node *nd, struct cluster_client *cl, bool broken)
+{
+	pthread_mutex_lock(&nd->lk);
+	if (broken) {
+		cluster_client_close(cl);
+		nd->nopen--;
+	} else {
+		nd->idle[nd->nidle++] = cl;
+	}
+	pthread_cond_signal(&nd->cv);
+	pthread_mutex_unlock(&nd->lk);
+}
+
+static bool transport_error(int rc)
+{
+	return rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
+	       rc == -ENOTCONN || rc == -EPROTO || rc == -ECONNREFUSED;
+}
+
+int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
+	     const struct frame_fop *f, const struct iovec *pl, unsigned npl,
+	     struct frame_fop *rf, void *buf, size_t buflen)
+{
+	struct fcl_node *nd = &c->nodes[idx];
+	struct cluster_client *cl;
+	int rc;
+
+	/* a connection the node closed (a restart) fails at once: one retry
+	 * on a fresh one */
+	for (int tries = 0; tries < 2; tries++) {
+		rc = conn_get(c, nd, &cl);
+		if (rc)
+			return -EIO;
+		rc = cluster_client_file_call(cl, type, f, pl, npl, rf, buf, buflen);
+		bool broken = transport_error(rc);
+		if (broken)
+			log_warn("cluster: node %u: %s: %s", nd->id,
+				 frame_type_name(type), cluster_client_last_error(cl)[0] ?
+				 cluster_client_last_error(cl) : strerror(-rc));
+		conn_put(nd, cl, broken);
+		if (!broken)
+			return rc;
+	}
+	return -EIO;
+}
+
+int fcl_call_all(struct fcl *c, uint32_t type, const struct frame_fop *f)
+{
+	int first = 0;
+
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct frame_fop rf;
+		int rc = fcl_call(c, i, type, f, NULL, 0, &rf, NULL, 0);
+		if (rc && !first)
+			first = rc;
+	}
+	return first;
+}
+
+/* ATTACH at node i: the digest and the backing directory's identity. */
+static int attach(struct fcl *c, uint32_t i, const struct fcl_opts *o)
+{
+	struct fcl_node *nd = &c->nodes[i];
+	struct cluster_client *cl;
+	struct stat st;
+	char err[256];
+
+	if (stat(o->backing, &st) < 0)
+		return -errno;
+	int rc = cluster_client_open_node(&cl, &c->cfg, nd->id, 0, 0, 5000, err,
+					  sizeof(err));
+	if (rc) {
+		log_err("cluster: node %u unreachable or refusing us: %s; not "
+			"mounting", nd->id, err);
+		return rc;
+	}
+	struct frame_fop f = { .obj = st.st_ino, .blk = st.st_dev,
+			       .len = (uint32_t)strlen(o->backing),
+			       .digest = config_digest(&c->cfg) };
+	struct iovec iov = { (void *)o->backing, f.len };
+	rc = cluster_client_file_call(cl, FT_FILE_ATTACH, &f, &iov, 1, NULL, NULL, 0);
+	if (rc) {
+		const char *why = cluster_client_last_error(cl);
+		log_err("cluster: node %u refuses the mount: %s; not mounting", nd->id,
+			why[0] ? why : strerror(-rc));
+		cluster_client_close(cl);
+		return rc;
+	}
+	nd->idle[nd->nidle++] = cl;
+	nd->nopen = 1;
+	return 0;
+}
+
+int fcl_open(struct fcl **out, const struct fcl_opts *o)
+{
+	struct fcl *c = calloc(1, sizeof(*c));
+	char err[512];
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	rc = config_load(o->cluster, &c->cfg, err, sizeof(err));
+	if (rc) {
+		log_err("cluster file: %s; not mounting", err);
+		free(c);
+		return rc;
+	}
+	if (!config_node_find(&c->cfg, o->node)) {
+		log_err("cluster file %s: node %u is not in it; not mounting",
+			o->cluster, o->node);
+		free(c);
+		return -ENOENT;
+	}
+	c->self = o->node;
+	c->unit = o->stripe_unit;
+	c->n = c->cfg.n_nodes;
+	for (uint32_t i = 0; i < c->n; i++) {
+		c->nodes[i].id = c->cfg.nodes[i].id;
+		pthread_mutex_init(&c->nodes[i].lk, NULL);
+		pthread_cond_init(&c->nodes[i].cv, NULL);
+	}
+	for (uint32_t i = 0; i < c->n; i++) {
+		rc = attach(c, i, o);
+		if (rc) {
+			fcl_close(c);
+			return rc;
+		}
+	}
+	log_info("cluster: %u nodes attached (this is node %u), %u KiB blocks",
+		 c->n, c->self, fcl_block(c) >> 10);
+	*out = c;
+	return 0;
+}
+
+void fcl_close(struct fcl *c)
+{
+	if (!c)
+		return;
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct fcl_node *nd = &c->nodes[i];
+		for (unsigned k = 0; k < nd->nidle; k++)
+			cluster_client_close(nd->idle[k]);
+		pthread_mutex_destroy(&nd->lk);
+		pthread_cond_destroy(&nd->cv);
+	}
+	free(c);
+}

@@ -1,0 +1,48 @@
+/* fcl.h - nvcachefs's link to the cluster's file cache managers: one
+ * nvcached per node of the cluster file, each owning the stripes of every
+ * file dealt to it (docs/nvcachefs-cluster.md). Below everything in fs/,
+ * beside the cache managers: it knows frames and nodes, not inodes.
+ *
+ * Each node has a small pool of authenticated connections: a thread takes
+ * one for a call and puts it back, so FUSE threads talk to the nodes at
+ * once with no lock held across the wire; a broken connection is closed
+ * and a new one opened at the next call.
+ *
+ * Threads: every function may be called from any thread. */
+#pragma once
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "cluster/frame.h"
+
+struct fcl;
+
+struct fcl_opts {
+	const char *cluster;    /* the cluster file */
+	uint32_t node;          /* this node's id in it */
+	const char *backing;    /* realpath of the backing directory */
+	uint64_t stripe_unit;   /* 0: auto (one equal part per node) */
+};
+
+/* Connect to every node, authenticated, and attach the backing directory
+ * to each: refused (-errno, the reason logged) for a node id not in the
+ * file, an unreachable node or wrong secret, a node without a file cache,
+ * another cluster file or another backing directory. Creates nothing. */
+int fcl_open(struct fcl **out, const struct fcl_opts *o);
+void fcl_close(struct fcl *c);
+
+uint32_t fcl_nodes(const struct fcl *c);
+uint32_t fcl_block(const struct fcl *c);
+/* The node index (0..nodes-1) owning block blk of object gid: stripes of
+ * stripe_unit dealt round robin from node gid % nodes, the home, which
+ * keeps the file's record. (stripe_unit=auto needs a size every node
+ * agrees on before the first write: it deals single blocks for now.) */
+uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk);
+uint32_t fcl_home(const struct fcl *c, uint64_t gid);
+
+/* One request to node index idx (cluster_client_file_call's contract). */
+int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
+	     const struct frame_fop *f, const struct iovec *pl, unsigned npl,
+	     struct frame_fop *rf, void *buf, size_t buflen);
+/* The same request to every node; the first error. */
+int fcl_call_all(struct fcl *c, uint32_t type, const struct frame_fop *f);

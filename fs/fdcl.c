@@ -1,0 +1,376 @@
+/* fdcl.c - the data path of a cluster mount (cluster=): every block range
+ * goes to its owner's file cache, the file's size and open count to its
+ * home; see fs.h and docs/nvcachefs-cluster.md. Nothing of a file's data
+ * is kept here. */
+#include "fs/fs.h"
+#include "fs/fcl.h"
+
+#include "common/crc32c.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A block the owner does not hold: its backing bytes go with the write;
+ * another writer may have installed (or written back and dropped) it
+ * meanwhile, so a few rounds at most. */
+#define WRITE_ROUNDS 8
+
+struct ident {
+	uint64_t gid;
+	uint32_t type, len;
+	uint8_t handle[FRAME_FILE_MAX_HANDLE];
+};
+
+/* The file's handle (the same on every node of a shared backing) and its
+ * cluster-wide id, a hash of it. */
+static int ident_get(struct fs_inode *ino, struct ident *id)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char buf[FRAME_FILE_MAX_HANDLE];
+	} h;
+	int mnt;
+
+	h.fh.handle_bytes = FRAME_FILE_MAX_HANDLE;
+	if (name_to_handle_at(ino->fd, "", &h.fh, &mnt, AT_EMPTY_PATH) < 0)
+		return -errno;
+	if (!h.fh.handle_bytes || h.fh.handle_bytes > FRAME_FILE_MAX_HANDLE)
+		return -EOPNOTSUPP;
+	id->type = (uint32_t)h.fh.handle_type;
+	id->len = h.fh.handle_bytes;
+	memcpy(id->handle, h.fh.f_handle, id->len);
+	uint32_t a = crc32c(id->type, id->handle, id->len);
+	uint32_t b = crc32c(~id->type, id->handle, id->len);
+	id->gid = (uint64_t)a << 32 | b;
+	if (!id->gid)
+		id->gid = 1;
+	return 0;
+}
+
+/* ino's id, learnt once (0 if its handle cannot be had) */
+static uint64_t gid_of(struct fs_inode *ino)
+{
+	struct ident id;
+
+	pthread_mutex_lock(&ino->lk);
+	uint64_t g = ino->gid;
+	pthread_mutex_unlock(&ino->lk);
+	if (g || ident_get(ino, &id) < 0)
+		return g;
+	pthread_mutex_lock(&ino->lk);
+	ino->gid = id.gid;
+	pthread_mutex_unlock(&ino->lk);
+	return id.gid;
+}
+
+/* OPEN at node idx: the record made there if missing (size: the
+ * backing's), an open counted if home. The record's size in *size. */
+static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
+		     bool home, uint64_t *size)
+{
+	struct ident id;
+	struct stat st;
+	struct frame_fop rf;
+	int r = ident_get(ino, &id);
+
+	if (r < 0)
+		return r;
+	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0)
+		return -errno;
+	struct frame_fop f = { .obj = id.gid, .len = id.len, .handle_type = id.type,
+			       .size = (uint64_t)st.st_size,
+			       .flags = home ? FRAME_FILE_HOME : 0 };
+	struct iovec iov = { id.handle, id.len };
+	r = fcl_call(fs->cl, idx, FT_FILE_OPEN, &f, &iov, 1, &rf, NULL, 0);
+	if (!r && size)
+		*size = rf.size;
+	return r;
+}
+
+int fdcl_inode_init(struct fs *fs, struct fs_inode *ino)
+{
+	pthread_mutex_lock(&ino->lk);
+	int r = inode_datafd(fs, ino) < 0 ? -errno : 0;
+	pthread_mutex_unlock(&ino->lk);
+	if (!r && !gid_of(ino))
+		r = -EOPNOTSUPP;
+	return r;
+}
+
+int fdcl_open(struct fs *fs, struct fs_inode *ino)
+{
+	uint64_t gid = gid_of(ino);
+	int r = send_open(fs, ino, fcl_home(fs->cl, gid), true, NULL);
+
+	if (r < 0)
+		return r;
+	itab_ref(fs, ino);
+	pthread_mutex_lock(&ino->lk);
+	ino->opens++;
+	pthread_mutex_unlock(&ino->lk);
+	return 0;
+}
+
+void fdcl_release(struct fs *fs, struct fs_inode *ino)
+{
+	uint64_t gid = gid_of(ino);
+	struct frame_fop f = { .obj = gid }, rf = { 0 };
+	int r = fcl_call(fs->cl, fcl_home(fs->cl, gid), FT_FILE_CLOSE, &f, NULL, 0,
+			 &rf, NULL, 0);
+
+	if (!r && (rf.flags & FRAME_FILE_DOOMED)) {
+		fcl_call_all(fs->cl, FT_FILE_DROP, &f);
+		atomic_fetch_add(&fs->st.dropped_unlinked, 1);
+	} else if (!r && (rf.flags & FRAME_FILE_LAST)) {
+		f.size = fs->cfg.wb_delay_ns;
+		fcl_call_all(fs->cl, FT_FILE_WRITEBACK, &f);
+	}
+	pthread_mutex_lock(&ino->lk);
+	ino->opens--;
+	bool last = !ino->opens;
+	pthread_mutex_unlock(&ino->lk);
+	if (last)
+		inode_close_idle(fs, ino);
+	itab_unref(fs, ino);
+}
+
+int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size)
+{
+	uint64_t gid = gid_of(ino);
+	struct frame_fop f = { .obj = gid }, rf;
+
+	if (!gid)
+		return -ENOENT;
+	int r = fcl_call(fs->cl, fcl_home(fs->cl, gid), FT_FILE_GETATTR, &f, NULL, 0,
+			 &rf, NULL, 0);
+	if (!r)
+		*size = rf.size;
+	return r;
+}
+
+void fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
+{
+	uint64_t size;
+
+	if (!S_ISREG(st->st_mode) || fdcl_size(fs, ino, &size) < 0)
+		return;
+	st->st_size = (off_t)size;
+	if ((uint64_t)st->st_blocks * 512 < size)
+		st->st_blocks = (blkcnt_t)((size + 511) / 512);
+}
+
+/* n bytes of the backing file at pos (zeros past its end) */
+static int backing_read(struct fs *fs, struct fs_inode *ino, uint64_t pos,
+			char *buf, uint32_t n, uint32_t *got)
+{
+	pthread_mutex_lock(&ino->lk);
+	int fd = inode_datafd(fs, ino);
+	pthread_mutex_unlock(&ino->lk);
+	uint32_t done = 0;
+
+	if (fd < 0)
+		return fd;
+	while (done < n) {
+		ssize_t k = pread(fd, buf + done, n - done, (off_t)(pos + done));
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		done += (uint32_t)k;
+	}
+	if (got)
+		*got = done;
+	memset(buf + done, 0, n - done);
+	return 0;
+}
+
+ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		  size_t len, char *buf)
+{
+	uint32_t B = fcl_block(fs->cl);
+	uint64_t gid = gid_of(ino), size;
+	size_t done = 0;
+	int r = fdcl_size(fs, ino, &size);
+
+	if (r == -ENOENT) {
+		struct stat st;
+		if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0)
+			return -errno;
+		size = (uint64_t)st.st_size;
+	} else if (r < 0) {
+		return r;
+	}
+	if (off >= size)
+		return 0;
+	if (len > size - off)
+		len = (size_t)(size - off);
+	while (done < len) {
+		uint64_t pos = off + done, blk = pos / B;
+		uint32_t boff = (uint32_t)(pos % B);
+		uint32_t n = B - boff < len - done ? B - boff : (uint32_t)(len - done);
+		struct frame_fop f = { .obj = gid, .blk = blk, .off = boff, .len = n };
+		r = fcl_call(fs->cl, fcl_owner(fs->cl, gid, blk), FT_FILE_READ, &f,
+			     NULL, 0, NULL, buf + done, n);
+		if (r == -ENOENT) {
+			/* not cached: the backing holds the bytes */
+			atomic_fetch_add(&fs->st.misses, 1);
+			r = backing_read(fs, ino, pos, buf + done, n, NULL);
+		} else if (!r) {
+			atomic_fetch_add(&fs->st.hits, 1);
+		}
+		if (r < 0)
+			return done ? (ssize_t)done : r;
+		done += n;
+	}
+	return (ssize_t)done;
+}
+
+/* One block's range to its owner: without base first; when the owner
+ * lacks the block, with the backing's bytes of it. */
+static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
+		       uint64_t blk, uint32_t boff, const char *data, uint32_t n,
+		       char *base)
+{
+	uint32_t B = fcl_block(fs->cl), owner = fcl_owner(fs->cl, gid, blk);
+	struct frame_fop f = { .obj = gid, .blk = blk, .off = boff, .len = n };
+	struct frame_fop rf = { 0 };
+	uint32_t base_len = 0;
+	bool opened = false;
+	int r = -EIO;
+
+	for (int round = 0; round < WRITE_ROUNDS; round++) {
+		struct iovec iov[2] = { { base, base_len }, { (void *)data, n } };
+		r = fcl_call(fs->cl, owner, FT_FILE_WRITE, &f, base_len ? iov : iov + 1,
+			     base_len ? 2 : 1, &rf, NULL, 0);
+		if (r == -ESTALE && !opened) {
+			/* no record there yet: the handle for its write-back */
+			opened = true;
+			r = send_open(fs, ino, owner, false, NULL);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (r != -ENOENT)
+			return r;
+		/* rf.gen was taken before this read of the backing */
+		r = backing_read(fs, ino, blk * B, base, B, &base_len);
+		if (r < 0)
+			return r;
+		f.flags = FRAME_FILE_GEN;
+		f.gen = rf.gen;
+		f.base_len = base_len;   /* 0 past the backing's end */
+	}
+	return r == -ENOENT ? -EIO : r;
+}
+
+ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
+		   size_t len, const struct bstore_src *src)
+{
+	uint32_t B = fcl_block(fs->cl);
+	uint64_t gid = gid_of(ino);
+	const char *data = src->buf;
+	char *tmp = NULL, *base = malloc(B);
+	size_t done = 0;
+	int r = 0;
+
+	if (!base)
+		return -ENOMEM;
+	if (!data) {
+		/* a stream (the request's pipe): into memory, to send it */
+		if (!(tmp = malloc(len ? len : 1))) {
+			free(base);
+			return -ENOMEM;
+		}
+		r = src->fill(src->ctx, tmp, (uint32_t)len);
+		data = tmp;
+	}
+	while (!r && done < len) {
+		uint64_t pos = off + done, blk = pos / B;
+		uint32_t boff = (uint32_t)(pos % B);
+		uint32_t n = B - boff < len - done ? B - boff : (uint32_t)(len - done);
+		r = write_piece(fs, ino, gid, blk, boff, data + done, n, base);
+		if (!r)
+			done += n;
+	}
+	if (done) {
+		struct frame_fop f = { .obj = gid, .size = off + done,
+				       .flags = FRAME_FILE_EXTEND };
+		uint32_t home = fcl_home(fs->cl, gid);
+		int e = fcl_call(fs->cl, home, FT_FILE_SETSIZE, &f, NULL, 0, NULL, NULL, 0);
+		if (e == -ESTALE && !(e = send_open(fs, ino, home, false, NULL)))
+			e = fcl_call(fs->cl, home, FT_FILE_SETSIZE, &f, NULL, 0, NULL, NULL, 0);
+		if (e < 0)
+			r = e;
+	}
+	free(tmp);
+	free(base);
+	if (r < 0 && !done)
+		return r;
+	return r < 0 ? r : (ssize_t)done;
+}
+
+int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
+{
+	uint64_t gid = gid_of(ino);
+	uint32_t home = fcl_home(fs->cl, gid);
+	struct frame_fop f = { .obj = gid, .size = size };
+	int r;
+
+	if (!gid)
+		return -EOPNOTSUPP;
+	if (size > fs->max_file_size)
+		return -EFBIG;
+	/* the home's size first (every node sees it), then the blocks past
+	 * it go, then the backing file is cut */
+	r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, &f, NULL, 0, NULL, NULL, 0);
+	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL)))
+		r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, &f, NULL, 0, NULL, NULL, 0);
+	if (!r)
+		r = fcl_call_all(fs->cl, FT_FILE_TRUNC, &f);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&ino->lk);
+	int fd = inode_datafd(fs, ino);
+	r = fd < 0 ? fd : ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+	pthread_mutex_unlock(&ino->lk);
+	return r;
+}
+
+void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
+{
+	uint64_t gid = gid_of(ino);
+	struct frame_fop f = { .obj = gid, .size = size, .flags = FRAME_FILE_EXTEND };
+
+	fcl_call(fs->cl, fcl_home(fs->cl, gid), FT_FILE_SETSIZE, &f, NULL, 0, NULL,
+		 NULL, 0);
+}
+
+void fdcl_doom(struct fs *fs, struct fs_inode *ino)
+{
+	uint64_t gid = gid_of(ino);
+	struct frame_fop f = { .obj = gid }, rf = { 0 };
+
+	if (!gid)
+		return;
+	int r = fcl_call(fs->cl, fcl_home(fs->cl, gid), FT_FILE_UNLINK, &f, NULL, 0,
+			 &rf, NULL, 0);
+	/* open somewhere: dropped at its last close; else now, everywhere */
+	if (!r && !(rf.flags & FRAME_FILE_DOOMED)) {
+		fcl_call_all(fs->cl, FT_FILE_DROP, &f);
+		atomic_fetch_add(&fs->st.dropped_unlinked, 1);
+	}
+}
+
+int fdcl_fsync(struct fs *fs, struct fs_inode *ino)
+{
+	uint64_t gid = gid_of(ino);
+	struct frame_fop f = { .obj = gid, .flags = FRAME_FILE_SYNC };
+
+	if (!fs->cfg.fsync_backing || !gid)
+		return 0;
+	return fcl_call_all(fs->cl, FT_FILE_WRITEBACK, &f);
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# fscl_coherence.sh - nvcachefs across four nodes on this machine (each an
+# nvcached with a file cache and a mount, one backing directory): close-to-
+# open, one namespace with sizes from NVRAM before any write-back, two
+# nodes writing interleaved 100-byte ranges of the same blocks, MPI-IO's
+# sync-barrier-sync, write-back of every byte by the blocks' owners after
+# the last close, and a file unlinked while open on two nodes that writes
+# nothing to the backing (fscl_ops.py has the steps).
+T_TIMEOUT=${T_TIMEOUT:-90}
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fscl_common.bash"
+here=$(dirname "$0")
+fscl_start
+m=("$T_DIR/m1" "$T_DIR/m2" "$T_DIR/m3" "$T_DIR/m4")
+
+step() {
+  python3 "$here/fscl_ops.py" "$1" "$T_DIR/b" "${m[@]}" ||
+    { tail -n 5 "$T_DIR"/fs*.log "$T_DIR"/node*-fs.log >&2; t_fail "step $1"; }
+  t_log "$1: ok"
+}
+# sum KEY: KEY of every node's stats, added up
+sum() { local i s=0; for ((i = 1; i <= FSCL_N; i++)); do s=$((s + $(fscl_stat $i "$1"))); done; echo $s; }
+
+step close_to_open
+step namespace
+step interleave
+step sync_barrier_sync
+
+# After the last close (and the 0.3 s delay) every byte is in the backing,
+# written there by the nodes that own the blocks: each node wrote some.
+# (a copy first: each open through a mount holds the write-back back)
+for f in c2o il sbs; do cat "${m[0]}/$f" >"$T_DIR/$f.ref" || t_fail "read $f"; done
+for f in c2o il sbs; do
+  t_wait 10 cmp -s "$T_DIR/b/$f" "$T_DIR/$f.ref" || t_fail "$f: the backing does not get every byte after the last close"
+done
+for ((i = 1; i <= FSCL_N; i++)); do
+  [ "$(fscl_stat $i fcache_written_back_bytes)" -gt 0 ] || t_fail "node $i wrote nothing back (its stripes of c2o)"
+done
+t_wait 5 test "$(sum fcache_dirty_bytes)" -eq 0 || t_fail "dirty bytes left after write-back: $(sum fcache_dirty_bytes)"
+t_log "write-back: every byte in the backing, by all $FSCL_N owners"
+# nvcachectl status --cluster: a file cache line per node, its MiB
+timeout 30 "$(t_bin nvcachectl)" status --cluster "$conf" >"$T_DIR/st" || t_fail "status --cluster failed"
+[ "$(grep -cE '^ +[1-4] +64 ' "$T_DIR/st")" -eq 4 ] || t_fail "status --cluster: no file cache line per node: $(cat "$T_DIR/st")"
+grep -q '^file cache: node' "$T_DIR/st" || t_fail "status --cluster: no file cache header"
+
+# Unlinked while open on two nodes: nothing of it is written back, and
+# every node drops it at the last close.
+wb=$(sum fcache_written_back_bytes)
+dropped=$(sum fcache_dropped_files)
+step doomed
+sleep 1  # past the write-back delay
+[ "$(sum fcache_written_back_bytes)" -eq "$wb" ] || t_fail "an unlinked file's bytes were written back"
+[ "$(sum fcache_dirty_bytes)" -eq 0 ] || t_fail "the unlinked file's blocks stay dirty"
+[ "$(sum fcache_dropped_files)" -gt "$dropped" ] || t_fail "no node dropped the unlinked file"
+t_log "unlinked while open: dropped everywhere, nothing written back"

@@ -1,0 +1,35 @@
+# fscl_common.bash - the set-up of the cluster file system tests (sourced
+# after lib.sh; not a test itself): FSCL_N nodes on loopback, each an
+# nvcached with a file cache (--cache-size) and an nvcachefs mount
+# $T_DIR/mI (node I), all over one backing directory $T_DIR/b. Everything
+# started is killed and unmounted by its pid at exit.
+. "$(dirname "$0")/cluster_common.bash"
+t_require_root
+t_require_cmd fusermount3 python3
+export NVCACHE_RUN_DIR=$T_DIR/run
+mkdir -p "$NVCACHE_RUN_DIR" "$T_DIR/b"
+FSCL_N=${FSCL_N:-4}
+
+cluster_node_args() { echo "--cache-size 64M --cache-nvram $T_SHM/fc$1.nvram --no-mlock"; }
+
+# fscl_mount I [OPTS]: node I's mount on $T_DIR/mI (pid in mpid[I]).
+fscl_mount() {
+  local i=$1 m=$T_DIR/m$1
+  mkdir -p "$m"
+  "$(t_bin nvcachefs)" "$m" -f -o "backing=$T_DIR/b,cluster=$conf,node=$i,writeback_delay=0.3${2:+,$2}" \
+    >"$T_DIR/fs$i.log" 2>&1 &
+  mpid[$i]=$!
+  t_cleanup "kill -9 ${mpid[$i]} 2>/dev/null"
+  t_cleanup "t_umount $m"
+  t_wait 20 t_is_mounted "$m" || { cat "$T_DIR/fs$i.log" >&2; t_fail "no mount of node $i"; }
+}
+
+# fscl_start: the nodes, then a mount on each.
+fscl_start() {
+  local i
+  cluster_start "$FSCL_N" fs
+  for ((i = 1; i <= FSCL_N; i++)); do fscl_mount $i; done
+}
+
+# fscl_stat I KEY: one value of node I's nvcached stats.
+fscl_stat() { cluster_stat "$1" "$2"; }

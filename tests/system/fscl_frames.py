@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""fscl_frames.py KIND - one cluster frame of the file cache's messages on
+stdout (prefix, header, payload, right CRC32C) with a hostile field, for
+`nvcache-client raw` (fscl_refusals.sh). KIND names what is wrong."""
+import struct, sys
+
+def crc32c(data, crc=0):
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+def field(num, v):
+    return varint(num << 3) + varint(v)
+
+def message(num, body):
+    return varint(num << 3 | 2) + varint(len(body)) + body
+
+def frame(mtype, fop, payload):
+    body = b"".join(field(k, v) for k, v in fop.items() if v)
+    hdr = field(1, mtype) + field(3, 77) + field(12, len(payload)) + message(30, body)
+    pre = b"NVCL" + bytes([1, 0]) + struct.pack(">HI", len(hdr), len(payload))
+    crc = crc32c(pre + hdr + payload)
+    return pre + struct.pack(">I", crc) + hdr + payload
+
+OBJ, BLK, OFF, LEN, SIZE, FLAGS, GEN, BASE = 1, 2, 3, 4, 5, 6, 7, 8
+WRITE, READ, ATTACH, OPEN = 47, 46, 40, 41
+kinds = {
+    # a range past the frame layer's block cap
+    "range": (WRITE, {OBJ: 5, OFF: 131000, LEN: 1000}, b"x" * 1000),
+    # a payload shorter than base_len + len says
+    "short": (WRITE, {OBJ: 5, LEN: 100, BASE: 4096}, b"x" * 100),
+    # a read asking for more than a block
+    "read": (READ, {OBJ: 5, LEN: 1 << 20}, b""),
+    # an attach whose path is longer than its cap
+    "path": (ATTACH, {LEN: 8192}, b"/" * 8192),
+    # an open with a handle longer than its cap
+    "handle": (OPEN, {OBJ: 5, LEN: 200}, b"h" * 200),
+    # a type in the enum's gap
+    "gap": (30, {OBJ: 5}, b""),
+}
+t, fop, pl = kinds[sys.argv[1]]
+sys.stdout.buffer.write(frame(t, fop, pl))

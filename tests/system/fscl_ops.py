@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""fscl_ops.py STEP BACKING MNT1 MNT2 ... - the coherence steps of the
+cluster file system tests (fscl_coherence.sh), each across two or more
+mounts of one cluster over the backing directory BACKING. Exits 1 with
+the reason on the first wrong result."""
+import multiprocessing, os, random, sys, time
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+def expect(cond, msg):
+    if not cond:
+        fail(msg)
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+def close_to_open(b, m):
+    """write on A, close, read on B and on every other mount"""
+    data = os.urandom(3 * 1024 * 1024 + 12345)   # every node's stripes
+    with open(os.path.join(m[0], "c2o"), "wb") as f:
+        f.write(data)
+    for k, mnt in enumerate(m[1:], 2):
+        got = read_all(os.path.join(mnt, "c2o"))
+        expect(got == data, "mount %d reads %d bytes, not the %d written on 1%s" %
+               (k, len(got), len(data), "" if len(got) != len(data) else " (bytes differ)"))
+    # an overwrite of the same size (the reader's page cache must go)
+    data2 = os.urandom(len(data))
+    with open(os.path.join(m[0], "c2o"), "r+b") as f:
+        f.write(data2)
+    expect(read_all(os.path.join(m[1], "c2o")) == data2,
+           "a same-size overwrite on 1 reads stale on 2 after close/open")
+
+def namespace(b, m):
+    """truncate, rename, unlink on A seen on B at once, sizes from NVRAM"""
+    a, c = m[0], m[1]
+    fa = open(os.path.join(a, "ns"), "wb")
+    data = os.urandom(1 << 20)
+    fa.write(data)
+    fa.flush()
+    expect(os.stat(os.path.join(c, "ns")).st_size == len(data),
+           "size on 2 is not the size written on 1 (still open there)")
+    expect(os.stat(os.path.join(b, "ns")).st_size == 0,
+           "written back while still open: the test cannot tell NVRAM from backing")
+    os.ftruncate(fa.fileno(), 300000)
+    expect(os.stat(os.path.join(c, "ns")).st_size == 300000,
+           "truncate on 1 not seen on 2: size %d" % os.stat(os.path.join(c, "ns")).st_size)
+    expect(read_all(os.path.join(c, "ns")) == data[:300000],
+           "bytes after truncate differ on 2")
+    os.rename(os.path.join(a, "ns"), os.path.join(a, "ns2"))
+    expect(not os.path.exists(os.path.join(c, "ns")), "old name still on 2 after rename on 1")
+    expect(os.stat(os.path.join(c, "ns2")).st_size == 300000, "renamed file's size on 2")
+    expect(read_all(os.path.join(c, "ns2")) == data[:300000], "renamed file's bytes on 2")
+    # extend past the cut: zeros between, on the other node too
+    fa.seek(500000)
+    fa.write(b"tail")
+    fa.flush()
+    want = data[:300000] + bytes(200000) + b"tail"
+    expect(read_all(os.path.join(c, "ns2")) == want, "truncate then extend reads wrong on 2")
+    fa.close()
+    os.unlink(os.path.join(a, "ns2"))
+    expect(not os.path.exists(os.path.join(c, "ns2")), "unlinked on 1, still there on 2")
+
+def writer(path, start, step, count, seed):
+    fd = os.open(path, os.O_WRONLY)
+    for i in range(count):
+        off = start + (2 * i + step) * 100
+        os.pwrite(fd, bytes([seed + i % 100]) * 100, off)
+    os.close(fd)
+
+def interleave(b, m):
+    """two nodes write interleaved 100-byte ranges of the same blocks at
+    once; a file with backing bytes, so absent blocks start from them"""
+    base = os.urandom(200000)
+    with open(os.path.join(b, "il"), "wb") as f:
+        f.write(base)
+    p = [multiprocessing.Process(target=writer, args=(os.path.join(m[k], "il"),
+                                                      1000, k, 300, 1 + 100 * k))
+         for k in (0, 1)]
+    for x in p:
+        x.start()
+    for x in p:
+        x.join()
+        expect(x.exitcode == 0, "a writer failed")
+    want = bytearray(base)
+    for k in (0, 1):
+        for i in range(300):
+            off = 1000 + (2 * i + k) * 100
+            want[off:off + 100] = bytes([1 + 100 * k + i % 100]) * 100
+    for k, mnt in enumerate(m[:2], 1):
+        got = read_all(os.path.join(mnt, "il"))
+        if got != bytes(want):
+            bad = next(i for i in range(min(len(got), len(want))) if got[i] != want[i]) \
+                if len(got) == len(want) else -1
+            fail("interleaved writes: mount %d reads wrong bytes (first at %d, len %d)" %
+                 (k, bad, len(got)))
+
+def sync_barrier_sync(b, m):
+    """MPI-IO's sync-barrier-sync: a reader that holds the file open with
+    its old pages cached reads the writer's bytes after both fsync"""
+    path = [os.path.join(x, "sbs") for x in m[:2]]
+    with open(path[0], "wb") as f:
+        f.write(b"a" * 8192)
+    r = open(path[1], "rb")
+    expect(r.read() == b"a" * 8192, "first read on 2")
+    w = open(path[0], "r+b")
+    w.write(b"b" * 8192)
+    w.flush()
+    os.fsync(w.fileno())
+    os.fsync(r.fileno())          # after the barrier
+    r.seek(0)
+    expect(r.read() == b"b" * 8192, "after sync-barrier-sync 2 reads stale bytes")
+    w.close()
+    r.close()
+
+def doomed(b, m):
+    """a file open on two nodes and unlinked on one while open: every
+    node reads it until its last close, then it is gone everywhere"""
+    f1 = open(os.path.join(m[0], "dm"), "w+b")
+    f1.write(os.urandom(700000))
+    f1.flush()
+    f2 = open(os.path.join(m[1], "dm"), "r+b")
+    f2.seek(100000)
+    f2.write(b"x" * 300000)
+    f2.flush()
+    os.unlink(os.path.join(m[0], "dm"))
+    expect(not os.path.exists(os.path.join(m[1], "dm")), "unlinked on 1, still named on 2")
+    os.fsync(f2.fileno())
+    os.fsync(f1.fileno())
+    f1.seek(100000)
+    expect(f1.read(300000) == b"x" * 300000, "node 1 does not read node 2's bytes of the unlinked file")
+    f1.close()
+    f2.close()
+    expect(not os.path.exists(os.path.join(b, "dm")), "the unlinked file is in the backing")
+
+STEPS = {"doomed": doomed, "close_to_open": close_to_open, "namespace": namespace,
+         "interleave": interleave, "sync_barrier_sync": sync_barrier_sync}
+
+if __name__ == "__main__":
+    STEPS[sys.argv[1]](sys.argv[2], sys.argv[3:])
