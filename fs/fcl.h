@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "cluster/config.h"
 #include "cluster/frame.h"
 
 struct fcl;
@@ -32,6 +33,8 @@ int fcl_open(struct fcl **out, const struct fcl_opts *o);
 void fcl_close(struct fcl *c);
 
 uint32_t fcl_nodes(const struct fcl *c);
+/* The cluster file as loaded (node index i is its i-th node). */
+const struct cluster_config *fcl_config(const struct fcl *c);
 uint32_t fcl_block(const struct fcl *c);
 /* The node index (0..nodes-1) owning block blk of object gid: stripes of
  * stripe_unit dealt round robin from node gid % nodes, the home, which

@@ -374,3 +374,14 @@ int fdcl_fsync(struct fs *fs, struct fs_inode *ino)
 		return 0;
 	return fcl_call_all(fs->cl, FT_FILE_WRITEBACK, &f);
 }
+
+int fdcl_lock_target(struct fs *fs, struct fs_inode *ino, uint32_t *home,
+		     uint64_t *gid)
+{
+	uint64_t g = gid_of(ino);
+	if (!g)
+		return -ENOLCK;
+	*gid = g;
+	*home = fcl_home(fs->cl, g);
+	return 0;
+}

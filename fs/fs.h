@@ -4,6 +4,8 @@
  * Layers, lowest first. A file calls only the files listed before it (and
  * common/, pmem/, the cache managers through fs_mgr_for); nothing calls up.
  *   fcl.c       a cluster mount's connections to the nodes' file caches
+ *   locks.c     a cluster mount's fcntl and flock locks, at each file's
+ *               home node (called by ops.c only)
  *   fdwait.c    requests short of file descriptors wait for an inode to be
  *               freed; the forget thread is woken through it
  *   inode.c     one inode's own state: its locks, data fd, cache object and
@@ -111,6 +113,9 @@ struct fs_inode {
 	struct timespec mtime;
 	uint64_t wgen;         /* bumped by every write */
 	uint64_t gid;          /* cluster mount: the file's id, 0 = not yet (lk) */
+	/* cluster mount: a process here took an fcntl lock on it, so a
+	 * close (FUSE flush) releases the closer's locks at the home */
+	atomic_bool locked;
 	struct stripe_map smap;
 
 	/* write-back (wb_lk; on_dirty changes only with lk held too) */
@@ -144,10 +149,12 @@ struct fs_fdwait {
 };
 
 struct fcl;
+struct fs_locks;
 struct fuse_session;
 struct fs {
 	struct fs_config cfg;
 	struct fcl *cl;           /* cluster mount: the nodes; NULL: one node */
+	struct fs_locks *locks;   /* cluster mount: fcntl/flock at the homes */
 	struct fuse_session *se;  /* for notifications (set before serving) */
 	struct cache_mgr *mgr[1];
 	uint32_t nmgr;
@@ -413,6 +420,10 @@ void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);
 void fdcl_doom(struct fs *fs, struct fs_inode *ino);
 /* fsync=backing: every owner writes the file back now. */
 int fdcl_fsync(struct fs *fs, struct fs_inode *ino);
+/* Where ino's locks are kept: its home's node index and its id.
+ * -ENOLCK when the file has no cluster-wide id. */
+int fdcl_lock_target(struct fs *fs, struct fs_inode *ino, uint32_t *home,
+		     uint64_t *gid);
 
 /* ---- engine.c: the write-back and prefetch threads ---- */
 int engine_start(struct fs *fs);

@@ -2,6 +2,7 @@
  * refuse a bad backing dir or NVRAM file before daemonising, recovery, the
  * mount, the control socket, and the write-back at unmount. */
 #include "fs/fcl.h"
+#include "fs/locks.h"
 #include "fs/killpriv.h"
 #include "fs/ops.h"
 
@@ -475,6 +476,10 @@ static int fs_prepare(struct fs *fs)
 				       .stripe_unit = fs->cfg.stripe_unit };
 		if (fcl_open(&fs->cl, &co) < 0 || check_backing(fs) < 0)
 			return -1;
+		if (fs_locks_open(&fs->locks, fcl_config(fs->cl), fs->cfg.node) < 0) {
+			log_err("file locks: out of memory");
+			return -1;
+		}
 		raise_open_files(fs);
 		if ((r = itab_open(fs)) < 0) {
 			log_err("backing dir %s: %s", fs->cfg.backing, strerror(-r));
@@ -592,6 +597,7 @@ static void fs_close(struct fs *fs)
 		}
 		m->ops->close(m);
 	}
+	fs_locks_close(fs->locks);   /* the homes release our locks */
 	fcl_close(fs->cl);
 	if (fs->backing_fd > 0)
 		close(fs->backing_fd);

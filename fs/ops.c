@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "fs/killpriv.h"
+#include "fs/locks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -208,6 +209,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * after every write here, and a read right after a write (MPI-IO's
 	 * write phase, then its read phase) would come back through FUSE. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/* fcntl and flock locks: a cluster mount keeps them at each file's
+	 * home node, so they hold across nodes (op_setlk); one node leaves
+	 * them to the kernel, which keeps them itself */
+	const unsigned lk_caps = FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS;
+	if (fs->locks && (conn->capable & lk_caps) == lk_caps)
+		conn->want |= lk_caps;
+	else
+		conn->want &= ~lk_caps;
 	/* POSIX ACLs: the kernel enforces the backing's ACLs (read through
 	 * getxattr) on top of the mode bits, and leaves the umask to us
 	 * (take_caller_umask) so that a default ACL can replace it */
@@ -649,7 +658,13 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	struct fs *fs = FS(req);
 	struct fs_inode *ino = I(req, n);
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	uint32_t home;
+	uint64_t gid;
 
+	/* the open file's flock lock goes with it */
+	if (fs->locks && fi->flock_release &&
+	    fdcl_lock_target(fs, ino, &home, &gid) == 0)
+		fs_locks_release(fs->locks, home, gid, true, fi->lock_owner);
 	close(h->fd);
 	fdata_release(fs, ino, h->flags);
 	free(h);
@@ -658,9 +673,75 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 
 static void op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
-	(void)n;
-	(void)fi;
+	struct fs *fs = FS(req);
+	struct fs_inode *ino = I(req, n);
+	uint32_t home;
+	uint64_t gid;
+
+	/* a close drops the closer's fcntl locks on the file (POSIX); the
+	 * kernel keeps none of a cluster mount's, so it is said here */
+	if (fs->locks && atomic_load(&ino->locked) &&
+	    fdcl_lock_target(fs, ino, &home, &gid) == 0)
+		fs_locks_release(fs->locks, home, gid, false, fi->lock_owner);
 	fuse_reply_err(req, 0);
+}
+
+/* ---- fcntl and flock locks of a cluster mount (fs/locks.h; op_init
+ * asks the kernel for them only then) ---- */
+
+static bool lock_interrupted(void *req)
+{
+	return fuse_req_interrupted(req);
+}
+
+static int lock_target(fuse_req_t req, fuse_ino_t n, uint32_t *home,
+		       uint64_t *gid)
+{
+	struct fs *fs = FS(req);
+	return fs->locks ? fdcl_lock_target(fs, I(req, n), home, gid) : -ENOSYS;
+}
+
+static void op_getlk(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi,
+		     struct flock *lk)
+{
+	uint32_t home;
+	uint64_t gid;
+	int r = lock_target(req, n, &home, &gid);
+	if (!r)
+		r = fs_locks_get(FS(req)->locks, home, gid, fi->lock_owner, lk);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_lock(req, lk);
+}
+
+static void op_setlk(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi,
+		     struct flock *lk, int sleep)
+{
+	uint32_t home;
+	uint64_t gid;
+	int r = lock_target(req, n, &home, &gid);
+	if (!r) {
+		if (lk->l_type != F_UNLCK)
+			atomic_store(&I(req, n)->locked, true);
+		r = fs_locks_set(FS(req)->locks, home, gid, fi->lock_owner,
+				 (uint32_t)lk->l_pid, lk, sleep, lock_interrupted,
+				 req);
+	}
+	fuse_reply_err(req, -r);
+}
+
+static void op_flock(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi,
+		     int op)
+{
+	uint32_t home;
+	uint64_t gid;
+	int r = lock_target(req, n, &home, &gid);
+	if (!r)
+		r = fs_locks_flock(FS(req)->locks, home, gid, fi->lock_owner,
+				   (uint32_t)fuse_req_ctx(req)->pid, op,
+				   lock_interrupted, req);
+	fuse_reply_err(req, -r);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t n, int datasync,
@@ -962,6 +1043,9 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.open = op_open,
 	.release = op_release,
 	.flush = op_flush,
+	.getlk = op_getlk,
+	.setlk = op_setlk,
+	.flock = op_flock,
 	.fsync = op_fsync,
 	.read = op_read,
 	.write_buf = op_write_buf,

@@ -5,7 +5,8 @@
 # nodes writing interleaved 100-byte ranges of the same blocks, MPI-IO's
 # sync-barrier-sync, write-back of every byte by the blocks' owners after
 # the last close, and a file unlinked while open on two nodes that writes
-# nothing to the backing (fscl_ops.py has the steps).
+# nothing to the backing (fscl_ops.py has the steps); fcntl and flock
+# locks between processes on different nodes (fscl_locks.py).
 T_TIMEOUT=${T_TIMEOUT:-90}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fscl_common.bash"
@@ -53,3 +54,12 @@ sleep 1  # past the write-back delay
 [ "$(sum fcache_dirty_bytes)" -eq 0 ] || t_fail "the unlinked file's blocks stay dirty"
 [ "$(sum fcache_dropped_files)" -gt "$dropped" ] || t_fail "no node dropped the unlinked file"
 t_log "unlinked while open: dropped everywhere, nothing written back"
+
+# fcntl and flock locks between processes on different nodes
+# (fscl_locks.py): held, refused, waited for, released by kill and close
+python3 "$here/fscl_locks.py" "${m[0]}" "${m[1]}" "${m[2]}" ||
+  { tail -n 5 "$T_DIR"/fs*.log >&2; t_fail "locks across nodes"; }
+locks=$(sum file_locks)
+t_wait 5 test "$(sum file_locks)" -eq 0 || t_fail "locks left at the homes after every holder went: $locks"
+[ "$(sum file_lock_grants)" -ge 1 ] || t_fail "no F_SETLKW wait was granted at a home"
+t_log "locks: across nodes, released by kill and close"
