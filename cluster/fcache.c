@@ -218,6 +218,19 @@ static int writeback(struct fcache *fc, uint64_t gid)
 	h.fh.handle_bytes = rec.handle_len;
 	h.fh.handle_type = (int)rec.handle_type;
 	memcpy(h.fh.f_handle, rec.handle, rec.handle_len);
+	if (!nd) {
+		/* nothing dirty: the backing file is opened for writing only
+		 * if it must grow to the record's size (a file only read
+		 * through the cache is never written, nor even opened so) */
+		struct stat pst;
+		int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
+		bool grow = pfd >= 0 && fstat(pfd, &pst) == 0 &&
+			    rec.size > (uint64_t)pst.st_size;
+		if (pfd >= 0)
+			close(pfd);
+		if (pfd >= 0 && !grow)
+			goto out;
+	}
 	fd = open_by_handle_at(bfd, &h.fh, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;

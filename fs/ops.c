@@ -694,6 +694,17 @@ static bool lock_interrupted(void *req)
 	return fuse_req_interrupted(req);
 }
 
+/* A lock is held: what other nodes wrote under it before must be read,
+ * not this kernel's older pages of the file (ROMIO's data sieving reads
+ * the region it locked, then writes it back whole). As NFS does at a
+ * lock, the file's page cache goes. */
+static void lock_taken(fuse_req_t req, fuse_ino_t n)
+{
+	struct fs *fs = FS(req);
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, n, 0, 0);
+}
+
 static int lock_target(fuse_req_t req, fuse_ino_t n, uint32_t *home,
 		       uint64_t *gid)
 {
@@ -727,6 +738,8 @@ static void op_setlk(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi,
 		r = fs_locks_set(FS(req)->locks, home, gid, fi->lock_owner,
 				 (uint32_t)lk->l_pid, lk, sleep, lock_interrupted,
 				 req);
+		if (!r && lk->l_type != F_UNLCK)
+			lock_taken(req, n);
 	}
 	fuse_reply_err(req, -r);
 }
@@ -741,6 +754,8 @@ static void op_flock(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi,
 		r = fs_locks_flock(FS(req)->locks, home, gid, fi->lock_owner,
 				   (uint32_t)fuse_req_ctx(req)->pid, op,
 				   lock_interrupted, req);
+	if (!r && (op & ~LOCK_NB) != LOCK_UN)
+		lock_taken(req, n);
 	fuse_reply_err(req, -r);
 }
 

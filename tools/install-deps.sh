@@ -7,7 +7,8 @@ pkgs=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
       protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libssl-dev
       libnbd-dev libnbd-bin nbdkit nbd-client fio
       mpich libmpich-dev attr util-linux procps python3 python3-matplotlib zlib1g-dev
-      valgrind e2fsprogs python3-libnbd python3-prometheus-client qemu-system-x86)
+      valgrind e2fsprogs python3-libnbd python3-prometheus-client qemu-system-x86
+      inotify-tools)
 # (qemu-system-x86 boots the guest of tests/vm/, whose kernel has the nbd
 # driver; the guest's kernel and busybox-static are downloaded and unpacked
 # by tests/vm/guest.bash, not installed)

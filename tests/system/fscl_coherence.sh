@@ -6,8 +6,9 @@
 # sync-barrier-sync, write-back of every byte by the blocks' owners after
 # the last close, and a file unlinked while open on two nodes that writes
 # nothing to the backing (fscl_ops.py has the steps); fcntl and flock
-# locks between processes on different nodes (fscl_locks.py).
-T_TIMEOUT=${T_TIMEOUT:-90}
+# locks between processes on different nodes (fscl_locks.py); MPI-IO
+# with rank i on node i (collective, sieved, RDONLY, DELETE_ON_CLOSE).
+T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fscl_common.bash"
 here=$(dirname "$0")
@@ -63,3 +64,39 @@ locks=$(sum file_locks)
 t_wait 5 test "$(sum file_locks)" -eq 0 || t_fail "locks left at the homes after every holder went: $locks"
 [ "$(sum file_lock_grants)" -ge 1 ] || t_fail "no F_SETLKW wait was granted at a home"
 t_log "locks: across nodes, released by kill and close"
+
+# MPI-IO (MPICH's ROMIO), rank i through node i's mount: collective
+# writes and reads of another rank's chunks, independent non-contiguous
+# writes with data sieving (ROMIO's fcntl locks, now across nodes),
+# MPI_MODE_RDONLY of a file already in the backing (nothing written back),
+# and MPI_MODE_DELETE_ON_CLOSE (an inotify watch on the backing sees no
+# byte of it written).
+export HYDRA_LAUNCHER=fork
+prog=$T_DIR/fsx_mpiio
+mpicc -O2 -Wall -o "$prog" "$T_ROOT/tests/system/fsx/fsx_mpiio.c" || t_fail "mpicc failed"
+mpi() { timeout 120 mpiexec -n 4 "$prog" "$@"; }
+ranked=$T_DIR/m{rank}
+mpi collective "$ranked/mpi.dat" 8 || t_fail "MPI-IO: collective write/read across nodes"
+mpi noncontig "$ranked/mpi.dat" 8 || t_fail "MPI-IO: sieved non-contiguous writes across nodes"
+for i in 1 2 3 4; do
+  "$prog" verify "$T_DIR/m$i/mpi.dat" 8 1 2 >/dev/null || t_fail "MPI-IO: mpi.dat wrong through node $i's mount"
+done
+t_wait 15 "$prog" verify "$T_DIR/b/mpi.dat" 8 1 2 || t_fail "MPI-IO: mpi.dat not in the backing after the last close"
+t_log "MPI-IO: collective and sieved writes across nodes, verified on every mount and in the backing"
+"$prog" expect "$T_DIR/b/in.dat" 4 4 || t_fail "cannot write in.dat"
+touch -d '2020-01-02 03:04:05' "$T_DIR/b/in.dat"
+in_stat=$(stat -c '%Y %s' "$T_DIR/b/in.dat")
+inotifywait -m -e modify -e close_write --format '%e %f' "$T_DIR/b" >"$T_DIR/inotify" 2>"$T_DIR/inotify.err" &
+ipid=$!
+t_cleanup "kill $ipid 2>/dev/null"
+t_wait 10 grep -q 'Watches established' "$T_DIR/inotify.err" || t_fail "inotifywait: $(cat "$T_DIR/inotify.err")"
+
+mpi rdonly "$ranked/in.dat" 4 4 || t_fail "MPI-IO: MPI_MODE_RDONLY read wrong bytes"
+mpi delete "$ranked/del.dat" 8 || t_fail "MPI-IO: DELETE_ON_CLOSE run failed"
+sleep 1.5   # past the write-back delay
+kill $ipid
+[ -e "$T_DIR/b/del.dat" ] && t_fail "MPI-IO: del.dat is in the backing after DELETE_ON_CLOSE"
+grep -q 'MODIFY del.dat' "$T_DIR/inotify" && t_fail "MPI-IO: bytes of a DELETE_ON_CLOSE file reached the backing"
+grep -q 'in.dat' "$T_DIR/inotify" && t_fail "MPI-IO: a read-only file was written: $(grep in.dat "$T_DIR/inotify" | head -3)"
+[ "$(stat -c '%Y %s' "$T_DIR/b/in.dat")" = "$in_stat" ] || t_fail "MPI-IO: the read-only in.dat changed in the backing"
+t_log "MPI-IO: RDONLY wrote nothing, DELETE_ON_CLOSE left no byte in the backing"

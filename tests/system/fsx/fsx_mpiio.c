@@ -28,6 +28,9 @@
  *                                      file (first half HALF_GEN if given)
  *   fsx_mpiio expect PATH MIB GEN      no MPI: write the expected file with
  *                                      pwrite (a pre-existing input)
+ *
+ * In the MPI modes, "{rank}" in PATH stands for the rank + 1: rank i of a
+ * cluster test opens the file through node i+1's mount.
  */
 #include <mpi.h>
 
@@ -359,6 +362,13 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+	static char ranked[4096];
+	const char *mark = strstr(path, "{rank}");
+	if (mark && strlen(path) + 16 < sizeof(ranked)) {
+		snprintf(ranked, sizeof(ranked), "%.*s%d%s", (int)(mark - path), path,
+			 rank + 1, mark + strlen("{rank}"));
+		path = ranked;
+	}
 	if (total % ((long)CHUNK * nprocs)) {
 		if (rank == 0)
 			fprintf(stderr, "fsx_mpiio: size must be a multiple of %d KiB\n",
