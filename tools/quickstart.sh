@@ -7,6 +7,11 @@
 #
 #   tools/quickstart.sh [--swap] [--backing DIR] [--mount DIR]
 #   tools/quickstart.sh --stop [--mount DIR]
+#   tools/quickstart.sh --cluster N [--backing DIR] [--mount DIR]
+#   tools/quickstart.sh --stop --cluster N
+# --cluster N starts a small cluster on this machine instead: N nodes on
+# loopback ports, each an nvcached with a file cache and a mount DIR-I
+# (/mnt/nvcache-1 ...), one file system across them (tools/quickstart_cluster.bash).
 #
 # Logs: /var/log/nvcachefs-MOUNT.log (e.g. nvcachefs-mnt-nvcache.log) and
 # /var/log/nvswapd.log. Exit status 0 only when everything asked for is done.
@@ -16,7 +21,7 @@ mnt=/mnt/nvcache
 backing=/var/lib/nvcache/backing
 run=${NVCACHE_RUN_DIR:-/run/nvcache}
 state=$run/quickstart
-swap=0 stop=0
+swap=0 stop=0 cluster_n=0
 swap_size=${NVCACHE_SWAP_SIZE:-1G}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -24,7 +29,10 @@ while [ $# -gt 0 ]; do
     --stop) stop=1 ;;
     --backing) backing=$2; shift ;;
     --mount) mnt=$2; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --cluster) cluster_n=$2; shift
+      [[ $cluster_n =~ ^[0-9]+$ ]] && [ "$cluster_n" -ge 2 ] && [ "$cluster_n" -le 16 ] ||
+        { echo "quickstart: --cluster N: N from 2 to 16 nodes" >&2; exit 2; } ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "quickstart: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -133,6 +141,10 @@ stop_fs() {
       return 1 ;;
   esac
 }
+
+if [ "$cluster_n" -gt 0 ]; then
+  . "$root/tools/quickstart_cluster.bash"   # exits
+fi
 
 if [ $stop -eq 1 ]; then
   rc=0

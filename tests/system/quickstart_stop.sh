@@ -6,6 +6,9 @@
 # in just before `--stop` must be whole in the backing directory as soon
 # as `--stop` returns (fusermount3 -u returns before the daemon has written
 # back: --stop must wait for it), and nothing of ours may be left running.
+# Then --cluster 3: three nodes and three mounts over one backing, a file
+# written through one mount read through another, whole in the backing
+# when --stop --cluster returns, and nothing of ours left running.
 T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/lib.sh"
 t_require_root
@@ -17,7 +20,7 @@ export NVCACHE_RUN_DIR=$T_DIR/run
 mnt=$T_DIR/mnt backing=$T_DIR/backing
 nv=/dev/shm/nvcache-$(echo "${mnt#/}" | tr / -).nvram
 qs() { bash "$root/tools/quickstart.sh" --mount "$mnt" --backing "$backing" "$@"; }
-t_cleanup "rm -f $nv /dev/shm/nvswapd-swap.mram /var/log/nvcachefs-$(echo "${T_DIR#/}" | tr / -)-mnt*.log"
+t_cleanup "rm -f $nv /dev/shm/nvswapd-swap.mram /var/log/nvcachefs-$(echo "${T_DIR#/}" | tr / -)-mnt*.log /var/log/nvcachefs-$(echo "${T_DIR#/}" | tr / -)-cm-*.log"
 t_cleanup "qs --stop >/dev/null 2>&1; fusermount3 -uz $mnt 2>/dev/null"
 
 NVCACHE_SWAP_SIZE=64M qs >"$T_DIR/start.out" 2>&1 || { cat "$T_DIR/start.out" >&2; t_fail "quickstart did not start"; }
@@ -96,4 +99,22 @@ grep -q "NOT everything was written back" "$T_DIR/stop3.out" || t_fail "--stop o
 grep -q "everything written back to" "$T_DIR/stop3.out" && t_fail "--stop claimed a write-back over a full backing"
 grep -q "do NOT remove it" "$T_DIR/stop3.out" || t_fail "--stop did not say the NVRAM file holds the data"
 t_log "a full backing: --stop exits 1 and says the data stays in NVRAM"
+
+# --cluster 3: one file system across three nodes on this machine
+qsc() { bash "$root/tools/quickstart.sh" --mount "$T_DIR/cm" --backing "$T_DIR/cb" "$@"; }
+t_cleanup "qsc --stop --cluster 3 >/dev/null 2>&1; rm -f /dev/shm/nvcache-fcache-[123].nvram"
+for i in 1 2 3; do t_cleanup "fusermount3 -uz $T_DIR/cm-$i 2>/dev/null"; done
+qsc --cluster 3 >"$T_DIR/cstart.out" 2>&1 || { cat "$T_DIR/cstart.out" >&2; t_fail "quickstart --cluster 3 did not start"; }
+grep -q "cluster: 3 nodes up" "$T_DIR/cstart.out" || t_fail "--cluster: $(cat "$T_DIR/cstart.out")"
+nodepids=$(cat "$NVCACHE_RUN_DIR"/quickstart/cluster-node-*.pid)
+t_cleanup "kill -9 $nodepids 2>/dev/null"
+head -c 24M /dev/urandom >"$T_DIR/cdata"
+cp "$T_DIR/cdata" "$T_DIR/cm-1/f" || t_fail "--cluster: write through node 1's mount"
+cmp "$T_DIR/cdata" "$T_DIR/cm-3/f" || t_fail "--cluster: node 3's mount does not read node 1's file"
+qsc --stop --cluster 3 >"$T_DIR/cstop.out" 2>&1 || t_fail "--stop --cluster: $(cat "$T_DIR/cstop.out")"
+cmp "$T_DIR/cdata" "$T_DIR/cb/f" || t_fail "--cluster: the file is not whole in the backing when --stop returned"
+grep -q "everything written back" "$T_DIR/cstop.out" || t_fail "--stop --cluster: $(cat "$T_DIR/cstop.out")"
+for p in $nodepids; do kill -0 "$p" 2>/dev/null && t_fail "--stop --cluster left nvcached $p running"; done
+for i in 1 2 3; do t_is_mounted "$T_DIR/cm-$i" && t_fail "--stop --cluster left $T_DIR/cm-$i mounted"; done
+t_log "--cluster 3: a file across the mounts, whole in the backing at --stop"
 t_log PASS

@@ -1,0 +1,163 @@
+# quickstart_cluster.bash - tools/quickstart.sh --cluster N: a small
+# cluster on this machine, N nodes on loopback ports, each an nvcached with
+# a file cache and an nvcachefs mount $mnt-I (node I), all over one backing
+# directory: the file system across nodes (docs/nvcachefs-cluster.md) to
+# try with MPI ranks on different "nodes". Sourced by quickstart.sh after
+# its options, with root, mnt, backing, run, state, cluster_n and stop set.
+#
+# Files: $state/cluster.conf (the cluster file) and its secret, pids in
+# $state/cluster-node-I.pid, logs /var/log/nvcached-I.log and
+# /var/log/nvcachefs-MOUNT.log.
+cconf=$state/cluster.conf
+ccache=${NVCACHE_CLUSTER_CACHE:-256M}
+
+cl_mnt() { echo "$mnt-$1"; }
+cl_mounted() { grep -q "^[^ ]* $(cl_mnt "$1") fuse" /proc/mounts; }
+cl_nodes() { local c=0; [ -f "$cconf" ] && c=$(grep -c '^node ' "$cconf" || true); echo "${c:-0}"; }
+cl_stat() {  # cl_stat I KEY
+  "$root/build/tools/nvcachectl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'
+}
+
+cluster_stop() {
+  local n i k pid left=0 rc=0
+  n=$(cl_nodes)
+  [ "$n" -gt 0 ] || { echo "quickstart: no cluster was started here ($cconf)"; return 0; }
+  for ((i = 1; i <= n; i++)); do
+    local m; m=$(cl_mnt $i)
+    cl_mounted $i || continue
+    pid=$(pgrep -f "nvcachefs $m " | head -1 || true)
+    if ! stat "$m" >/dev/null 2>&1; then
+      fusermount3 -uz "$m"
+      echo "nvcachefs $m: its daemon had died; detached (its node's cache keeps the data)"
+      continue
+    fi
+    fusermount3 -u "$m" || { echo "quickstart: $m is busy; not stopped" >&2; return 1; }
+    [ -n "$pid" ] && wait_exit "$pid" "nvcachefs $m"
+    echo "nvcachefs $m: unmounted"
+  done
+  # The nodes write their blocks back after the last close: wait for it,
+  # so that the backing is complete when they stop.
+  for ((k = 0; k < 600; k++)); do
+    left=0
+    for ((i = 1; i <= n; i++)); do
+      [ -f "$state/cluster-node-$i.pid" ] || continue
+      local d; d=$(cl_stat $i fcache_dirty_bytes || true)
+      left=$((left + ${d:-0}))
+    done
+    [ "$left" -eq 0 ] && break
+    [ $((k % 10)) -eq 0 ] && echo "  writing back: $((left >> 20)) MiB left on the nodes..."
+    sleep 0.5
+  done
+  if [ "$left" -ne 0 ]; then
+    echo "quickstart: $((left >> 20)) MiB not yet written back to $backing; the nodes" \
+         "keep it in their NVRAM files (/dev/shm/nvcache-fcache-*.nvram) and write it" \
+         "back when started again. Not removing them." >&2
+    rc=1
+  fi
+  for ((i = 1; i <= n; i++)); do
+    [ -f "$state/cluster-node-$i.pid" ] || continue
+    pid=$(cat "$state/cluster-node-$i.pid")
+    kill "$pid" 2>/dev/null && wait_exit "$pid" "nvcached node $i"
+    rm -f "$state/cluster-node-$i.pid"
+  done
+  if [ "$left" -eq 0 ]; then
+    echo "cluster: $n nodes stopped; everything written back to $backing"
+  else
+    echo "cluster: $n nodes stopped"
+  fi
+  return $rc
+}
+
+cluster_start() {
+  local n=$1 i ports
+  if [ "$(cl_nodes)" -gt 0 ] && [ "$(cl_nodes)" -ne "$n" ]; then
+    echo "quickstart: a cluster of $(cl_nodes) nodes is set up here; stop it first" \
+         "(tools/quickstart.sh --stop --cluster $(cl_nodes))" >&2
+    return 1
+  fi
+  if [ ! -f "$cconf" ]; then
+    read -r -a ports < <(python3 - "$n" <<'PY'
+import socket, sys
+got = []
+while len(got) < int(sys.argv[1]):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    got.append(s.getsockname()[1])
+    s.close()
+print(" ".join(map(str, got)))
+PY
+)
+    head -c 32 /dev/urandom | base64 >"$state/cluster.secret"
+    chmod 600 "$state/cluster.secret"
+    { echo "secret cluster.secret"
+      for ((i = 1; i <= n; i++)); do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done
+    } >"$cconf"
+  fi
+  for ((i = 1; i <= n; i++)); do
+    if [ -f "$state/cluster-node-$i.pid" ] && kill -0 "$(cat "$state/cluster-node-$i.pid")" 2>/dev/null; then
+      echo "nvcached node $i: already running"
+      continue
+    fi
+    NVCACHE_RUN_DIR=$run setsid "$root/build/cluster/nvcached" --cluster "$cconf" --node $i -f \
+      --cache-size "$ccache" --cache-nvram "/dev/shm/nvcache-fcache-$i.nvram" \
+      </dev/null >>"/var/log/nvcached-$i.log" 2>&1 &
+    echo $! >"$state/cluster-node-$i.pid"
+  done
+  for ((i = 1; i <= n; i++)); do
+    local t=0
+    until [ -n "$(cl_stat $i nodes_alive)" ] && [ "$(cl_stat $i nodes_alive)" -ge $((n - 1)) ]; do
+      if ! kill -0 "$(cat "$state/cluster-node-$i.pid")" 2>/dev/null; then
+        echo "quickstart: nvcached node $i did not start; from /var/log/nvcached-$i.log:" >&2
+        tail -5 "/var/log/nvcached-$i.log" | sed 's/^/  /' >&2
+        return 1
+      fi
+      sleep 0.2
+      t=$((t + 1))
+      [ $((t % 50)) -eq 0 ] && echo "  node $i: waiting for its peers ($((t / 5)) s)..."
+    done
+  done
+  echo "cluster: $n nodes up ($cconf), a $ccache file cache each (NVRAM in /dev/shm)"
+  for ((i = 1; i <= n; i++)); do
+    local m log; m=$(cl_mnt $i)
+    log=/var/log/nvcachefs-$(echo "${m#/}" | tr / -).log
+    if cl_mounted $i && stat "$m" >/dev/null 2>&1; then
+      echo "nvcachefs $m: already mounted"
+      continue
+    fi
+    cl_mounted $i && fusermount3 -uz "$m"
+    mkdir -p "$m"
+    setsid "$root/build/fs/nvcachefs" "$m" -f \
+      -o "backing=$backing,cluster=$cconf,node=$i,allow_other" </dev/null >>"$log" 2>&1 &
+    local fspid=$!
+    until cl_mounted $i; do
+      if ! kill -0 "$fspid" 2>/dev/null; then
+        echo "quickstart: nvcachefs did not mount $m; from $log:" >&2
+        tail -5 "$log" | sed 's/^/  /' >&2
+        return 1
+      fi
+      sleep 0.1
+    done
+    echo "nvcachefs $m: node $i's mount (log: $log)"
+  done
+  cat <<MSG
+
+One file system across $n nodes, over $backing: a file written through
+$(cl_mnt 1) is read through $(cl_mnt 2) at once; fcntl and flock locks
+hold across the mounts. On a real cluster every node mounts the same
+path; here, give each process the mount of the node it plays:
+  echo hello >$(cl_mnt 1)/f; cat $(cl_mnt 2)/f
+Watch it:
+  build/tools/nvcachectl status --cluster $cconf
+Stop (writes everything back first):   tools/quickstart.sh --stop --cluster $n
+MSG
+}
+
+if [ "$stop" -eq 1 ]; then
+  cluster_stop
+  exit $?
+fi
+"$root/tools/install-deps.sh"
+( cd "$root" && { [ -f build/build.ninja ] || meson setup build >/dev/null; } && ninja -C build >/dev/null )
+mkdir -p "$state" "$backing"
+cluster_start "$cluster_n"
+exit $?
