@@ -35,6 +35,7 @@ struct fcl {
 uint32_t fcl_nodes(const struct fcl *c) { return c->n; }
 const struct cluster_config *fcl_config(const struct fcl *c) { return &c->cfg; }
 uint32_t fcl_block(const struct fcl *c) { (void)c; return 64 * 1024; }
+uint64_t fcl_stripe_unit(const struct fcl *c) { return c->unit ? c->unit : fcl_block(c); }
 
 uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk)
 {

@@ -36,6 +36,8 @@ uint32_t fcl_nodes(const struct fcl *c);
 /* The cluster file as loaded (node index i is its i-th node). */
 const struct cluster_config *fcl_config(const struct fcl *c);
 uint32_t fcl_block(const struct fcl *c);
+/* The stripe unit in bytes (auto: one block, see fcl_owner). */
+uint64_t fcl_stripe_unit(const struct fcl *c);
 /* The node index (0..nodes-1) owning block blk of object gid: stripes of
  * stripe_unit dealt round robin from node gid % nodes, the home, which
  * keeps the file's record. (stripe_unit=auto needs a size every node

@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -384,4 +386,23 @@ int fdcl_lock_target(struct fs *fs, struct fs_inode *ino, uint32_t *home,
 	*gid = g;
 	*home = fcl_home(fs->cl, g);
 	return 0;
+}
+
+int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len)
+{
+	uint64_t g = gid_of(ino);
+	if (!g)
+		return -ENODATA;
+	const struct cluster_config *cfg = fcl_config(fs->cl);
+	uint64_t unit = fcl_stripe_unit(fs->cl);
+	uint32_t n = fcl_nodes(fs->cl), blk = fcl_block(fs->cl);
+	int k = snprintf(buf, len, "id=%016" PRIx64 " home=%u stripe_unit=%" PRIu64
+			 " block=%u stripes=", g, cfg->nodes[fcl_home(fs->cl, g)].id,
+			 unit, blk);
+	for (uint32_t s = 0; s < n && k > 0 && (size_t)k < len; s++)
+		k += snprintf(buf + k, len - (size_t)k, "%s%u", s ? "," : "",
+			      cfg->nodes[fcl_owner(fs->cl, g, s * unit / blk)].id);
+	if (k > 0 && (size_t)k < len)
+		k += snprintf(buf + k, len - (size_t)k, "\n");
+	return k < 0 || (size_t)k >= len ? -ERANGE : k;
 }

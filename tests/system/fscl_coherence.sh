@@ -100,3 +100,12 @@ grep -q 'MODIFY del.dat' "$T_DIR/inotify" && t_fail "MPI-IO: bytes of a DELETE_O
 grep -q 'in.dat' "$T_DIR/inotify" && t_fail "MPI-IO: a read-only file was written: $(grep in.dat "$T_DIR/inotify" | head -3)"
 [ "$(stat -c '%Y %s' "$T_DIR/b/in.dat")" = "$in_stat" ] || t_fail "MPI-IO: the read-only in.dat changed in the backing"
 t_log "MPI-IO: RDONLY wrote nothing, DELETE_ON_CLOSE left no byte in the backing"
+
+# where a file's stripes live: user.nvcache.layout, the same on every node,
+# every node holding one of the first four stripes
+lay1=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[0]}/mpi.dat" 2>&1) || t_fail "layout xattr: $lay1"
+lay3=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[2]}/mpi.dat" 2>&1) || t_fail "layout xattr on node 3: $lay3"
+[ "$lay1" = "$lay3" ] || t_fail "layout differs between nodes: '$lay1' / '$lay3'"
+stripes=$(echo "$lay1" | sed -n 's/.*stripes=\([0-9,]*\).*/\1/p')
+[ "$(echo "$stripes" | tr , '\n' | sort -u | wc -l)" = 4 ] || t_fail "layout: not one stripe per node: $lay1"
+t_log "layout: $lay1"
