@@ -121,6 +121,10 @@ struct node {
 	unsigned n_links;
 	struct peer_link links[CONFIG_MAX_NODES];
 
+	/* test only: every stall_every-th overwrite stalls stall_ms before
+	 * its delta goes on (test_stall_forward); 0: none */
+	unsigned stall_every, stall_ms;
+	atomic_uint_fast64_t ow_count;
 	atomic_uint_fast64_t conns_total, auth_failures, bad_frames,
 		conns_refused, heartbeats_in, heartbeats_out, requests,
 		forwards, forward_errors;
@@ -566,6 +570,21 @@ static const void *serve_drop_many(struct inbound *ib, const uint8_t *payload, i
 	return ib->batch;
 }
 
+/* For tests only: NVCACHED_TEST_STALL_FORWARD=ID:MS:N (read at start)
+ * has node ID stall every Nth overwrite (PAGE_OVERWRITE or _MANY) for MS
+ * ms between its local store and sending its delta on: the owner's
+ * request times out (a transport error, the delta's fate unknown to it)
+ * and the delta reaches the parity node after the owner's fallback, as
+ * from a node that hung mid-request (tests/system/cluster_parity_unsure.sh). */
+static void test_stall_forward(struct node *n)
+{
+	if (n->stall_every &&
+	    atomic_fetch_add(&n->ow_count, 1) % n->stall_every == n->stall_every - 1) {
+		log_warn("test mode: an overwrite stalls %u ms", n->stall_ms);
+		usleep(n->stall_ms * 1000);
+	}
+}
+
 /* A PAGE_OVERWRITE_MANY's working state (allocated at the first one):
  * the deltas, and their parity updates in runs, one run per parity node
  * (a fan-out, cluster/fanout.h, over the forwarding handles). */
@@ -710,6 +729,7 @@ static const void *serve_overwrite_many(struct inbound *ib, const uint8_t *paylo
 		busy[j] = om->first[j + 1] > om->first[j];
 	om->ib = ib;
 	om->res = res;
+	test_stall_forward(n);
 	fanout_run(&ow_fwd_ops, om, busy, n->cfg.n_nodes, NULL);
 	for (unsigned k = 0; k < cnt; k++)
 		batch_result_put(ib->batch, k, &res[k]);
@@ -750,6 +770,7 @@ static int ow_begin(struct inbound *ib, const struct pagestore_key *key,
 	if (rc)
 		return rc;
 	xor_into(ib->page, payload, PAGESTORE_PAGE);
+	test_stall_forward(n);
 	char err[256] = "";
 	/* ow_room gave back what this connection held if it had to wait */
 	struct cluster_client *cl = fwd_lease(&ib->fwd, p->pn, q->owner, true, &rc, err,
@@ -1342,6 +1363,16 @@ int node_start(struct node **out, const struct node_opts *o)
 		 o->meminfo ? o->meminfo : "/proc/meminfo");
 	n->max_conns = o->max_conns ? o->max_conns : NODE_DEFAULT_MAX_CONNS;
 	n->peer_conns = o->peer_conns ? o->peer_conns : NODE_DEFAULT_PEER_CONNS;
+	const char *stall = getenv("NVCACHED_TEST_STALL_FORWARD");
+	unsigned sid, sms, severy;
+	if (stall && sscanf(stall, "%u:%u:%u", &sid, &sms, &severy) == 3 &&
+	    sid == n->self && severy) {
+		n->stall_every = severy;
+		n->stall_ms = sms;
+		log_warn("test mode: every %u-th overwrite stalls %u ms before its "
+			 "parity delta goes on (NVCACHED_TEST_STALL_FORWARD)",
+			 n->stall_every, n->stall_ms);
+	}
 	/* A connection takes a descriptor, and so does each forwarding one:
 	 * the usual soft limit of 1024 would refuse before max_conns does
 	 * (EMFILE on accept). */
