@@ -14,9 +14,7 @@ T_TIMEOUT=${T_TIMEOUT:-120}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
-t_require_cmd nbdcopy cmp
-cluster_swap_test
-declare -A pid
+cluster_swap_test nbdcopy cmp
 
 for bad in 0 17 x; do
   if timeout 10 "$(t_bin nvcached)" --cluster /dev/null --node 1 -f --peer-conns $bad >"$T_DIR/bad.log" 2>&1; then

@@ -16,9 +16,7 @@ T_TIMEOUT=${T_TIMEOUT:-120}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
-t_require_cmd nbdcopy cmp
-cluster_swap_test
-declare -A pid
+cluster_swap_test nbdcopy cmp
 
 stall_ms=4000
 NVCACHED_TEST_STALL_FORWARD=3:$stall_ms:${UNSURE_EVERY:-10} cluster_start 5 unsure
