@@ -16,6 +16,7 @@
 #include "cluster/fcache.h"
 #include "cluster/fanout.h"
 #include "cluster/lockserve.h"
+#include "cluster/forward.h"
 #include "cluster/membership.h"
 #include "cluster/memwatch.h"
 #include "cluster/pagestore.h"
@@ -76,6 +77,7 @@ struct node {
 	uint64_t reserve;
 	char meminfo[256];
 	unsigned max_conns;
+	unsigned peer_conns;    /* forwarding connections per peer (fwd) */
 	int listen_fd;
 	int stop_pipe[2];
 
@@ -83,6 +85,10 @@ struct node {
 	struct pagestore *ps;
 	struct locksvc *locks;  /* the file locks this node is home of */
 	struct fcache *fc;      /* the file cache (node_opts.fcache), or NULL */
+	/* the connections that forward parity deltas, peer_conns to each
+	 * other node (by config index), shared by every inbound connection */
+	struct peerpool *fwd;
+	struct fwd_target fwd_to;
 
 	pthread_mutex_t lock;   /* guards everything below */
 	pthread_cond_t cond;    /* stop, conns_active changes */
@@ -119,6 +125,10 @@ struct node {
 	unsigned n_links;
 	struct peer_link links[CONFIG_MAX_NODES];
 
+	/* test only: every stall_every-th overwrite stalls stall_ms before
+	 * its delta goes on (test_stall_forward); 0: none */
+	unsigned stall_every, stall_ms;
+	atomic_uint_fast64_t ow_count;
 	atomic_uint_fast64_t conns_total, auth_failures, bad_frames,
 		conns_refused, heartbeats_in, heartbeats_out, requests,
 		forwards, forward_errors;
@@ -259,8 +269,11 @@ static void *monitor_main(void *arg)
 	while (!node_sleep(n, step)) {
 		unsigned nd = membership_tick(n->mb, now_ns(), dead, CONFIG_MAX_NODES);
 		for (unsigned i = 0; i < nd; i++) {
+			const struct cluster_node *cn = config_node_find(&n->cfg, dead[i]);
 			log_warn("node %u declared dead: no heartbeat for %u ms",
 				 dead[i], n->timeout_ms);
+			if (cn)
+				peerpool_drop(n->fwd, (unsigned)(cn - n->cfg.nodes));
 			size_t k = locksvc_node_dead(n->locks, dead[i]);
 			if (k)
 				log_warn("node %u's %zu file locks and waits released",
@@ -400,7 +413,7 @@ struct ow_pending {
 	uint64_t request_id, owner, page_id, group, version;
 	uint32_t kind;
 	unsigned pn;            /* the parity node's index in the config */
-	unsigned gen;           /* fwd_gen[pn] when its delta was sent */
+	unsigned gen;           /* fwd.gen[pn] when its delta was sent */
 };
 
 struct inbound {
@@ -421,13 +434,10 @@ struct inbound {
 	struct ow_many *om;
 	/* FT_FILE_READ: the reply's bytes (allocated at the first) */
 	uint8_t *fbuf;
-	/* PAGE_OVERWRITE: this connection's own handle to each parity node
-	 * it forwards to (by position in the cluster file), opened at the
-	 * first need; so no lock, and no two connections wait on one */
-	struct cluster_client *fwd[CONFIG_MAX_NODES];
-	/* bumped when fwd[k] is closed: a reply due on the old handle is
-	 * never taken from a new one (ow_flush) */
-	unsigned fwd_gen[CONFIG_MAX_NODES];
+	/* PAGE_OVERWRITE: the handles to parity nodes leased from the
+	 * node's pool while this connection has overwrites in flight
+	 * (cluster/forward.h); given back by ow_flush */
+	struct fwd_leases fwd;
 	/* Overwrites whose parity updates are in flight, oldest first, and
 	 * the frame their replies are made in (ow_flush) */
 	struct ow_pending ow[OW_PIPE];
@@ -572,38 +582,18 @@ static const void *serve_drop_many(struct inbound *ib, const uint8_t *payload, i
 	return ib->batch;
 }
 
-/* The forwarding handle to the parity node at config index pn (opened at
- * the first need; owner set). NULL with *rc and err on failure. */
-static struct cluster_client *fwd_get(struct inbound *ib, unsigned pn, uint64_t owner,
-				      int *rc, char *err, size_t errlen)
+/* For tests only: NVCACHED_TEST_STALL_FORWARD=ID:MS:N (read at start)
+ * has node ID stall every Nth overwrite (PAGE_OVERWRITE or _MANY) for MS
+ * ms between its local store and sending its delta on: the owner's
+ * request times out (a transport error, the delta's fate unknown to it)
+ * and the delta reaches the parity node after the owner's fallback, as
+ * from a node that hung mid-request (tests/system/cluster_parity_unsure.sh). */
+static void test_stall_forward(struct node *n)
 {
-	struct node *n = ib->node;
-	struct cluster_client **cl = &ib->fwd[pn];
-
-	if (!*cl) {
-		int tmo = n->timeout_ms < 2000 ? (int)n->timeout_ms : 2000;
-		*rc = cluster_client_open_node(cl, &n->cfg, n->cfg.nodes[pn].id, 0, owner,
-					       tmo, err, errlen);
-		if (*rc) {
-			*cl = NULL;
-			return NULL;
-		}
-	}
-	cluster_client_set_owner(*cl, owner);
-	return *cl;
-}
-
-/* The forwarding handle to pn failed with rc: closed when the connection
- * is done for (the next forward opens a new one). */
-static void fwd_failed(struct inbound *ib, unsigned pn, int rc)
-{
-	struct cluster_client **cl = &ib->fwd[pn];
-
-	if (*cl && (rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
-		    rc == -ENOTCONN || rc == -EPROTO)) {
-		cluster_client_close(*cl);
-		*cl = NULL;
-		ib->fwd_gen[pn]++;
+	if (n->stall_every &&
+	    atomic_fetch_add(&n->ow_count, 1) % n->stall_every == n->stall_every - 1) {
+		log_warn("test mode: an overwrite stalls %u ms", n->stall_ms);
+		usleep(n->stall_ms * 1000);
 	}
 }
 
@@ -626,7 +616,9 @@ static struct cluster_client *ow_fwd_get(void *ctx, unsigned j, int *rc)
 	struct ow_many *om = ctx;
 
 	om->err[j][0] = '\0';
-	return fwd_get(om->ib, j, om->ib->req.owner, rc, om->err[j], sizeof(om->err[j]));
+	/* nodes in index order, holding none before: may wait */
+	return fwd_lease(&om->ib->fwd, j, om->ib->req.owner, true, rc, om->err[j],
+			 sizeof(om->err[j]));
 }
 
 static int ow_fwd_send(void *ctx, unsigned j, struct cluster_client *cl)
@@ -677,8 +669,8 @@ static void ow_fwd_put(void *ctx, unsigned j, struct cluster_client *cl, int rc)
 	struct ow_many *om = ctx;
 
 	(void)cl;
-	if (rc)
-		fwd_failed(om->ib, j, rc);
+	fwd_failed(&om->ib->fwd, j, rc);
+	fwd_put(&om->ib->fwd, j);
 }
 
 static const struct fanout_ops ow_fwd_ops = {
@@ -749,6 +741,7 @@ static const void *serve_overwrite_many(struct inbound *ib, const uint8_t *paylo
 		busy[j] = om->first[j + 1] > om->first[j];
 	om->ib = ib;
 	om->res = res;
+	test_stall_forward(n);
 	fanout_run(&ow_fwd_ops, om, busy, n->cfg.n_nodes, NULL);
 	for (unsigned k = 0; k < cnt; k++)
 		batch_result_put(ib->batch, k, &res[k]);
@@ -789,11 +782,14 @@ static int ow_begin(struct inbound *ib, const struct pagestore_key *key,
 	if (rc)
 		return rc;
 	xor_into(ib->page, payload, PAGESTORE_PAGE);
+	test_stall_forward(n);
 	char err[256] = "";
-	struct cluster_client *cl = fwd_get(ib, p->pn, q->owner, &rc, err, sizeof(err));
+	/* ow_room gave back what this connection held if it had to wait */
+	struct cluster_client *cl = fwd_lease(&ib->fwd, p->pn, q->owner, true, &rc, err,
+					      sizeof(err));
 	if (!cl)
 		return ow_end(ib, p, rc, err, r);
-	p->gen = ib->fwd_gen[p->pn];
+	p->gen = ib->fwd.gen[p->pn];
 	rc = cluster_client_parity_update_start(cl, q->parity_group,
 						q->parity_version, ib->page);
 	return rc ? ow_end(ib, p, rc, NULL, r) : 1;
@@ -805,14 +801,14 @@ static int ow_end(struct inbound *ib, const struct ow_pending *p, int rc,
 		  const char *err, struct frame_hdr *r)
 {
 	struct node *n = ib->node;
-	struct cluster_client **cl = &ib->fwd[p->pn];
+	struct cluster_client *cl = fwd_held(&ib->fwd, p->pn);
 	char why[256] = "";
 
 	if (err)
 		snprintf(why, sizeof(why), "%s", err);
-	else if (rc && *cl)
-		snprintf(why, sizeof(why), "%s", cluster_client_last_error(*cl));
-	fwd_failed(ib, p->pn, rc);
+	else if (rc && cl)
+		snprintf(why, sizeof(why), "%s", cluster_client_last_error(cl));
+	fwd_failed(&ib->fwd, p->pn, rc);
 	if (rc) {
 		uint32_t pid = n->cfg.nodes[p->pn].id;
 		atomic_fetch_add(&n->forward_errors, 1);
@@ -834,9 +830,11 @@ static int serve_overwrite(struct inbound *ib, const struct pagestore_key *key,
 {
 	struct ow_pending p;
 	int rc = ow_begin(ib, key, payload, &p);
-	if (rc != 1)
-		return rc;
-	return ow_end(ib, &p, cluster_client_wait(ib->fwd[p.pn]), NULL, &ib->rep);
+	if (rc == 1)
+		rc = ow_end(ib, &p, cluster_client_wait(fwd_held(&ib->fwd, p.pn)), NULL,
+			    &ib->rep);
+	fwd_put_all(&ib->fwd);
+	return rc;
 }
 
 static int admit(void *arg, const struct auth_peer *p, const char **why)
@@ -1033,7 +1031,8 @@ static int ow_flush(struct inbound *ib)
 		/* its handle failed and was closed (by a later overwrite):
 		 * the delta's fate is unknown, and a new handle's reply is
 		 * another's */
-		struct cluster_client *cl = ib->fwd_gen[p->pn] == p->gen ? ib->fwd[p->pn] : NULL;
+		struct cluster_client *cl = ib->fwd.gen[p->pn] == p->gen ?
+					    fwd_held(&ib->fwd, p->pn) : NULL;
 		/* -ECANCELED: no reason to close a newer handle (fwd_failed) */
 		int rc = cl ? cluster_client_wait(cl) : -ECANCELED;
 		memset(r, 0, sizeof(*r));
@@ -1053,7 +1052,29 @@ static int ow_flush(struct inbound *ib)
 			err = conn_send(&ib->c, r, NULL);
 	}
 	ib->now = 0;
+	fwd_put_all(&ib->fwd);
 	return err;
+}
+
+/* Before an overwrite joins the pipeline: a connection with overwrites in
+ * flight leases its parity node's handle without waiting, and when none is
+ * free it flushes first, giving back all it holds (peerpool.h: a holder
+ * never waits on a peer of lower index, so one waiting holds nothing). 0,
+ * or ow_flush's error. */
+static int ow_room(struct inbound *ib)
+{
+	struct node *n = ib->node;
+	const struct cluster_node *pn = config_node_find(&n->cfg, ib->req.peer_node);
+	char err[256];
+	int rc;
+
+	if (!ib->now || !pn || ib->req.peer_node == n->self)
+		return 0;
+	unsigned j = (unsigned)(pn - n->cfg.nodes);
+	if (fwd_held(&ib->fwd, j) ||
+	    fwd_lease(&ib->fwd, j, ib->req.owner, false, &rc, err, sizeof(err)))
+		return 0;
+	return ow_flush(ib);
 }
 
 /* An overwrite, pipelined: 1 when it is in flight (its reply comes from
@@ -1187,6 +1208,9 @@ static void *inbound_main(void *arg)
 		/* Overwrites go on while more requests wait: their parity
 		 * updates overlap; anything else waits for their replies. */
 		if (ib->req.type == FT_PAGE_OVERWRITE && ib->req.kind == FK_DATA &&
+		    ow_room(ib))
+			break;
+		if (ib->req.type == FT_PAGE_OVERWRITE && ib->req.kind == FK_DATA &&
 		    ow_pipe(ib, payload)) {
 			if (ib->now < OW_PIPE && input_waiting(ib))
 				continue;
@@ -1219,8 +1243,7 @@ out:
 	free(ib->batch);
 	free(ib->fbuf);
 	free(ib->om);
-	for (unsigned k = 0; k < CONFIG_MAX_NODES; k++)
-		cluster_client_close(ib->fwd[k]);
+	fwd_put_all(&ib->fwd);
 	int slot = ib->slot;
 	free(ib);
 	conn_slot_release(n, slot);
@@ -1266,6 +1289,8 @@ static void accept_one(struct node *n, int fd)
 		goto fail;
 	ib->node = n;
 	ib->slot = slot;
+	/* a lease waits for other leases' batches: a few round trips */
+	ib->fwd = (struct fwd_leases){ .pool = n->fwd, .wait_ms = 2 * n->fwd_to.timeout_ms };
 	conn_init(&ib->c, fd);
 	atomic_fetch_add(&n->conns_total, 1);
 	pthread_attr_init(&attr);
@@ -1374,15 +1399,27 @@ int node_start(struct node **out, const struct node_opts *o)
 	snprintf(n->meminfo, sizeof(n->meminfo), "%s",
 		 o->meminfo ? o->meminfo : "/proc/meminfo");
 	n->max_conns = o->max_conns ? o->max_conns : NODE_DEFAULT_MAX_CONNS;
-	/* A connection takes a descriptor, and its forwards to parity nodes
-	 * one each: the usual soft limit of 1024 would refuse before
-	 * max_conns does (EMFILE on accept). */
+	n->peer_conns = o->peer_conns ? o->peer_conns : NODE_DEFAULT_PEER_CONNS;
+	const char *stall = getenv("NVCACHED_TEST_STALL_FORWARD");
+	unsigned sid, sms, severy;
+	if (stall && sscanf(stall, "%u:%u:%u", &sid, &sms, &severy) == 3 &&
+	    sid == n->self && severy) {
+		n->stall_every = severy;
+		n->stall_ms = sms;
+		log_warn("test mode: every %u-th overwrite stalls %u ms before its "
+			 "parity delta goes on (NVCACHED_TEST_STALL_FORWARD)",
+			 n->stall_every, n->stall_ms);
+	}
+	/* A connection takes a descriptor, and so does each forwarding one:
+	 * the usual soft limit of 1024 would refuse before max_conns does
+	 * (EMFILE on accept). */
 	uint64_t fds = fdlimit_raise();
-	if (fds < 2ull * n->max_conns + 64)
+	uint64_t need = n->max_conns + (uint64_t)n->peer_conns * n->cfg.n_nodes + 64;
+	if (fds < need)
 		log_warn("open files: the limit is %llu, low for --max-conns %u "
-			 "(a connection and each of its forwards to a parity node "
-			 "take one): raise it (ulimit -n) or lower --max-conns",
-			 (unsigned long long)fds, n->max_conns);
+			 "(a connection and each of the %u forwarding ones to each "
+			 "node take one): raise it (ulimit -n) or lower --max-conns",
+			 (unsigned long long)fds, n->max_conns, n->peer_conns);
 	n->listen_fd = -1;
 	n->stop_pipe[0] = n->stop_pipe[1] = -1;
 	pthread_mutex_init(&n->lock, NULL);
@@ -1416,6 +1453,15 @@ int node_start(struct node **out, const struct node_opts *o)
 	}
 	for (unsigned i = 0; i < n->max_conns; i++)
 		n->slots[i].fd = -1;
+	/* a forward's timeout (and its connect's): short, as the owner
+	 * waits behind it */
+	n->fwd_to = (struct fwd_target){ &n->cfg, n->timeout_ms < 2000 ?
+					 (int)n->timeout_ms : 2000 };
+	if ((rc = fwd_pool_create(&n->fwd, &n->fwd_to, n->peer_conns))) {
+		log_err("%u forwarding connections per node: %s (at most %u)",
+			n->peer_conns, strerror(-rc), PEERPOOL_MAX_SIZE);
+		goto fail;
+	}
 	if ((rc = membership_create(&n->mb, &n->cfg, n->self,
 				    (uint64_t)n->timeout_ms * 1000000ULL)))
 		goto fail;
@@ -1522,6 +1568,7 @@ void node_stop(struct node *n)
 		close(n->stop_pipe[0]);
 		close(n->stop_pipe[1]);
 	}
+	peerpool_destroy(n->fwd);
 	pagestore_close(n->ps);
 	locksvc_free(n->locks);
 	membership_destroy(n->mb);
@@ -1623,6 +1670,7 @@ static ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	outbuf_printf(o, "parity_forwards: %" PRIu64 "\nparity_forward_errors: %" PRIu64 "\n",
 		      (uint64_t)atomic_load(&n->forwards),
 		      (uint64_t)atomic_load(&n->forward_errors));
+	fwd_stats_print(n->fwd, n->peer_conns, o);
 	outbuf_printf(o, "heartbeats_in: %" PRIu64 "\nheartbeats_out: %" PRIu64 "\n",
 		      (uint64_t)atomic_load(&n->heartbeats_in),
 		      (uint64_t)atomic_load(&n->heartbeats_out));

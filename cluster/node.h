@@ -21,12 +21,17 @@
 #define NODE_DEFAULT_HEARTBEAT_MS 500
 #define NODE_DEFAULT_TIMEOUT_MS 3000
 /* Each swap device opens 4 (mirror) or 12 (parity) connections to every
- * node, and with parity each of those a forwarding connection to each
- * parity node it updates: about 12 x N per parity device on N nodes at
- * every node: 1024 leaves room for some twenty parity devices on five
- * nodes. A refused connection puts the node down for that device. */
+ * node; the nodes' forwards to a parity node add NODE_DEFAULT_PEER_CONNS
+ * from each other node: 1024 leaves room for some eighty parity devices
+ * on five nodes. A refused connection puts the node down for that
+ * device. */
 #define NODE_DEFAULT_MAX_CONNS 1024
 #define NODE_AUTH_TIMEOUT_MS 5000
+/* Parity deltas an inbound connection forwards go out on a pool of this
+ * many connections to each parity node (cluster/peerpool.h), shared by
+ * every inbound connection: a node's forwards cost each peer at most
+ * this many of its max_conns. */
+#define NODE_DEFAULT_PEER_CONNS 4
 
 struct node_opts {
 	const struct cluster_config *cfg;  /* copied; secret loaded */
@@ -36,6 +41,7 @@ struct node_opts {
 	uint64_t reserve;       /* bytes kept for local processes; 0: default */
 	const char *meminfo;    /* NULL: /proc/meminfo */
 	unsigned max_conns;     /* 0: default */
+	unsigned peer_conns;    /* forwarding connections per node; 0: default */
 	int listen_fd;          /* >= 0: an already listening socket to use
 				 * instead of binding the configured address */
 	/* Non-NULL: other nodes' pages live in this tiered store (MRAM,

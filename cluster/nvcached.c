@@ -5,6 +5,7 @@
 #include "cluster/config.h"
 #include "cluster/node.h"
 #include "cluster/fcache.h"
+#include "cluster/peerpool.h"
 #include "pmem/policy.h"
 #include "pmem/tierstore.h"
 #include "common/bigmem.h"
@@ -40,6 +41,9 @@ static void usage(FILE *f)
 "                         RAM, at least 256M)\n"
 "      --meminfo PATH     where to read MemAvailable (default /proc/meminfo)\n"
 "      --max-conns N      inbound connections served at once (default %d)\n"
+"      --peer-conns N     connections to each other node that forward parity\n"
+"                         updates, shared by all inbound ones (default %d,\n"
+"                         at most %d)\n"
 "      --no-mlock         do not lock the daemon's memory\n"
 "      --tier-size SIZE   keep other nodes' pages in a tiered store of this\n"
 "                         many bytes (MRAM, DRAM and a flash file, placed by\n"
@@ -70,7 +74,8 @@ static void usage(FILE *f)
 "the excess away; also 'nvcachectl shrink ID SIZE'), 'grow' (lift that\n"
 "cap: offer idle memory again).\n",
 		NODE_DEFAULT_HEARTBEAT_MS, NODE_DEFAULT_TIMEOUT_MS,
-		NODE_DEFAULT_MAX_CONNS, policy_names());
+		NODE_DEFAULT_MAX_CONNS, NODE_DEFAULT_PEER_CONNS, PEERPOOL_MAX_SIZE,
+		policy_names());
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -202,6 +207,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "reserve", required_argument, NULL, 'R' },
 		{ "meminfo", required_argument, NULL, 'M' },
 		{ "max-conns", required_argument, NULL, 'C' },
+		{ "peer-conns", required_argument, NULL, 'K' },
 		{ "no-mlock", no_argument, NULL, 'L' },
 		{ "tier-size", required_argument, NULL, 'S' },
 		{ "mram", required_argument, NULL, 'm' },
@@ -257,6 +263,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return 2;
 			}
 			o->max_conns = (unsigned)v;
+			break;
+		case 'K':
+			if (parse_uint(optarg, PEERPOOL_MAX_SIZE, &v) || !v) {
+				fprintf(stderr, "nvcached: --peer-conns %s: not a count "
+					"(1..%d)\n", optarg, PEERPOOL_MAX_SIZE);
+				return 2;
+			}
+			o->peer_conns = (unsigned)v;
 			break;
 		case 'L': a->mlock = false; break;
 		case 'S': case 'm': case 'd': {

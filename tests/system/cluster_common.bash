@@ -108,10 +108,14 @@ PY
 
 # cluster_swap_test: the set-up of the tests that swap through nvswapd
 # --store remote to nodes on this machine and check pages with
-# cluster_nbd_io: python3-libnbd, a private run dir, and nodes without
-# mlock (there are several, each a daemon with a locked pool otherwise).
+# cluster_nbd_io: python3-libnbd, a private run dir, nodes without mlock
+# (there are several, each a daemon with a locked pool otherwise), and
+# the pid table cluster_start fills; the arguments: other commands the
+# test needs (t_require_cmd).
 cluster_swap_test() {
+  [ $# = 0 ] || t_require_cmd "$@"
   /usr/bin/python3 -I -c 'import nbd' 2>/dev/null || t_skip "no python3 libnbd module (python3-libnbd)"
+  declare -gA pid
   export NVCACHE_RUN_DIR=$T_DIR/run
   cluster_node_args() { echo --no-mlock; }
 }

@@ -3,8 +3,10 @@
 # disk), when the survivors of a node death have no room for everything:
 # five nvcached (we are node 1; nodes 2-5 take pages), each capped at 16 MiB
 # (nvcachectl shrink), nvswapd --size 48M. 20 MiB of random data is
-# written, then node 3 is killed with -9 while the next 16 MiB go out, and
-# 8 MiB more after the recovery pass: the nodes left cannot take the
+# written, then node 3 is killed with -9 while the next 16 MiB go out
+# (parity-dist) or after them (parity: then parity_rebuilt_pages must equal
+# the data pages node 3 held, those rebuilt into the spill file included),
+# and 8 MiB more after the recovery pass: the nodes left cannot take the
 # rebuilt pages (smaller groups) nor the new writes, and those go to the
 # spill file. No write fails (without the spill file some do: ENOSPC),
 # every page reads back right (one READ per page), and once node 3
@@ -37,13 +39,30 @@ run_mode() {
   grep -q "after losing its largest node" "$log" || mfail "no capacity warning at start"
   head -c 44M /dev/urandom >"$T_DIR/data"
   cluster_nbd_io "$sock" "$name" "$T_DIR/data" w 0 20 || mfail "writes before the kill failed"
-  cluster_nbd_io "$sock" "$name" "$T_DIR/data" w 20 36 &
-  local wr=$!
-  sleep 0.2
-  kill -9 "${pid[$victim]}"
-  wait $wr || mfail "a write failed after node $victim died"
+  local lost=
+  if [ "$mode" = parity-dist ]; then
+    cluster_nbd_io "$sock" "$name" "$T_DIR/data" w 20 36 &
+    local wr=$!
+    sleep 0.2
+    kill -9 "${pid[$victim]}"
+    wait $wr || mfail "a write failed after node $victim died"
+  else
+    # a quiet kill: the victim's data pages are the pages to rebuild
+    cluster_nbd_io "$sock" "$name" "$T_DIR/data" w 20 36 || mfail "writes before the kill failed"
+    lost=$(cluster_stat $victim pages_data)
+    kill -9 "${pid[$victim]}"
+  fi
   pass_done() { grep -q "recovery pass: [0-9]* pages rebuilt" "$log"; }
   t_wait 30 pass_done || mfail "no recovery pass after node $victim died"
+  if [ -n "$lost" ]; then
+    # every lost page rebuilt by the pass, those held in the spill file too
+    rebuilt() { [ "$(st remote_recovery_pending)" = 0 ] && [ "$(st parity_rebuilt_pages)" -ge "$lost" ]; }
+    t_wait 30 rebuilt
+    t_log "$mode: node $victim held $lost data pages; parity_rebuilt_pages $(st parity_rebuilt_pages), $(st remote_slots_spilled) spilled"
+    [ "$(st parity_rebuilt_pages)" = "$lost" ] ||
+      mfail "parity_rebuilt_pages is $(st parity_rebuilt_pages), node $victim held $lost data pages"
+    [ "$(st remote_slots_spilled)" -gt 0 ] || mfail "no rebuilt page went to the spill file (test setup)"
+  fi
   cluster_nbd_io "$sock" "$name" "$T_DIR/data" w 36 44 || mfail "a write failed once the nodes were full"
   local res; res=$(cluster_nbd_io "$sock" "$name" "$T_DIR/data" c 0 44) || mfail "page check failed to run"
   t_log "$mode: after node $victim died: unreadable/wrong pages: $res; spilled now $(st remote_slots_spilled), $(st remote_spills) in all"
