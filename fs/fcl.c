@@ -50,6 +50,12 @@ uint32_t fcl_home(const struct fcl *c, uint64_t gid)
 	return (uint32_t)(gid % c->n);
 }
 
+static bool transport_error(int rc)
+{
+	return rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
+	       rc == -ENOTCONN || rc == -EPROTO || rc == -ECONNREFUSED;
+}
+
 static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **out)
 {
 	char err[256];
@@ -89,11 +95,6 @@ static void conn_put(struct fcl_node *nd, struct cluster_client *cl, bool broken
 	pthread_mutex_unlock(&nd->lk);
 }
 
-static bool transport_error(int rc)
-{
-	return rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
-	       rc == -ENOTCONN || rc == -EPROTO || rc == -ECONNREFUSED;
-}
 
 int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
 	     const struct frame_fop *f, const struct iovec *pl, unsigned npl,
@@ -120,6 +121,73 @@ int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
 			return rc;
 	}
 	return -EIO;
+}
+
+/* fcl_call_many's rounds: every node with requests to do gets up to a
+ * pipeline's depth of them sent on its connection, then the replies are
+ * taken node by node, so the nodes work at once. Connections are taken in
+ * node order (a thread holds at most one of each pool, and threads never
+ * wait for each other's in a cycle). A transport error leaves the node's
+ * requests not answered at rc 1. */
+static void call_round(struct fcl *c, struct fcl_req *r, unsigned n, bool *more)
+{
+	struct cluster_client *cl[CONFIG_MAX_NODES] = { 0 };
+	bool broken[CONFIG_MAX_NODES] = { 0 };
+	unsigned sent[CONFIG_MAX_NODES] = { 0 };
+	unsigned *order = calloc(n ? n : 1, sizeof(*order)), no = 0;
+
+	*more = false;
+	if (!order)
+		return;
+	for (uint32_t i = 0; i < c->n; i++)
+		for (unsigned k = 0; k < n; k++) {
+			if (r[k].idx != i || r[k].rc != 1 || broken[i])
+				continue;
+			if (sent[i] == CLUSTER_CLIENT_MAX_INFLIGHT) {
+				*more = true;
+				continue;
+			}
+			if (!cl[i] && conn_get(c, &c->nodes[i], &cl[i])) {
+				r[k].rc = -EIO;
+				continue;
+			}
+			if (cluster_client_file_start(cl[i], r[k].type, &r[k].f, r[k].pl,
+						      r[k].npl)) {
+				broken[i] = true;
+				continue;
+			}
+			sent[i]++;
+			order[no++] = k;
+		}
+	for (unsigned j = 0; j < no; j++) {
+		struct fcl_req *q = &r[order[j]];
+		if (broken[q->idx])
+			continue;
+		int rc = cluster_client_file_wait(cl[q->idx], &q->rf, q->buf, q->buflen);
+		if (transport_error(rc))
+			broken[q->idx] = true;
+		else
+			q->rc = rc;
+	}
+	for (uint32_t i = 0; i < c->n; i++)
+		if (cl[i])
+			conn_put(&c->nodes[i], cl[i], broken[i]);
+	free(order);
+}
+
+void fcl_call_many(struct fcl *c, struct fcl_req *r, unsigned n)
+{
+	bool more = true;
+
+	for (unsigned k = 0; k < n; k++)
+		r[k].rc = r[k].idx < c->n ? 1 : -EINVAL;
+	while (more)
+		call_round(c, r, n, &more);
+	/* what a broken connection left: one at a time, reconnecting */
+	for (unsigned k = 0; k < n; k++)
+		if (r[k].rc == 1)
+			r[k].rc = fcl_call(c, r[k].idx, r[k].type, &r[k].f, r[k].pl,
+					   r[k].npl, &r[k].rf, r[k].buf, r[k].buflen);
 }
 
 int fcl_call_all(struct fcl *c, uint32_t type, const struct frame_fop *f)

@@ -44,5 +44,20 @@ uint32_t fcl_home(const struct fcl *c, uint64_t gid);
 int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
 	     const struct frame_fop *f, const struct iovec *pl, unsigned npl,
 	     struct frame_fop *rf, void *buf, size_t buflen);
+/* Many requests, each to its node (idx), pipelined on one connection per
+ * node (CLUSTER_CLIENT_MAX_INFLIGHT in flight): a block range per request,
+ * one round trip for a node's ranges of a FUSE request instead of one
+ * each. Each gets its rc (and rf, and a read's bytes in buf). */
+struct fcl_req {
+	uint32_t idx, type;
+	struct frame_fop f;
+	struct iovec pl[2];
+	unsigned npl;
+	void *buf;
+	size_t buflen;
+	struct frame_fop rf;
+	int rc;
+};
+void fcl_call_many(struct fcl *c, struct fcl_req *r, unsigned n);
 /* The same request to every node; the first error. */
 int fcl_call_all(struct fcl *c, uint32_t type, const struct frame_fop *f);
