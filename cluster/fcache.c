@@ -218,7 +218,7 @@ static int writeback(struct fcache *fc, uint64_t gid)
 	h.fh.handle_bytes = rec.handle_len;
 	h.fh.handle_type = (int)rec.handle_type;
 	memcpy(h.fh.f_handle, rec.handle, rec.handle_len);
-	fd = open_by_handle_at(bfd, &h.fh, O_WRONLY | O_CLOEXEC);
+	fd = open_by_handle_at(bfd, &h.fh, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
 		if (rc == -ESTALE || rc == -ENOENT) {
@@ -230,6 +230,12 @@ static int writeback(struct fcache *fc, uint64_t gid)
 			atomic_fetch_add(&fc->dropped, 1);
 			rc = 0;
 		}
+		goto out;
+	}
+	struct stat fst;
+	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode)) {
+		/* a handle from the wire names no regular file: nothing to do */
+		rc = -EINVAL;
 		goto out;
 	}
 	uint64_t *idx = nd ? calloc(nd, sizeof(*idx)) : NULL;
@@ -253,8 +259,7 @@ static int writeback(struct fcache *fc, uint64_t gid)
 			rc = errno ? -errno : -EIO;
 		bytes += bi.valid;
 	}
-	struct stat st;
-	if (!rc && rec.size && fstat(fd, &st) == 0 && (uint64_t)st.st_size < rec.size &&
+	if (!rc && rec.size && (uint64_t)fst.st_size < rec.size &&
 	    ftruncate(fd, (off_t)rec.size) < 0)
 		rc = -errno;
 	if (!rc && fsync(fd) < 0)

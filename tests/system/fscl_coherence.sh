@@ -53,3 +53,4 @@ sleep 1  # past the write-back delay
 [ "$(sum fcache_dirty_bytes)" -eq 0 ] || t_fail "the unlinked file's blocks stay dirty"
 [ "$(sum fcache_dropped_files)" -gt "$dropped" ] || t_fail "no node dropped the unlinked file"
 t_log "unlinked while open: dropped everywhere, nothing written back"
+fscl_stop
