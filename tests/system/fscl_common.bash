@@ -10,7 +10,7 @@ export NVCACHE_RUN_DIR=$T_DIR/run
 mkdir -p "$NVCACHE_RUN_DIR" "$T_DIR/b"
 FSCL_N=${FSCL_N:-4}
 
-cluster_node_args() { echo "--cache-size 64M --cache-nvram $T_SHM/fc$1.nvram --no-mlock"; }
+cluster_node_args() { echo "--cache-size ${FSCL_CACHE:-64M} --cache-nvram $T_SHM/fc$1.nvram --no-mlock"; }
 
 # fscl_mount I [OPTS]: node I's mount on $T_DIR/mI (pid in mpid[I]).
 fscl_mount() {
