@@ -45,6 +45,9 @@ uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk)
 	return stripe_owner(&m, blk * fcl_block(c));
 }
 
+uint32_t fcl_node_id(const struct fcl *c, uint32_t idx) { return c->nodes[idx].id; }
+uint64_t fcl_unit(const struct fcl *c) { return c->unit; }
+
 uint32_t fcl_home(const struct fcl *c, uint64_t gid)
 {
 	return (uint32_t)(gid % c->n);

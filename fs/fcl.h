@@ -39,6 +39,9 @@ uint32_t fcl_block(const struct fcl *c);
  * agrees on before the first write: it deals single blocks for now.) */
 uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk);
 uint32_t fcl_home(const struct fcl *c, uint64_t gid);
+/* Node index idx's id in the cluster file; the stripe unit (0: auto). */
+uint32_t fcl_node_id(const struct fcl *c, uint32_t idx);
+uint64_t fcl_unit(const struct fcl *c);
 
 /* One request to node index idx (cluster_client_file_call's contract). */
 int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,

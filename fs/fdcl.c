@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -430,4 +431,24 @@ int fdcl_fsync(struct fs *fs, struct fs_inode *ino)
 	if (!fs->cfg.fsync_backing || !gid)
 		return 0;
 	return fcl_call_all(fs->cl, FT_FILE_WRITEBACK, &f);
+}
+
+int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len)
+{
+	uint64_t gid = gid_of(ino);
+	uint32_t n = fcl_nodes(fs->cl);
+	int k;
+
+	if (!gid)
+		return -ENODATA;
+	k = snprintf(buf, len, "id=%016llx block=%u stripe_unit=%llu home=%u nodes=",
+		     (unsigned long long)gid, fcl_block(fs->cl),
+		     (unsigned long long)(fcl_unit(fs->cl) ? fcl_unit(fs->cl) :
+					  fcl_block(fs->cl)),
+		     fcl_node_id(fs->cl, fcl_home(fs->cl, gid)));
+	/* the stripes' owners in turn, from stripe 0 */
+	for (uint32_t i = 0; i < n && k > 0 && (size_t)k < len; i++)
+		k += snprintf(buf + k, len - (size_t)k, "%s%u", i ? "," : "",
+			      fcl_node_id(fs->cl, (fcl_home(fs->cl, gid) + i) % n));
+	return k > 0 && (size_t)k < len ? k : -ERANGE;
 }

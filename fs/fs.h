@@ -413,6 +413,10 @@ void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);
 void fdcl_doom(struct fs *fs, struct fs_inode *ino);
 /* fsync=backing: every owner writes the file back now. */
 int fdcl_fsync(struct fs *fs, struct fs_inode *ino);
+/* The file's layout as text (user.nvcache.layout): its id, block, stripe
+ * unit, home and the owners of its stripes in turn. Length or -errno. */
+#define FDCL_LAYOUT_XATTR "user.nvcache.layout"
+int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len);
 
 /* ---- engine.c: the write-back and prefetch threads ---- */
 int engine_start(struct fs *fs);

@@ -863,6 +863,17 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 
 	if (FS(req)->cfg.no_xattr)
 		return (void)fuse_reply_err(req, ENOSYS);
+	if (FS(req)->cl && !strcmp(name, FDCL_LAYOUT_XATTR)) {
+		/* where a cluster mount's file lives (not stored anywhere) */
+		char lay[1024];
+		int k = fdcl_layout(FS(req), ino, lay, sizeof(lay));
+		if (k < 0)
+			return (void)fuse_reply_err(req, -k);
+		if (size && size < (size_t)k)
+			return (void)fuse_reply_err(req, ERANGE);
+		return (void)(size ? fuse_reply_buf(req, lay, (size_t)k) :
+				     fuse_reply_xattr(req, (size_t)k));
+	}
 	/* the kernel asks for security.capability before writes; "none" is
 	 * remembered until the inode's xattrs, mode or owner change */
 	bool caps = !strcmp(name, "security.capability");

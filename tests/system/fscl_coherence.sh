@@ -38,6 +38,13 @@ for ((i = 1; i <= FSCL_N; i++)); do
 done
 t_wait 5 test "$(sum fcache_dirty_bytes)" -eq 0 || t_fail "dirty bytes left after write-back: $(sum fcache_dirty_bytes)"
 t_log "write-back: every byte in the backing, by all $FSCL_N owners"
+# where a file's stripes live: user.nvcache.layout, the same on every
+# node, naming every node for a file of more stripes than nodes
+lay1=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[0]}/c2o" 2>&1) || t_fail "layout xattr: $lay1"
+lay2=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[2]}/c2o" 2>&1)
+[ "$lay1" = "$lay2" ] || t_fail "layout differs between nodes: $lay1 / $lay2"
+[[ $lay1 =~ stripe_unit=1048576\ home=([1-4])\ nodes=([1-4],){3}[1-4]$ ]] || t_fail "layout: $lay1"
+t_log "layout: $lay1"
 # nvcachectl status --cluster: a file cache line per node, its MiB
 timeout 30 "$(t_bin nvcachectl)" status --cluster "$conf" >"$T_DIR/st" || t_fail "status --cluster failed"
 [ "$(grep -cE '^ +[1-4] +64 ' "$T_DIR/st")" -eq 4 ] || t_fail "status --cluster: no file cache line per node: $(cat "$T_DIR/st")"
