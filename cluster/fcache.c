@@ -44,8 +44,7 @@ struct fcache {
 	pthread_cond_t cv;
 	struct fobj *tab[NBUCKETS];
 	int backing_fd;        /* -1: no mount attached yet */
-	dev_t bdev;
-	ino_t bino;
+	struct fcache_ident bid;  /* the backing directory's */
 	bool stop, wb_all;
 	pthread_t thread;
 	pthread_mutex_t wb_mx; /* one write-back pass at a time */
@@ -111,21 +110,47 @@ static void forget(struct fcache *fc, uint64_t gid)
 
 /* ---- the backing directory ---- */
 
+int fcache_ident(int dirfd, const char *path, int flags, struct fcache_ident *id)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char buf[FRAME_FILE_MAX_HANDLE];
+	} h;
+	struct stat st;
+	int mnt;
+
+	h.fh.handle_bytes = FRAME_FILE_MAX_HANDLE;
+	if (name_to_handle_at(dirfd, path, &h.fh, &mnt, flags) < 0 ||
+	    fstatat(dirfd, path, &st, flags) < 0)
+		return -errno;
+	if (!h.fh.handle_bytes || h.fh.handle_bytes > FRAME_FILE_MAX_HANDLE)
+		return -EOPNOTSUPP;
+	memset(id, 0, sizeof(*id));
+	id->ino = st.st_ino;
+	id->type = (uint32_t)h.fh.handle_type;
+	id->len = h.fh.handle_bytes;
+	memcpy(id->handle, h.fh.f_handle, id->len);
+	return 0;
+}
+
+static bool ident_eq(const struct fcache_ident *a, const struct fcache_ident *b)
+{
+	return a->ino == b->ino && a->type == b->type && a->len == b->len &&
+	       !memcmp(a->handle, b->handle, a->len);
+}
+
 static int backing_bind(struct fcache *fc, const char *path, bool save)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct stat st;
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
-		int e = -errno;
+	int rc = fcache_ident(fd, "", AT_EMPTY_PATH, &fc->bid);
+	if (rc) {
 		close(fd);
-		return e;
+		return rc;
 	}
 	fc->backing_fd = fd;
-	fc->bdev = st.st_dev;
-	fc->bino = st.st_ino;
 	if (save) {
 		char tmp[4300];
 		snprintf(tmp, sizeof(tmp), "%s.tmp", fc->side);
@@ -148,6 +173,8 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 			const uint8_t *payload, struct frame_hdr *r)
 {
 	char path[FRAME_FILE_MAX_PATH + 1];
+	struct fcache_ident want = { .ino = f->obj, .type = f->handle_type,
+				     .len = f->base_len }, have;
 	int rc = 0;
 
 	if (f->digest != fc->digest) {
@@ -155,17 +182,20 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 			 "file (the node lists differ)", fc->self);
 		return -ESTALE;
 	}
+	/* payload: the path, then the directory's handle */
 	memcpy(path, payload, f->len);
 	path[f->len] = 0;
-	if (strlen(path) != f->len || path[0] != '/') {
+	if (strlen(path) != f->len || path[0] != '/' ||
+	    f->base_len > FRAME_FILE_MAX_HANDLE) {
 		snprintf(r->text, sizeof(r->text), "backing path is not an absolute path");
 		return -EPROTO;
 	}
+	memcpy(want.handle, payload + f->len, f->base_len);
 	pthread_mutex_lock(&fc->lk);
 	if (fc->backing_fd < 0) {
 		struct stat st;
 		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode) ||
-		    st.st_dev != (dev_t)f->blk || st.st_ino != (ino_t)f->obj) {
+		    fcache_ident(AT_FDCWD, path, 0, &have) < 0 || !ident_eq(&have, &want)) {
 			snprintf(r->text, sizeof(r->text), "node %u does not see the "
 				 "mount's backing directory %.120s", fc->self, path);
 			rc = -ESTALE;
@@ -177,7 +207,7 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 			fc->wb_all = true;  /* what a previous run left dirty */
 			pthread_cond_signal(&fc->cv);
 		}
-	} else if (fc->bdev != (dev_t)f->blk || fc->bino != (ino_t)f->obj) {
+	} else if (!ident_eq(&fc->bid, &want)) {
 		snprintf(r->text, sizeof(r->text), "node %u serves another backing "
 			 "directory than %.120s", fc->self, path);
 		rc = -ESTALE;

@@ -3,10 +3,12 @@
 
 #include "cluster/client.h"
 #include "cluster/config.h"
+#include "cluster/fcache.h"
 #include "common/log.h"
 #include "fs/stripe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,23 +213,27 @@ static int attach(struct fcl *c, uint32_t i, const struct fcl_opts *o)
 {
 	struct fcl_node *nd = &c->nodes[i];
 	struct cluster_client *cl;
-	struct stat st;
+	struct fcache_ident id;
 	char err[256];
 
-	if (stat(o->backing, &st) < 0)
-		return -errno;
-	int rc = cluster_client_open_node(&cl, &c->cfg, nd->id, 0, 0, 5000, err,
-					  sizeof(err));
+	int rc = fcache_ident(AT_FDCWD, o->backing, 0, &id);
+	if (rc) {
+		log_err("backing dir %s: no file handle (%s): a cluster mount names "
+			"files by handle; not mounting", o->backing, strerror(-rc));
+		return rc;
+	}
+	rc = cluster_client_open_node(&cl, &c->cfg, nd->id, 0, 0, 5000, err,
+				      sizeof(err));
 	if (rc) {
 		log_err("cluster: node %u unreachable or refusing us: %s; not "
 			"mounting", nd->id, err);
 		return rc;
 	}
-	struct frame_fop f = { .obj = st.st_ino, .blk = st.st_dev,
-			       .len = (uint32_t)strlen(o->backing),
+	struct frame_fop f = { .obj = id.ino, .len = (uint32_t)strlen(o->backing),
+			       .base_len = id.len, .handle_type = id.type,
 			       .digest = config_digest(&c->cfg) };
-	struct iovec iov = { (void *)o->backing, f.len };
-	rc = cluster_client_file_call(cl, FT_FILE_ATTACH, &f, &iov, 1, NULL, NULL, 0);
+	struct iovec iov[2] = { { (void *)o->backing, f.len }, { id.handle, id.len } };
+	rc = cluster_client_file_call(cl, FT_FILE_ATTACH, &f, iov, 2, NULL, NULL, 0);
 	if (rc) {
 		const char *why = cluster_client_last_error(cl);
 		log_err("cluster: node %u refuses the mount: %s; not mounting", nd->id,

@@ -5,6 +5,7 @@
 #include "fs/fs.h"
 #include "fs/fcl.h"
 
+#include "cluster/fcache.h"
 #include "common/crc32c.h"
 
 #include <errno.h>
@@ -22,30 +23,19 @@
 
 struct ident {
 	uint64_t gid;
-	uint32_t type, len;
-	uint8_t handle[FRAME_FILE_MAX_HANDLE];
+	struct fcache_ident h;
 };
 
 /* The file's handle (the same on every node of a shared backing) and its
  * cluster-wide id, a hash of it. */
 static int ident_get(struct fs_inode *ino, struct ident *id)
 {
-	struct {
-		struct file_handle fh;
-		unsigned char buf[FRAME_FILE_MAX_HANDLE];
-	} h;
-	int mnt;
+	int r = fcache_ident(ino->fd, "", AT_EMPTY_PATH, &id->h);
 
-	h.fh.handle_bytes = FRAME_FILE_MAX_HANDLE;
-	if (name_to_handle_at(ino->fd, "", &h.fh, &mnt, AT_EMPTY_PATH) < 0)
-		return -errno;
-	if (!h.fh.handle_bytes || h.fh.handle_bytes > FRAME_FILE_MAX_HANDLE)
-		return -EOPNOTSUPP;
-	id->type = (uint32_t)h.fh.handle_type;
-	id->len = h.fh.handle_bytes;
-	memcpy(id->handle, h.fh.f_handle, id->len);
-	uint32_t a = crc32c(id->type, id->handle, id->len);
-	uint32_t b = crc32c(~id->type, id->handle, id->len);
+	if (r < 0)
+		return r;
+	uint32_t a = crc32c(id->h.type, id->h.handle, id->h.len);
+	uint32_t b = crc32c(~id->h.type, id->h.handle, id->h.len);
 	id->gid = (uint64_t)a << 32 | b;
 	if (!id->gid)
 		id->gid = 1;
@@ -82,10 +72,10 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 		return r;
 	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0)
 		return -errno;
-	struct frame_fop f = { .obj = id.gid, .len = id.len, .handle_type = id.type,
+	struct frame_fop f = { .obj = id.gid, .len = id.h.len, .handle_type = id.h.type,
 			       .size = (uint64_t)st.st_size,
 			       .flags = home ? FRAME_FILE_HOME : 0 };
-	struct iovec iov = { id.handle, id.len };
+	struct iovec iov = { id.h.handle, id.h.len };
 	r = fcl_call(fs->cl, idx, FT_FILE_OPEN, &f, &iov, 1, &rf, NULL, 0);
 	if (!r && size)
 		*size = rf.size;

@@ -15,6 +15,7 @@
 #include "cluster/fcache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -190,34 +191,47 @@ static void home(void **state)
 	fcache_close(fc);
 }
 
+/* an ATTACH's FileOp and payload for dir (the digest given) */
+static struct frame_fop attach_req(const char *dir, uint64_t digest, uint8_t *pl)
+{
+	struct fcache_ident id;
+
+	assert_int_equal(fcache_ident(AT_FDCWD, dir, 0, &id), 0);
+	size_t n = strlen(dir);
+	memcpy(pl, dir, n);
+	memcpy(pl + n, id.handle, id.len);
+	return (struct frame_fop){ .obj = id.ino, .len = (uint32_t)n,
+				   .base_len = id.len, .handle_type = id.type,
+				   .digest = digest };
+}
+
 static void attach(void **state)
 {
 	struct fcache *fc = open_fc();
 	struct frame_hdr r;
 	char dir[] = "/tmp/nvtest-fcache-XXXXXX", other[] = "/tmp/nvtest-fcache-XXXXXX";
-	struct stat st;
+	static uint8_t pl[256], pl2[256];
 	(void)state;
 
 	assert_non_null(mkdtemp(dir));
 	assert_non_null(mkdtemp(other));
-	assert_int_equal(stat(dir, &st), 0);
-	struct frame_fop f = { .obj = st.st_ino, .blk = st.st_dev,
-			       .len = (uint32_t)strlen(dir), .digest = DIGEST + 1 };
-	assert_int_equal(call(fc, FT_FILE_ATTACH, f, dir, &r), -ESTALE);
+	struct frame_fop f = attach_req(dir, DIGEST + 1, pl);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), -ESTALE);
 	assert_non_null(strstr(r.text, "another cluster file"));
 	f.digest = DIGEST;
 	f.obj++;   /* the mount's directory is not what this path names */
-	assert_int_equal(call(fc, FT_FILE_ATTACH, f, dir, &r), -ESTALE);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), -ESTALE);
+	assert_non_null(strstr(r.text, "does not see"));
 	f.obj--;
-	assert_int_equal(call(fc, FT_FILE_ATTACH, (struct frame_fop){ .obj = f.obj,
-			 .blk = f.blk, .len = 3, .digest = DIGEST }, "a/b", &r), -EPROTO);
-	assert_int_equal(call(fc, FT_FILE_ATTACH, f, dir, &r), 0);
-	/* bound now: another directory is refused */
-	assert_int_equal(stat(other, &st), 0);
-	struct frame_fop g = { .obj = st.st_ino, .blk = st.st_dev,
-			       .len = (uint32_t)strlen(other), .digest = DIGEST };
-	assert_int_equal(call(fc, FT_FILE_ATTACH, g, other, &r), -ESTALE);
+	struct frame_fop rel = f;
+	rel.len = 3;
+	assert_int_equal(call(fc, FT_FILE_ATTACH, rel, "a/b", &r), -EPROTO);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	/* bound now: another directory is refused, the same one taken */
+	struct frame_fop g = attach_req(other, DIGEST, pl2);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, g, pl2, &r), -ESTALE);
 	assert_non_null(strstr(r.text, "another backing directory"));
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
 	fcache_close(fc);
 	char side[128];
 	snprintf(side, sizeof(side), "%s.backing", path);
