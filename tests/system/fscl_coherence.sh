@@ -60,4 +60,7 @@ sleep 1  # past the write-back delay
 [ "$(sum fcache_dirty_bytes)" -eq 0 ] || t_fail "the unlinked file's blocks stay dirty"
 [ "$(sum fcache_dropped_files)" -gt "$dropped" ] || t_fail "no node dropped the unlinked file"
 t_log "unlinked while open: dropped everywhere, nothing written back"
+# the mount's own counters answer (it has no NVRAM of its own)
+"$(t_bin nvcachectl)" stats "${m[0]}" >"$T_DIR/ms" || t_fail "nvcachectl stats on a cluster mount failed"
+grep -q '^read_ops: [1-9]' "$T_DIR/ms" || t_fail "a cluster mount's stats: $(cat "$T_DIR/ms")"
 fscl_stop
