@@ -21,6 +21,11 @@
 /* A write short of space waits for write-back this long at most. */
 #define SPACE_WAIT_MS 10
 #define SPACE_TRIES 1000
+/* Dirty blocks are written back at most this long after their first write
+ * since the last write-back, whatever the opens say: a mount that dies
+ * before it asks for the write-back of a closed file leaves nothing dirty
+ * for good (as a page cache's dirty_expire). */
+#define DIRTY_EXPIRE_NS (30ull * 1000000000ull)
 
 /* One object this node knows: its store id and, at its home, the file's
  * cluster-wide state that lives only as long as its open handles. */
@@ -386,7 +391,6 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 	}
 	if (!rc && (f->flags & FRAME_FILE_HOME)) {
 		o->opens++;
-		o->wb_due_ns = 0;
 		r->fop.size = rec.size;
 	}
 	pthread_mutex_unlock(&fc->lk);
@@ -535,8 +539,14 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 		r->fop.gen = bstore_block_gen(fc->bs, lid, f->blk);
 		return -ENOENT;
 	}
-	if (!rc)
+	if (!rc) {
 		atomic_fetch_add(&fc->writes, 1);
+		pthread_mutex_lock(&fc->lk);
+		struct fobj *o = find(fc, f->obj);
+		if (o && !o->wb_due_ns)
+			o->wb_due_ns = clock_now_ns() + DIRTY_EXPIRE_NS;
+		pthread_mutex_unlock(&fc->lk);
+	}
 	return rc;
 }
 
@@ -572,9 +582,10 @@ static int serve_writeback(struct fcache *fc, const struct frame_fop *f)
 	if (o) {
 		uint64_t delay = f->size > 3600ull * 1000000000ull ?
 				 3600ull * 1000000000ull : f->size;
-		o->wb_due_ns = clock_now_ns() + delay;
-		if (!o->wb_due_ns)
-			o->wb_due_ns = 1;
+		uint64_t due = clock_now_ns() + delay;
+		/* the earlier of this and one already due */
+		if (!o->wb_due_ns || due < o->wb_due_ns)
+			o->wb_due_ns = due;
 		pthread_cond_signal(&fc->cv);
 	}
 	pthread_mutex_unlock(&fc->lk);
