@@ -51,3 +51,13 @@ fscl_stop() {
   ! grep -H "ERROR: [A-Za-z]*Sanitizer\|runtime error" "$T_DIR"/node*.log "$T_DIR"/fs*.log >&2 ||
     t_fail "a sanitizer report (above) in the logs"
 }
+
+# fscl_why: what the nodes say, for a failure's message
+fscl_why() {
+  local i
+  for ((i = 1; i <= FSCL_N; i++)); do
+    echo "node $i: dirty $(fscl_stat $i fcache_dirty_bytes) files $(fscl_stat $i fcache_files)" \
+      "written back $(fscl_stat $i fcache_written_back_bytes) errors $(fscl_stat $i fcache_writeback_errors)"
+  done
+  grep -h "warn\|err" "$T_DIR"/node*.log "$T_DIR"/fs*.log | grep -v "refused peer" | tail -5
+}
