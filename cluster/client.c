@@ -799,33 +799,36 @@ int cluster_client_lock(struct cluster_client *c, const struct frame_lock *lk,
 	return rc;
 }
 
-int cluster_client_file_call(struct cluster_client *c, uint32_t type,
-			     const struct frame_fop *f, const struct iovec *pl,
-			     unsigned npl, struct frame_fop *rf, void *buf,
-			     size_t buflen)
+int cluster_client_file_start(struct cluster_client *c, uint32_t type,
+			      const struct frame_fop *f, const struct iovec *pl,
+			      unsigned npl)
 {
-	struct frame_hdr *q = req_init(c, type);
-	const uint8_t *payload = NULL;
-	struct pending p;
 	size_t plen = 0;
 
 	if (!frame_type_file(type))
 		return -EINVAL;
-	if (!c->broken && c->qn)
-		return -EBUSY;
 	for (unsigned k = 0; k < npl; k++)
 		plen += pl[k].iov_len;
+	struct frame_hdr *q = req_init(c, type);
 	q->fop = *f;
 	q->payload_len = (uint32_t)plen;
-	int rc = send_req_iov(c, pl, npl);
-	if (rc)
-		return rc;
-	rc = recv_rep(c, &payload, &p);
+	return send_req_iov(c, pl, npl);
+}
+
+int cluster_client_file_wait(struct cluster_client *c, struct frame_fop *rf,
+			     void *buf, size_t buflen)
+{
+	const uint8_t *payload = NULL;
+	struct pending p;
+
+	if (!c->broken && c->qn && !frame_type_file(c->q[c->qhead].type))
+		return -EINVAL;
+	int rc = recv_rep(c, &payload, &p);
 	if (c->broken)
 		return rc;      /* transport error: nothing came back */
 	if (c->rep.payload_len > buflen) {
 		snprintf(c->last_error, sizeof(c->last_error),
-			 "%s reply of %u bytes, %zu asked for", frame_type_name(type),
+			 "%s reply of %u bytes, %zu asked for", frame_type_name(p.type),
 			 c->rep.payload_len, buflen);
 		return fail_transport(c, -EPROTO);
 	}
@@ -834,4 +837,15 @@ int cluster_client_file_call(struct cluster_client *c, uint32_t type,
 	if (rf)
 		*rf = c->rep.fop;
 	return rc;
+}
+
+int cluster_client_file_call(struct cluster_client *c, uint32_t type,
+			     const struct frame_fop *f, const struct iovec *pl,
+			     unsigned npl, struct frame_fop *rf, void *buf,
+			     size_t buflen)
+{
+	if (!c->broken && c->qn)
+		return -EBUSY;
+	int rc = cluster_client_file_start(c, type, f, pl, npl);
+	return rc ? rc : cluster_client_file_wait(c, rf, buf, buflen);
 }

@@ -254,3 +254,11 @@ int cluster_client_file_call(struct cluster_client *c, uint32_t type,
 			     const struct frame_fop *f, const struct iovec *pl,
 			     unsigned npl, struct frame_fop *rf, void *buf,
 			     size_t buflen);
+/* The same in two halves, pipelined as the page calls (at most
+ * CLUSTER_CLIENT_MAX_INFLIGHT): _start sends one (its payload may be
+ * reused on return), each _wait takes the oldest one's reply. */
+int cluster_client_file_start(struct cluster_client *c, uint32_t type,
+			      const struct frame_fop *f, const struct iovec *pl,
+			      unsigned npl);
+int cluster_client_file_wait(struct cluster_client *c, struct frame_fop *rf,
+			     void *buf, size_t buflen);

@@ -21,6 +21,11 @@
 /* A write short of space waits for write-back this long at most. */
 #define SPACE_WAIT_MS 10
 #define SPACE_TRIES 1000
+/* Dirty blocks are written back at most this long after their first write
+ * since the last write-back, whatever the opens say: a mount that dies
+ * before it asks for the write-back of a closed file leaves nothing dirty
+ * for good (as a page cache's dirty_expire). */
+#define DIRTY_EXPIRE_NS (30ull * 1000000000ull)
 
 /* One object this node knows: its store id and, at its home, the file's
  * cluster-wide state that lives only as long as its open handles. */
@@ -44,8 +49,7 @@ struct fcache {
 	pthread_cond_t cv;
 	struct fobj *tab[NBUCKETS];
 	int backing_fd;        /* -1: no mount attached yet */
-	dev_t bdev;
-	ino_t bino;
+	struct fcache_ident bid;  /* the backing directory's */
 	bool stop, wb_all;
 	pthread_t thread;
 	pthread_mutex_t wb_mx; /* one write-back pass at a time */
@@ -111,21 +115,47 @@ static void forget(struct fcache *fc, uint64_t gid)
 
 /* ---- the backing directory ---- */
 
+int fcache_ident(int dirfd, const char *path, int flags, struct fcache_ident *id)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char buf[FRAME_FILE_MAX_HANDLE];
+	} h;
+	struct stat st;
+	int mnt;
+
+	h.fh.handle_bytes = FRAME_FILE_MAX_HANDLE;
+	if (name_to_handle_at(dirfd, path, &h.fh, &mnt, flags) < 0 ||
+	    fstatat(dirfd, path, &st, flags) < 0)
+		return -errno;
+	if (!h.fh.handle_bytes || h.fh.handle_bytes > FRAME_FILE_MAX_HANDLE)
+		return -EOPNOTSUPP;
+	memset(id, 0, sizeof(*id));
+	id->ino = st.st_ino;
+	id->type = (uint32_t)h.fh.handle_type;
+	id->len = h.fh.handle_bytes;
+	memcpy(id->handle, h.fh.f_handle, id->len);
+	return 0;
+}
+
+static bool ident_eq(const struct fcache_ident *a, const struct fcache_ident *b)
+{
+	return a->ino == b->ino && a->type == b->type && a->len == b->len &&
+	       !memcmp(a->handle, b->handle, a->len);
+}
+
 static int backing_bind(struct fcache *fc, const char *path, bool save)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct stat st;
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
-		int e = -errno;
+	int rc = fcache_ident(fd, "", AT_EMPTY_PATH, &fc->bid);
+	if (rc) {
 		close(fd);
-		return e;
+		return rc;
 	}
 	fc->backing_fd = fd;
-	fc->bdev = st.st_dev;
-	fc->bino = st.st_ino;
 	if (save) {
 		char tmp[4300];
 		snprintf(tmp, sizeof(tmp), "%s.tmp", fc->side);
@@ -148,6 +178,8 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 			const uint8_t *payload, struct frame_hdr *r)
 {
 	char path[FRAME_FILE_MAX_PATH + 1];
+	struct fcache_ident want = { .ino = f->obj, .type = f->handle_type,
+				     .len = f->base_len }, have;
 	int rc = 0;
 
 	if (f->digest != fc->digest) {
@@ -155,17 +187,20 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 			 "file (the node lists differ)", fc->self);
 		return -ESTALE;
 	}
+	/* payload: the path, then the directory's handle */
 	memcpy(path, payload, f->len);
 	path[f->len] = 0;
-	if (strlen(path) != f->len || path[0] != '/') {
+	if (strlen(path) != f->len || path[0] != '/' ||
+	    f->base_len > FRAME_FILE_MAX_HANDLE) {
 		snprintf(r->text, sizeof(r->text), "backing path is not an absolute path");
 		return -EPROTO;
 	}
+	memcpy(want.handle, payload + f->len, f->base_len);
 	pthread_mutex_lock(&fc->lk);
 	if (fc->backing_fd < 0) {
 		struct stat st;
 		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode) ||
-		    st.st_dev != (dev_t)f->blk || st.st_ino != (ino_t)f->obj) {
+		    fcache_ident(AT_FDCWD, path, 0, &have) < 0 || !ident_eq(&have, &want)) {
 			snprintf(r->text, sizeof(r->text), "node %u does not see the "
 				 "mount's backing directory %.120s", fc->self, path);
 			rc = -ESTALE;
@@ -177,7 +212,7 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 			fc->wb_all = true;  /* what a previous run left dirty */
 			pthread_cond_signal(&fc->cv);
 		}
-	} else if (fc->bdev != (dev_t)f->blk || fc->bino != (ino_t)f->obj) {
+	} else if (!ident_eq(&fc->bid, &want)) {
 		snprintf(r->text, sizeof(r->text), "node %u serves another backing "
 			 "directory than %.120s", fc->self, path);
 		rc = -ESTALE;
@@ -231,7 +266,7 @@ static int writeback(struct fcache *fc, uint64_t gid)
 		if (pfd >= 0 && !grow)
 			goto out;
 	}
-	fd = open_by_handle_at(bfd, &h.fh, O_WRONLY | O_CLOEXEC);
+	fd = open_by_handle_at(bfd, &h.fh, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
 		if (rc == -ESTALE || rc == -ENOENT) {
@@ -243,6 +278,12 @@ static int writeback(struct fcache *fc, uint64_t gid)
 			atomic_fetch_add(&fc->dropped, 1);
 			rc = 0;
 		}
+		goto out;
+	}
+	struct stat fst;
+	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode)) {
+		/* a handle from the wire names no regular file: nothing to do */
+		rc = -EINVAL;
 		goto out;
 	}
 	uint64_t *idx = nd ? calloc(nd, sizeof(*idx)) : NULL;
@@ -266,8 +307,7 @@ static int writeback(struct fcache *fc, uint64_t gid)
 			rc = errno ? -errno : -EIO;
 		bytes += bi.valid;
 	}
-	struct stat st;
-	if (!rc && rec.size && fstat(fd, &st) == 0 && (uint64_t)st.st_size < rec.size &&
+	if (!rc && rec.size && (uint64_t)fst.st_size < rec.size &&
 	    ftruncate(fd, (off_t)rec.size) < 0)
 		rc = -errno;
 	if (!rc && fsync(fd) < 0)
@@ -364,7 +404,6 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 	}
 	if (!rc && (f->flags & FRAME_FILE_HOME)) {
 		o->opens++;
-		o->wb_due_ns = 0;
 		r->fop.size = rec.size;
 	}
 	pthread_mutex_unlock(&fc->lk);
@@ -513,8 +552,14 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 		r->fop.gen = bstore_block_gen(fc->bs, lid, f->blk);
 		return -ENOENT;
 	}
-	if (!rc)
+	if (!rc) {
 		atomic_fetch_add(&fc->writes, 1);
+		pthread_mutex_lock(&fc->lk);
+		struct fobj *o = find(fc, f->obj);
+		if (o && !o->wb_due_ns)
+			o->wb_due_ns = clock_now_ns() + DIRTY_EXPIRE_NS;
+		pthread_mutex_unlock(&fc->lk);
+	}
 	return rc;
 }
 
@@ -550,9 +595,10 @@ static int serve_writeback(struct fcache *fc, const struct frame_fop *f)
 	if (o) {
 		uint64_t delay = f->size > 3600ull * 1000000000ull ?
 				 3600ull * 1000000000ull : f->size;
-		o->wb_due_ns = clock_now_ns() + delay;
-		if (!o->wb_due_ns)
-			o->wb_due_ns = 1;
+		uint64_t due = clock_now_ns() + delay;
+		/* the earlier of this and one already due */
+		if (!o->wb_due_ns || due < o->wb_due_ns)
+			o->wb_due_ns = due;
 		pthread_cond_signal(&fc->cv);
 	}
 	pthread_mutex_unlock(&fc->lk);

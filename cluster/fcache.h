@@ -24,6 +24,7 @@
  * threads; one write-back thread of its own. Socket-free: tests and
  * fuzzers drive fcache_serve with decoded frames. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -54,6 +55,18 @@ void fcache_close(struct fcache *fc);
 int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
 		 const uint8_t *payload, struct frame_hdr *r, uint8_t *buf,
 		 const void **out);
+
+/* What names a file or directory the same on every node of a shared
+ * file system: its file handle (name_to_handle_at) and inode number (not
+ * its st_dev, which each machine numbers its own way). */
+struct fcache_ident {
+	uint64_t ino;
+	uint32_t type, len;
+	uint8_t handle[FRAME_FILE_MAX_HANDLE];
+};
+/* Of path relative to dirfd (flags as name_to_handle_at's: AT_EMPTY_PATH
+ * with "" for dirfd itself). 0 or -errno (-EOPNOTSUPP: no handles). */
+int fcache_ident(int dirfd, const char *path, int flags, struct fcache_ident *id);
 
 /* "key: value" lines of the manager's counters (for node_ctl stats). */
 size_t fcache_stats(struct fcache *fc, char *out, size_t len);

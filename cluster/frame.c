@@ -96,11 +96,12 @@ static int file_payload_check(uint32_t type, bool reply, uint32_t status,
 	if (!reply) {
 		switch (type) {
 		case FT_FILE_ATTACH:
-			if (!f->len || f->len > FRAME_FILE_MAX_PATH) {
-				*why = "ATTACH path length out of range";
+			if (!f->len || f->len > FRAME_FILE_MAX_PATH ||
+			    f->base_len > FRAME_FILE_MAX_HANDLE) {
+				*why = "ATTACH path or handle length out of range";
 				return -EPROTO;
 			}
-			want = f->len;
+			want = (uint64_t)f->len + f->base_len;
 			break;
 		case FT_FILE_OPEN:
 			if (!f->len || f->len > FRAME_FILE_MAX_HANDLE) {

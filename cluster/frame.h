@@ -104,7 +104,8 @@ struct frame_lock {
  * docs/nvcachefs-cluster.md). A range lies inside one block of at most
  * FRAME_FILE_MAX_BLOCK bytes; a write carries base_len + len bytes (the
  * block's backing bytes, then the new ones), a read's OK reply len bytes,
- * an ATTACH a path and an OPEN a file handle of len bytes. */
+ * an ATTACH a path of len bytes and the directory's handle of base_len,
+ * an OPEN a file handle of len bytes. */
 #define FRAME_FILE_MAX_BLOCK (128 * 1024)
 #define FRAME_FILE_MAX_HANDLE 128
 #define FRAME_FILE_MAX_PATH 4096

@@ -3,10 +3,12 @@
 
 #include "cluster/client.h"
 #include "cluster/config.h"
+#include "cluster/fcache.h"
 #include "common/log.h"
 #include "fs/stripe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,6 @@ struct fcl {
 uint32_t fcl_nodes(const struct fcl *c) { return c->n; }
 const struct cluster_config *fcl_config(const struct fcl *c) { return &c->cfg; }
 uint32_t fcl_block(const struct fcl *c) { (void)c; return 64 * 1024; }
-uint64_t fcl_stripe_unit(const struct fcl *c) { return c->unit ? c->unit : fcl_block(c); }
 
 uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk)
 {
@@ -47,9 +48,18 @@ uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk)
 	return stripe_owner(&m, blk * fcl_block(c));
 }
 
+uint32_t fcl_node_id(const struct fcl *c, uint32_t idx) { return c->nodes[idx].id; }
+uint64_t fcl_unit(const struct fcl *c) { return c->unit; }
+
 uint32_t fcl_home(const struct fcl *c, uint64_t gid)
 {
 	return (uint32_t)(gid % c->n);
+}
+
+static bool transport_error(int rc)
+{
+	return rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
+	       rc == -ENOTCONN || rc == -EPROTO || rc == -ECONNREFUSED;
 }
 
 static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **out)
@@ -91,11 +101,6 @@ static void conn_put(struct fcl_node *nd, struct cluster_client *cl, bool broken
 	pthread_mutex_unlock(&nd->lk);
 }
 
-static bool transport_error(int rc)
-{
-	return rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
-	       rc == -ENOTCONN || rc == -EPROTO || rc == -ECONNREFUSED;
-}
 
 int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
 	     const struct frame_fop *f, const struct iovec *pl, unsigned npl,
@@ -124,6 +129,73 @@ int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
 	return -EIO;
 }
 
+/* fcl_call_many's rounds: every node with requests to do gets up to a
+ * pipeline's depth of them sent on its connection, then the replies are
+ * taken node by node, so the nodes work at once. Connections are taken in
+ * node order (a thread holds at most one of each pool, and threads never
+ * wait for each other's in a cycle). A transport error leaves the node's
+ * requests not answered at rc 1. */
+static void call_round(struct fcl *c, struct fcl_req *r, unsigned n, bool *more)
+{
+	struct cluster_client *cl[CONFIG_MAX_NODES] = { 0 };
+	bool broken[CONFIG_MAX_NODES] = { 0 };
+	unsigned sent[CONFIG_MAX_NODES] = { 0 };
+	unsigned *order = calloc(n ? n : 1, sizeof(*order)), no = 0;
+
+	*more = false;
+	if (!order)
+		return;
+	for (uint32_t i = 0; i < c->n; i++)
+		for (unsigned k = 0; k < n; k++) {
+			if (r[k].idx != i || r[k].rc != 1 || broken[i])
+				continue;
+			if (sent[i] == CLUSTER_CLIENT_MAX_INFLIGHT) {
+				*more = true;
+				continue;
+			}
+			if (!cl[i] && conn_get(c, &c->nodes[i], &cl[i])) {
+				r[k].rc = -EIO;
+				continue;
+			}
+			if (cluster_client_file_start(cl[i], r[k].type, &r[k].f, r[k].pl,
+						      r[k].npl)) {
+				broken[i] = true;
+				continue;
+			}
+			sent[i]++;
+			order[no++] = k;
+		}
+	for (unsigned j = 0; j < no; j++) {
+		struct fcl_req *q = &r[order[j]];
+		if (broken[q->idx])
+			continue;
+		int rc = cluster_client_file_wait(cl[q->idx], &q->rf, q->buf, q->buflen);
+		if (transport_error(rc))
+			broken[q->idx] = true;
+		else
+			q->rc = rc;
+	}
+	for (uint32_t i = 0; i < c->n; i++)
+		if (cl[i])
+			conn_put(&c->nodes[i], cl[i], broken[i]);
+	free(order);
+}
+
+void fcl_call_many(struct fcl *c, struct fcl_req *r, unsigned n)
+{
+	bool more = true;
+
+	for (unsigned k = 0; k < n; k++)
+		r[k].rc = r[k].idx < c->n ? 1 : -EINVAL;
+	while (more)
+		call_round(c, r, n, &more);
+	/* what a broken connection left: one at a time, reconnecting */
+	for (unsigned k = 0; k < n; k++)
+		if (r[k].rc == 1)
+			r[k].rc = fcl_call(c, r[k].idx, r[k].type, &r[k].f, r[k].pl,
+					   r[k].npl, &r[k].rf, r[k].buf, r[k].buflen);
+}
+
 int fcl_call_all(struct fcl *c, uint32_t type, const struct frame_fop *f)
 {
 	int first = 0;
@@ -142,23 +214,27 @@ static int attach(struct fcl *c, uint32_t i, const struct fcl_opts *o)
 {
 	struct fcl_node *nd = &c->nodes[i];
 	struct cluster_client *cl;
-	struct stat st;
+	struct fcache_ident id;
 	char err[256];
 
-	if (stat(o->backing, &st) < 0)
-		return -errno;
-	int rc = cluster_client_open_node(&cl, &c->cfg, nd->id, 0, 0, 5000, err,
-					  sizeof(err));
+	int rc = fcache_ident(AT_FDCWD, o->backing, 0, &id);
+	if (rc) {
+		log_err("backing dir %s: no file handle (%s): a cluster mount names "
+			"files by handle; not mounting", o->backing, strerror(-rc));
+		return rc;
+	}
+	rc = cluster_client_open_node(&cl, &c->cfg, nd->id, 0, 0, 5000, err,
+				      sizeof(err));
 	if (rc) {
 		log_err("cluster: node %u unreachable or refusing us: %s; not "
 			"mounting", nd->id, err);
 		return rc;
 	}
-	struct frame_fop f = { .obj = st.st_ino, .blk = st.st_dev,
-			       .len = (uint32_t)strlen(o->backing),
+	struct frame_fop f = { .obj = id.ino, .len = (uint32_t)strlen(o->backing),
+			       .base_len = id.len, .handle_type = id.type,
 			       .digest = config_digest(&c->cfg) };
-	struct iovec iov = { (void *)o->backing, f.len };
-	rc = cluster_client_file_call(cl, FT_FILE_ATTACH, &f, &iov, 1, NULL, NULL, 0);
+	struct iovec iov[2] = { { (void *)o->backing, f.len }, { id.handle, id.len } };
+	rc = cluster_client_file_call(cl, FT_FILE_ATTACH, &f, iov, 2, NULL, NULL, 0);
 	if (rc) {
 		const char *why = cluster_client_last_error(cl);
 		log_err("cluster: node %u refuses the mount: %s; not mounting", nd->id,

@@ -36,18 +36,34 @@ uint32_t fcl_nodes(const struct fcl *c);
 /* The cluster file as loaded (node index i is its i-th node). */
 const struct cluster_config *fcl_config(const struct fcl *c);
 uint32_t fcl_block(const struct fcl *c);
-/* The stripe unit in bytes (auto: one block, see fcl_owner). */
-uint64_t fcl_stripe_unit(const struct fcl *c);
 /* The node index (0..nodes-1) owning block blk of object gid: stripes of
  * stripe_unit dealt round robin from node gid % nodes, the home, which
  * keeps the file's record. (stripe_unit=auto needs a size every node
  * agrees on before the first write: it deals single blocks for now.) */
 uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk);
 uint32_t fcl_home(const struct fcl *c, uint64_t gid);
+/* Node index idx's id in the cluster file; the stripe unit (0: auto). */
+uint32_t fcl_node_id(const struct fcl *c, uint32_t idx);
+uint64_t fcl_unit(const struct fcl *c);
 
 /* One request to node index idx (cluster_client_file_call's contract). */
 int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
 	     const struct frame_fop *f, const struct iovec *pl, unsigned npl,
 	     struct frame_fop *rf, void *buf, size_t buflen);
+/* Many requests, each to its node (idx), pipelined on one connection per
+ * node (CLUSTER_CLIENT_MAX_INFLIGHT in flight): a block range per request,
+ * one round trip for a node's ranges of a FUSE request instead of one
+ * each. Each gets its rc (and rf, and a read's bytes in buf). */
+struct fcl_req {
+	uint32_t idx, type;
+	struct frame_fop f;
+	struct iovec pl[2];
+	unsigned npl;
+	void *buf;
+	size_t buflen;
+	struct frame_fop rf;
+	int rc;
+};
+void fcl_call_many(struct fcl *c, struct fcl_req *r, unsigned n);
 /* The same request to every node; the first error. */
 int fcl_call_all(struct fcl *c, uint32_t type, const struct frame_fop *f);

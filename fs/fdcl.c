@@ -5,11 +5,11 @@
 #include "fs/fs.h"
 #include "fs/fcl.h"
 
+#include "cluster/fcache.h"
 #include "common/crc32c.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,30 +23,19 @@
 
 struct ident {
 	uint64_t gid;
-	uint32_t type, len;
-	uint8_t handle[FRAME_FILE_MAX_HANDLE];
+	struct fcache_ident h;
 };
 
 /* The file's handle (the same on every node of a shared backing) and its
  * cluster-wide id, a hash of it. */
 static int ident_get(struct fs_inode *ino, struct ident *id)
 {
-	struct {
-		struct file_handle fh;
-		unsigned char buf[FRAME_FILE_MAX_HANDLE];
-	} h;
-	int mnt;
+	int r = fcache_ident(ino->fd, "", AT_EMPTY_PATH, &id->h);
 
-	h.fh.handle_bytes = FRAME_FILE_MAX_HANDLE;
-	if (name_to_handle_at(ino->fd, "", &h.fh, &mnt, AT_EMPTY_PATH) < 0)
-		return -errno;
-	if (!h.fh.handle_bytes || h.fh.handle_bytes > FRAME_FILE_MAX_HANDLE)
-		return -EOPNOTSUPP;
-	id->type = (uint32_t)h.fh.handle_type;
-	id->len = h.fh.handle_bytes;
-	memcpy(id->handle, h.fh.f_handle, id->len);
-	uint32_t a = crc32c(id->type, id->handle, id->len);
-	uint32_t b = crc32c(~id->type, id->handle, id->len);
+	if (r < 0)
+		return r;
+	uint32_t a = crc32c(id->h.type, id->h.handle, id->h.len);
+	uint32_t b = crc32c(~id->h.type, id->h.handle, id->h.len);
 	id->gid = (uint64_t)a << 32 | b;
 	if (!id->gid)
 		id->gid = 1;
@@ -83,13 +72,25 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 		return r;
 	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0)
 		return -errno;
-	struct frame_fop f = { .obj = id.gid, .len = id.len, .handle_type = id.type,
+	struct frame_fop f = { .obj = id.gid, .len = id.h.len, .handle_type = id.h.type,
 			       .size = (uint64_t)st.st_size,
 			       .flags = home ? FRAME_FILE_HOME : 0 };
-	struct iovec iov = { id.handle, id.len };
+	struct iovec iov = { id.h.handle, id.h.len };
 	r = fcl_call(fs->cl, idx, FT_FILE_OPEN, &f, &iov, 1, &rf, NULL, 0);
 	if (!r && size)
 		*size = rf.size;
+	return r;
+}
+
+/* SETSIZE at the home (f: obj, size, flags); a home that has no record
+ * of the file yet gets one first. */
+static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_fop *f)
+{
+	uint32_t home = fcl_home(fs->cl, f->obj);
+	int r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, NULL, NULL, 0);
+
+	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL)))
+		r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, NULL, NULL, 0);
 	return r;
 }
 
@@ -190,45 +191,90 @@ static int backing_read(struct fs *fs, struct fs_inode *ino, uint64_t pos,
 	return 0;
 }
 
+/* The pieces of [off, off+len) cut at block edges, as requests of type
+ * to their owners (data: the bytes of a write, or where a read's go),
+ * after `first` zeroed requests left for the caller; *n in all. */
+static struct fcl_req *pieces(struct fs *fs, uint64_t gid, uint32_t type,
+			      uint64_t off, size_t len, char *data, unsigned first,
+			      unsigned *n)
+{
+	uint32_t B = fcl_block(fs->cl);
+	unsigned max = (unsigned)(len / B + 2) + first, k = first;
+	struct fcl_req *r = calloc(max, sizeof(*r));
+	size_t done = 0;
+
+	if (!r)
+		return NULL;
+	while (done < len) {
+		uint64_t pos = off + done, blk = pos / B;
+		uint32_t boff = (uint32_t)(pos % B);
+		uint32_t m = B - boff < len - done ? B - boff : (uint32_t)(len - done);
+		r[k].idx = fcl_owner(fs->cl, gid, blk);
+		r[k].type = type;
+		r[k].f = (struct frame_fop){ .obj = gid, .blk = blk, .off = boff, .len = m };
+		if (type == FT_FILE_WRITE) {
+			r[k].pl[0] = (struct iovec){ data + done, m };
+			r[k].npl = 1;
+		} else {
+			r[k].buf = data + done;
+			r[k].buflen = m;
+		}
+		k++;
+		done += m;
+	}
+	*n = k;
+	return r;
+}
+
 ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		  size_t len, char *buf)
 {
 	uint32_t B = fcl_block(fs->cl);
 	uint64_t gid = gid_of(ino), size;
-	size_t done = 0;
-	int r = fdcl_size(fs, ino, &size);
+	unsigned n;
+	int r = 0;
 
-	if (r == -ENOENT) {
+	if (!gid)
+		return -EOPNOTSUPP;
+	/* the size from the home, in the same round as the blocks */
+	struct fcl_req *q = pieces(fs, gid, FT_FILE_READ, off, len, buf, 1, &n);
+	if (!q)
+		return -ENOMEM;
+	q[0].idx = fcl_home(fs->cl, gid);
+	q[0].type = FT_FILE_GETATTR;
+	q[0].f.obj = gid;
+	fcl_call_many(fs->cl, q, n);
+	if (q[0].rc == -ENOENT) {
+		/* never cached: the backing's size holds */
 		struct stat st;
-		if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0)
-			return -errno;
-		size = (uint64_t)st.st_size;
-	} else if (r < 0) {
+		q[0].rc = fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0 ? -errno : 0;
+		q[0].rf.size = (uint64_t)st.st_size;
+	}
+	if (q[0].rc < 0) {
+		r = q[0].rc;
+		free(q);
 		return r;
 	}
-	if (off >= size)
-		return 0;
-	if (len > size - off)
-		len = (size_t)(size - off);
-	while (done < len) {
-		uint64_t pos = off + done, blk = pos / B;
-		uint32_t boff = (uint32_t)(pos % B);
-		uint32_t n = B - boff < len - done ? B - boff : (uint32_t)(len - done);
-		struct frame_fop f = { .obj = gid, .blk = blk, .off = boff, .len = n };
-		r = fcl_call(fs->cl, fcl_owner(fs->cl, gid, blk), FT_FILE_READ, &f,
-			     NULL, 0, NULL, buf + done, n);
+	size = q[0].rf.size;
+	len = off >= size ? 0 : len > size - off ? (size_t)(size - off) : len;
+	size_t done = 0;
+	for (unsigned k = 1; k < n && done < len && r >= 0; k++) {
+		r = q[k].rc;
 		if (r == -ENOENT) {
 			/* not cached: the backing holds the bytes */
 			atomic_fetch_add(&fs->st.misses, 1);
-			r = backing_read(fs, ino, pos, buf + done, n, NULL);
+			r = backing_read(fs, ino, q[k].f.blk * B + q[k].f.off, q[k].buf,
+					 q[k].f.len, NULL);
 		} else if (!r) {
 			atomic_fetch_add(&fs->st.hits, 1);
 		}
-		if (r < 0)
-			return done ? (ssize_t)done : r;
-		done += n;
+		if (r >= 0)
+			done += q[k].f.len;
 	}
-	return (ssize_t)done;
+	free(q);
+	if (done > len)
+		done = len;
+	return r < 0 && !done ? r : (ssize_t)done;
 }
 
 /* One block's range to its owner: without base first; when the owner
@@ -274,51 +320,54 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 {
 	uint32_t B = fcl_block(fs->cl);
 	uint64_t gid = gid_of(ino);
-	const char *data = src->buf;
-	char *tmp = NULL, *base = malloc(B);
+	char *data = (char *)src->buf, *tmp = NULL, *base = NULL;
 	size_t done = 0;
+	unsigned n = 0;
 	int r = 0;
 
-	if (!base)
-		return -ENOMEM;
 	if (!data) {
 		/* a stream (the request's pipe): into memory, to send it */
-		if (!(tmp = malloc(len ? len : 1))) {
-			free(base);
+		if (!(tmp = malloc(len ? len : 1)))
 			return -ENOMEM;
-		}
 		r = src->fill(src->ctx, tmp, (uint32_t)len);
 		data = tmp;
 	}
-	while (!r && done < len) {
-		uint64_t pos = off + done, blk = pos / B;
-		uint32_t boff = (uint32_t)(pos % B);
-		uint32_t n = B - boff < len - done ? B - boff : (uint32_t)(len - done);
-		r = write_piece(fs, ino, gid, blk, boff, data + done, n, base);
+	struct fcl_req *q = r ? NULL : pieces(fs, gid, FT_FILE_WRITE, off, len, data, 0, &n);
+	if (!r && !q)
+		r = -ENOMEM;
+	if (q)
+		fcl_call_many(fs->cl, q, n);
+	/* in order: the bytes written are the prefix that succeeded; a
+	 * block its owner lacks (or an owner without the file's record)
+	 * goes again with what it needs */
+	for (unsigned k = 0; k < n && !r; k++) {
+		r = q[k].rc;
+		if ((r == -ENOENT || r == -ESTALE) && (base || (base = malloc(B))))
+			r = write_piece(fs, ino, gid, q[k].f.blk, q[k].f.off,
+					q[k].pl[0].iov_base, q[k].f.len, base);
+		else if (r == -ENOENT || r == -ESTALE)
+			r = -ENOMEM;
 		if (!r)
-			done += n;
+			done += q[k].f.len;
 	}
 	if (done) {
 		struct frame_fop f = { .obj = gid, .size = off + done,
 				       .flags = FRAME_FILE_EXTEND };
-		uint32_t home = fcl_home(fs->cl, gid);
-		int e = fcl_call(fs->cl, home, FT_FILE_SETSIZE, &f, NULL, 0, NULL, NULL, 0);
-		if (e == -ESTALE && !(e = send_open(fs, ino, home, false, NULL)))
-			e = fcl_call(fs->cl, home, FT_FILE_SETSIZE, &f, NULL, 0, NULL, NULL, 0);
-		if (e < 0)
-			r = e;
+		int e = home_setsize(fs, ino, &f);
+		if (e < 0) {
+			r = e;      /* the size did not follow: an error */
+			done = 0;
+		}
 	}
+	free(q);
 	free(tmp);
 	free(base);
-	if (r < 0 && !done)
-		return r;
-	return r < 0 ? r : (ssize_t)done;
+	return done ? (ssize_t)done : r;   /* a short write past a failure */
 }
 
 int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 {
 	uint64_t gid = gid_of(ino);
-	uint32_t home = fcl_home(fs->cl, gid);
 	struct frame_fop f = { .obj = gid, .size = size };
 	int r;
 
@@ -328,9 +377,7 @@ int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 		return -EFBIG;
 	/* the home's size first (every node sees it), then the blocks past
 	 * it go, then the backing file is cut */
-	r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, &f, NULL, 0, NULL, NULL, 0);
-	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL)))
-		r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, &f, NULL, 0, NULL, NULL, 0);
+	r = home_setsize(fs, ino, &f);
 	if (!r)
 		r = fcl_call_all(fs->cl, FT_FILE_TRUNC, &f);
 	if (r < 0)
@@ -344,11 +391,10 @@ int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 
 void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
 {
-	uint64_t gid = gid_of(ino);
-	struct frame_fop f = { .obj = gid, .size = size, .flags = FRAME_FILE_EXTEND };
+	struct frame_fop f = { .obj = gid_of(ino), .size = size,
+			       .flags = FRAME_FILE_EXTEND };
 
-	fcl_call(fs->cl, fcl_home(fs->cl, gid), FT_FILE_SETSIZE, &f, NULL, 0, NULL,
-		 NULL, 0);
+	home_setsize(fs, ino, &f);
 }
 
 void fdcl_doom(struct fs *fs, struct fs_inode *ino)
@@ -390,19 +436,20 @@ int fdcl_lock_target(struct fs *fs, struct fs_inode *ino, uint32_t *home,
 
 int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len)
 {
-	uint64_t g = gid_of(ino);
-	if (!g)
+	uint64_t gid = gid_of(ino);
+	uint32_t n = fcl_nodes(fs->cl);
+	int k;
+
+	if (!gid)
 		return -ENODATA;
-	const struct cluster_config *cfg = fcl_config(fs->cl);
-	uint64_t unit = fcl_stripe_unit(fs->cl);
-	uint32_t n = fcl_nodes(fs->cl), blk = fcl_block(fs->cl);
-	int k = snprintf(buf, len, "id=%016" PRIx64 " home=%u stripe_unit=%" PRIu64
-			 " block=%u stripes=", g, cfg->nodes[fcl_home(fs->cl, g)].id,
-			 unit, blk);
-	for (uint32_t s = 0; s < n && k > 0 && (size_t)k < len; s++)
-		k += snprintf(buf + k, len - (size_t)k, "%s%u", s ? "," : "",
-			      cfg->nodes[fcl_owner(fs->cl, g, s * unit / blk)].id);
-	if (k > 0 && (size_t)k < len)
-		k += snprintf(buf + k, len - (size_t)k, "\n");
-	return k < 0 || (size_t)k >= len ? -ERANGE : k;
+	k = snprintf(buf, len, "id=%016llx block=%u stripe_unit=%llu home=%u nodes=",
+		     (unsigned long long)gid, fcl_block(fs->cl),
+		     (unsigned long long)(fcl_unit(fs->cl) ? fcl_unit(fs->cl) :
+					  fcl_block(fs->cl)),
+		     fcl_node_id(fs->cl, fcl_home(fs->cl, gid)));
+	/* the stripes' owners in turn, from stripe 0 */
+	for (uint32_t i = 0; i < n && k > 0 && (size_t)k < len; i++)
+		k += snprintf(buf + k, len - (size_t)k, "%s%u", i ? "," : "",
+			      fcl_node_id(fs->cl, (fcl_home(fs->cl, gid) + i) % n));
+	return k > 0 && (size_t)k < len ? k : -ERANGE;
 }

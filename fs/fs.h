@@ -420,9 +420,9 @@ void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);
 void fdcl_doom(struct fs *fs, struct fs_inode *ino);
 /* fsync=backing: every owner writes the file back now. */
 int fdcl_fsync(struct fs *fs, struct fs_inode *ino);
-/* The file's layout as user.nvcache.layout shows it: its id, its home
- * node, the stripe unit and the nodes of its first stripes in order (the
- * pattern repeats). Returns the text's length, or -errno. */
+/* The file's layout as text (user.nvcache.layout): its id, block, stripe
+ * unit, home and the owners of its stripes in turn. Length or -errno. */
+#define FDCL_LAYOUT_XATTR "user.nvcache.layout"
 int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len);
 /* Where ino's locks are kept: its home's node index and its id.
  * -ENOLCK when the file has no cluster-wide id. */

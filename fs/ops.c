@@ -950,21 +950,6 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	fuse_reply_err(req, e);
 }
 
-/* user.nvcache.layout of a cluster mount's file (fdcl_layout) */
-static void layout_reply(fuse_req_t req, struct fs_inode *ino, size_t size)
-{
-	char text[512];
-	int k = fdcl_layout(FS(req), ino, text, sizeof(text));
-	if (k < 0)
-		fuse_reply_err(req, -k);
-	else if (!size)
-		fuse_reply_xattr(req, (size_t)k);
-	else if (size < (size_t)k)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, text, (size_t)k);
-}
-
 static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 			size_t size)
 {
@@ -974,9 +959,17 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 
 	if (FS(req)->cfg.no_xattr)
 		return (void)fuse_reply_err(req, ENOSYS);
-	/* a cluster mount shows where a file's stripes live */
-	if (FS(req)->cl && !strcmp(name, "user.nvcache.layout"))
-		return layout_reply(req, ino, size);
+	if (FS(req)->cl && !strcmp(name, FDCL_LAYOUT_XATTR)) {
+		/* where a cluster mount's file lives (not stored anywhere) */
+		char lay[1024];
+		int k = fdcl_layout(FS(req), ino, lay, sizeof(lay));
+		if (k < 0)
+			return (void)fuse_reply_err(req, -k);
+		if (size && size < (size_t)k)
+			return (void)fuse_reply_err(req, ERANGE);
+		return (void)(size ? fuse_reply_buf(req, lay, (size_t)k) :
+				     fuse_reply_xattr(req, (size_t)k));
+	}
 	/* the kernel asks for security.capability before writes; "none" is
 	 * remembered until the inode's xattrs, mode or owner change */
 	bool caps = !strcmp(name, "security.capability");

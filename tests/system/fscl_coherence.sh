@@ -4,10 +4,13 @@
 # open, one namespace with sizes from NVRAM before any write-back, two
 # nodes writing interleaved 100-byte ranges of the same blocks, MPI-IO's
 # sync-barrier-sync, write-back of every byte by the blocks' owners after
-# the last close, and a file unlinked while open on two nodes that writes
-# nothing to the backing (fscl_ops.py has the steps); fcntl and flock
-# locks between processes on different nodes (fscl_locks.py); MPI-IO
-# with rank i on node i (collective, sieved, RDONLY, DELETE_ON_CLOSE).
+# the last close, a file unlinked while open on two nodes that writes
+# nothing to the backing (fscl_ops.py has the steps), the layout xattr,
+# the file cache lines of nvcachectl status --cluster, fsx_ops.py's
+# random operations through a cluster mount against a plain directory,
+# fcntl and flock locks between processes on different nodes
+# (fscl_locks.py), and MPI-IO with rank i on node i (collective,
+# sieved, RDONLY, DELETE_ON_CLOSE).
 T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fscl_common.bash"
@@ -21,7 +24,15 @@ step() {
   t_log "$1: ok"
 }
 # sum KEY: KEY of every node's stats, added up
-sum() { local i s=0; for ((i = 1; i <= FSCL_N; i++)); do s=$((s + $(fscl_stat $i "$1"))); done; echo $s; }
+sum() {
+  local i v s=0
+  for ((i = 1; i <= FSCL_N; i++)); do
+    v=$(fscl_stat $i "$1"); [ -n "$v" ] || return 1   # no answer: ask again
+    s=$((s + v))
+  done
+  echo $s
+}
+no_dirty() { [ "$(sum fcache_dirty_bytes)" = 0 ]; }
 
 step close_to_open
 step namespace
@@ -38,8 +49,15 @@ done
 for ((i = 1; i <= FSCL_N; i++)); do
   [ "$(fscl_stat $i fcache_written_back_bytes)" -gt 0 ] || t_fail "node $i wrote nothing back (its stripes of c2o)"
 done
-t_wait 5 test "$(sum fcache_dirty_bytes)" -eq 0 || t_fail "dirty bytes left after write-back: $(sum fcache_dirty_bytes)"
+t_wait 5 no_dirty || t_fail "dirty bytes left after write-back: $(sum fcache_dirty_bytes)"
 t_log "write-back: every byte in the backing, by all $FSCL_N owners"
+# where a file's stripes live: user.nvcache.layout, the same on every
+# node, naming every node for a file of more stripes than nodes
+lay1=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[0]}/c2o" 2>&1) || t_fail "layout xattr: $lay1"
+lay2=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[2]}/c2o" 2>&1)
+[ "$lay1" = "$lay2" ] || t_fail "layout differs between nodes: $lay1 / $lay2"
+[[ $lay1 =~ stripe_unit=1048576\ home=([1-4])\ nodes=([1-4],){3}[1-4]$ ]] || t_fail "layout: $lay1"
+t_log "layout: $lay1"
 # nvcachectl status --cluster: a file cache line per node, its MiB
 timeout 30 "$(t_bin nvcachectl)" status --cluster "$conf" >"$T_DIR/st" || t_fail "status --cluster failed"
 [ "$(grep -cE '^ +[1-4] +64 ' "$T_DIR/st")" -eq 4 ] || t_fail "status --cluster: no file cache line per node: $(cat "$T_DIR/st")"
@@ -101,11 +119,25 @@ grep -q 'in.dat' "$T_DIR/inotify" && t_fail "MPI-IO: a read-only file was writte
 [ "$(stat -c '%Y %s' "$T_DIR/b/in.dat")" = "$in_stat" ] || t_fail "MPI-IO: the read-only in.dat changed in the backing"
 t_log "MPI-IO: RDONLY wrote nothing, DELETE_ON_CLOSE left no byte in the backing"
 
-# where a file's stripes live: user.nvcache.layout, the same on every node,
-# every node holding one of the first four stripes
-lay1=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[0]}/mpi.dat" 2>&1) || t_fail "layout xattr: $lay1"
-lay3=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[2]}/mpi.dat" 2>&1) || t_fail "layout xattr on node 3: $lay3"
-[ "$lay1" = "$lay3" ] || t_fail "layout differs between nodes: '$lay1' / '$lay3'"
-stripes=$(echo "$lay1" | sed -n 's/.*stripes=\([0-9,]*\).*/\1/p')
-[ "$(echo "$stripes" | tr , '\n' | sort -u | wc -l)" = 4 ] || t_fail "layout: not one stripe per node: $lay1"
-t_log "layout: $lay1"
+# The random operations of fsx_ops.py (writes, truncates, renames and
+# unlinks of open files, links, mmap, xattrs, ...) through one mount
+# against a plain directory, then the backing against it once the owners
+# wrote back. Not compared: the mtime of writes (the backing's until
+# write-back) and fallocate punch/zero (EOPNOTSUPP on a cluster mount).
+mkdir -p "$T_DIR/ref" "${m[1]}/fsx"
+seed=${FSX_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+python3 "$T_ROOT/tests/system/fsx/fsx_ops.py" run --mount "${m[1]}/fsx" --ref "$T_DIR/ref" \
+  --seed "$seed" --ops 1500 --no-mtime-check >"$T_DIR/fsx.out" 2>&1 ||
+  { tail -20 "$T_DIR/fsx.out" >&2; t_fail "random operations diverged from the reference (FSX_SEED=$seed)"; }
+# (the last closes ask for it 0.3 s after; any dirty block is written
+# back within 30 s whatever the opens)
+t0=$SECONDS
+t_wait 40 no_dirty || t_fail "dirty bytes left after the random operations: $(fscl_why)"
+python3 "$T_ROOT/tests/system/fsx/fsx_ops.py" compare "$T_DIR/b/fsx" "$T_DIR/ref" ||
+  t_fail "after write-back the backing differs from the reference (FSX_SEED=$seed)"
+t_log "1500 random operations (seed $seed) match the reference, through the mount and in the backing (written back in $((SECONDS - t0)) s)"
+
+# the mount's own counters answer (it has no NVRAM of its own)
+"$(t_bin nvcachectl)" stats "${m[0]}" >"$T_DIR/ms" || t_fail "nvcachectl stats on a cluster mount failed"
+grep -q '^read_ops: [1-9]' "$T_DIR/ms" || t_fail "a cluster mount's stats: $(cat "$T_DIR/ms")"
+fscl_stop

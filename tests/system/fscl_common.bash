@@ -10,7 +10,7 @@ export NVCACHE_RUN_DIR=$T_DIR/run
 mkdir -p "$NVCACHE_RUN_DIR" "$T_DIR/b"
 FSCL_N=${FSCL_N:-4}
 
-cluster_node_args() { echo "--cache-size 64M --cache-nvram $T_SHM/fc$1.nvram --no-mlock"; }
+cluster_node_args() { echo "--cache-size ${FSCL_CACHE:-64M} --cache-nvram $T_SHM/fc$1.nvram --no-mlock"; }
 
 # fscl_mount I [OPTS]: node I's mount on $T_DIR/mI (pid in mpid[I]).
 fscl_mount() {
@@ -33,3 +33,31 @@ fscl_start() {
 
 # fscl_stat I KEY: one value of node I's nvcached stats.
 fscl_stat() { cluster_stat "$1" "$2"; }
+
+# fscl_stop: every mount unmounted and its nvcachefs exited 0 (under a
+# sanitizer: no error, no leak), then every node stopped by SIGTERM and
+# gone within 10 s.
+fscl_stop() {
+  local i rc
+  for ((i = 1; i <= FSCL_N; i++)); do
+    fusermount3 -u "$T_DIR/m$i" || t_fail "unmount of node $i's mount failed"
+    wait "${mpid[$i]}"; rc=$?
+    [ $rc = 0 ] || { tail -5 "$T_DIR/fs$i.log" >&2; t_fail "node $i's nvcachefs exited $rc"; }
+  done
+  for ((i = 1; i <= FSCL_N; i++)); do kill -TERM "${pid[$i]}"; done
+  for ((i = 1; i <= FSCL_N; i++)); do
+    t_wait 10 eval "! kill -0 ${pid[$i]}" || t_fail "node $i's nvcached did not stop"
+  done
+  ! grep -H "ERROR: [A-Za-z]*Sanitizer\|runtime error" "$T_DIR"/node*.log "$T_DIR"/fs*.log >&2 ||
+    t_fail "a sanitizer report (above) in the logs"
+}
+
+# fscl_why: what the nodes say, for a failure's message
+fscl_why() {
+  local i
+  for ((i = 1; i <= FSCL_N; i++)); do
+    echo "node $i: dirty $(fscl_stat $i fcache_dirty_bytes) files $(fscl_stat $i fcache_files)" \
+      "written back $(fscl_stat $i fcache_written_back_bytes) errors $(fscl_stat $i fcache_writeback_errors)"
+  done
+  grep -h "warn\|err" "$T_DIR"/node*.log "$T_DIR"/fs*.log | grep -v "refused peer" | tail -5
+}

@@ -59,3 +59,4 @@ t_wait 5 grep -q "bad frame from .*file range over the block cap" "$T_DIR/node2-
 head -c 300000 /dev/urandom >"$T_DIR/ref"
 cp "$T_DIR/ref" "$T_DIR/m1/after" && cmp "$T_DIR/ref" "$T_DIR/m2/after" || t_fail "the nodes stopped serving after the hostile frames"
 t_log "6 hostile file frames refused, the nodes serve on"
+fscl_stop

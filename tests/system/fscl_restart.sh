@@ -24,9 +24,12 @@ import os, sys, time
 paths, acked = sys.argv[1:3], sys.argv[3]
 fds = [os.open(p, os.O_CREAT | os.O_WRONLY, 0o644) for p in paths]
 ok = open(acked, "w")
-t_end = time.time() + 4
+t_end = time.time() + 60
 rnd = 0
 while time.time() < t_end:
+    if rnd == 1:
+        open(acked + ".ready", "w").close()   # the kill may come
+        t_end = time.time() + 3
     for i in range(48):
         for k, fd in enumerate(fds):
             data = (b"%d:%02d:%05d;" % (k, i, rnd)).ljust(65536, b".")
@@ -41,7 +44,8 @@ for fd in fds:
     os.close(fd)
 PY
 writers=$!
-sleep 1
+t_wait 30 test -e "$T_DIR/acked.ready" || t_fail "the writers did not start"
+sleep 0.5
 kill -9 "${pid[2]}"
 t_log "node 2's nvcached killed mid-writes"
 sleep 0.5
@@ -100,3 +104,4 @@ assert open(sys.argv[2], "rb").read() == data
 os.close(fd)
 PY
 t_log "fsync=backing: the backing has every byte when fsync returns"
+fscl_stop

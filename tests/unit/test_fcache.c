@@ -1,0 +1,252 @@
+/* test_fcache.c - a node's file cache (cluster/fcache.h) driven through
+ * fcache_serve with decoded requests: hostile ranges and ids refused
+ * before use, byte ranges of one block merged over its backing bytes, the
+ * home's size, opens and doomed flag, the backing directory's checks, and
+ * the store found again after a reopen. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#define SHM_SCRATCH "fcache"
+#include "shm_scratch.h"
+
+#include "cluster/fcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DIGEST 0x1234
+
+static struct fcache *open_fc(void)
+{
+	struct fcache_opts o = { .path = path, .size = 8 << 20, .digest = DIGEST,
+				 .self = 1 };
+	struct fcache *fc;
+
+	assert_int_equal(fcache_open(&fc, &o), 0);
+	return fc;
+}
+
+static uint8_t out[FRAME_FILE_MAX_BLOCK];
+
+/* one request; the reply in *r, its payload in out */
+static int call(struct fcache *fc, uint32_t type, struct frame_fop f,
+		const void *payload, struct frame_hdr *r)
+{
+	struct frame_hdr q = { .type = type, .fop = f };
+	const void *o = NULL;
+
+	memset(r, 0, sizeof(*r));
+	r->type = type;
+	r->reply = true;
+	int rc = fcache_serve(fc, &q, payload, r, out, &o);
+	if (o)
+		assert_ptr_equal(o, out);
+	return rc;
+}
+
+static void open_obj(struct fcache *fc, uint64_t obj, bool home)
+{
+	struct frame_hdr r;
+
+	assert_int_equal(call(fc, FT_FILE_OPEN, (struct frame_fop){ .obj = obj,
+			 .len = 4, .flags = home ? FRAME_FILE_HOME : 0 }, "hndl", &r), 0);
+}
+
+static void hostile(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	(void)state;
+
+	open_obj(fc, 7, true);
+	/* within the frame's cap, past the node's 64 KiB block */
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 7,
+			 .off = 60000, .len = 10000 }, NULL, &r), -EPROTO);
+	assert_non_null(strstr(r.text, "65536-byte block"));
+	static uint8_t big[2 * FRAME_FILE_MAX_BLOCK];
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .len = 10, .base_len = 100000, .flags = FRAME_FILE_GEN }, big, &r),
+			 -EPROTO);
+	/* a block index whose offset overflows */
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 7,
+			 .blk = UINT64_MAX, .len = 10 }, NULL, &r), -EPROTO);
+	/* object 0 is no object */
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .len = 10 },
+			 NULL, &r), -EPROTO);
+	/* unknown objects */
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 8,
+			 .len = 10 }, NULL, &r), -ENOENT);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 8,
+			 .len = 10 }, big, &r), -ESTALE);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 8 },
+			 NULL, &r), -ENOENT);
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, (struct frame_fop){ .obj = 8,
+			 .size = 5 }, NULL, &r), -ESTALE);
+	/* the same id with another handle */
+	assert_int_equal(call(fc, FT_FILE_OPEN, (struct frame_fop){ .obj = 7,
+			 .len = 4 }, "othr", &r), -EEXIST);
+	fcache_close(fc);
+}
+
+static void merge(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	static uint8_t base[65536], want[500];
+	(void)state;
+
+	open_obj(fc, 7, true);
+	/* absent: the owner asks for the block's backing bytes, with a gen */
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .off = 100, .len = 100 }, base, &r), -ENOENT);
+	uint32_t gen = r.fop.gen;
+	memset(base, 'b', sizeof(base));
+	static uint8_t pl[65536 + 100];
+	memcpy(pl, base, 65536);
+	memset(pl + 65536, 'x', 100);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .off = 100, .len = 100, .base_len = 65536, .gen = gen,
+			 .flags = FRAME_FILE_GEN }, pl, &r), 0);
+	/* another writer's range of the same block: no base needed now */
+	memset(pl, 'y', 100);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .off = 300, .len = 100 }, pl, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 7,
+			 .len = 500 }, NULL, &r), 0);
+	assert_int_equal(r.payload_len, 500);
+	memset(want, 'b', 500);
+	memset(want + 100, 'x', 100);
+	memset(want + 300, 'y', 100);
+	assert_memory_equal(out, want, 500);
+	/* a whole block needs no old bytes */
+	static uint8_t whole[65536];
+	memset(whole, 'w', sizeof(whole));
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 3, .len = 65536 }, whole, &r), 0);
+	/* truncation drops the blocks past the size, cuts the edge one */
+	assert_int_equal(call(fc, FT_FILE_TRUNC, (struct frame_fop){ .obj = 7,
+			 .size = 250 }, NULL, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 7,
+			 .blk = 3, .len = 1 }, NULL, &r), -ENOENT);
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 7,
+			 .len = 500 }, NULL, &r), 0);
+	memset(want + 250, 0, 250);
+	assert_memory_equal(out, want, 500);
+	fcache_close(fc);
+
+	/* the store is found again, by the object's cluster-wide id */
+	fc = open_fc();
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 7,
+			 .len = 500 }, NULL, &r), 0);
+	assert_memory_equal(out, want, 500);
+	fcache_close(fc);
+}
+
+static void home(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	(void)state;
+
+	open_obj(fc, 9, true);
+	open_obj(fc, 9, true);
+	struct frame_fop f = { .obj = 9, .size = 1000, .flags = FRAME_FILE_EXTEND };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	f.size = 500;
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	assert_int_equal(r.fop.size, 1000);      /* extends only */
+	f.flags = 0;
+	f.size = 10;
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.size, 10);
+	/* unlinked while open twice: doomed; the last close says so */
+	assert_int_equal(call(fc, FT_FILE_UNLINK, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_DOOMED);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, 0);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_DOOMED);
+	assert_int_equal(call(fc, FT_FILE_DROP, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), -ENOENT);
+	/* not open: an unlink drops it at once */
+	open_obj(fc, 10, false);
+	assert_int_equal(call(fc, FT_FILE_UNLINK, (struct frame_fop){ .obj = 10 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, 0);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 10 },
+			 NULL, &r), -ENOENT);
+	fcache_close(fc);
+}
+
+/* an ATTACH's FileOp and payload for dir (the digest given) */
+static struct frame_fop attach_req(const char *dir, uint64_t digest, uint8_t *pl)
+{
+	struct fcache_ident id;
+
+	assert_int_equal(fcache_ident(AT_FDCWD, dir, 0, &id), 0);
+	size_t n = strlen(dir);
+	memcpy(pl, dir, n);
+	memcpy(pl + n, id.handle, id.len);
+	return (struct frame_fop){ .obj = id.ino, .len = (uint32_t)n,
+				   .base_len = id.len, .handle_type = id.type,
+				   .digest = digest };
+}
+
+static void attach(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	char dir[] = "/tmp/nvtest-fcache-XXXXXX", other[] = "/tmp/nvtest-fcache-XXXXXX";
+	static uint8_t pl[256], pl2[256];
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	assert_non_null(mkdtemp(other));
+	struct frame_fop f = attach_req(dir, DIGEST + 1, pl);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), -ESTALE);
+	assert_non_null(strstr(r.text, "another cluster file"));
+	f.digest = DIGEST;
+	f.obj++;   /* the mount's directory is not what this path names */
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), -ESTALE);
+	assert_non_null(strstr(r.text, "does not see"));
+	f.obj--;
+	struct frame_fop rel = f;
+	rel.len = 3;
+	assert_int_equal(call(fc, FT_FILE_ATTACH, rel, "a/b", &r), -EPROTO);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	/* bound now: another directory is refused, the same one taken */
+	struct frame_fop g = attach_req(other, DIGEST, pl2);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, g, pl2, &r), -ESTALE);
+	assert_non_null(strstr(r.text, "another backing directory"));
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	fcache_close(fc);
+	char side[128];
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	rmdir(dir);
+	rmdir(other);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(hostile, setup, teardown),
+		cmocka_unit_test_setup_teardown(merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(home, setup, teardown),
+		cmocka_unit_test_setup_teardown(attach, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
