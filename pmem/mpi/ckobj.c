@@ -246,6 +246,52 @@ void ckobj_restore_protected(struct ckobj *o)
 		protect_apply(&prot[i]);
 }
 
+/* ---- areas that grow ---- */
+
+/* Replace the area *c at path by one of data_size bytes per version that
+ * holds the newest version of the old one, crash-consistently: the new
+ * area is made beside the old one (path.grow), the version copied and
+ * committed there, then renamed over it, and the rename persisted; a kill
+ * at any instant leaves either file with that version. 0 or -errno (the
+ * new file then removed, *c unchanged). */
+static int area_grow(struct ckpt **c, const char *path, uint64_t data_size)
+{
+	char tmp[1400];
+	struct ckpt_geom g = *ckpt_geom(*c);
+	struct ckpt_version v[CKPT_SLOTS];
+	int n = ckpt_versions(*c, v), rc = 0;
+	struct ckpt *nc;
+	uint64_t old = g.data_size;
+
+	snprintf(tmp, sizeof(tmp), "%s.grow", path);
+	g.data_size = data_size;
+	if ((rc = ckpt_create(&nc, tmp, &g, NULL)))
+		return rc;
+	if (n) {
+		int s = ckpt_next_slot(nc);
+		ckpt_begin(nc, s);
+		ckpt_write(nc, s, 0, ckpt_data(*c, v[0].slot), old);
+		memcpy(ckpt_extra(nc, s), ckpt_extra(*c, v[0].slot), v[0].extra_len);
+		rc = ckpt_commit(nc, s, v[0].version, v[0].consistent, v[0].extra_len);
+	}
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc) {
+		ckpt_close(nc);
+		unlink(tmp);
+		return rc;
+	}
+	*strrchr(tmp, '/') = 0;
+	int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd); /* the rename itself persisted */
+		close(dfd);
+	}
+	ckpt_close(*c);
+	*c = nc;
+	return 0;
+}
+
 /* ---- the second level ---- */
 
 struct ckobj_flush {
@@ -255,8 +301,8 @@ struct ckobj_flush {
 	uint64_t version;
 	uint32_t extra_len;
 	struct ckpt *src;
-	struct ckpt *dst;         /* the flush area, made by the first copy */
-	struct ckpt_geom geom;
+	struct ckpt *dst;         /* the flush area, made by the first copy,
+				   * grown as the NVRAM area grows */
 	char path[700];
 	_Atomic uint64_t done;    /* the last version copied completely */
 	_Atomic int err;
@@ -265,23 +311,24 @@ struct ckobj_flush {
 static void *flush_main(void *arg)
 {
 	struct ckobj_flush *f = arg;
+	struct ckpt_geom g = *ckpt_geom(f->src);
 	uint32_t extra = f->extra_len;
 	int rc = 0;
 
-	if (!f->dst) {
-		struct ckpt_geom g = f->geom;
-		g.live_size = 0;
+	g.live_size = 0;
+	if (!f->dst)
 		rc = ckpt_create(&f->dst, f->path, &g, NULL);
-		if (rc) {
-			log_err("second level %s: %s: copies of the checkpoint stop here",
-				f->path, strerror(-rc));
-			atomic_store(&f->err, rc);
-			return NULL;
-		}
+	else if (ckpt_geom(f->dst)->data_size != g.data_size) /* it grew */
+		rc = area_grow(&f->dst, f->path, g.data_size);
+	if (rc) {
+		log_err("second level %s: %s: copies of the checkpoint stop here",
+			f->path, strerror(-rc));
+		atomic_store(&f->err, rc);
+		return NULL;
 	}
 	int s = ckpt_next_slot(f->dst);
 	ckpt_begin(f->dst, s);
-	ckpt_write(f->dst, s, 0, ckpt_data(f->src, f->slot), f->geom.data_size);
+	ckpt_write(f->dst, s, 0, ckpt_data(f->src, f->slot), g.data_size);
 	memcpy(ckpt_extra(f->dst, s), ckpt_extra(f->src, f->slot), extra);
 	rc = ckpt_commit(f->dst, s, f->version, f->version, extra);
 	if (rc)
@@ -340,21 +387,24 @@ static int flush_setup(struct ckobj *o, const struct ckpt_geom *g)
 	}
 	if (!(o->fl = calloc(1, sizeof(*o->fl))))
 		return -ENOMEM;
-	o->fl->geom = *g;
 	snprintf(o->fl->path, sizeof(o->fl->path), "%s/%s.r%d.nvckpt", dir, g->name, o->rank);
 	return 0;
 }
 
 /* Bring the versions of the second level's area from back into a new
  * NVRAM area at to, with the geometry g (the live part included). */
-static int flush_restore(const char *from, const char *to, const struct ckpt_geom *g)
+static int flush_restore(const char *from, const char *to, const struct ckpt_geom *geom,
+			 bool any_size)
 {
 	struct ckpt *src, *dst;
 	struct ckpt_version v[CKPT_SLOTS];
+	struct ckpt_geom gs = *geom, *g = &gs;
 	int rc = ckpt_open(&src, from, true, NULL);
 
 	if (rc)
 		return rc;
+	if (any_size)
+		g->data_size = ckpt_geom(src)->data_size;
 	if (ckpt_geom(src)->data_size != g->data_size ||
 	    ckpt_geom(src)->extra_max != g->extra_max ||
 	    ckpt_geom(src)->nranks != g->nranks) {
@@ -493,7 +543,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 	int rc = 0;
 
 	ckobj_conf();
-	flush = conf.flush[0] && !any;
+	flush = conf.flush[0];
 	memset(o, 0, sizeof(*o));
 	o->comm = MPI_COMM_NULL;
 	snprintf(o->name, sizeof(o->name), "%s", name);
@@ -526,7 +576,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 		if (lost) {
 			ckpt_close(o->ck);
 			o->ck = NULL;
-			if (!rc && (rc = flush_restore(fpath, path, &g)))
+			if (!rc && (rc = flush_restore(fpath, path, &g, any)))
 				log_err("restart from the second level: cannot bring %s back to "
 					"%s: %s", fpath, path, strerror(-rc));
 			if (!rc)
@@ -605,47 +655,19 @@ out:
 
 int ckobj_grow(struct ckobj *o, uint64_t data_size)
 {
-	char path[700], tmp[720];
-	struct ckpt_geom g = *ckpt_geom(o->ck);
-	struct ckpt_version v[CKPT_SLOTS];
-	int n = ckpt_versions(o->ck, v), rc;
-	struct ckpt *nc;
+	char path[700];
+	int rc;
 
+	flush_join(o->fl); /* the copier reads the area being replaced */
 	snprintf(path, sizeof(path), "%s/%s/%s.r%d.nvckpt", conf.dir, conf.job, o->name,
 		 o->rank);
-	snprintf(tmp, sizeof(tmp), "%s.grow", path);
-	uint64_t old = g.data_size;
-	g.data_size = data_size;
-	if ((rc = ckpt_create(&nc, tmp, &g, NULL))) {
-		log_open_error(tmp, ckpt_file_size(&g), rc);
-		return rc;
-	}
-	if (n) {
-		int s = ckpt_next_slot(nc);
-		ckpt_begin(nc, s);
-		ckpt_write(nc, s, 0, ckpt_data(o->ck, v[0].slot), old);
-		memcpy(ckpt_extra(nc, s), ckpt_extra(o->ck, v[0].slot), v[0].extra_len);
-		rc = ckpt_commit(nc, s, v[0].version, v[0].consistent, v[0].extra_len);
-	}
-	if (!rc && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc) {
+	if ((rc = area_grow(&o->ck, path, data_size))) {
+		if (rc == -ENOSPC || rc == -EBUSY)
+			log_open_error(path, data_size, rc);
 		log_err("window '%s': cannot grow its checkpoint %s to %llu bytes: %s",
 			o->name, path, (unsigned long long)data_size, strerror(-rc));
-		ckpt_close(nc);
-		unlink(tmp);
-		return rc;
 	}
-	char *slash = strrchr(tmp, '/');
-	*slash = 0;
-	int dfd = open(tmp, O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		fsync(dfd); /* the rename itself persisted */
-		close(dfd);
-	}
-	ckpt_close(o->ck);
-	o->ck = nc;
-	return 0;
+	return rc;
 }
 
 int ckobj_commit(struct ckobj *o, int slot, uint64_t version)

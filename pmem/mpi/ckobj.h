@@ -68,8 +68,9 @@ struct ckobj {
 };
 
 /* ckobj_open's flags. CKOBJ_ANY_SIZE: the object's size changes over its
- * life (a dynamic window): a restart takes the area's data size as it is,
- * ckobj_grow makes it bigger, and there is no second level. */
+ * life (a dynamic window): a restart takes the area's data size as it is
+ * (or the second level's), ckobj_grow makes it bigger, and the second
+ * level's copy grows with it at its next copy. */
 #define CKOBJ_ANY_SIZE 1u
 /* CKOBJ_RESTORE_LIVE: on a restart, the newest version of this rank is
  * checked and copied into the live area in one pass (o->in_live says
@@ -89,7 +90,10 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
  * Crash-consistent: the new area is made beside the old one, the version
  * copied and committed there, then renamed over it; a kill at any instant
  * leaves either file with that version. Call between versions (the newest
- * is one every rank holds). Returns 0 or -errno (logged). */
+ * is one every rank holds); a second-level copy still reading the old area
+ * is waited for. The second level's area grows the same way at its next
+ * copy, keeping its newest copy (one every rank completed). Returns 0 or
+ * -errno (logged). */
 int ckobj_grow(struct ckobj *o, uint64_t data_size);
 /* ckpt_begin for the object's area: first waits for the second level's
  * copier if it is still reading that slot. */

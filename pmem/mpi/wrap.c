@@ -16,7 +16,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "pmem/wtrack.h"
+#include "pmem/mpi/span.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,25 +26,22 @@
 struct nvwin {
 	struct ckobj o;
 	MPI_Win win;
-	void *base;          /* the window's memory: our NVRAM or the user's */
-	uint64_t size;
+	struct span mem;     /* the window's memory: our NVRAM or the user's
+			      * (not a dynamic window's) */
 	uint64_t fences;     /* fences since creation (for NVCACHE_CKPT_EVERY) */
 	uint64_t pending;    /* other synchronizations since the last version */
-	/* incremental mode: the pages written since the last version (cur)
-	 * and in the interval before it (prev), of the page-aligned span
-	 * trk..trk + npages pages that covers the window */
-	struct wtrack *wt;
-	uint8_t *trk;
-	uint64_t npages;
-	uint64_t *dirty_cur, *dirty_prev;
-	bool prev_valid;
+	/* incremental mode: a version is copied as the pages written since
+	 * the one its slot holds only if the layout of the window's memory
+	 * (its dynamic regions) is the one that slot was written with */
+	bool incremental, tracked, track_said; /* tracked: some span was */
+	uint64_t layout, slot_layout[CKPT_SLOTS];
 	uint64_t versions;   /* committed by this process */
 	uint64_t syncs;      /* non-collective synchronizations, over its life */
 	/* a dynamic window: its attached regions in attach order; on a
 	 * restart, the restored version's regions (restore_n, in slot
 	 * restore_slot) given back one by one as they are attached again */
 	bool dynamic, restoring;
-	struct dyn_region { void *base; uint64_t size; } *regs;
+	struct span *regs;
 	uint32_t nregs, restore_next, restore_n;
 	int restore_slot;
 	struct nvwin *next;
@@ -140,37 +137,50 @@ static int win_name(MPI_Info info, MPI_Comm comm, char name[CKPT_NAME_MAX], size
 	return 0;
 }
 
-/* NVCACHE_CKPT_MODE=incremental: track the window's written pages. On a
- * kernel that cannot, the window is checkpointed in full (logged). */
-static void win_track(struct nvwin *w)
+/* NVCACHE_CKPT_MODE=incremental: track a span's written pages. Where the
+ * kernel cannot (or, in a dynamic window, the span shares a page with a
+ * tracked region) it is copied whole; said once per window. */
+static void win_track(struct nvwin *w, struct span *sp)
 {
-	uintptr_t lo = (uintptr_t)w->base & ~4095ul;
-	uintptr_t hi = ((uintptr_t)w->base + w->size + 4095) & ~4095ul;
+	int rc = -EBUSY;
 
-	if (!ckobj_conf()->incremental || !w->size)
+	if (!w->incremental || !sp->size)
 		return;
-	w->npages = (hi - lo) / 4096;
-	w->trk = (uint8_t *)lo;
-	w->dirty_cur = calloc((w->npages + 63) / 64, 8);
-	w->dirty_prev = calloc((w->npages + 63) / 64, 8);
-	if (!w->dirty_cur || !w->dirty_prev ||
-	    wtrack_open(&w->wt, w->trk, hi - lo)) {
-		if (w->o.rank == 0)
-			fprintf(stderr, "nvckpt: window '%s': incremental checkpoints not "
-				"possible here, full ones instead\n", w->o.name);
-		w->wt = NULL;
+	for (uint32_t i = 0; w->dynamic && i < w->nregs; i++)
+		if (&w->regs[i] != sp && w->regs[i].wt && span_shares_page(&w->regs[i], sp))
+			goto whole;
+	if (!(rc = span_track(sp))) {
+		w->tracked = true;
+		return;
 	}
+whole:
+	if (w->o.rank == 0 && !w->track_said)
+		fprintf(stderr, "nvckpt: window '%s': incremental checkpoints not possible "
+			"here (%s), full ones instead\n", w->o.name, rc == -EBUSY ?
+			"a region shares a page with another" : strerror(-rc));
+	w->track_said = true;
 }
 
 /* Open the window's checkpoint object (collective), restore its memory
  * when the job restarts. user: the window's memory when it is not ours
  * (NULL: use the area's live NVRAM). On error: MPI error code, nothing
  * left behind, the communicator's error handler called. */
+static struct nvwin *win_new(void)
+{
+	struct nvwin *w = calloc(1, sizeof(*w));
+
+	if (w) {
+		w->incremental = ckobj_conf()->incremental;
+		w->layout = 1; /* no slot written with it yet */
+	}
+	return w;
+}
+
 static int win_open(struct nvwin **out, const char *name, void *user,
 		    MPI_Aint size, MPI_Comm comm)
 {
 	uint64_t sz = size > 0 ? (uint64_t)size : 1;
-	struct nvwin *w = calloc(1, sizeof(*w));
+	struct nvwin *w = win_new();
 	int rc;
 
 	if (!w)
@@ -181,17 +191,18 @@ static int win_open(struct nvwin **out, const char *name, void *user,
 		free(w);
 		return rc;
 	}
-	w->base = user ? user : ckpt_live(w->o.ck);
-	w->size = size > 0 ? (uint64_t)size : 0;
+	w->mem.base = user ? user : ckpt_live(w->o.ck);
+	w->mem.size = size > 0 ? (uint64_t)size : 0;
 	if (w->o.restored) {
 		int s = ckpt_find(w->o.ck, w->o.restored);
 		uint64_t t0 = clock_now_ns();
 		if (w->o.restored != w->o.in_live)
-			region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
+			region_read(ckpt_region(w->o.ck), w->mem.base, ckpt_data(w->o.ck, s),
+				    w->mem.size);
 		ckobj_restore_stats(&w->o, clock_now_ns() - t0);
 		ckobj_restore_protected(&w->o);
 	}
-	win_track(w);
+	win_track(w, &w->mem);
 	*out = w;
 	return MPI_SUCCESS;
 }
@@ -205,11 +216,11 @@ static void win_add(struct nvwin *w, MPI_Win win)
 
 static void win_drop(struct nvwin *w)
 {
-	ckobj_stats(&w->o, w->versions, w->wt ? "incremental" : "full");
-	wtrack_close(w->wt);
+	for (uint32_t i = 0; i < w->nregs; i++)
+		span_untrack(&w->regs[i]);
+	ckobj_stats(&w->o, w->versions, w->tracked ? "incremental" : "full");
+	span_untrack(&w->mem);
 	free(w->regs);
-	free(w->dirty_cur);
-	free(w->dirty_prev);
 	ckobj_close(&w->o);
 	free(w);
 }
@@ -268,7 +279,7 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 		return PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
 	if (rc != MPI_SUCCESS)
 		return rc;
-	void *base = w->base;
+	void *base = w->mem.base;
 	rc = win_create_over(w, base, size, disp_unit, info, comm, win);
 	if (rc == MPI_SUCCESS)
 		*(void **)baseptr = base;
@@ -316,7 +327,7 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,
  * version's header is checked; its regions come back at MPI_Win_attach. */
 static int dyn_open(struct nvwin **out, const char *name, MPI_Comm comm)
 {
-	struct nvwin *w = calloc(1, sizeof(*w));
+	struct nvwin *w = win_new();
 	long long ok = 1;
 	int rc;
 
@@ -407,7 +418,7 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
 		region_read(ckpt_region(w->o.ck), base, (const uint8_t *)h + off, sz);
 		w->restore_next++;
 	}
-	struct dyn_region *r = w->nregs < DYN_MAX ?
+	struct span *r = w->nregs < DYN_MAX ?
 		realloc(w->regs, sizeof(*r) * (w->nregs + 1)) : NULL;
 	if (!r) {
 		log_err("window '%s' rank %d: %s", w->o.name, w->o.rank, w->nregs < DYN_MAX ?
@@ -417,7 +428,9 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
 		return MPI_ERR_NO_MEM;
 	}
 	w->regs = r;
-	w->regs[w->nregs++] = (struct dyn_region){ base, sz };
+	w->regs[w->nregs] = (struct span){ .base = base, .size = sz };
+	win_track(w, &w->regs[w->nregs++]);
+	w->layout++;
 	return MPI_SUCCESS;
 }
 
@@ -431,6 +444,8 @@ int MPI_Win_detach(MPI_Win win, const void *base)
 	for (uint32_t i = 0; i < w->nregs; i++) {
 		if (w->regs[i].base != base)
 			continue;
+		span_untrack(&w->regs[i]);
+		w->layout++;
 		memmove(&w->regs[i], &w->regs[i + 1], sizeof(*w->regs) * (w->nregs - i - 1));
 		w->nregs--;
 		break;
@@ -438,12 +453,11 @@ int MPI_Win_detach(MPI_Win win, const void *base)
 	return rc;
 }
 
-/* A dynamic window's checkpoint: the header and its regions' bytes, the
- * area grown first when they do not fit. A restarted window must have got
- * all of its regions back by its first checkpoint. */
-static int dyn_checkpoint(struct nvwin *w)
+/* Before a dynamic window's checkpoint: a restarted window must have got
+ * all of its regions back by its first checkpoint; the area grows when
+ * the header and the regions' bytes no longer fit. */
+static int dyn_prepare(struct nvwin *w)
 {
-	static struct dyn_hdr h;
 	uint64_t total = DYN_HDR;
 
 	if (w->restoring && (w->restore_next < w->restore_n || w->nregs != w->restore_n)) {
@@ -463,25 +477,22 @@ static int dyn_checkpoint(struct nvwin *w)
 			PMPI_Win_call_errhandler(w->win, MPI_ERR_NO_MEM);
 			return MPI_ERR_NO_MEM;
 		}
+		/* the new area's slots hold no version of this layout */
+		memset(w->slot_layout, 0, sizeof(w->slot_layout));
 	}
-	int s = ckpt_next_slot(w->o.ck);
-	uint64_t t0 = clock_now_ns();
-	ckobj_begin(&w->o, s);
+	return MPI_SUCCESS;
+}
+
+/* A dynamic window's header, at the start of each of its versions. */
+static void dyn_header(struct nvwin *w, int s)
+{
+	static struct dyn_hdr h;
+
 	memcpy(h.magic, DYN_MAGIC, 8);
 	h.n = w->nregs;
 	for (uint32_t i = 0; i < w->nregs; i++)
 		h.size[i] = w->regs[i].size;
 	ckpt_write(w->o.ck, s, 0, &h, DYN_HDR);
-	uint64_t off = DYN_HDR;
-	for (uint32_t i = 0; i < w->nregs; i++) {
-		ckpt_write(w->o.ck, s, off, w->regs[i].base, w->regs[i].size);
-		off += w->regs[i].size;
-		w->o.bytes_copied += w->regs[i].size;
-	}
-	w->o.local_ns += clock_now_ns() - t0;
-	w->pending = 0;
-	w->versions++;
-	return ckobj_commit(&w->o, s, w->o.version + 1);
 }
 
 /* Collective over the window's group: a window whose non-collective
@@ -542,57 +553,49 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
 	return rc;
 }
 
-/* Incremental: slot s holds the version before the newest (else -ESTALE:
- * copy all); bring it to now by copying the pages written since then, in
- * the last interval (prev) or in this one (cur). */
-static int win_copy_written(struct nvwin *w, int s)
+/* Incremental: whether slot s may be brought to now by copying only the
+ * pages written since the version it holds: it holds the version before
+ * the newest, written with the window's present layout. The written
+ * pages are collected here, once per version, either way. */
+static bool win_written_only(struct nvwin *w, int s)
 {
 	struct ckpt_version v[CKPT_SLOTS];
 	int nv = ckpt_versions(w->o.ck, v);
-	uint64_t words = (w->npages + 63) / 64, *t;
-	bool same = nv == 2 && v[1].slot == s && v[1].version + 1 == v[0].version &&
-		    w->prev_valid;
 
-	memset(w->dirty_cur, 0, words * 8);
-	if (wtrack_collect(w->wt, w->dirty_cur) < 0)
-		memset(w->dirty_cur, 0xff, words * 8);
-	t = w->dirty_prev; /* prev <- cur after this version */
-	w->dirty_prev = w->dirty_cur;
-	w->dirty_cur = t;
-	w->prev_valid = true;
-	if (!same)
-		return -ESTALE;
-	ckobj_begin(&w->o, s);
-	uint8_t *wb = w->base, *we = wb + w->size;
-	for (uint64_t p = 0; p < w->npages; p++) {
-		if (!((w->dirty_prev[p / 64] | w->dirty_cur[p / 64]) >> (p % 64) & 1))
-			continue;
-		uint8_t *a = w->trk + p * 4096, *b = a + 4096;
-		if (a < wb)
-			a = wb;
-		if (b > we)
-			b = we;
-		ckpt_write(w->o.ck, s, (uint64_t)(a - wb), a, (uint64_t)(b - a));
-		w->o.bytes_copied += (uint64_t)(b - a);
-	}
-	return 0;
+	if (!w->incremental)
+		return false;
+	span_collect(&w->mem);
+	for (uint32_t i = 0; i < w->nregs; i++)
+		span_collect(&w->regs[i]);
+	return nv == 2 && v[1].slot == s && v[1].version + 1 == v[0].version &&
+	       w->slot_layout[s] == w->layout;
 }
 
-/* A checkpoint of the window: copy its memory into the slot not holding
- * the newest version, commit it as the next version, agree. Collective. */
+/* A checkpoint of the window: copy its memory (a dynamic window: a
+ * header, then its regions in attach order) into the slot not holding the
+ * newest version, commit it as the next version, agree. Collective. */
 static int win_checkpoint(struct nvwin *w)
 {
-	if (w->dynamic)
-		return dyn_checkpoint(w);
+	int rc;
+
+	if (w->dynamic && (rc = dyn_prepare(w)) != MPI_SUCCESS)
+		return rc;
 	int s = ckpt_next_slot(w->o.ck);
 	uint64_t t0 = clock_now_ns();
+	bool written = win_written_only(w, s);
 
-	if (w->wt && win_copy_written(w, s) == 0)
-		goto commit;
 	ckobj_begin(&w->o, s);
-	ckpt_write(w->o.ck, s, 0, w->base, w->size);
-	w->o.bytes_copied += w->size;
-commit:
+	if (w->dynamic) {
+		uint64_t off = DYN_HDR;
+		dyn_header(w, s);
+		for (uint32_t i = 0; i < w->nregs; i++) {
+			w->o.bytes_copied += span_copy(&w->regs[i], w->o.ck, s, off, written);
+			off += w->regs[i].size;
+		}
+	} else {
+		w->o.bytes_copied += span_copy(&w->mem, w->o.ck, s, 0, written);
+	}
+	w->slot_layout[s] = w->layout;
 	w->o.local_ns += clock_now_ns() - t0;
 	w->pending = 0;
 	w->versions++;

@@ -8,6 +8,13 @@
  * the iteration count lives in the first region, so a restarted job
  * resumes where its windows came back from.
  *
+ * --stride S: each iteration writes only the first half of every Sth block
+ * of 512 doubles of each region (and puts one such half): a few pages per
+ * iteration, for the incremental checkpoints' test.
+ * --grow-at K: at iteration K one more region (as large as the first) is
+ * attached and mixed from then on (the window's checkpoint area grows); a
+ * restart past K attaches it again right after the others.
+ *
  * --sync fence (default): two fences per iteration, each a checkpoint.
  * --sync lockall: lock_all / Put / unlock_all and an MPI_Allreduce instead,
  * no fence and no barrier: a window never checkpointed (libnvckpt says so).
@@ -32,10 +39,26 @@ static void die(const char *m)
 	MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
+/* --grow-at: one more region of n doubles, attached after the others;
+ * fresh contents unless restored (libnvckpt fills it at the attach). */
+static void attach_extra(MPI_Win win, double **reg, int *nall, long n, int restored)
+{
+	double *e = malloc(sizeof(double) * n);
+
+	if (!e)
+		die("out of memory");
+	if (!restored)
+		for (long j = 0; j < n; j++)
+			e[j] = 7 + j * 1e-3;
+	MPI_Win_attach(win, e, sizeof(double) * n);
+	reg[(*nall)++] = e;
+}
+
 int main(int argc, char **argv)
 {
 	double t0 = mpiapp_now();
 	int iters = 20, progress = 0, delay_ms = 0, lockall = 0, rank, nranks, nr = 0;
+	int stride = 1, grow_at = 0;
 	long sizes[MAXR];
 	const char *piddir = NULL, *sz = "300,1000,517";
 
@@ -46,11 +69,15 @@ int main(int argc, char **argv)
 			progress = 1;
 		else if (!v)
 			die("usage: dynwin [--iters N] [--sizes A,B,..] [--sync fence|lockall] "
-			    "[--progress] [--delay-ms N] [--piddir D]");
+			    "[--stride S] [--grow-at K] [--progress] [--delay-ms N] [--piddir D]");
 		else if (!strcmp(a, "--iters"))
 			iters = atoi(v), i++;
 		else if (!strcmp(a, "--sizes"))
 			sz = v, i++;
+		else if (!strcmp(a, "--stride"))
+			stride = atoi(v), i++;
+		else if (!strcmp(a, "--grow-at"))
+			grow_at = atoi(v), i++;
 		else if (!strcmp(a, "--sync"))
 			lockall = !strcmp(v, "lockall"), i++;
 		else if (mpiapp_common_opt(a, v, &delay_ms, &piddir))
@@ -65,24 +92,26 @@ int main(int argc, char **argv)
 			die("--sizes: numbers >= 2, comma-separated");
 		p = *end ? end + 1 : end;
 	}
-	if (!nr || iters < 1)
-		die("--sizes and --iters must not be empty or 0");
+	if (!nr || iters < 1 || stride < 1 || grow_at < 0)
+		die("--sizes and --iters must not be empty or 0, --stride >= 1, --grow-at >= 0");
 	if (piddir && mpiapp_pidfile(piddir, rank))
 		die("cannot write its pid file");
 
 	MPI_Win win;
-	double *reg[MAXR] = { 0 }, scratch[64];
+	double *reg[MAXR + 1] = { 0 }, scratch[64];
+	int nall = nr; /* with the region of --grow-at once attached */
 	MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
 	for (int i = 0; i < nr; i++) {
 		if (!(reg[i] = malloc(sizeof(double) * sizes[i])))
 			die("out of memory");
 		MPI_Win_attach(win, reg[i], sizeof(double) * sizes[i]);
 	}
-	MPI_Win_attach(win, scratch, sizeof(scratch));
-	MPI_Win_detach(win, scratch);
-
 	/* Restored? The window's info key says from which version. */
 	int k0 = mpiapp_restored(win) > 0 ? (int)reg[0][0] : 0;
+	if (grow_at && k0 >= grow_at)
+		attach_extra(win, reg, &nall, sizes[0], 1);
+	MPI_Win_attach(win, scratch, sizeof(scratch));
+	MPI_Win_detach(win, scratch);
 	if (!k0) {
 		for (int i = 0; i < nr; i++)
 			for (long j = 0; j < sizes[i]; j++)
@@ -91,6 +120,8 @@ int main(int argc, char **argv)
 	}
 	double *last = reg[nr - 1];
 	long put = sizes[0] < sizes[nr - 1] ? sizes[0] : sizes[nr - 1];
+	if (stride > 1 && put > 256)
+		put = 256;
 	MPI_Aint mine, right_at;
 	int right = (rank + 1) % nranks;
 	MPI_Get_address(last, &mine);
@@ -107,6 +138,8 @@ int main(int argc, char **argv)
 	}
 	double *send = malloc(sizeof(double) * put);
 	for (int k = (int)reg[0][0]; k < iters; k++) {
+		if (grow_at && k == grow_at && nall == nr)
+			attach_extra(win, reg, &nall, sizes[0], 0);
 		memcpy(send, reg[0], sizeof(double) * put);
 		if (lockall) {
 			double one = 1, sum;
@@ -118,9 +151,12 @@ int main(int argc, char **argv)
 			MPI_Put(send, put, MPI_DOUBLE, right, right_at, put, MPI_DOUBLE, win);
 			MPI_Win_fence(0, win);
 		}
-		for (int i = 0; i < nr; i++)
-			for (long j = 1; j < sizes[i]; j++)
-				reg[i][j] = reg[i][j] * 0.5 + last[j % put] * 0.25 + k;
+		for (int i = 0; i < nall; i++) {
+			long len = i < nr ? sizes[i] : sizes[0];
+			for (long j = 1; j < len; j++)
+				if (stride == 1 || (j / 512 % stride == 0 && j % 512 < 256))
+					reg[i][j] = reg[i][j] * 0.5 + last[j % put] * 0.25 + k;
+		}
 		reg[0][0] = k + 1;
 		if (lockall) {
 			double one = 1, sum;
@@ -136,8 +172,8 @@ int main(int argc, char **argv)
 			usleep(delay_ms * 1000);
 	}
 	uint64_t h = MPIAPP_FNV_INIT, *all = malloc(8 * nranks);
-	for (int i = 0; i < nr; i++)
-		h = mpiapp_fnv(h, reg[i], sizeof(double) * sizes[i]);
+	for (int i = 0; i < nall; i++)
+		h = mpiapp_fnv(h, reg[i], sizeof(double) * (i < nr ? sizes[i] : sizes[0]));
 	MPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 	if (rank == 0) {
 		printf("result iters %d hash", iters);
@@ -145,10 +181,10 @@ int main(int argc, char **argv)
 			printf(" %016llx", (unsigned long long)all[r]);
 		printf("\ntime_s %.3f\n", mpiapp_now() - t0);
 	}
-	for (int i = 0; i < nr; i++)
+	for (int i = 0; i < nall; i++)
 		MPI_Win_detach(win, reg[i]);
 	MPI_Win_free(&win);
-	for (int i = 0; i < nr; i++)
+	for (int i = 0; i < nall; i++)
 		free(reg[i]);
 	free(send);
 	free(all);

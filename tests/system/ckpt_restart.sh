@@ -10,8 +10,10 @@
 # (MPI_Win_allocate_shared), a dynamic window (MPI_Win_create_dynamic with
 # attached regions, tests/mpi/dynwin.c) and one synchronized by
 # passive target alone (never checkpointed: said once), incremental checkpoints
-# (10 % of the pages written: bytes copied and a restart), the second
-# level (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, the double-buffered version
+# (10 % of the pages written: bytes copied and a restart; a dynamic window's
+# regions copied only in their written pages), the second level
+# (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, and for a dynamic
+# window that grows after the NVRAM directory is wiped, the double-buffered version
 # (nvckpt_db_*) killed and restarted, and the disk version's own restart.
 . "$(dirname "$0")/lib.sh"
 t_require_root
@@ -136,6 +138,19 @@ inc=$(sed -n "s/.*'touch' rank 0: .* \([0-9]*\) bytes copied (incremental).*/\1/
 t_log "incremental: $inc bytes copied against $full in full ($((inc * 100 / full)) %)"
 kill_at touch_kill all $((5 + RANDOM % 20)) NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
 ref=$tref restart_same touch_kill NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
+# A dynamic window's regions (3 x 512 KiB a rank, 1/16 of their pages
+# written per iteration): incremental copies at most 1/3 of full's bytes.
+dtargs=(--iters 12 --sizes 65536,65536,65536 --stride 16)
+CK_APP=$CK_DYN ck_run "$T_DIR/dtref" NVCACHE_CKPT=off -- "${dtargs[@]}" || t_fail "dynamic touch reference failed"
+CK_APP=$CK_DYN ck_run "$T_DIR/dtfull" NVCACHE_CKPT_STATS=1 -- "${dtargs[@]}" || t_fail "dynamic touch full failed"
+CK_APP=$CK_DYN ck_run "$T_DIR/dtinc" NVCACHE_CKPT_STATS=1 NVCACHE_CKPT_MODE=incremental -- "${dtargs[@]}" ||
+  t_fail "dynamic touch incremental failed: $(tail -3 "$T_DIR/dtinc.err")"
+[ "$(ck_result "$T_DIR/dtinc")" = "$(ck_result "$T_DIR/dtref")" ] || t_fail "dynamic incremental: result differs"
+full=$(sed -n "s/.*'win0' rank 0: .* \([0-9]*\) bytes copied (full).*/\1/p" "$T_DIR/dtfull.err")
+inc=$(sed -n "s/.*'win0' rank 0: .* \([0-9]*\) bytes copied (incremental).*/\1/p" "$T_DIR/dtinc.err")
+[ -n "$full" ] && [ -n "$inc" ] || t_fail "dynamic incremental: no byte counts ($(grep nvckpt "$T_DIR/dtinc.err"))"
+[ $((inc * 3)) -le "$full" ] || t_fail "dynamic incremental copied $inc bytes, full $full: more than 1/3"
+t_log "dynamic incremental: $inc bytes copied against $full in full ($((inc * 100 / full)) %)"
 
 # The second level: every 4th version copied in the background to a
 # directory on disk; one rank's NVRAM lost, the restart reads all from there.
@@ -148,6 +163,18 @@ rm "$NVCACHE_CKPT_DIR/fl/cg.r$lost.nvckpt"
 restart_same flush "${fl[@]}" -- "${args[@]}"
 grep -q "restarting from $T_DIR/flushdir" "$T_DIR/flush.re.err" || t_fail "flush: the restart did not use the second level"
 t_log "flush: rank $lost's NVRAM file removed; restarted from the second level"
+# A dynamic window on the second level: a region attached at iteration 8
+# grows its areas (NVRAM and second level); killed later, the NVRAM
+# directory wiped, restarted from the second level.
+dfl=(NVCACHE_CKPT_FLUSH="$T_DIR/flushdir" NVCACHE_CKPT_FLUSH_EVERY=4 NVCACHE_CKPT_JOB=dfl)
+dgargs=(--iters $ITERS --grow-at 8)
+CK_APP=$CK_DYN ck_run "$T_DIR/dgref" NVCACHE_CKPT=off -- "${dgargs[@]}" || t_fail "dynamic flush: reference failed"
+CK_APP=$CK_DYN kill_at dflush all $((14 + RANDOM % 12)) "${dfl[@]}" -- "${dgargs[@]}"
+[ "$(ls "$T_DIR/flushdir/dfl" | wc -l)" = 4 ] || t_fail "dynamic flush: no second-level files: $(ls -R "$T_DIR/flushdir/dfl")"
+rm -rf "${NVCACHE_CKPT_DIR:?}/dfl"
+CK_APP=$CK_DYN ref=$(ck_result "$T_DIR/dgref") restart_same dflush "${dfl[@]}" -- "${dgargs[@]}"
+grep -q "restarting from $T_DIR/flushdir" "$T_DIR/dflush.re.err" || t_fail "dynamic flush: the restart did not use the second level"
+t_log "dynamic flush: NVRAM directory wiped; restarted from the second level, result bit-identical"
 
 # The double-buffered version: same result, killed and restarted.
 ck_run "$T_DIR/db" -- "${args[@]}" --mode db || t_fail "db run failed: $(tail -3 "$T_DIR/db.err")"
