@@ -346,11 +346,37 @@ static void flush_join(struct ckobj_flush *f)
 	}
 }
 
+static uint64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void ckobj_clock_start(struct ckobj_clock *c)
+{
+	c->wall = clock_now_ns();
+	c->cpu = cpu_now_ns();
+}
+
+void ckobj_clock_add(struct ckobj *o, const struct ckobj_clock *c)
+{
+	o->local_ns += clock_now_ns() - c->wall;
+	o->local_cpu_ns += cpu_now_ns() - c->cpu;
+}
+
 void ckobj_begin(struct ckobj *o, int slot)
 {
-	if (o->fl && o->fl->running && o->fl->slot == slot)
+	struct ckobj_clock c;
+
+	ckobj_clock_start(&c);
+	if (o->fl && o->fl->running && o->fl->slot == slot) {
 		flush_join(o->fl);
+		o->flush_wait_ns += clock_now_ns() - c.wall;
+	}
 	ckpt_begin(o->ck, slot);
+	ckobj_clock_add(o, &c);
 }
 
 static void flush_start(struct ckobj *o, int slot, uint64_t version)
@@ -674,16 +700,17 @@ int ckobj_commit(struct ckobj *o, int slot, uint64_t version)
 {
 	static uint8_t *pack;
 	uint32_t len = 0;
+	struct ckobj_clock c;
 
+	ckobj_clock_start(&c);
 	if (nprot) {
 		if (!pack && !(pack = malloc(EXTRA_MAX)))
 			return MPI_ERR_NO_MEM;
 		len = protect_pack(pack);
 		memcpy(ckpt_extra(o->ck, slot), pack, len);
 	}
-	uint64_t t0 = clock_now_ns();
 	int rc = ckpt_commit(o->ck, slot, version, o->consistent, len);
-	o->local_ns += clock_now_ns() - t0;
+	ckobj_clock_add(o, &c);
 	if (rc)
 		log_err("window '%s': commit of version %llu failed: %s", o->name,
 			(unsigned long long)version, strerror(-rc));
@@ -692,7 +719,9 @@ int ckobj_commit(struct ckobj *o, int slot, uint64_t version)
 	/* the version every rank committed; the copy every rank completed */
 	long long v[2] = { (long long)o->version,
 			   o->fl ? (long long)atomic_load(&o->fl->done) : 0 };
+	uint64_t ta = clock_now_ns();
 	all_min(v, 2, o->comm);
+	o->agree_all_ns += clock_now_ns() - ta;
 	o->consistent = (uint64_t)v[0];
 	if (!rc && o->fl && version % conf.flush_every == 0 &&
 	    (uint64_t)v[1] == o->fl->version)
@@ -704,10 +733,16 @@ void ckobj_stats(const struct ckobj *o, uint64_t versions, const char *what)
 {
 	if (!getenv("NVCACHE_CKPT_STATS"))
 		return;
+	const struct ckpt_times *t = ckpt_times(o->ck);
+	double n = versions ? (double)versions * 1e6 : 1e6;
 	fprintf(stderr, "nvckpt: window '%s' rank %d: %llu versions, %llu bytes copied "
-		"(%s), %.2f ms per version (copy, CRC, persist)\n", o->name, o->rank,
+		"(%s), %.2f ms per version (copy, CRC, persist): copy %.2f, CRC %.2f, "
+		"persist %.2f, records %.2f, second level %.2f; on the CPU %.2f ms "
+		"(the rest descheduled); agreement %.2f ms\n", o->name, o->rank,
 		(unsigned long long)versions, (unsigned long long)o->bytes_copied, what,
-		versions ? o->local_ns / 1e6 / (double)versions : 0.0);
+		o->local_ns / n, t->copy_ns / n, t->crc_ns / n, t->persist_ns / n,
+		t->record_ns / n, o->flush_wait_ns / n, o->local_cpu_ns / n,
+		o->agree_all_ns / n);
 }
 
 void ckobj_restore_stats(const struct ckobj *o, uint64_t copy_ns)

@@ -581,10 +581,13 @@ static int win_checkpoint(struct nvwin *w)
 	if (w->dynamic && (rc = dyn_prepare(w)) != MPI_SUCCESS)
 		return rc;
 	int s = ckpt_next_slot(w->o.ck);
-	uint64_t t0 = clock_now_ns();
+	struct ckobj_clock c;
+	ckobj_clock_start(&c);
 	bool written = win_written_only(w, s);
+	ckobj_clock_add(&w->o, &c);
 
 	ckobj_begin(&w->o, s);
+	ckobj_clock_start(&c);
 	if (w->dynamic) {
 		uint64_t off = DYN_HDR;
 		dyn_header(w, s);
@@ -596,7 +599,7 @@ static int win_checkpoint(struct nvwin *w)
 		w->o.bytes_copied += span_copy(&w->mem, w->o.ck, s, 0, written);
 	}
 	w->slot_layout[s] = w->layout;
-	w->o.local_ns += clock_now_ns() - t0;
+	ckobj_clock_add(&w->o, &c);
 	w->pending = 0;
 	w->versions++;
 	return ckobj_commit(&w->o, s, w->o.version + 1);
