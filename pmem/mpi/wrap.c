@@ -1,8 +1,9 @@
 /* wrap.c - the PMPI wrappers of libnvckpt: windows whose memory lives in
  * NVRAM (MPI_Win_allocate) or is copied there (MPI_Win_create,
  * MPI_Win_allocate_shared, the regions of MPI_Win_create_dynamic windows),
- * checkpointed at MPI_Win_fence, restored when a job runs again with
- * NVCACHE_CKPT=restart. See ckobj.h for the versions
+ * checkpointed at MPI_Win_fence (and after other synchronizations at the
+ * next MPI_Barrier or MPI_Allreduce of the window's group), restored when
+ * a job runs again with NVCACHE_CKPT=restart. See ckobj.h for the versions
  * and the consensus, docs/checkpoints.md for the user's view.
  *
  * A window is named by its info key "nvcache_name", else by its creation
@@ -496,7 +497,8 @@ static void dyn_header(struct nvwin *w, int s)
 }
 
 /* Collective over the window's group: a window whose non-collective
- * synchronizations never met a fence or barrier was never checkpointed;
+ * synchronizations never met a fence, barrier or allreduce was never
+ * checkpointed;
  * said once, by rank 0, so that nobody counts on a restart of it. */
 static void win_warn_unsaved(struct nvwin *w)
 {
@@ -507,8 +509,8 @@ static void win_warn_unsaved(struct nvwin *w)
 	PMPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_LONG_LONG, MPI_SUM, w->o.comm);
 	if (n && !w->versions && w->o.rank == 0)
 		fprintf(stderr, "nvckpt: window '%s': %lld passive-target synchronizations "
-			"(unlock, flush, sync, complete, wait), no fence or barrier: never "
-			"checkpointed\n", w->o.name, n);
+			"(unlock, flush, sync, complete, wait), no fence, barrier or allreduce: "
+			"never checkpointed\n", w->o.name, n);
 	w->syncs = 0;
 }
 
@@ -622,9 +624,13 @@ int MPI_Win_fence(int assert, MPI_Win win)
  * commit a version there alone (the others may not be at a consistent
  * point, and the version all ranks agree on must stay in its slots), so
  * they are counted, and the version is taken at the window's next
- * collective point: a fence, or an MPI_Barrier on a communicator of the
- * window's group, where the ranks agree whether any of them synchronized
- * (NVCACHE_CKPT_EVERY times) since the last version. */
+ * collective point: a fence, or an MPI_Barrier (or, for a window that
+ * never fences, an MPI_Allreduce) on a communicator of the window's group,
+ * where the ranks agree whether any of them synchronized
+ * (NVCACHE_CKPT_EVERY times) since the last version. An agreement that
+ * does not block (an MPI_Iallreduce started here, completed at a later
+ * synchronization) would not give one state: a rank ahead may already
+ * Put its next epoch into a window that another rank has yet to copy. */
 static int win_synced(MPI_Win win, int rc)
 {
 	struct nvwin *w;
@@ -681,32 +687,79 @@ int MPI_Win_wait(MPI_Win win)
 	return win_synced(win, PMPI_Win_wait(win));
 }
 
-#define BARRIER_WINS 16
+#define GROUP_WINS 16
 
-/* A barrier on a communicator of a checkpointed window's group: one
- * MPI_Allreduce(MAX) of the windows' pending counts takes the barrier's
- * place (it synchronizes as much), then each window some rank synchronized
- * often enough is checkpointed by all. */
-int MPI_Barrier(MPI_Comm comm)
+/* The checkpointed windows on comm's group, newest first (every rank
+ * has the same ones, created in the same order); with passive_only, only
+ * those that never had a fence (a count every rank shares: fences are
+ * collective). Their pending counts in pend. */
+static int group_wins(MPI_Comm comm, bool passive_only, struct nvwin **ws, long long *pend)
 {
-	struct nvwin *ws[BARRIER_WINS];
-	long long pend[BARRIER_WINS], max[BARRIER_WINS];
-	int n = 0, rc = MPI_SUCCESS;
+	int n = 0;
 
-	for (struct nvwin *w = wins; w && n < BARRIER_WINS; w = w->next) {
+	for (struct nvwin *w = wins; w && n < GROUP_WINS; w = w->next) {
 		int res;
+		if (passive_only && w->fences)
+			continue;
 		if (PMPI_Comm_compare(comm, w->o.comm, &res) == MPI_SUCCESS &&
 		    (res == MPI_IDENT || res == MPI_CONGRUENT)) {
 			pend[n] = (long long)w->pending;
 			ws[n++] = w;
 		}
 	}
-	if (!n)
-		return PMPI_Barrier(comm);
-	/* every rank has the same windows on this group, created in order */
-	PMPI_Allreduce(pend, max, n, MPI_LONG_LONG, MPI_MAX, comm);
-	for (int i = n - 1; i >= 0; i--) /* in creation order */
+	return n;
+}
+
+/* After the ranks agreed on the windows' pending counts (max): each window
+ * some rank synchronized often enough is checkpointed by all, in creation
+ * order. */
+static int group_checkpoint(struct nvwin **ws, const long long *max, int n)
+{
+	int rc = MPI_SUCCESS;
+
+	for (int i = n - 1; i >= 0; i--)
 		if (max[i] >= (long long)ckobj_conf()->every && win_checkpoint(ws[i]) != MPI_SUCCESS)
 			rc = MPI_ERR_OTHER;
 	return rc;
+}
+
+/* A barrier on a communicator of a checkpointed window's group: one
+ * MPI_Allreduce(MAX) of the windows' pending counts takes the barrier's
+ * place (it synchronizes as much), then the windows are checkpointed. */
+int MPI_Barrier(MPI_Comm comm)
+{
+	struct nvwin *ws[GROUP_WINS];
+	long long pend[GROUP_WINS], max[GROUP_WINS];
+	int n = group_wins(comm, false, ws, pend);
+
+	if (!n)
+		return PMPI_Barrier(comm);
+	PMPI_Allreduce(pend, max, n, MPI_LONG_LONG, MPI_MAX, comm);
+	return group_checkpoint(ws, max, n);
+}
+
+/* MPI_Allreduce synchronizes as a barrier does: no rank leaves it before
+ * every rank entered it, after its unlock or flush. So for the windows of
+ * comm's group that never had a fence (passive target alone) it is a
+ * collective point too: the pending counts are agreed on by an
+ * MPI_Iallreduce beside the program's own, then the windows checkpointed
+ * as at a barrier (whose commit's allreduce keeps every rank from its next
+ * epoch until all have copied). Windows that fence are left to their
+ * fences: the program's reductions then cost nothing more. */
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+		  MPI_Op op, MPI_Comm comm)
+{
+	struct nvwin *ws[GROUP_WINS];
+	long long pend[GROUP_WINS], max[GROUP_WINS];
+	MPI_Request req;
+	int n = wins ? group_wins(comm, true, ws, pend) : 0;
+
+	if (!n)
+		return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+	PMPI_Iallreduce(pend, max, n, MPI_LONG_LONG, MPI_MAX, comm, &req);
+	int rc = PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+	PMPI_Wait(&req, MPI_STATUS_IGNORE);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	return group_checkpoint(ws, max, n);
 }

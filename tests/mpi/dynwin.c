@@ -17,7 +17,10 @@
  *
  * --sync fence (default): two fences per iteration, each a checkpoint.
  * --sync lockall: lock_all / Put / unlock_all and an MPI_Allreduce instead,
- * no fence and no barrier: a window never checkpointed (libnvckpt says so).
+ * no fence and no barrier (libnvckpt checkpoints at the Allreduce after
+ * the unlock). --sync lockp2p: the same with zero-byte messages to and from
+ * both neighbours instead of the Allreduce: no collective at all, a window
+ * never checkpointed (libnvckpt says so).
  *
  * Output (rank 0), as hpccg's: "startup_s S restored K mpi_init_s I",
  * "iter K" with --progress, "result iters N hash H H H H", "time_s T". */
@@ -39,6 +42,23 @@ static void die(const char *m)
 	MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
+/* Without a fence: an MPI_Allreduce (how 1), or (2) a zero-byte message
+ * to and from each neighbour, enough for the ring of Puts. */
+static void sync_ranks(int how, int rank, int nranks)
+{
+	double one = 1, sum;
+
+	if (how == 1) {
+		MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		return;
+	}
+	int left = (rank + nranks - 1) % nranks, right = (rank + 1) % nranks;
+	MPI_Sendrecv(NULL, 0, MPI_BYTE, right, 7, NULL, 0, MPI_BYTE, left, 7,
+		     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Sendrecv(NULL, 0, MPI_BYTE, left, 8, NULL, 0, MPI_BYTE, right, 8,
+		     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
 /* --grow-at: one more region of n doubles, attached after the others;
  * fresh contents unless restored (libnvckpt fills it at the attach). */
 static void attach_extra(MPI_Win win, double **reg, int *nall, long n, int restored)
@@ -58,6 +78,7 @@ int main(int argc, char **argv)
 {
 	double t0 = mpiapp_now();
 	int iters = 20, progress = 0, delay_ms = 0, lockall = 0, rank, nranks, nr = 0;
+	/* lockall: 1 with MPI_Allreduce, 2 with messages to the neighbours */
 	int stride = 1, grow_at = 0;
 	long sizes[MAXR];
 	const char *piddir = NULL, *sz = "300,1000,517";
@@ -68,7 +89,7 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--progress"))
 			progress = 1;
 		else if (!v)
-			die("usage: dynwin [--iters N] [--sizes A,B,..] [--sync fence|lockall] "
+			die("usage: dynwin [--iters N] [--sizes A,B,..] [--sync fence|lockall|lockp2p] "
 			    "[--stride S] [--grow-at K] [--progress] [--delay-ms N] [--piddir D]");
 		else if (!strcmp(a, "--iters"))
 			iters = atoi(v), i++;
@@ -79,7 +100,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--grow-at"))
 			grow_at = atoi(v), i++;
 		else if (!strcmp(a, "--sync"))
-			lockall = !strcmp(v, "lockall"), i++;
+			lockall = !strcmp(v, "lockall") ? 1 : !strcmp(v, "lockp2p") ? 2 : 0, i++;
 		else if (mpiapp_common_opt(a, v, &delay_ms, &piddir))
 			i++;
 		else
@@ -142,11 +163,10 @@ int main(int argc, char **argv)
 			attach_extra(win, reg, &nall, sizes[0], 0);
 		memcpy(send, reg[0], sizeof(double) * put);
 		if (lockall) {
-			double one = 1, sum;
 			MPI_Win_lock_all(0, win);
 			MPI_Put(send, put, MPI_DOUBLE, right, right_at, put, MPI_DOUBLE, win);
 			MPI_Win_unlock_all(win);
-			MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+			sync_ranks(lockall, rank, nranks);
 		} else {
 			MPI_Put(send, put, MPI_DOUBLE, right, right_at, put, MPI_DOUBLE, win);
 			MPI_Win_fence(0, win);
@@ -159,8 +179,7 @@ int main(int argc, char **argv)
 		}
 		reg[0][0] = k + 1;
 		if (lockall) {
-			double one = 1, sum;
-			MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+			sync_ranks(lockall, rank, nranks);
 		} else {
 			MPI_Win_fence(0, win);
 		}

@@ -8,8 +8,9 @@
 # synchronization (checkpointed at the barrier after unlock_all), a window
 # over the program's memory (MPI_Win_create), a shared one
 # (MPI_Win_allocate_shared), a dynamic window (MPI_Win_create_dynamic with
-# attached regions, tests/mpi/dynwin.c) and one synchronized by
-# passive target alone (never checkpointed: said once), incremental checkpoints
+# attached regions, tests/mpi/dynwin.c), one synchronized by passive
+# target and MPI_Allreduce (checkpointed there), one by passive target
+# and messages alone (never checkpointed: said once), incremental checkpoints
 # (10 % of the pages written: bytes copied and a restart; a dynamic window's
 # regions copied only in their written pages), the second level
 # (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, and for a dynamic
@@ -114,13 +115,20 @@ CK_APP=$CK_DYN ck_run "$T_DIR/dref" NVCACHE_CKPT=off -- "${dargs[@]}" ||
   t_fail "dynamic: the uninterrupted run failed: $(tail -3 "$T_DIR/dref.err")"
 CK_APP=$CK_DYN kill_at dynamic $((RANDOM % 4)) $((5 + RANDOM % 20)) -- "${dargs[@]}"
 CK_APP=$CK_DYN ref=$(ck_result "$T_DIR/dref") restart_same dynamic -- "${dargs[@]}"
-# Passive target alone (lock_all / Put / unlock_all, no fence, no barrier):
+# Passive target with an MPI_Allreduce as the only collective (no fence,
+# no barrier): checkpointed at the Allreduce after unlock_all; killed,
+# restarted, bit-identical.
+CK_APP=$CK_DYN ck_run "$T_DIR/lkref" NVCACHE_CKPT=off -- "${dargs[@]}" --sync lockall ||
+  t_fail "lockall: the uninterrupted run failed: $(tail -3 "$T_DIR/lkref.err")"
+CK_APP=$CK_DYN kill_at lockall $((RANDOM % 4)) $((5 + RANDOM % 20)) NVCACHE_CKPT_JOB=lk -- "${dargs[@]}" --sync lockall
+CK_APP=$CK_DYN ref=$(ck_result "$T_DIR/lkref") restart_same lockall NVCACHE_CKPT_JOB=lk -- "${dargs[@]}" --sync lockall
+# Passive target with no collective at all (messages to the neighbours):
 # no version can be committed; the job says so once for the window.
-CK_APP=$CK_DYN ck_run "$T_DIR/lockall" NVCACHE_CKPT_JOB=lk -- --iters 5 --sync lockall ||
-  t_fail "lockall: the job failed: $(tail -3 "$T_DIR/lockall.err")"
-[ "$(grep -c "window 'win0': 20 passive-target synchronizations .*never checkpointed" \
-  "$T_DIR/lockall.err")" = 1 ] || t_fail "lockall: no single warning: $(cat "$T_DIR/lockall.err")"
-t_log "lockall: $(grep -o "window 'win0'.*" "$T_DIR/lockall.err")"
+CK_APP=$CK_DYN ck_run "$T_DIR/lockp2p" NVCACHE_CKPT_JOB=lp -- --iters 5 --sync lockp2p ||
+  t_fail "lockp2p: the job failed: $(tail -3 "$T_DIR/lockp2p.err")"
+[ "$(grep -c "window 'win0': 20 passive-target synchronizations .*no fence, barrier or allreduce: never checkpointed" \
+  "$T_DIR/lockp2p.err")" = 1 ] || t_fail "lockp2p: no single warning: $(cat "$T_DIR/lockp2p.err")"
+t_log "lockp2p: $(grep -o "window 'win0'.*" "$T_DIR/lockp2p.err")"
 
 # Incremental checkpoints (written pages only): 10 % of the pages written
 # per iteration, killed and restarted; the bytes copied are at most 1/3 of
