@@ -9,7 +9,9 @@
 #   db       double-buffered (nvckpt_db_*: no copy)
 # Figures: seconds per iteration (the median of CKB_REPS rounds; each round
 # runs every version once, interleaved, so the machine's load falls on all
-# alike), its ratio to none and to disk, the overhead per iteration; what
+# alike), its ratio to none and to disk, also as the median of each
+# round's own ratio to none (the runs side by side) and from the fastest
+# run of each (the one least disturbed), the overhead per iteration; what
 # one checkpoint costs a rank (libnvckpt's own count: copy, CRC, persist,
 # commit; not the agreement), in wall-clock time and on the CPU (the rest
 # of the wall time the rank was descheduled: 4 ranks on 2 cores, and the
@@ -25,9 +27,9 @@
 # MPIR_CVAR_POLLS_BEFORE_YIELD=1 (ckpt_common.bash): 4 ranks on 2 cores.
 #
 #   CKB_NX=128 CKB_NY=128 CKB_NZ=172 (per rank)  CKB_ITERS=8  CKB_REPS=3
+T_TIMEOUT=${T_TIMEOUT:-1800}   # before lib.sh, whose watchdog takes it
 . "$(dirname "$0")/../system/lib.sh"
 t_require_root
-T_TIMEOUT=${T_TIMEOUT:-1800}
 . "$(dirname "$0")/../system/ckpt_common.bash"
 nx=${CKB_NX:-128} ny=${CKB_NY:-128} nz=${CKB_NZ:-172}
 iters=${CKB_ITERS:-8} reps=${CKB_REPS:-3}
@@ -63,12 +65,14 @@ ck_cpu() { sed -n 's/.* on the CPU \([0-9.]*\) ms.*/\1/p' "$1.err" | awk '{s += 
 ck_agree() { sed -n 's/.*; agreement \([0-9.]*\) ms$/\1/p' "$1.err" | awk '{s += $1} END {if (NR) printf "%.2f", s / NR}'; }
 cores=$(nproc)
 
-declare -A it st ms cpu agr
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+declare -A it st ms cpu agr pr
 variants=(none disk nvram inc db)
 for ((r = 1; r <= reps; r++)); do
   for v in "${variants[@]}"; do
     run $v "$T_DIR/$v.$r" || continue
     it[$v]="${it[$v]:-} $(per_iter "$T_DIR/$v.$r")"
+    [ -f "$T_DIR/none.$r" ] && pr[$v]="${pr[$v]:-} $(ratio "$(per_iter "$T_DIR/$v.$r")" "$(per_iter "$T_DIR/none.$r")")"
     st[$v]="${st[$v]:-} $(start_s "$T_DIR/$v.$r")"
     if [ -n "$(ck_ms "$T_DIR/$v.$r")" ]; then
       ms[$v]="${ms[$v]:-} $(ck_ms "$T_DIR/$v.$r")"
@@ -83,8 +87,8 @@ for v in disk nvram inc db; do
   [ "$(ck_result "$T_DIR/$v.1")" = "$ref" ] || echo "ckpt_hpccg: WARNING: $v's result differs from none's"
 done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 none=$(med ${it[none]})
+mn() { printf '%s\n' "$@" | sort -g | head -1; }
 dsk=$(med ${it[disk]})
 echo "BENCH ckpt_hpccg_iter_none $none s"
 for v in disk nvram inc db; do
@@ -92,6 +96,8 @@ for v in disk nvram inc db; do
   x=$(med ${it[$v]})
   name=$v; [ $v = nvram ] && name=nvram_full; [ $v = inc ] && name=nvram_incremental
   echo "BENCH ckpt_hpccg_iter_$name $x s vs none $none s ratio $(ratio "$x" "$none")"
+  echo "BENCH ckpt_hpccg_iter_${name}_paired $(med ${pr[$v]}) ratio (median of the rounds' own ratios to none)"
+  echo "BENCH ckpt_hpccg_iter_${name}_fastest $(mn ${it[$v]}) s vs none $(mn ${it[none]}) s ratio $(ratio "$(mn ${it[$v]})" "$(mn ${it[none]})")"
   echo "BENCH ckpt_hpccg_overhead_$name $(awk -v a="$x" -v b="$none" 'BEGIN {printf "%.4f", a - b}') s/iteration"
   [ $v != disk ] && echo "BENCH ckpt_hpccg_iter_${name}_vs_disk $x s vs disk $dsk s ratio $(ratio "$x" "$dsk")"
 done
