@@ -301,7 +301,8 @@ struct ckobj_flush {
 	uint64_t version;
 	uint32_t extra_len;
 	struct ckpt *src;
-	struct ckpt *dst;         /* the flush area, made by the first copy,
+	struct ckpt *dst;         /* the flush area: on a restart the one
+				   * there, else made by the first copy;
 				   * grown as the NVRAM area grows */
 	char path[700];
 	_Atomic uint64_t done;    /* the last version copied completely */
@@ -318,7 +319,7 @@ static void *flush_main(void *arg)
 	g.live_size = 0;
 	if (!f->dst)
 		rc = ckpt_create(&f->dst, f->path, &g, NULL);
-	else if (ckpt_geom(f->dst)->data_size != g.data_size) /* it grew */
+	else if (ckpt_geom(f->dst)->data_size < g.data_size) /* it grew */
 		rc = area_grow(&f->dst, f->path, g.data_size);
 	if (rc) {
 		log_err("second level %s: %s: copies of the checkpoint stop here",
@@ -328,6 +329,7 @@ static void *flush_main(void *arg)
 	}
 	int s = ckpt_next_slot(f->dst);
 	ckpt_begin(f->dst, s);
+	region_crash_in("flush-copy"); /* the other slot's copy must survive */
 	ckpt_write(f->dst, s, 0, ckpt_data(f->src, f->slot), g.data_size);
 	memcpy(ckpt_extra(f->dst, s), ckpt_extra(f->src, f->slot), extra);
 	rc = ckpt_commit(f->dst, s, f->version, f->version, extra);
@@ -399,8 +401,28 @@ static void flush_start(struct ckobj *o, int slot, uint64_t version)
 		f->running = true;
 }
 
+/* A restarted job keeps the second level's area it finds (its versions up
+ * to the one restored: the others are of a history the restart left), so
+ * that its copies stay there until the next copy is complete; one that
+ * does not fit is replaced by the first copy. */
+static void flush_keep(struct ckobj_flush *f, const struct ckpt_geom *g, uint64_t restored)
+{
+	const struct ckpt_geom *h;
+
+	if (ckpt_open(&f->dst, f->path, false, NULL))
+		return;
+	h = ckpt_geom(f->dst);
+	if (h->nranks != g->nranks || h->rank != g->rank || h->extra_max != g->extra_max ||
+	    h->data_size > g->data_size) {
+		ckpt_close(f->dst);
+		f->dst = NULL;
+		return;
+	}
+	ckpt_drop_newer(f->dst, restored);
+}
+
 /* Make the flush directory's job folder and the copier (not its area:
- * the first copy makes that). */
+ * the first copy makes that, unless a restart keeps the one there). */
 static int flush_setup(struct ckobj *o, const struct ckpt_geom *g)
 {
 	char dir[600];
@@ -414,6 +436,8 @@ static int flush_setup(struct ckobj *o, const struct ckpt_geom *g)
 	if (!(o->fl = calloc(1, sizeof(*o->fl))))
 		return -ENOMEM;
 	snprintf(o->fl->path, sizeof(o->fl->path), "%s/%s.r%d.nvckpt", dir, g->name, o->rank);
+	if (o->restored)
+		flush_keep(o->fl, g, o->restored);
 	return 0;
 }
 

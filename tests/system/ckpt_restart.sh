@@ -13,7 +13,8 @@
 # and messages alone (never checkpointed: said once), incremental checkpoints
 # (10 % of the pages written: bytes copied and a restart; a dynamic window's
 # regions copied only in their written pages), the second level
-# (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, and for a dynamic
+# (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, after a restart is
+# killed inside its first copy there and the NVRAM is lost, and for a dynamic
 # window that grows after the NVRAM directory is wiped, the double-buffered version
 # (nvckpt_db_*) killed and restarted, and the disk version's own restart.
 . "$(dirname "$0")/lib.sh"
@@ -171,6 +172,17 @@ rm "$NVCACHE_CKPT_DIR/fl/cg.r$lost.nvckpt"
 restart_same flush "${fl[@]}" -- "${args[@]}"
 grep -q "restarting from $T_DIR/flushdir" "$T_DIR/flush.re.err" || t_fail "flush: the restart did not use the second level"
 t_log "flush: rank $lost's NVRAM file removed; restarted from the second level"
+# A restart keeps the second level's copies until its own first copy is
+# complete: killed inside that copy (all ranks, NVCACHE_CRASH_IN), the
+# NVRAM directory then lost, the job still restarts from the second level.
+ck_run "$T_DIR/flush_crash" NVCACHE_CKPT=restart NVCACHE_CRASH_IN=flush-copy "${fl[@]}" -- \
+  --iters $((ITERS + 10)) --nx 12 --ny 12 --nz 12 &&
+  t_fail "flush_crash: the job ran to the end though NVCACHE_CRASH_IN=flush-copy"
+grep -q "killed in flush-copy" "$T_DIR/flush_crash.err" || t_fail "flush_crash: not killed in the copy: $(tail -3 "$T_DIR/flush_crash.err")"
+rm -rf "${NVCACHE_CKPT_DIR:?}/fl"
+restart_same flush_kept "${fl[@]}" -- "${args[@]}"
+grep -q "restarting from $T_DIR/flushdir" "$T_DIR/flush_kept.re.err" || t_fail "flush_kept: the restart did not use the second level"
+t_log "flush_kept: killed inside a restart's first second-level copy, NVRAM lost: restarted from the copies kept"
 # A dynamic window on the second level: a region attached at iteration 8
 # grows its areas (NVRAM and second level); killed later, the NVRAM
 # directory wiped, restarted from the second level.
