@@ -31,6 +31,8 @@ struct nvwin {
 			      * (not a dynamic window's) */
 	uint64_t fences;     /* fences since creation (for NVCACHE_CKPT_EVERY) */
 	uint64_t pending;    /* other synchronizations since the last version */
+	uint32_t epochs;     /* this rank's open lock, lock_all and start
+			      * epochs: RMA of them may be in flight */
 	/* incremental mode: a version is copied as the pages written since
 	 * the one its slot holds only if the layout of the window's memory
 	 * (its dynamic regions) is the one that slot was written with */
@@ -497,9 +499,9 @@ static void dyn_header(struct nvwin *w, int s)
 }
 
 /* Collective over the window's group: a window whose non-collective
- * synchronizations never met a fence, barrier or allreduce was never
- * checkpointed;
- * said once, by rank 0, so that nobody counts on a restart of it. */
+ * synchronizations never met a fence, or a barrier or allreduce outside
+ * an access epoch, was never checkpointed; said once, by rank 0, so that
+ * nobody counts on a restart of it. */
 static void win_warn_unsaved(struct nvwin *w)
 {
 	long long n = (long long)w->syncs;
@@ -509,8 +511,9 @@ static void win_warn_unsaved(struct nvwin *w)
 	PMPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_LONG_LONG, MPI_SUM, w->o.comm);
 	if (n && !w->versions && w->o.rank == 0)
 		fprintf(stderr, "nvckpt: window '%s': %lld passive-target synchronizations "
-			"(unlock, flush, sync, complete, wait), no fence, barrier or allreduce: "
-			"never checkpointed\n", w->o.name, n);
+			"(unlock, flush, sync, complete, wait), no fence, and no barrier or "
+			"allreduce outside a lock or start epoch: never checkpointed\n",
+			w->o.name, n);
 	w->syncs = 0;
 }
 
@@ -625,9 +628,10 @@ int MPI_Win_fence(int assert, MPI_Win win)
  * point, and the version all ranks agree on must stay in its slots), so
  * they are counted, and the version is taken at the window's next
  * collective point: a fence, or an MPI_Barrier (or, for a window that
- * never fences, an MPI_Allreduce) on a communicator of the window's group,
- * where the ranks agree whether any of them synchronized
- * (NVCACHE_CKPT_EVERY times) since the last version. An agreement that
+ * never fences, an MPI_Allreduce) on a communicator of the window's group
+ * while no rank has an access epoch open on it, where the ranks agree
+ * whether any of them synchronized (NVCACHE_CKPT_EVERY times) since the
+ * last version. An agreement that
  * does not block (an MPI_Iallreduce started here, completed at a later
  * synchronization) would not give one state: a rank ahead may already
  * Put its next epoch into a window that another rank has yet to copy. */
@@ -642,14 +646,39 @@ static int win_synced(MPI_Win win, int rc)
 	return rc;
 }
 
+/* An access epoch opened (+1) or closed (-1) by this rank. */
+static int win_epoch(MPI_Win win, int rc, int delta)
+{
+	struct nvwin *w;
+
+	if (rc == MPI_SUCCESS && (w = win_find(win)) && (delta > 0 || w->epochs))
+		w->epochs += (uint32_t)delta;
+	return rc;
+}
+
+int MPI_Win_lock(int type, int rank, int assert, MPI_Win win)
+{
+	return win_epoch(win, PMPI_Win_lock(type, rank, assert, win), 1);
+}
+
+int MPI_Win_lock_all(int assert, MPI_Win win)
+{
+	return win_epoch(win, PMPI_Win_lock_all(assert, win), 1);
+}
+
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
+{
+	return win_epoch(win, PMPI_Win_start(group, assert, win), 1);
+}
+
 int MPI_Win_unlock(int rank, MPI_Win win)
 {
-	return win_synced(win, PMPI_Win_unlock(rank, win));
+	return win_epoch(win, win_synced(win, PMPI_Win_unlock(rank, win)), -1);
 }
 
 int MPI_Win_unlock_all(MPI_Win win)
 {
-	return win_synced(win, PMPI_Win_unlock_all(win));
+	return win_epoch(win, win_synced(win, PMPI_Win_unlock_all(win)), -1);
 }
 
 int MPI_Win_flush(int rank, MPI_Win win)
@@ -679,7 +708,7 @@ int MPI_Win_sync(MPI_Win win)
 
 int MPI_Win_complete(MPI_Win win)
 {
-	return win_synced(win, PMPI_Win_complete(win));
+	return win_epoch(win, win_synced(win, PMPI_Win_complete(win)), -1);
 }
 
 int MPI_Win_wait(MPI_Win win)
@@ -692,7 +721,8 @@ int MPI_Win_wait(MPI_Win win)
 /* The checkpointed windows on comm's group, newest first (every rank
  * has the same ones, created in the same order); with passive_only, only
  * those that never had a fence (a count every rank shares: fences are
- * collective). Their pending counts in pend. */
+ * collective). Their pending counts in pend[0..n), their open access
+ * epochs in pend[n..2n) (filled by the caller: n is known at the end). */
 static int group_wins(MPI_Comm comm, bool passive_only, struct nvwin **ws, long long *pend)
 {
 	int n = 0;
@@ -707,34 +737,40 @@ static int group_wins(MPI_Comm comm, bool passive_only, struct nvwin **ws, long 
 			ws[n++] = w;
 		}
 	}
+	for (int i = 0; i < n; i++)
+		pend[n + i] = ws[i]->epochs;
 	return n;
 }
 
-/* After the ranks agreed on the windows' pending counts (max): each window
- * some rank synchronized often enough is checkpointed by all, in creation
- * order. */
+/* After the ranks agreed on the windows' pending counts and open epochs
+ * (max of each): each window some rank synchronized often enough, and
+ * on which no rank has an access epoch open (whose RMA may still be on
+ * its way to some window: not a consistent state), is checkpointed by
+ * all, in creation order; the others stay pending. */
 static int group_checkpoint(struct nvwin **ws, const long long *max, int n)
 {
 	int rc = MPI_SUCCESS;
 
 	for (int i = n - 1; i >= 0; i--)
-		if (max[i] >= (long long)ckobj_conf()->every && win_checkpoint(ws[i]) != MPI_SUCCESS)
+		if (max[i] >= (long long)ckobj_conf()->every && max[n + i] == 0 &&
+		    win_checkpoint(ws[i]) != MPI_SUCCESS)
 			rc = MPI_ERR_OTHER;
 	return rc;
 }
 
 /* A barrier on a communicator of a checkpointed window's group: one
- * MPI_Allreduce(MAX) of the windows' pending counts takes the barrier's
- * place (it synchronizes as much), then the windows are checkpointed. */
+ * MPI_Allreduce(MAX) of the windows' pending counts and open epochs takes
+ * the barrier's place (it synchronizes as much), then the windows are
+ * checkpointed. */
 int MPI_Barrier(MPI_Comm comm)
 {
 	struct nvwin *ws[GROUP_WINS];
-	long long pend[GROUP_WINS], max[GROUP_WINS];
+	long long pend[2 * GROUP_WINS], max[2 * GROUP_WINS];
 	int n = group_wins(comm, false, ws, pend);
 
 	if (!n)
 		return PMPI_Barrier(comm);
-	PMPI_Allreduce(pend, max, n, MPI_LONG_LONG, MPI_MAX, comm);
+	PMPI_Allreduce(pend, max, 2 * n, MPI_LONG_LONG, MPI_MAX, comm);
 	return group_checkpoint(ws, max, n);
 }
 
@@ -750,13 +786,13 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype ty
 		  MPI_Op op, MPI_Comm comm)
 {
 	struct nvwin *ws[GROUP_WINS];
-	long long pend[GROUP_WINS], max[GROUP_WINS];
+	long long pend[2 * GROUP_WINS], max[2 * GROUP_WINS];
 	MPI_Request req;
 	int n = wins ? group_wins(comm, true, ws, pend) : 0;
 
 	if (!n)
 		return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-	PMPI_Iallreduce(pend, max, n, MPI_LONG_LONG, MPI_MAX, comm, &req);
+	PMPI_Iallreduce(pend, max, 2 * n, MPI_LONG_LONG, MPI_MAX, comm, &req);
 	int rc = PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
 	PMPI_Wait(&req, MPI_STATUS_IGNORE);
 	if (rc != MPI_SUCCESS)

@@ -20,7 +20,10 @@
  * no fence and no barrier (libnvckpt checkpoints at the Allreduce after
  * the unlock). --sync lockp2p: the same with zero-byte messages to and from
  * both neighbours instead of the Allreduce: no collective at all, a window
- * never checkpointed (libnvckpt says so).
+ * never checkpointed (libnvckpt says so). --sync lockopen: one lock_all
+ * epoch over the whole loop, each Put completed by MPI_Win_flush_all, and
+ * the Allreduces inside that epoch: never checkpointed either (an open
+ * epoch may have RMA on its way).
  *
  * Output (rank 0), as hpccg's: "startup_s S restored K mpi_init_s I",
  * "iter K" with --progress, "result iters N hash H H H H", "time_s T". */
@@ -78,7 +81,8 @@ int main(int argc, char **argv)
 {
 	double t0 = mpiapp_now();
 	int iters = 20, progress = 0, delay_ms = 0, lockall = 0, rank, nranks, nr = 0;
-	/* lockall: 1 with MPI_Allreduce, 2 with messages to the neighbours */
+	/* lockall: 1 with MPI_Allreduce, 2 with messages to the neighbours,
+	 * 3 with MPI_Allreduce inside one lock_all epoch */
 	int stride = 1, grow_at = 0;
 	long sizes[MAXR];
 	const char *piddir = NULL, *sz = "300,1000,517";
@@ -89,7 +93,7 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--progress"))
 			progress = 1;
 		else if (!v)
-			die("usage: dynwin [--iters N] [--sizes A,B,..] [--sync fence|lockall|lockp2p] "
+			die("usage: dynwin [--iters N] [--sizes A,B,..] [--sync fence|lockall|lockp2p|lockopen] "
 			    "[--stride S] [--grow-at K] [--progress] [--delay-ms N] [--piddir D]");
 		else if (!strcmp(a, "--iters"))
 			iters = atoi(v), i++;
@@ -100,7 +104,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--grow-at"))
 			grow_at = atoi(v), i++;
 		else if (!strcmp(a, "--sync"))
-			lockall = !strcmp(v, "lockall") ? 1 : !strcmp(v, "lockp2p") ? 2 : 0, i++;
+			lockall = !strcmp(v, "lockall") ? 1 : !strcmp(v, "lockp2p") ? 2 :
+				  !strcmp(v, "lockopen") ? 3 : 0, i++;
 		else if (mpiapp_common_opt(a, v, &delay_ms, &piddir))
 			i++;
 		else
@@ -158,11 +163,17 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	double *send = malloc(sizeof(double) * put);
+	if (lockall == 3)
+		MPI_Win_lock_all(0, win);
 	for (int k = (int)reg[0][0]; k < iters; k++) {
 		if (grow_at && k == grow_at && nall == nr)
 			attach_extra(win, reg, &nall, sizes[0], 0);
 		memcpy(send, reg[0], sizeof(double) * put);
-		if (lockall) {
+		if (lockall == 3) {
+			MPI_Put(send, put, MPI_DOUBLE, right, right_at, put, MPI_DOUBLE, win);
+			MPI_Win_flush_all(win);
+			sync_ranks(1, rank, nranks);
+		} else if (lockall) {
 			MPI_Win_lock_all(0, win);
 			MPI_Put(send, put, MPI_DOUBLE, right, right_at, put, MPI_DOUBLE, win);
 			MPI_Win_unlock_all(win);
@@ -179,7 +190,7 @@ int main(int argc, char **argv)
 		}
 		reg[0][0] = k + 1;
 		if (lockall) {
-			sync_ranks(lockall, rank, nranks);
+			sync_ranks(lockall == 3 ? 1 : lockall, rank, nranks);
 		} else {
 			MPI_Win_fence(0, win);
 		}
@@ -190,6 +201,8 @@ int main(int argc, char **argv)
 		if (delay_ms)
 			usleep(delay_ms * 1000);
 	}
+	if (lockall == 3)
+		MPI_Win_unlock_all(win);
 	uint64_t h = MPIAPP_FNV_INIT, *all = malloc(8 * nranks);
 	for (int i = 0; i < nall; i++)
 		h = mpiapp_fnv(h, reg[i], sizeof(double) * (i < nr ? sizes[i] : sizes[0]));
