@@ -705,15 +705,17 @@ out:
 
 int ckobj_grow(struct ckobj *o, uint64_t data_size)
 {
+	struct ckpt_geom g = *ckpt_geom(o->ck);
 	char path[700];
 	int rc;
 
+	g.data_size = data_size;
 	flush_join(o->fl); /* the copier reads the area being replaced */
 	snprintf(path, sizeof(path), "%s/%s/%s.r%d.nvckpt", conf.dir, conf.job, o->name,
 		 o->rank);
 	if ((rc = area_grow(&o->ck, path, data_size))) {
 		if (rc == -ENOSPC || rc == -EBUSY)
-			log_open_error(path, data_size, rc);
+			log_open_error(path, ckpt_file_size(&g), rc);
 		log_err("window '%s': cannot grow its checkpoint %s to %llu bytes: %s",
 			o->name, path, (unsigned long long)data_size, strerror(-rc));
 	}
