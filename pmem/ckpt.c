@@ -1,6 +1,7 @@
 /* ckpt.c - the double-buffered checkpoint area; see ckpt.h. */
 #include "pmem/ckpt.h"
 
+#include "common/clock.h"
 #include "common/crc32c.h"
 #include "common/log.h"
 
@@ -57,6 +58,7 @@ struct ckpt {
 	 * went elsewhere (commit then reads the whole slot) */
 	uint64_t crc_len[CKPT_SLOTS];
 	uint32_t crc[CKPT_SLOTS];
+	struct ckpt_times t;
 };
 
 #define CRC_NONE UINT64_MAX
@@ -284,6 +286,7 @@ void ckpt_close(struct ckpt *c)
 const struct ckpt_geom *ckpt_geom(const struct ckpt *c) { return &c->g; }
 uint64_t ckpt_created_ns(const struct ckpt *c) { return c->created_ns; }
 struct region *ckpt_region(struct ckpt *c) { return c->r; }
+const struct ckpt_times *ckpt_times(const struct ckpt *c) { return &c->t; }
 
 int ckpt_versions(const struct ckpt *c, struct ckpt_version out[CKPT_SLOTS])
 {
@@ -344,7 +347,9 @@ int ckpt_begin(struct ckpt *c, int slot)
 {
 	if (slot < 0 || slot >= CKPT_SLOTS)
 		return -EINVAL;
+	uint64_t t0 = clock_now_ns();
 	rec_clear(c, slot);
+	c->t.record_ns += clock_now_ns() - t0;
 	c->crc_len[slot] = 0;
 	c->crc[slot] = 0;
 	return 0;
@@ -356,16 +361,23 @@ void ckpt_write(struct ckpt *c, int slot, uint64_t off, const void *src,
 	uint8_t *dst = (uint8_t *)ckpt_data(c, slot) + off;
 	const uint8_t *s = src;
 
+	uint64_t t0 = clock_now_ns(), t1;
+
 	if (c->crc_len[slot] != off) {
 		c->crc_len[slot] = CRC_NONE;
 		region_write(c->r, dst, src, len);
+		c->t.copy_ns += clock_now_ns() - t0;
 		return;
 	}
 	/* in order from the start: the CRC in the same pass as the copy */
 	for (uint64_t done = 0; done < len; ) {
 		uint64_t n = len - done < CRC_CHUNK ? len - done : CRC_CHUNK;
 		c->crc[slot] = crc32c(c->crc[slot], s + done, n);
+		t1 = clock_now_ns();
+		c->t.crc_ns += t1 - t0;
 		region_write(c->r, dst + done, s + done, n);
+		t0 = clock_now_ns();
+		c->t.copy_ns += t0 - t1;
 		done += n;
 	}
 	c->crc_len[slot] += len;
@@ -379,7 +391,9 @@ int ckpt_commit(struct ckpt *c, int slot, uint64_t version,
 	if (slot < 0 || slot >= CKPT_SLOTS || extra_len > c->g.extra_max ||
 	    version <= c->rec[1 - slot].version || version <= c->rec[slot].version)
 		return -EINVAL;
+	uint64_t t0 = clock_now_ns();
 	region_persist(c->r, ckpt_data(c, slot), c->g.data_size + extra_len);
+	uint64_t t1 = clock_now_ns();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	struct ckpt_rec r = { .version = version, .consistent = consistent,
 		.time_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
@@ -389,10 +403,14 @@ int ckpt_commit(struct ckpt *c, int slot, uint64_t version,
 				   c->g.data_size - c->crc_len[slot]) :
 			    crc32c(0, ckpt_data(c, slot), c->g.data_size),
 		.extra_crc = crc32c(0, ckpt_extra(c, slot), extra_len) };
+	uint64_t t2 = clock_now_ns();
 	r.crc = rec_crc(&r);
 	*rec_at(c, slot) = r;
 	region_persist(c->r, rec_at(c, slot), sizeof(r));
 	c->rec[slot] = r;
+	c->t.persist_ns += t1 - t0;
+	c->t.crc_ns += t2 - t1;
+	c->t.record_ns += clock_now_ns() - t2;
 	return 0;
 }
 

@@ -61,6 +61,14 @@ struct ckpt_version {
 	int slot;
 };
 
+/* Where the commit protocol's time went, summed over the area's life
+ * (wall clock, ns): the copies of ckpt_write, the CRC32C of the data
+ * (while copying, or at commit for bytes stored directly), persisting the
+ * data, and the commit records (cleared at begin, written at commit). */
+struct ckpt_times {
+	uint64_t copy_ns, crc_ns, persist_ns, record_ns;
+};
+
 /* Bytes of file a geometry needs. */
 uint64_t ckpt_file_size(const struct ckpt_geom *g);
 
@@ -81,6 +89,7 @@ void ckpt_close(struct ckpt *c);
 const struct ckpt_geom *ckpt_geom(const struct ckpt *c);
 uint64_t ckpt_created_ns(const struct ckpt *c);
 struct region *ckpt_region(struct ckpt *c);
+const struct ckpt_times *ckpt_times(const struct ckpt *c);
 
 /* Check slot's data against its record's CRC (what ckpt_open does for
  * every slot with verify): 0, or -EBADMSG after forgetting the version

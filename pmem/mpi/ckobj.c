@@ -246,6 +246,52 @@ void ckobj_restore_protected(struct ckobj *o)
 		protect_apply(&prot[i]);
 }
 
+/* ---- areas that grow ---- */
+
+/* Replace the area *c at path by one of data_size bytes per version that
+ * holds the newest version of the old one, crash-consistently: the new
+ * area is made beside the old one (path.grow), the version copied and
+ * committed there, then renamed over it, and the rename persisted; a kill
+ * at any instant leaves either file with that version. 0 or -errno (the
+ * new file then removed, *c unchanged). */
+static int area_grow(struct ckpt **c, const char *path, uint64_t data_size)
+{
+	char tmp[1400];
+	struct ckpt_geom g = *ckpt_geom(*c);
+	struct ckpt_version v[CKPT_SLOTS];
+	int n = ckpt_versions(*c, v), rc = 0;
+	struct ckpt *nc;
+	uint64_t old = g.data_size;
+
+	snprintf(tmp, sizeof(tmp), "%s.grow", path);
+	g.data_size = data_size;
+	if ((rc = ckpt_create(&nc, tmp, &g, NULL)))
+		return rc;
+	if (n) {
+		int s = ckpt_next_slot(nc);
+		ckpt_begin(nc, s);
+		ckpt_write(nc, s, 0, ckpt_data(*c, v[0].slot), old);
+		memcpy(ckpt_extra(nc, s), ckpt_extra(*c, v[0].slot), v[0].extra_len);
+		rc = ckpt_commit(nc, s, v[0].version, v[0].consistent, v[0].extra_len);
+	}
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc) {
+		ckpt_close(nc);
+		unlink(tmp);
+		return rc;
+	}
+	*strrchr(tmp, '/') = 0;
+	int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd); /* the rename itself persisted */
+		close(dfd);
+	}
+	ckpt_close(*c);
+	*c = nc;
+	return 0;
+}
+
 /* ---- the second level ---- */
 
 struct ckobj_flush {
@@ -255,8 +301,9 @@ struct ckobj_flush {
 	uint64_t version;
 	uint32_t extra_len;
 	struct ckpt *src;
-	struct ckpt *dst;         /* the flush area, made by the first copy */
-	struct ckpt_geom geom;
+	struct ckpt *dst;         /* the flush area: on a restart the one
+				   * there, else made by the first copy;
+				   * grown as the NVRAM area grows */
 	char path[700];
 	_Atomic uint64_t done;    /* the last version copied completely */
 	_Atomic int err;
@@ -265,23 +312,25 @@ struct ckobj_flush {
 static void *flush_main(void *arg)
 {
 	struct ckobj_flush *f = arg;
+	struct ckpt_geom g = *ckpt_geom(f->src);
 	uint32_t extra = f->extra_len;
 	int rc = 0;
 
-	if (!f->dst) {
-		struct ckpt_geom g = f->geom;
-		g.live_size = 0;
+	g.live_size = 0;
+	if (!f->dst)
 		rc = ckpt_create(&f->dst, f->path, &g, NULL);
-		if (rc) {
-			log_err("second level %s: %s: copies of the checkpoint stop here",
-				f->path, strerror(-rc));
-			atomic_store(&f->err, rc);
-			return NULL;
-		}
+	else if (ckpt_geom(f->dst)->data_size < g.data_size) /* it grew */
+		rc = area_grow(&f->dst, f->path, g.data_size);
+	if (rc) {
+		log_err("second level %s: %s: copies of the checkpoint stop here",
+			f->path, strerror(-rc));
+		atomic_store(&f->err, rc);
+		return NULL;
 	}
 	int s = ckpt_next_slot(f->dst);
 	ckpt_begin(f->dst, s);
-	ckpt_write(f->dst, s, 0, ckpt_data(f->src, f->slot), f->geom.data_size);
+	region_crash_in("flush-copy"); /* the other slot's copy must survive */
+	ckpt_write(f->dst, s, 0, ckpt_data(f->src, f->slot), g.data_size);
 	memcpy(ckpt_extra(f->dst, s), ckpt_extra(f->src, f->slot), extra);
 	rc = ckpt_commit(f->dst, s, f->version, f->version, extra);
 	if (rc)
@@ -299,11 +348,37 @@ static void flush_join(struct ckobj_flush *f)
 	}
 }
 
+static uint64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void ckobj_clock_start(struct ckobj_clock *c)
+{
+	c->wall = clock_now_ns();
+	c->cpu = cpu_now_ns();
+}
+
+void ckobj_clock_add(struct ckobj *o, const struct ckobj_clock *c)
+{
+	o->local_ns += clock_now_ns() - c->wall;
+	o->local_cpu_ns += cpu_now_ns() - c->cpu;
+}
+
 void ckobj_begin(struct ckobj *o, int slot)
 {
-	if (o->fl && o->fl->running && o->fl->slot == slot)
+	struct ckobj_clock c;
+
+	ckobj_clock_start(&c);
+	if (o->fl && o->fl->running && o->fl->slot == slot) {
 		flush_join(o->fl);
+		o->flush_wait_ns += clock_now_ns() - c.wall;
+	}
 	ckpt_begin(o->ck, slot);
+	ckobj_clock_add(o, &c);
 }
 
 static void flush_start(struct ckobj *o, int slot, uint64_t version)
@@ -326,8 +401,28 @@ static void flush_start(struct ckobj *o, int slot, uint64_t version)
 		f->running = true;
 }
 
+/* A restarted job keeps the second level's area it finds (its versions up
+ * to the one restored: the others are of a history the restart left), so
+ * that its copies stay there until the next copy is complete; one that
+ * does not fit is replaced by the first copy. */
+static void flush_keep(struct ckobj_flush *f, const struct ckpt_geom *g, uint64_t restored)
+{
+	const struct ckpt_geom *h;
+
+	if (ckpt_open(&f->dst, f->path, false, NULL))
+		return;
+	h = ckpt_geom(f->dst);
+	if (h->nranks != g->nranks || h->rank != g->rank || h->extra_max != g->extra_max ||
+	    h->data_size > g->data_size) {
+		ckpt_close(f->dst);
+		f->dst = NULL;
+		return;
+	}
+	ckpt_drop_newer(f->dst, restored);
+}
+
 /* Make the flush directory's job folder and the copier (not its area:
- * the first copy makes that). */
+ * the first copy makes that, unless a restart keeps the one there). */
 static int flush_setup(struct ckobj *o, const struct ckpt_geom *g)
 {
 	char dir[600];
@@ -340,21 +435,26 @@ static int flush_setup(struct ckobj *o, const struct ckpt_geom *g)
 	}
 	if (!(o->fl = calloc(1, sizeof(*o->fl))))
 		return -ENOMEM;
-	o->fl->geom = *g;
 	snprintf(o->fl->path, sizeof(o->fl->path), "%s/%s.r%d.nvckpt", dir, g->name, o->rank);
+	if (o->restored)
+		flush_keep(o->fl, g, o->restored);
 	return 0;
 }
 
 /* Bring the versions of the second level's area from back into a new
  * NVRAM area at to, with the geometry g (the live part included). */
-static int flush_restore(const char *from, const char *to, const struct ckpt_geom *g)
+static int flush_restore(const char *from, const char *to, const struct ckpt_geom *geom,
+			 bool any_size)
 {
 	struct ckpt *src, *dst;
 	struct ckpt_version v[CKPT_SLOTS];
+	struct ckpt_geom gs = *geom, *g = &gs;
 	int rc = ckpt_open(&src, from, true, NULL);
 
 	if (rc)
 		return rc;
+	if (any_size)
+		g->data_size = ckpt_geom(src)->data_size;
 	if (ckpt_geom(src)->data_size != g->data_size ||
 	    ckpt_geom(src)->extra_max != g->extra_max ||
 	    ckpt_geom(src)->nranks != g->nranks) {
@@ -493,7 +593,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 	int rc = 0;
 
 	ckobj_conf();
-	flush = conf.flush[0] && !any;
+	flush = conf.flush[0];
 	memset(o, 0, sizeof(*o));
 	o->comm = MPI_COMM_NULL;
 	snprintf(o->name, sizeof(o->name), "%s", name);
@@ -526,7 +626,7 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 		if (lost) {
 			ckpt_close(o->ck);
 			o->ck = NULL;
-			if (!rc && (rc = flush_restore(fpath, path, &g)))
+			if (!rc && (rc = flush_restore(fpath, path, &g, any)))
 				log_err("restart from the second level: cannot bring %s back to "
 					"%s: %s", fpath, path, strerror(-rc));
 			if (!rc)
@@ -605,63 +705,38 @@ out:
 
 int ckobj_grow(struct ckobj *o, uint64_t data_size)
 {
-	char path[700], tmp[720];
 	struct ckpt_geom g = *ckpt_geom(o->ck);
-	struct ckpt_version v[CKPT_SLOTS];
-	int n = ckpt_versions(o->ck, v), rc;
-	struct ckpt *nc;
+	char path[700];
+	int rc;
 
+	g.data_size = data_size;
+	flush_join(o->fl); /* the copier reads the area being replaced */
 	snprintf(path, sizeof(path), "%s/%s/%s.r%d.nvckpt", conf.dir, conf.job, o->name,
 		 o->rank);
-	snprintf(tmp, sizeof(tmp), "%s.grow", path);
-	uint64_t old = g.data_size;
-	g.data_size = data_size;
-	if ((rc = ckpt_create(&nc, tmp, &g, NULL))) {
-		log_open_error(tmp, ckpt_file_size(&g), rc);
-		return rc;
-	}
-	if (n) {
-		int s = ckpt_next_slot(nc);
-		ckpt_begin(nc, s);
-		ckpt_write(nc, s, 0, ckpt_data(o->ck, v[0].slot), old);
-		memcpy(ckpt_extra(nc, s), ckpt_extra(o->ck, v[0].slot), v[0].extra_len);
-		rc = ckpt_commit(nc, s, v[0].version, v[0].consistent, v[0].extra_len);
-	}
-	if (!rc && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc) {
+	if ((rc = area_grow(&o->ck, path, data_size))) {
+		if (rc == -ENOSPC || rc == -EBUSY)
+			log_open_error(path, ckpt_file_size(&g), rc);
 		log_err("window '%s': cannot grow its checkpoint %s to %llu bytes: %s",
 			o->name, path, (unsigned long long)data_size, strerror(-rc));
-		ckpt_close(nc);
-		unlink(tmp);
-		return rc;
 	}
-	char *slash = strrchr(tmp, '/');
-	*slash = 0;
-	int dfd = open(tmp, O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		fsync(dfd); /* the rename itself persisted */
-		close(dfd);
-	}
-	ckpt_close(o->ck);
-	o->ck = nc;
-	return 0;
+	return rc;
 }
 
 int ckobj_commit(struct ckobj *o, int slot, uint64_t version)
 {
 	static uint8_t *pack;
 	uint32_t len = 0;
+	struct ckobj_clock c;
 
+	ckobj_clock_start(&c);
 	if (nprot) {
 		if (!pack && !(pack = malloc(EXTRA_MAX)))
 			return MPI_ERR_NO_MEM;
 		len = protect_pack(pack);
 		memcpy(ckpt_extra(o->ck, slot), pack, len);
 	}
-	uint64_t t0 = clock_now_ns();
 	int rc = ckpt_commit(o->ck, slot, version, o->consistent, len);
-	o->local_ns += clock_now_ns() - t0;
+	ckobj_clock_add(o, &c);
 	if (rc)
 		log_err("window '%s': commit of version %llu failed: %s", o->name,
 			(unsigned long long)version, strerror(-rc));
@@ -670,7 +745,9 @@ int ckobj_commit(struct ckobj *o, int slot, uint64_t version)
 	/* the version every rank committed; the copy every rank completed */
 	long long v[2] = { (long long)o->version,
 			   o->fl ? (long long)atomic_load(&o->fl->done) : 0 };
+	uint64_t ta = clock_now_ns();
 	all_min(v, 2, o->comm);
+	o->agree_all_ns += clock_now_ns() - ta;
 	o->consistent = (uint64_t)v[0];
 	if (!rc && o->fl && version % conf.flush_every == 0 &&
 	    (uint64_t)v[1] == o->fl->version)
@@ -682,10 +759,16 @@ void ckobj_stats(const struct ckobj *o, uint64_t versions, const char *what)
 {
 	if (!getenv("NVCACHE_CKPT_STATS"))
 		return;
+	const struct ckpt_times *t = ckpt_times(o->ck);
+	double n = versions ? (double)versions * 1e6 : 1e6;
 	fprintf(stderr, "nvckpt: window '%s' rank %d: %llu versions, %llu bytes copied "
-		"(%s), %.2f ms per version (copy, CRC, persist)\n", o->name, o->rank,
+		"(%s), %.2f ms per version (copy, CRC, persist): copy %.2f, CRC %.2f, "
+		"persist %.2f, records %.2f, second level %.2f; on the CPU %.2f ms "
+		"(the rest descheduled); agreement %.2f ms\n", o->name, o->rank,
 		(unsigned long long)versions, (unsigned long long)o->bytes_copied, what,
-		versions ? o->local_ns / 1e6 / (double)versions : 0.0);
+		o->local_ns / n, t->copy_ns / n, t->crc_ns / n, t->persist_ns / n,
+		t->record_ns / n, o->flush_wait_ns / n, o->local_cpu_ns / n,
+		o->agree_all_ns / n);
 }
 
 void ckobj_restore_stats(const struct ckobj *o, uint64_t copy_ns)

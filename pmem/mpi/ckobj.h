@@ -64,12 +64,17 @@ struct ckobj {
 	uint64_t bytes_copied;  /* into slots, over the object's life */
 	uint64_t local_ns;      /* in this rank's checkpoints: copying, CRC,
 				 * persisting, committing (not agreeing) */
+	uint64_t local_cpu_ns;  /* the thread's CPU time in the same: local_ns
+				 * less it is time the rank was descheduled */
+	uint64_t agree_all_ns;  /* in the commits' allreduces */
+	uint64_t flush_wait_ns; /* waiting for the second level's copier */
 	struct ckobj_flush *fl; /* the second level's copier, or NULL */
 };
 
 /* ckobj_open's flags. CKOBJ_ANY_SIZE: the object's size changes over its
- * life (a dynamic window): a restart takes the area's data size as it is,
- * ckobj_grow makes it bigger, and there is no second level. */
+ * life (a dynamic window): a restart takes the area's data size as it is
+ * (or the second level's), ckobj_grow makes it bigger, and the second
+ * level's copy grows with it at its next copy. */
 #define CKOBJ_ANY_SIZE 1u
 /* CKOBJ_RESTORE_LIVE: on a restart, the newest version of this rank is
  * checked and copied into the live area in one pass (o->in_live says
@@ -89,8 +94,18 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
  * Crash-consistent: the new area is made beside the old one, the version
  * copied and committed there, then renamed over it; a kill at any instant
  * leaves either file with that version. Call between versions (the newest
- * is one every rank holds). Returns 0 or -errno (logged). */
+ * is one every rank holds); a second-level copy still reading the old area
+ * is waited for. The second level's area grows the same way at its next
+ * copy, keeping its newest copy (one every rank completed). Returns 0 or
+ * -errno (logged). */
 int ckobj_grow(struct ckobj *o, uint64_t data_size);
+/* A stretch of a checkpoint's own work, timed for NVCACHE_CKPT_STATS:
+ * ckobj_clock_start, then ckobj_clock_add adds its wall and CPU time to
+ * o->local_ns and o->local_cpu_ns (ckobj_begin and ckobj_commit time
+ * themselves; a caller times its copy between them). */
+struct ckobj_clock { uint64_t wall, cpu; };
+void ckobj_clock_start(struct ckobj_clock *c);
+void ckobj_clock_add(struct ckobj *o, const struct ckobj_clock *c);
 /* ckpt_begin for the object's area: first waits for the second level's
  * copier if it is still reading that slot. */
 void ckobj_begin(struct ckobj *o, int slot);
@@ -98,7 +113,9 @@ void ckobj_begin(struct ckobj *o, int slot);
  * protected variables, then agree (see top). Collective over o->comm. */
 int ckobj_commit(struct ckobj *o, int slot, uint64_t version);
 /* Under NVCACHE_CKPT_STATS: one line on stderr of the object's versions,
- * bytes copied and time per version. what: "full", "incremental", ... */
+ * bytes copied and time per version, and where that time went (copy, CRC,
+ * persist, records, the second level, on the CPU, agreement). what:
+ * "full", "incremental", ... */
 void ckobj_stats(const struct ckobj *o, uint64_t versions, const char *what);
 /* Under NVCACHE_CKPT_STATS: where a restart's time went (copy_ns: the
  * caller's copy after the agreement). */

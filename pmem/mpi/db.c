@@ -32,6 +32,7 @@ int nvckpt_db_alloc(struct nvckpt_db **out, const char *name, size_t size,
 		return -EIO;
 	}
 	if (db->o.restored) {
+		ckobj_restore_stats(&db->o, 0); /* nothing to copy: the slot is the state */
 		db->cur = ckpt_find(db->o.ck, db->o.restored);
 		db->commits = db->o.restored;
 		ckobj_restore_protected(&db->o);

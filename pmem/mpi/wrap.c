@@ -1,8 +1,9 @@
 /* wrap.c - the PMPI wrappers of libnvckpt: windows whose memory lives in
  * NVRAM (MPI_Win_allocate) or is copied there (MPI_Win_create,
  * MPI_Win_allocate_shared, the regions of MPI_Win_create_dynamic windows),
- * checkpointed at MPI_Win_fence, restored when a job runs again with
- * NVCACHE_CKPT=restart. See ckobj.h for the versions
+ * checkpointed at MPI_Win_fence (and after other synchronizations at the
+ * next MPI_Barrier or MPI_Allreduce of the window's group), restored when
+ * a job runs again with NVCACHE_CKPT=restart. See ckobj.h for the versions
  * and the consensus, docs/checkpoints.md for the user's view.
  *
  * A window is named by its info key "nvcache_name", else by its creation
@@ -16,7 +17,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "pmem/wtrack.h"
+#include "pmem/mpi/span.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,25 +27,24 @@
 struct nvwin {
 	struct ckobj o;
 	MPI_Win win;
-	void *base;          /* the window's memory: our NVRAM or the user's */
-	uint64_t size;
+	struct span mem;     /* the window's memory: our NVRAM or the user's
+			      * (not a dynamic window's) */
 	uint64_t fences;     /* fences since creation (for NVCACHE_CKPT_EVERY) */
 	uint64_t pending;    /* other synchronizations since the last version */
-	/* incremental mode: the pages written since the last version (cur)
-	 * and in the interval before it (prev), of the page-aligned span
-	 * trk..trk + npages pages that covers the window */
-	struct wtrack *wt;
-	uint8_t *trk;
-	uint64_t npages;
-	uint64_t *dirty_cur, *dirty_prev;
-	bool prev_valid;
+	uint32_t epochs;     /* this rank's open lock, lock_all and start
+			      * epochs: RMA of them may be in flight */
+	/* incremental mode: a version is copied as the pages written since
+	 * the one its slot holds only if the layout of the window's memory
+	 * (its dynamic regions) is the one that slot was written with */
+	bool incremental, tracked, track_said; /* tracked: some span was */
+	uint64_t layout, slot_layout[CKPT_SLOTS];
 	uint64_t versions;   /* committed by this process */
 	uint64_t syncs;      /* non-collective synchronizations, over its life */
 	/* a dynamic window: its attached regions in attach order; on a
 	 * restart, the restored version's regions (restore_n, in slot
 	 * restore_slot) given back one by one as they are attached again */
 	bool dynamic, restoring;
-	struct dyn_region { void *base; uint64_t size; } *regs;
+	struct span *regs;
 	uint32_t nregs, restore_next, restore_n;
 	int restore_slot;
 	struct nvwin *next;
@@ -140,37 +140,50 @@ static int win_name(MPI_Info info, MPI_Comm comm, char name[CKPT_NAME_MAX], size
 	return 0;
 }
 
-/* NVCACHE_CKPT_MODE=incremental: track the window's written pages. On a
- * kernel that cannot, the window is checkpointed in full (logged). */
-static void win_track(struct nvwin *w)
+/* NVCACHE_CKPT_MODE=incremental: track a span's written pages. Where the
+ * kernel cannot (or, in a dynamic window, the span shares a page with a
+ * tracked region) it is copied whole; said once per window. */
+static void win_track(struct nvwin *w, struct span *sp)
 {
-	uintptr_t lo = (uintptr_t)w->base & ~4095ul;
-	uintptr_t hi = ((uintptr_t)w->base + w->size + 4095) & ~4095ul;
+	int rc = -EBUSY;
 
-	if (!ckobj_conf()->incremental || !w->size)
+	if (!w->incremental || !sp->size)
 		return;
-	w->npages = (hi - lo) / 4096;
-	w->trk = (uint8_t *)lo;
-	w->dirty_cur = calloc((w->npages + 63) / 64, 8);
-	w->dirty_prev = calloc((w->npages + 63) / 64, 8);
-	if (!w->dirty_cur || !w->dirty_prev ||
-	    wtrack_open(&w->wt, w->trk, hi - lo)) {
-		if (w->o.rank == 0)
-			fprintf(stderr, "nvckpt: window '%s': incremental checkpoints not "
-				"possible here, full ones instead\n", w->o.name);
-		w->wt = NULL;
+	for (uint32_t i = 0; w->dynamic && i < w->nregs; i++)
+		if (&w->regs[i] != sp && w->regs[i].wt && span_shares_page(&w->regs[i], sp))
+			goto whole;
+	if (!(rc = span_track(sp))) {
+		w->tracked = true;
+		return;
 	}
+whole:
+	if (w->o.rank == 0 && !w->track_said)
+		fprintf(stderr, "nvckpt: window '%s': incremental checkpoints not possible "
+			"here (%s), full ones instead\n", w->o.name, rc == -EBUSY ?
+			"a region shares a page with another" : strerror(-rc));
+	w->track_said = true;
 }
 
 /* Open the window's checkpoint object (collective), restore its memory
  * when the job restarts. user: the window's memory when it is not ours
  * (NULL: use the area's live NVRAM). On error: MPI error code, nothing
  * left behind, the communicator's error handler called. */
+static struct nvwin *win_new(void)
+{
+	struct nvwin *w = calloc(1, sizeof(*w));
+
+	if (w) {
+		w->incremental = ckobj_conf()->incremental;
+		w->layout = 1; /* no slot written with it yet */
+	}
+	return w;
+}
+
 static int win_open(struct nvwin **out, const char *name, void *user,
 		    MPI_Aint size, MPI_Comm comm)
 {
 	uint64_t sz = size > 0 ? (uint64_t)size : 1;
-	struct nvwin *w = calloc(1, sizeof(*w));
+	struct nvwin *w = win_new();
 	int rc;
 
 	if (!w)
@@ -181,17 +194,18 @@ static int win_open(struct nvwin **out, const char *name, void *user,
 		free(w);
 		return rc;
 	}
-	w->base = user ? user : ckpt_live(w->o.ck);
-	w->size = size > 0 ? (uint64_t)size : 0;
+	w->mem.base = user ? user : ckpt_live(w->o.ck);
+	w->mem.size = size > 0 ? (uint64_t)size : 0;
 	if (w->o.restored) {
 		int s = ckpt_find(w->o.ck, w->o.restored);
 		uint64_t t0 = clock_now_ns();
 		if (w->o.restored != w->o.in_live)
-			region_read(ckpt_region(w->o.ck), w->base, ckpt_data(w->o.ck, s), w->size);
+			region_read(ckpt_region(w->o.ck), w->mem.base, ckpt_data(w->o.ck, s),
+				    w->mem.size);
 		ckobj_restore_stats(&w->o, clock_now_ns() - t0);
 		ckobj_restore_protected(&w->o);
 	}
-	win_track(w);
+	win_track(w, &w->mem);
 	*out = w;
 	return MPI_SUCCESS;
 }
@@ -205,11 +219,11 @@ static void win_add(struct nvwin *w, MPI_Win win)
 
 static void win_drop(struct nvwin *w)
 {
-	ckobj_stats(&w->o, w->versions, w->wt ? "incremental" : "full");
-	wtrack_close(w->wt);
+	for (uint32_t i = 0; i < w->nregs; i++)
+		span_untrack(&w->regs[i]);
+	ckobj_stats(&w->o, w->versions, w->tracked ? "incremental" : "full");
+	span_untrack(&w->mem);
 	free(w->regs);
-	free(w->dirty_cur);
-	free(w->dirty_prev);
 	ckobj_close(&w->o);
 	free(w);
 }
@@ -268,7 +282,7 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 		return PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
 	if (rc != MPI_SUCCESS)
 		return rc;
-	void *base = w->base;
+	void *base = w->mem.base;
 	rc = win_create_over(w, base, size, disp_unit, info, comm, win);
 	if (rc == MPI_SUCCESS)
 		*(void **)baseptr = base;
@@ -316,7 +330,7 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,
  * version's header is checked; its regions come back at MPI_Win_attach. */
 static int dyn_open(struct nvwin **out, const char *name, MPI_Comm comm)
 {
-	struct nvwin *w = calloc(1, sizeof(*w));
+	struct nvwin *w = win_new();
 	long long ok = 1;
 	int rc;
 
@@ -407,7 +421,7 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
 		region_read(ckpt_region(w->o.ck), base, (const uint8_t *)h + off, sz);
 		w->restore_next++;
 	}
-	struct dyn_region *r = w->nregs < DYN_MAX ?
+	struct span *r = w->nregs < DYN_MAX ?
 		realloc(w->regs, sizeof(*r) * (w->nregs + 1)) : NULL;
 	if (!r) {
 		log_err("window '%s' rank %d: %s", w->o.name, w->o.rank, w->nregs < DYN_MAX ?
@@ -417,7 +431,9 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
 		return MPI_ERR_NO_MEM;
 	}
 	w->regs = r;
-	w->regs[w->nregs++] = (struct dyn_region){ base, sz };
+	w->regs[w->nregs] = (struct span){ .base = base, .size = sz };
+	win_track(w, &w->regs[w->nregs++]);
+	w->layout++;
 	return MPI_SUCCESS;
 }
 
@@ -431,6 +447,8 @@ int MPI_Win_detach(MPI_Win win, const void *base)
 	for (uint32_t i = 0; i < w->nregs; i++) {
 		if (w->regs[i].base != base)
 			continue;
+		span_untrack(&w->regs[i]);
+		w->layout++;
 		memmove(&w->regs[i], &w->regs[i + 1], sizeof(*w->regs) * (w->nregs - i - 1));
 		w->nregs--;
 		break;
@@ -438,12 +456,11 @@ int MPI_Win_detach(MPI_Win win, const void *base)
 	return rc;
 }
 
-/* A dynamic window's checkpoint: the header and its regions' bytes, the
- * area grown first when they do not fit. A restarted window must have got
- * all of its regions back by its first checkpoint. */
-static int dyn_checkpoint(struct nvwin *w)
+/* Before a dynamic window's checkpoint: a restarted window must have got
+ * all of its regions back by its first checkpoint; the area grows when
+ * the header and the regions' bytes no longer fit. */
+static int dyn_prepare(struct nvwin *w)
 {
-	static struct dyn_hdr h;
 	uint64_t total = DYN_HDR;
 
 	if (w->restoring && (w->restore_next < w->restore_n || w->nregs != w->restore_n)) {
@@ -463,30 +480,28 @@ static int dyn_checkpoint(struct nvwin *w)
 			PMPI_Win_call_errhandler(w->win, MPI_ERR_NO_MEM);
 			return MPI_ERR_NO_MEM;
 		}
+		/* the new area's slots hold no version of this layout */
+		memset(w->slot_layout, 0, sizeof(w->slot_layout));
 	}
-	int s = ckpt_next_slot(w->o.ck);
-	uint64_t t0 = clock_now_ns();
-	ckobj_begin(&w->o, s);
+	return MPI_SUCCESS;
+}
+
+/* A dynamic window's header, at the start of each of its versions. */
+static void dyn_header(struct nvwin *w, int s)
+{
+	static struct dyn_hdr h;
+
 	memcpy(h.magic, DYN_MAGIC, 8);
 	h.n = w->nregs;
 	for (uint32_t i = 0; i < w->nregs; i++)
 		h.size[i] = w->regs[i].size;
 	ckpt_write(w->o.ck, s, 0, &h, DYN_HDR);
-	uint64_t off = DYN_HDR;
-	for (uint32_t i = 0; i < w->nregs; i++) {
-		ckpt_write(w->o.ck, s, off, w->regs[i].base, w->regs[i].size);
-		off += w->regs[i].size;
-		w->o.bytes_copied += w->regs[i].size;
-	}
-	w->o.local_ns += clock_now_ns() - t0;
-	w->pending = 0;
-	w->versions++;
-	return ckobj_commit(&w->o, s, w->o.version + 1);
 }
 
 /* Collective over the window's group: a window whose non-collective
- * synchronizations never met a fence or barrier was never checkpointed;
- * said once, by rank 0, so that nobody counts on a restart of it. */
+ * synchronizations never met a fence, or a barrier or allreduce outside
+ * an access epoch, was never checkpointed; said once, by rank 0, so that
+ * nobody counts on a restart of it. */
 static void win_warn_unsaved(struct nvwin *w)
 {
 	long long n = (long long)w->syncs;
@@ -496,8 +511,9 @@ static void win_warn_unsaved(struct nvwin *w)
 	PMPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_LONG_LONG, MPI_SUM, w->o.comm);
 	if (n && !w->versions && w->o.rank == 0)
 		fprintf(stderr, "nvckpt: window '%s': %lld passive-target synchronizations "
-			"(unlock, flush, sync, complete, wait), no fence or barrier: never "
-			"checkpointed\n", w->o.name, n);
+			"(unlock, flush, sync, complete, wait), no fence, and no barrier or "
+			"allreduce outside a lock or start epoch: never checkpointed\n",
+			w->o.name, n);
 	w->syncs = 0;
 }
 
@@ -542,58 +558,53 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
 	return rc;
 }
 
-/* Incremental: slot s holds the version before the newest (else -ESTALE:
- * copy all); bring it to now by copying the pages written since then, in
- * the last interval (prev) or in this one (cur). */
-static int win_copy_written(struct nvwin *w, int s)
+/* Incremental: whether slot s may be brought to now by copying only the
+ * pages written since the version it holds: it holds the version before
+ * the newest, written with the window's present layout. The written
+ * pages are collected here, once per version, either way. */
+static bool win_written_only(struct nvwin *w, int s)
 {
 	struct ckpt_version v[CKPT_SLOTS];
 	int nv = ckpt_versions(w->o.ck, v);
-	uint64_t words = (w->npages + 63) / 64, *t;
-	bool same = nv == 2 && v[1].slot == s && v[1].version + 1 == v[0].version &&
-		    w->prev_valid;
 
-	memset(w->dirty_cur, 0, words * 8);
-	if (wtrack_collect(w->wt, w->dirty_cur) < 0)
-		memset(w->dirty_cur, 0xff, words * 8);
-	t = w->dirty_prev; /* prev <- cur after this version */
-	w->dirty_prev = w->dirty_cur;
-	w->dirty_cur = t;
-	w->prev_valid = true;
-	if (!same)
-		return -ESTALE;
-	ckobj_begin(&w->o, s);
-	uint8_t *wb = w->base, *we = wb + w->size;
-	for (uint64_t p = 0; p < w->npages; p++) {
-		if (!((w->dirty_prev[p / 64] | w->dirty_cur[p / 64]) >> (p % 64) & 1))
-			continue;
-		uint8_t *a = w->trk + p * 4096, *b = a + 4096;
-		if (a < wb)
-			a = wb;
-		if (b > we)
-			b = we;
-		ckpt_write(w->o.ck, s, (uint64_t)(a - wb), a, (uint64_t)(b - a));
-		w->o.bytes_copied += (uint64_t)(b - a);
-	}
-	return 0;
+	if (!w->incremental)
+		return false;
+	span_collect(&w->mem);
+	for (uint32_t i = 0; i < w->nregs; i++)
+		span_collect(&w->regs[i]);
+	return nv == 2 && v[1].slot == s && v[1].version + 1 == v[0].version &&
+	       w->slot_layout[s] == w->layout;
 }
 
-/* A checkpoint of the window: copy its memory into the slot not holding
- * the newest version, commit it as the next version, agree. Collective. */
+/* A checkpoint of the window: copy its memory (a dynamic window: a
+ * header, then its regions in attach order) into the slot not holding the
+ * newest version, commit it as the next version, agree. Collective. */
 static int win_checkpoint(struct nvwin *w)
 {
-	if (w->dynamic)
-		return dyn_checkpoint(w);
-	int s = ckpt_next_slot(w->o.ck);
-	uint64_t t0 = clock_now_ns();
+	int rc;
 
-	if (w->wt && win_copy_written(w, s) == 0)
-		goto commit;
+	if (w->dynamic && (rc = dyn_prepare(w)) != MPI_SUCCESS)
+		return rc;
+	int s = ckpt_next_slot(w->o.ck);
+	struct ckobj_clock c;
+	ckobj_clock_start(&c);
+	bool written = win_written_only(w, s);
+	ckobj_clock_add(&w->o, &c);
+
 	ckobj_begin(&w->o, s);
-	ckpt_write(w->o.ck, s, 0, w->base, w->size);
-	w->o.bytes_copied += w->size;
-commit:
-	w->o.local_ns += clock_now_ns() - t0;
+	ckobj_clock_start(&c);
+	if (w->dynamic) {
+		uint64_t off = DYN_HDR;
+		dyn_header(w, s);
+		for (uint32_t i = 0; i < w->nregs; i++) {
+			w->o.bytes_copied += span_copy(&w->regs[i], w->o.ck, s, off, written);
+			off += w->regs[i].size;
+		}
+	} else {
+		w->o.bytes_copied += span_copy(&w->mem, w->o.ck, s, 0, written);
+	}
+	w->slot_layout[s] = w->layout;
+	ckobj_clock_add(&w->o, &c);
 	w->pending = 0;
 	w->versions++;
 	return ckobj_commit(&w->o, s, w->o.version + 1);
@@ -616,9 +627,14 @@ int MPI_Win_fence(int assert, MPI_Win win)
  * commit a version there alone (the others may not be at a consistent
  * point, and the version all ranks agree on must stay in its slots), so
  * they are counted, and the version is taken at the window's next
- * collective point: a fence, or an MPI_Barrier on a communicator of the
- * window's group, where the ranks agree whether any of them synchronized
- * (NVCACHE_CKPT_EVERY times) since the last version. */
+ * collective point: a fence, or an MPI_Barrier (or, for a window that
+ * never fences, an MPI_Allreduce) on a communicator of the window's group
+ * while no rank has an access epoch open on it, where the ranks agree
+ * whether any of them synchronized (NVCACHE_CKPT_EVERY times) since the
+ * last version. An agreement that
+ * does not block (an MPI_Iallreduce started here, completed at a later
+ * synchronization) would not give one state: a rank ahead may already
+ * Put its next epoch into a window that another rank has yet to copy. */
 static int win_synced(MPI_Win win, int rc)
 {
 	struct nvwin *w;
@@ -630,14 +646,39 @@ static int win_synced(MPI_Win win, int rc)
 	return rc;
 }
 
+/* An access epoch opened (+1) or closed (-1) by this rank. */
+static int win_epoch(MPI_Win win, int rc, int delta)
+{
+	struct nvwin *w;
+
+	if (rc == MPI_SUCCESS && (w = win_find(win)) && (delta > 0 || w->epochs))
+		w->epochs += (uint32_t)delta;
+	return rc;
+}
+
+int MPI_Win_lock(int type, int rank, int assert, MPI_Win win)
+{
+	return win_epoch(win, PMPI_Win_lock(type, rank, assert, win), 1);
+}
+
+int MPI_Win_lock_all(int assert, MPI_Win win)
+{
+	return win_epoch(win, PMPI_Win_lock_all(assert, win), 1);
+}
+
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
+{
+	return win_epoch(win, PMPI_Win_start(group, assert, win), 1);
+}
+
 int MPI_Win_unlock(int rank, MPI_Win win)
 {
-	return win_synced(win, PMPI_Win_unlock(rank, win));
+	return win_epoch(win, win_synced(win, PMPI_Win_unlock(rank, win)), -1);
 }
 
 int MPI_Win_unlock_all(MPI_Win win)
 {
-	return win_synced(win, PMPI_Win_unlock_all(win));
+	return win_epoch(win, win_synced(win, PMPI_Win_unlock_all(win)), -1);
 }
 
 int MPI_Win_flush(int rank, MPI_Win win)
@@ -667,7 +708,7 @@ int MPI_Win_sync(MPI_Win win)
 
 int MPI_Win_complete(MPI_Win win)
 {
-	return win_synced(win, PMPI_Win_complete(win));
+	return win_epoch(win, win_synced(win, PMPI_Win_complete(win)), -1);
 }
 
 int MPI_Win_wait(MPI_Win win)
@@ -675,32 +716,86 @@ int MPI_Win_wait(MPI_Win win)
 	return win_synced(win, PMPI_Win_wait(win));
 }
 
-#define BARRIER_WINS 16
+#define GROUP_WINS 16
 
-/* A barrier on a communicator of a checkpointed window's group: one
- * MPI_Allreduce(MAX) of the windows' pending counts takes the barrier's
- * place (it synchronizes as much), then each window some rank synchronized
- * often enough is checkpointed by all. */
-int MPI_Barrier(MPI_Comm comm)
+/* The checkpointed windows on comm's group, newest first (every rank
+ * has the same ones, created in the same order); with passive_only, only
+ * those that never had a fence (a count every rank shares: fences are
+ * collective). Their pending counts in pend[0..n), their open access
+ * epochs in pend[n..2n) (filled by the caller: n is known at the end). */
+static int group_wins(MPI_Comm comm, bool passive_only, struct nvwin **ws, long long *pend)
 {
-	struct nvwin *ws[BARRIER_WINS];
-	long long pend[BARRIER_WINS], max[BARRIER_WINS];
-	int n = 0, rc = MPI_SUCCESS;
+	int n = 0;
 
-	for (struct nvwin *w = wins; w && n < BARRIER_WINS; w = w->next) {
+	for (struct nvwin *w = wins; w && n < GROUP_WINS; w = w->next) {
 		int res;
+		if (passive_only && w->fences)
+			continue;
 		if (PMPI_Comm_compare(comm, w->o.comm, &res) == MPI_SUCCESS &&
 		    (res == MPI_IDENT || res == MPI_CONGRUENT)) {
 			pend[n] = (long long)w->pending;
 			ws[n++] = w;
 		}
 	}
-	if (!n)
-		return PMPI_Barrier(comm);
-	/* every rank has the same windows on this group, created in order */
-	PMPI_Allreduce(pend, max, n, MPI_LONG_LONG, MPI_MAX, comm);
-	for (int i = n - 1; i >= 0; i--) /* in creation order */
-		if (max[i] >= (long long)ckobj_conf()->every && win_checkpoint(ws[i]) != MPI_SUCCESS)
+	for (int i = 0; i < n; i++)
+		pend[n + i] = ws[i]->epochs;
+	return n;
+}
+
+/* After the ranks agreed on the windows' pending counts and open epochs
+ * (max of each): each window some rank synchronized often enough, and
+ * on which no rank has an access epoch open (whose RMA may still be on
+ * its way to some window: not a consistent state), is checkpointed by
+ * all, in creation order; the others stay pending. */
+static int group_checkpoint(struct nvwin **ws, const long long *max, int n)
+{
+	int rc = MPI_SUCCESS;
+
+	for (int i = n - 1; i >= 0; i--)
+		if (max[i] >= (long long)ckobj_conf()->every && max[n + i] == 0 &&
+		    win_checkpoint(ws[i]) != MPI_SUCCESS)
 			rc = MPI_ERR_OTHER;
 	return rc;
+}
+
+/* A barrier on a communicator of a checkpointed window's group: one
+ * MPI_Allreduce(MAX) of the windows' pending counts and open epochs takes
+ * the barrier's place (it synchronizes as much), then the windows are
+ * checkpointed. */
+int MPI_Barrier(MPI_Comm comm)
+{
+	struct nvwin *ws[GROUP_WINS];
+	long long pend[2 * GROUP_WINS], max[2 * GROUP_WINS];
+	int n = group_wins(comm, false, ws, pend);
+
+	if (!n)
+		return PMPI_Barrier(comm);
+	PMPI_Allreduce(pend, max, 2 * n, MPI_LONG_LONG, MPI_MAX, comm);
+	return group_checkpoint(ws, max, n);
+}
+
+/* MPI_Allreduce synchronizes as a barrier does: no rank leaves it before
+ * every rank entered it, after its unlock or flush. So for the windows of
+ * comm's group that never had a fence (passive target alone) it is a
+ * collective point too: the pending counts are agreed on by an
+ * MPI_Iallreduce beside the program's own, then the windows checkpointed
+ * as at a barrier (whose commit's allreduce keeps every rank from its next
+ * epoch until all have copied). Windows that fence are left to their
+ * fences: the program's reductions then cost nothing more. */
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+		  MPI_Op op, MPI_Comm comm)
+{
+	struct nvwin *ws[GROUP_WINS];
+	long long pend[2 * GROUP_WINS], max[2 * GROUP_WINS];
+	MPI_Request req;
+	int n = wins ? group_wins(comm, true, ws, pend) : 0;
+
+	if (!n)
+		return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+	PMPI_Iallreduce(pend, max, 2 * n, MPI_LONG_LONG, MPI_MAX, comm, &req);
+	int rc = PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+	PMPI_Wait(&req, MPI_STATUS_IGNORE);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	return group_checkpoint(ws, max, n);
 }

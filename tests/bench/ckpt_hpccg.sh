@@ -9,9 +9,14 @@
 #   db       double-buffered (nvckpt_db_*: no copy)
 # Figures: seconds per iteration (the median of CKB_REPS rounds; each round
 # runs every version once, interleaved, so the machine's load falls on all
-# alike), its ratio to none and to disk, the overhead per iteration; what
+# alike), its ratio to none and to disk, also as the median of each
+# round's own ratio to none (the runs side by side) and from the fastest
+# run of each (the one least disturbed), the overhead per iteration; what
 # one checkpoint costs a rank (libnvckpt's own count: copy, CRC, persist,
-# commit; not the agreement); start time (process start to the first
+# commit; not the agreement), in wall-clock time and on the CPU (the rest
+# of the wall time the rank was descheduled: 4 ranks on 2 cores, and the
+# machine's other load), with the per-iteration ratio that CPU time alone
+# gives (none + 4 ranks x CPU ms / cores); start time (process start to the first
 # iteration, MPI_Init included) fresh and on a restart, and the restore
 # alone (the start less MPI_Init), medians of CKB_REPS restarts each
 # (disk: its files fsynced and dropped from the page cache before each of
@@ -22,9 +27,9 @@
 # MPIR_CVAR_POLLS_BEFORE_YIELD=1 (ckpt_common.bash): 4 ranks on 2 cores.
 #
 #   CKB_NX=128 CKB_NY=128 CKB_NZ=172 (per rank)  CKB_ITERS=8  CKB_REPS=3
+T_TIMEOUT=${T_TIMEOUT:-1800}   # before lib.sh, whose watchdog takes it
 . "$(dirname "$0")/../system/lib.sh"
 t_require_root
-T_TIMEOUT=${T_TIMEOUT:-1800}
 . "$(dirname "$0")/../system/ckpt_common.bash"
 nx=${CKB_NX:-128} ny=${CKB_NY:-128} nz=${CKB_NZ:-172}
 iters=${CKB_ITERS:-8} reps=${CKB_REPS:-3}
@@ -53,18 +58,28 @@ start_s() { awk '/^startup_s/ {print $2}' "$1"; }
 # the start without MPI_Init (the same for all versions): the restore
 own_s() { awk '/^startup_s/ {printf "%.3f", $2 - $6}' "$1"; }
 med() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-# ms per version per rank, over the ranks of a run (NVCACHE_CKPT_STATS)
+# ms per version per rank, over the ranks of a run (NVCACHE_CKPT_STATS):
+# wall clock, on the CPU, in the agreement
 ck_ms() { sed -n 's/.* \([0-9.]*\) ms per version.*/\1/p' "$1.err" | awk '{s += $1} END {if (NR) printf "%.2f", s / NR}'; }
+ck_cpu() { sed -n 's/.* on the CPU \([0-9.]*\) ms.*/\1/p' "$1.err" | awk '{s += $1} END {if (NR) printf "%.2f", s / NR}'; }
+ck_agree() { sed -n 's/.*; agreement \([0-9.]*\) ms$/\1/p' "$1.err" | awk '{s += $1} END {if (NR) printf "%.2f", s / NR}'; }
+cores=$(nproc)
 
-declare -A it st ms
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+declare -A it st ms cpu agr pr
 variants=(none disk nvram inc db)
 for ((r = 1; r <= reps; r++)); do
   for v in "${variants[@]}"; do
     run $v "$T_DIR/$v.$r" || continue
     it[$v]="${it[$v]:-} $(per_iter "$T_DIR/$v.$r")"
+    [ -f "$T_DIR/none.$r" ] && pr[$v]="${pr[$v]:-} $(ratio "$(per_iter "$T_DIR/$v.$r")" "$(per_iter "$T_DIR/none.$r")")"
     st[$v]="${st[$v]:-} $(start_s "$T_DIR/$v.$r")"
-    [ -z "$(ck_ms "$T_DIR/$v.$r")" ] || ms[$v]="${ms[$v]:-} $(ck_ms "$T_DIR/$v.$r")"
-    echo "  run $r $v: $(per_iter "$T_DIR/$v.$r") s/iteration, start $(start_s "$T_DIR/$v.$r") s, $(ck_result "$T_DIR/$v.$r" | cut -c1-60)"
+    if [ -n "$(ck_ms "$T_DIR/$v.$r")" ]; then
+      ms[$v]="${ms[$v]:-} $(ck_ms "$T_DIR/$v.$r")"
+      cpu[$v]="${cpu[$v]:-} $(ck_cpu "$T_DIR/$v.$r")"
+      agr[$v]="${agr[$v]:-} $(ck_agree "$T_DIR/$v.$r")"
+    fi
+    echo "  run $r $v: $(per_iter "$T_DIR/$v.$r") s/iteration, start $(start_s "$T_DIR/$v.$r") s, checkpoint $(ck_ms "$T_DIR/$v.$r") ms (CPU $(ck_cpu "$T_DIR/$v.$r")), load $(cut -d' ' -f1 /proc/loadavg)"
   done
 done
 ref=$(ck_result "$T_DIR/none.1")
@@ -72,8 +87,8 @@ for v in disk nvram inc db; do
   [ "$(ck_result "$T_DIR/$v.1")" = "$ref" ] || echo "ckpt_hpccg: WARNING: $v's result differs from none's"
 done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 none=$(med ${it[none]})
+mn() { printf '%s\n' "$@" | sort -g | head -1; }
 dsk=$(med ${it[disk]})
 echo "BENCH ckpt_hpccg_iter_none $none s"
 for v in disk nvram inc db; do
@@ -81,6 +96,8 @@ for v in disk nvram inc db; do
   x=$(med ${it[$v]})
   name=$v; [ $v = nvram ] && name=nvram_full; [ $v = inc ] && name=nvram_incremental
   echo "BENCH ckpt_hpccg_iter_$name $x s vs none $none s ratio $(ratio "$x" "$none")"
+  echo "BENCH ckpt_hpccg_iter_${name}_paired $(med ${pr[$v]}) ratio (median of the rounds' own ratios to none)"
+  echo "BENCH ckpt_hpccg_iter_${name}_fastest $(mn ${it[$v]}) s vs none $(mn ${it[none]}) s ratio $(ratio "$(mn ${it[$v]})" "$(mn ${it[none]})")"
   echo "BENCH ckpt_hpccg_overhead_$name $(awk -v a="$x" -v b="$none" 'BEGIN {printf "%.4f", a - b}') s/iteration"
   [ $v != disk ] && echo "BENCH ckpt_hpccg_iter_${name}_vs_disk $x s vs disk $dsk s ratio $(ratio "$x" "$dsk")"
 done
@@ -88,6 +105,9 @@ for v in nvram inc db; do
   [ -n "${ms[$v]:-}" ] || continue
   name=nvram_full; [ $v = inc ] && name=nvram_incremental; [ $v = db ] && name=db
   echo "BENCH ckpt_hpccg_cost_$name $(med ${ms[$v]}) ms/checkpoint/rank vs iter_none $(awk -v a="$none" 'BEGIN {printf "%.1f", a * 1000}') ms ratio $(awk -v a="$(med ${ms[$v]})" -v b="$none" 'BEGIN {printf "%.3f", a / 1000 / b}')"
+  c=$(med ${cpu[$v]})
+  echo "BENCH ckpt_hpccg_cpu_$name $c ms/checkpoint/rank on the CPU (agreement $(med ${agr[$v]}) ms wall)"
+  echo "BENCH ckpt_hpccg_iter_${name}_by_cpu $(awk -v n="$none" -v c="$c" -v k="$cores" 'BEGIN {printf "%.4f", n + 4 * c / 1000 / k}') s vs none $none s ratio $(awk -v n="$none" -v c="$c" -v k="$cores" 'BEGIN {printf "%.3f", 1 + 4 * c / 1000 / k / n}')"
 done
 echo "BENCH ckpt_hpccg_start_none $(med ${st[none]}) s"
 
@@ -105,17 +125,21 @@ for f in os.listdir(sys.argv[1]):
     os.close(fd)
 EOF
 }
-declare -A rs ro
+declare -A rs ro ri
+# where an NVRAM restart's time goes, per rank (NVCACHE_CKPT_STATS): the
+# median over ranks and rounds of field F (open, check, agreement)
+re_part() { grep -h "rank .*: restored version" "$T_DIR"/re.$1.*.err | sed -n "s/.* $2 \([0-9.]*\) ms.*/\1/p" | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
 for ((r = 1; r <= reps; r++)); do
   drop_disk
   cached=$(fincore -b -n -o RES "$disk"/* 2>/dev/null | awk '{s += $1} END {printf "%d", s / 1048576}')
   ck_run "$T_DIR/re.disk.$r" NVCACHE_CKPT=off -- "${args[@]}" --mode disk --dir "$disk" --restart
-  ck_run "$T_DIR/re.nvram.$r" NVCACHE_CKPT=restart -- "${args[@]}"
-  ck_run "$T_DIR/re.db.$r" NVCACHE_CKPT=restart -- "${args[@]}" --mode db
+  ck_run "$T_DIR/re.nvram.$r" NVCACHE_CKPT=restart NVCACHE_CKPT_STATS=1 -- "${args[@]}"
+  ck_run "$T_DIR/re.db.$r" NVCACHE_CKPT=restart NVCACHE_CKPT_STATS=1 -- "${args[@]}" --mode db
   for v in disk nvram db; do
     grep -q "restored $iters " "$T_DIR/re.$v.$r" || echo "ckpt_hpccg: WARNING: the $v restart did not resume at $iters: $(grep startup "$T_DIR/re.$v.$r")"
     rs[$v]="${rs[$v]:-} $(start_s "$T_DIR/re.$v.$r")"
     ro[$v]="${ro[$v]:-} $(own_s "$T_DIR/re.$v.$r")"
+    ri[$v]="${ri[$v]:-} $(awk '/^startup_s/ {print $6}' "$T_DIR/re.$v.$r")"
   done
   echo "  restart $r: disk $(start_s "$T_DIR/re.disk.$r") s (its files' pages dropped before it: ${cached:-?} MiB of them left in the page cache), nvram $(start_s "$T_DIR/re.nvram.$r") s, db $(start_s "$T_DIR/re.db.$r") s"
 done
@@ -129,7 +153,9 @@ for v in disk nvram db; do
     echo "BENCH ckpt_hpccg_restart_$v $x s vs disk $rd s ratio $(ratio "$x" "$rd") ($(awk -v a="$rd" -v b="$x" 'BEGIN {printf "%.1f", a / b}')x faster)"
     echo "BENCH ckpt_hpccg_restore_$v $o s vs disk $od s ratio $(ratio "$o" "$od") ($(awk -v a="$od" -v b="$o" 'BEGIN {printf "%.1f", a / b}')x faster)"
   fi
+  echo "BENCH ckpt_hpccg_restart_${v}_mpi_init $(med ${ri[$v]}) s"
 done
+echo "ckpt_hpccg: an nvram restart per rank (medians): open $(re_part nvram open) ms, check and copy $(re_part nvram "check and copy") ms, agreement $(re_part nvram agreement) ms; double-buffered: open $(re_part db open) ms, check $(re_part db check) ms, agreement $(re_part db agreement) ms"
 
 # Incremental against full: 10 % of the pages written per iteration.
 targs=(--nx "$nx" --ny "$ny" --nz "$nz" --iters 20 --mode touch --touch-pct 10)

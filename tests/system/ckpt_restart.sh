@@ -8,10 +8,14 @@
 # synchronization (checkpointed at the barrier after unlock_all), a window
 # over the program's memory (MPI_Win_create), a shared one
 # (MPI_Win_allocate_shared), a dynamic window (MPI_Win_create_dynamic with
-# attached regions, tests/mpi/dynwin.c) and one synchronized by
-# passive target alone (never checkpointed: said once), incremental checkpoints
-# (10 % of the pages written: bytes copied and a restart), the second
-# level (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, the double-buffered version
+# attached regions, tests/mpi/dynwin.c), one synchronized by passive
+# target and MPI_Allreduce (checkpointed there), one by passive target
+# and messages alone (never checkpointed: said once), incremental checkpoints
+# (10 % of the pages written: bytes copied and a restart; a dynamic window's
+# regions copied only in their written pages), the second level
+# (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, after a restart is
+# killed inside its first copy there and the NVRAM is lost, and for a dynamic
+# window that grows after the NVRAM directory is wiped, the double-buffered version
 # (nvckpt_db_*) killed and restarted, and the disk version's own restart.
 . "$(dirname "$0")/lib.sh"
 t_require_root
@@ -112,13 +116,27 @@ CK_APP=$CK_DYN ck_run "$T_DIR/dref" NVCACHE_CKPT=off -- "${dargs[@]}" ||
   t_fail "dynamic: the uninterrupted run failed: $(tail -3 "$T_DIR/dref.err")"
 CK_APP=$CK_DYN kill_at dynamic $((RANDOM % 4)) $((5 + RANDOM % 20)) -- "${dargs[@]}"
 CK_APP=$CK_DYN ref=$(ck_result "$T_DIR/dref") restart_same dynamic -- "${dargs[@]}"
-# Passive target alone (lock_all / Put / unlock_all, no fence, no barrier):
+# Passive target with an MPI_Allreduce as the only collective (no fence,
+# no barrier): checkpointed at the Allreduce after unlock_all; killed,
+# restarted, bit-identical.
+CK_APP=$CK_DYN ck_run "$T_DIR/lkref" NVCACHE_CKPT=off -- "${dargs[@]}" --sync lockall ||
+  t_fail "lockall: the uninterrupted run failed: $(tail -3 "$T_DIR/lkref.err")"
+CK_APP=$CK_DYN kill_at lockall $((RANDOM % 4)) $((5 + RANDOM % 20)) NVCACHE_CKPT_JOB=lk -- "${dargs[@]}" --sync lockall
+CK_APP=$CK_DYN ref=$(ck_result "$T_DIR/lkref") restart_same lockall NVCACHE_CKPT_JOB=lk -- "${dargs[@]}" --sync lockall
+# Passive target with no collective at all (messages to the neighbours):
 # no version can be committed; the job says so once for the window.
-CK_APP=$CK_DYN ck_run "$T_DIR/lockall" NVCACHE_CKPT_JOB=lk -- --iters 5 --sync lockall ||
-  t_fail "lockall: the job failed: $(tail -3 "$T_DIR/lockall.err")"
+CK_APP=$CK_DYN ck_run "$T_DIR/lockp2p" NVCACHE_CKPT_JOB=lp -- --iters 5 --sync lockp2p ||
+  t_fail "lockp2p: the job failed: $(tail -3 "$T_DIR/lockp2p.err")"
 [ "$(grep -c "window 'win0': 20 passive-target synchronizations .*never checkpointed" \
-  "$T_DIR/lockall.err")" = 1 ] || t_fail "lockall: no single warning: $(cat "$T_DIR/lockall.err")"
-t_log "lockall: $(grep -o "window 'win0'.*" "$T_DIR/lockall.err")"
+  "$T_DIR/lockp2p.err")" = 1 ] || t_fail "lockp2p: no single warning: $(cat "$T_DIR/lockp2p.err")"
+t_log "lockp2p: $(grep -o "window 'win0'.*" "$T_DIR/lockp2p.err")"
+# Allreduces inside one lock_all epoch (flush_all after each Put): not a
+# consistent point while an epoch is open, never checkpointed, said.
+CK_APP=$CK_DYN ck_run "$T_DIR/lockopen" NVCACHE_CKPT_JOB=lo -- --iters 5 --sync lockopen ||
+  t_fail "lockopen: the job failed: $(tail -3 "$T_DIR/lockopen.err")"
+[ "$(grep -c "window 'win0': 2[0-9] passive-target synchronizations .*never checkpointed" \
+  "$T_DIR/lockopen.err")" = 1 ] || t_fail "lockopen: checkpointed inside an open epoch, or no single warning: $(cat "$T_DIR/lockopen.err")"
+t_log "lockopen: $(grep -o "window 'win0'.*" "$T_DIR/lockopen.err")"
 
 # Incremental checkpoints (written pages only): 10 % of the pages written
 # per iteration, killed and restarted; the bytes copied are at most 1/3 of
@@ -136,6 +154,19 @@ inc=$(sed -n "s/.*'touch' rank 0: .* \([0-9]*\) bytes copied (incremental).*/\1/
 t_log "incremental: $inc bytes copied against $full in full ($((inc * 100 / full)) %)"
 kill_at touch_kill all $((5 + RANDOM % 20)) NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
 ref=$tref restart_same touch_kill NVCACHE_CKPT_MODE=incremental -- "${targs[@]}"
+# A dynamic window's regions (3 x 512 KiB a rank, 1/16 of their pages
+# written per iteration): incremental copies at most 1/3 of full's bytes.
+dtargs=(--iters 12 --sizes 65536,65536,65536 --stride 16)
+CK_APP=$CK_DYN ck_run "$T_DIR/dtref" NVCACHE_CKPT=off -- "${dtargs[@]}" || t_fail "dynamic touch reference failed"
+CK_APP=$CK_DYN ck_run "$T_DIR/dtfull" NVCACHE_CKPT_STATS=1 -- "${dtargs[@]}" || t_fail "dynamic touch full failed"
+CK_APP=$CK_DYN ck_run "$T_DIR/dtinc" NVCACHE_CKPT_STATS=1 NVCACHE_CKPT_MODE=incremental -- "${dtargs[@]}" ||
+  t_fail "dynamic touch incremental failed: $(tail -3 "$T_DIR/dtinc.err")"
+[ "$(ck_result "$T_DIR/dtinc")" = "$(ck_result "$T_DIR/dtref")" ] || t_fail "dynamic incremental: result differs"
+full=$(sed -n "s/.*'win0' rank 0: .* \([0-9]*\) bytes copied (full).*/\1/p" "$T_DIR/dtfull.err")
+inc=$(sed -n "s/.*'win0' rank 0: .* \([0-9]*\) bytes copied (incremental).*/\1/p" "$T_DIR/dtinc.err")
+[ -n "$full" ] && [ -n "$inc" ] || t_fail "dynamic incremental: no byte counts ($(grep nvckpt "$T_DIR/dtinc.err"))"
+[ $((inc * 3)) -le "$full" ] || t_fail "dynamic incremental copied $inc bytes, full $full: more than 1/3"
+t_log "dynamic incremental: $inc bytes copied against $full in full ($((inc * 100 / full)) %)"
 
 # The second level: every 4th version copied in the background to a
 # directory on disk; one rank's NVRAM lost, the restart reads all from there.
@@ -148,6 +179,29 @@ rm "$NVCACHE_CKPT_DIR/fl/cg.r$lost.nvckpt"
 restart_same flush "${fl[@]}" -- "${args[@]}"
 grep -q "restarting from $T_DIR/flushdir" "$T_DIR/flush.re.err" || t_fail "flush: the restart did not use the second level"
 t_log "flush: rank $lost's NVRAM file removed; restarted from the second level"
+# A restart keeps the second level's copies until its own first copy is
+# complete: killed inside that copy (all ranks, NVCACHE_CRASH_IN), the
+# NVRAM directory then lost, the job still restarts from the second level.
+ck_run "$T_DIR/flush_crash" NVCACHE_CKPT=restart NVCACHE_CRASH_IN=flush-copy "${fl[@]}" -- \
+  --iters $((ITERS + 10)) --nx 12 --ny 12 --nz 12 &&
+  t_fail "flush_crash: the job ran to the end though NVCACHE_CRASH_IN=flush-copy"
+grep -q "killed in flush-copy" "$T_DIR/flush_crash.err" || t_fail "flush_crash: not killed in the copy: $(tail -3 "$T_DIR/flush_crash.err")"
+rm -rf "${NVCACHE_CKPT_DIR:?}/fl"
+restart_same flush_kept "${fl[@]}" -- "${args[@]}"
+grep -q "restarting from $T_DIR/flushdir" "$T_DIR/flush_kept.re.err" || t_fail "flush_kept: the restart did not use the second level"
+t_log "flush_kept: killed inside a restart's first second-level copy, NVRAM lost: restarted from the copies kept"
+# A dynamic window on the second level: a region attached at iteration 8
+# grows its areas (NVRAM and second level); killed later, the NVRAM
+# directory wiped, restarted from the second level.
+dfl=(NVCACHE_CKPT_FLUSH="$T_DIR/flushdir" NVCACHE_CKPT_FLUSH_EVERY=4 NVCACHE_CKPT_JOB=dfl)
+dgargs=(--iters $ITERS --grow-at 8)
+CK_APP=$CK_DYN ck_run "$T_DIR/dgref" NVCACHE_CKPT=off -- "${dgargs[@]}" || t_fail "dynamic flush: reference failed"
+CK_APP=$CK_DYN kill_at dflush all $((14 + RANDOM % 12)) "${dfl[@]}" -- "${dgargs[@]}"
+[ "$(ls "$T_DIR/flushdir/dfl" | wc -l)" = 4 ] || t_fail "dynamic flush: no second-level files: $(ls -R "$T_DIR/flushdir/dfl")"
+rm -rf "${NVCACHE_CKPT_DIR:?}/dfl"
+CK_APP=$CK_DYN ref=$(ck_result "$T_DIR/dgref") restart_same dflush "${dfl[@]}" -- "${dgargs[@]}"
+grep -q "restarting from $T_DIR/flushdir" "$T_DIR/dflush.re.err" || t_fail "dynamic flush: the restart did not use the second level"
+t_log "dynamic flush: NVRAM directory wiped; restarted from the second level, result bit-identical"
 
 # The double-buffered version: same result, killed and restarted.
 ck_run "$T_DIR/db" -- "${args[@]}" --mode db || t_fail "db run failed: $(tail -3 "$T_DIR/db.err")"
