@@ -58,6 +58,25 @@ wait_exit() {
   return 0
 }
 
+# wait_up PID LOG WHAT NOTE CHECK...: wait until CHECK succeeds; if PID
+# exits first, say so with the end of LOG and return 1. Every 10 s it says
+# it is still waiting for WHAT (NOTE: what may take that long).
+wait_up() {
+  local pid=$1 log=$2 what=$3 note=$4 n=0
+  shift 4
+  until "$@"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "quickstart: $what did not start; from $log:" >&2
+      tail -5 "$log" | sed 's/^/  /' >&2
+      return 1
+    fi
+    sleep 0.1
+    n=$((n + 1))
+    [ $((n % 100)) -eq 0 ] && echo "  $what: still starting ($((n / 10)) s${note:+; $note})"
+  done
+  return 0
+}
+
 stop_swap() {
   if [ -f "$state/loop" ]; then
     dev=$(cat "$state/loop")
@@ -177,18 +196,8 @@ else
   # would make it unmount). It execs in place: $! is its pid.
   setsid build/fs/nvcachefs "$mnt" -f -o backing="$backing",allow_other </dev/null >>"$fslog" 2>&1 &
   fspid=$!
-  n=0
-  until mounted; do
-    if ! kill -0 "$fspid" 2>/dev/null; then
-      echo "quickstart: nvcachefs did not mount $mnt; from $fslog:" >&2
-      tail -5 "$fslog" | sed 's/^/  /' >&2
-      exit 1
-    fi
-    sleep 0.1
-    n=$((n + 1))
-    # recovery writes back what a crashed run left before it mounts
-    [ $((n % 100)) -eq 0 ] && echo "  nvcachefs: still starting ($((n / 10)) s; recovery? see $fslog)"
-  done
+  # recovery writes back what a crashed run left before it mounts
+  wait_up "$fspid" "$fslog" "nvcachefs $mnt" "recovery? see $fslog" mounted || exit 1
   echo "nvcachefs: $mnt mounted over $backing for all users (NVRAM cache in /dev/shm; log: $fslog)"
 fi
 
@@ -203,15 +212,8 @@ if [ -x build/nbd/nvswapd ]; then
       </dev/null >/var/log/nvswapd.log 2>&1 &
     swpid=$!
     echo $swpid > "$state/nvswapd.pid"
-    until [ -S "$sock" ]; do
-      if ! kill -0 "$swpid" 2>/dev/null; then
-        echo "quickstart: nvswapd did not start; from /var/log/nvswapd.log:" >&2
-        tail -5 /var/log/nvswapd.log | sed 's/^/  /' >&2
-        rm -f "$state/nvswapd.pid"
-        exit 1
-      fi
-      sleep 0.1
-    done
+    wait_up "$swpid" /var/log/nvswapd.log nvswapd "" test -S "$sock" ||
+      { rm -f "$state/nvswapd.pid"; exit 1; }
     echo "nvswapd: $swap_size export 'swap' on $sock (log: /var/log/nvswapd.log)"
   fi
   if [ $swap -eq 1 ] && [ ! -f "$state/loop" ]; then

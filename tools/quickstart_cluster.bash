@@ -9,10 +9,13 @@
 # $state/cluster-node-I.pid, logs /var/log/nvcached-I.log and
 # /var/log/nvcachefs-MOUNT.log.
 cconf=$state/cluster.conf
+# the nodes' NVRAM files, named after the mounts (as quickstart.sh's own)
+cnv=/dev/shm/nvcache-fcache-$(echo "${mnt#/}" | tr / -)
 ccache=${NVCACHE_CLUSTER_CACHE:-256M}
 
 cl_mnt() { echo "$mnt-$1"; }
 cl_mounted() { grep -q "^[^ ]* $(cl_mnt "$1") fuse" /proc/mounts; }
+cl_sees() { local a; a=$(cl_stat "$1" nodes_alive); [ -n "$a" ] && [ "$a" -ge "$2" ]; }
 cl_nodes() { local c=0; [ -f "$cconf" ] && c=$(grep -c '^node ' "$cconf" || true); echo "${c:-0}"; }
 cl_stat() {  # cl_stat I KEY
   "$root/build/tools/nvcachectl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'
@@ -50,7 +53,7 @@ cluster_stop() {
   done
   if [ "$left" -ne 0 ]; then
     echo "quickstart: $((left >> 20)) MiB not yet written back to $backing; the nodes" \
-         "keep it in their NVRAM files (/dev/shm/nvcache-fcache-*.nvram) and write it" \
+         "keep it in their NVRAM files ($cnv-*.nvram) and write it" \
          "back when started again. Not removing them." >&2
     rc=1
   fi
@@ -99,22 +102,13 @@ PY
       continue
     fi
     NVCACHE_RUN_DIR=$run setsid "$root/build/cluster/nvcached" --cluster "$cconf" --node $i -f \
-      --cache-size "$ccache" --cache-nvram "/dev/shm/nvcache-fcache-$i.nvram" \
+      --cache-size "$ccache" --cache-nvram "$cnv-$i.nvram" \
       </dev/null >>"/var/log/nvcached-$i.log" 2>&1 &
     echo $! >"$state/cluster-node-$i.pid"
   done
   for ((i = 1; i <= n; i++)); do
-    local t=0
-    until [ -n "$(cl_stat $i nodes_alive)" ] && [ "$(cl_stat $i nodes_alive)" -ge $((n - 1)) ]; do
-      if ! kill -0 "$(cat "$state/cluster-node-$i.pid")" 2>/dev/null; then
-        echo "quickstart: nvcached node $i did not start; from /var/log/nvcached-$i.log:" >&2
-        tail -5 "/var/log/nvcached-$i.log" | sed 's/^/  /' >&2
-        return 1
-      fi
-      sleep 0.2
-      t=$((t + 1))
-      [ $((t % 50)) -eq 0 ] && echo "  node $i: waiting for its peers ($((t / 5)) s)..."
-    done
+    wait_up "$(cat "$state/cluster-node-$i.pid")" "/var/log/nvcached-$i.log" \
+      "nvcached node $i" "waiting for its peers" cl_sees $i $((n - 1)) || return 1
   done
   echo "cluster: $n nodes up ($cconf), a $ccache file cache each (NVRAM in /dev/shm)"
   for ((i = 1; i <= n; i++)); do
@@ -128,15 +122,7 @@ PY
     mkdir -p "$m"
     setsid "$root/build/fs/nvcachefs" "$m" -f \
       -o "backing=$backing,cluster=$cconf,node=$i,allow_other" </dev/null >>"$log" 2>&1 &
-    local fspid=$!
-    until cl_mounted $i; do
-      if ! kill -0 "$fspid" 2>/dev/null; then
-        echo "quickstart: nvcachefs did not mount $m; from $log:" >&2
-        tail -5 "$log" | sed 's/^/  /' >&2
-        return 1
-      fi
-      sleep 0.1
-    done
+    wait_up $! "$log" "nvcachefs $m" "" cl_mounted $i || return 1
     echo "nvcachefs $m: node $i's mount (log: $log)"
   done
   cat <<MSG

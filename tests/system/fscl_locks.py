@@ -84,6 +84,15 @@ def try_lock(mount, typ=fcntl.F_WRLCK, start=0, length=100):
         os.close(fd)   # a close drops this process's locks
 
 
+def eventually(what, ok, tries=100):
+    """ok() within tries tenths of a second, else fail with what."""
+    for _ in range(tries):
+        if ok():
+            return
+        time.sleep(0.1)
+    fail(what)
+
+
 def reap(pid):
     try:
         os.waitpid(pid, 0)
@@ -134,12 +143,8 @@ reap(pa)
 # B's holder killed: its lock goes
 os.kill(pb, signal.SIGKILL)
 reap(pb)
-for _ in range(100):
-    if try_lock(C):
-        break
-    time.sleep(0.1)
-else:
-    fail("the lock of a process killed on B is still held (C refused)")
+eventually("the lock of a process killed on B is still held (C refused)",
+           lambda: try_lock(C))
 print("kill: a killed holder's lock is released")
 
 # a waiter killed while waiting leaves nothing held
@@ -156,12 +161,7 @@ os.write(wa, b"u")
 said(ra, 10)
 os.write(wa, b"x")
 reap(pa)
-for _ in range(50):
-    if try_lock(B):
-        break
-    time.sleep(0.1)
-else:
-    fail("a waiter killed on C left its lock held")
+eventually("a waiter killed on C left its lock held", lambda: try_lock(B), 50)
 print("kill while waiting: nothing left held")
 
 # flock across nodes
@@ -177,13 +177,14 @@ except OSError as e:
         fail("flock on B: %s" % e)
 os.kill(pf, signal.SIGKILL)   # its open file goes: so does the flock
 reap(pf)
-for _ in range(100):
+def flock_nb():
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        break
+        return True
     except OSError:
-        time.sleep(0.1)
-else:
-    fail("flock of a killed process on A still held")
+        return False
+
+
+eventually("flock of a killed process on A still held", flock_nb)
 os.close(fd)
 print("flock: refused across nodes, released with its file")

@@ -102,7 +102,7 @@ t_log "a full backing: --stop exits 1 and says the data stays in NVRAM"
 
 # --cluster 3: one file system across three nodes on this machine
 qsc() { bash "$root/tools/quickstart.sh" --mount "$T_DIR/cm" --backing "$T_DIR/cb" "$@"; }
-t_cleanup "qsc --stop --cluster 3 >/dev/null 2>&1; rm -f /dev/shm/nvcache-fcache-[123].nvram"
+t_cleanup "qsc --stop --cluster 3 >/dev/null 2>&1; rm -f /dev/shm/nvcache-fcache-$(echo "${T_DIR#/}" | tr / -)-cm-[123].nvram*"
 for i in 1 2 3; do t_cleanup "fusermount3 -uz $T_DIR/cm-$i 2>/dev/null"; done
 qsc --cluster 3 >"$T_DIR/cstart.out" 2>&1 || { cat "$T_DIR/cstart.out" >&2; t_fail "quickstart --cluster 3 did not start"; }
 grep -q "cluster: 3 nodes up" "$T_DIR/cstart.out" || t_fail "--cluster: $(cat "$T_DIR/cstart.out")"
