@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -726,37 +727,97 @@ static void op_getlk(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi,
 		fuse_reply_lock(req, lk);
 }
 
+/* One lock request (fcntl or flock), done and answered. */
+struct lock_job {
+	fuse_req_t req;
+	fuse_ino_t n;
+	uint32_t home, pid;
+	uint64_t gid, owner;
+	bool flock;
+	int op;                /* flock: LOCK_SH, LOCK_EX, LOCK_UN | LOCK_NB */
+	struct flock lk;       /* fcntl */
+};
+
+static int lock_do(struct lock_job *j, bool wait)
+{
+	struct fs *fs = FS(j->req);
+	int r = j->flock ?
+		fs_locks_flock(fs->locks, j->home, j->gid, j->owner, j->pid,
+			       wait ? j->op : j->op | LOCK_NB, lock_interrupted,
+			       j->req) :
+		fs_locks_set(fs->locks, j->home, j->gid, j->owner, j->pid,
+			     &j->lk, wait, lock_interrupted, j->req);
+	if (r == -EWOULDBLOCK && !j->flock)
+		r = -EAGAIN;
+	return r;
+}
+
+static void lock_reply(struct lock_job *j, int r)
+{
+	bool unlock = j->flock ? (j->op & ~LOCK_NB) == LOCK_UN :
+				 j->lk.l_type == F_UNLCK;
+	if (!r && !unlock)
+		lock_taken(j->req, j->n);
+	fuse_reply_err(j->req, -r);
+}
+
+static void *lock_wait_main(void *arg)
+{
+	struct lock_job *j = arg;
+	lock_reply(j, lock_do(j, true));
+	free(j);
+	return NULL;
+}
+
+/* A lock that may wait (F_SETLKW, flock without LOCK_NB) waits in a
+ * thread of its own, never in a FUSE worker: libfuse runs at most 10,
+ * and that many waiters would leave none to serve the unlock they wait
+ * for. It is tried without waiting first, so most take no thread. */
+static void lock_request(struct lock_job *j, bool wait)
+{
+	int r = lock_do(j, false);
+	if ((r == -EAGAIN || r == -EWOULDBLOCK) && wait) {
+		struct lock_job *copy = malloc(sizeof(*copy));
+		pthread_attr_t at;
+		pthread_t t;
+		if (copy) {
+			*copy = *j;
+			pthread_attr_init(&at);
+			pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+			int e = pthread_create(&t, &at, lock_wait_main, copy);
+			pthread_attr_destroy(&at);
+			if (!e)
+				return;
+			free(copy);
+		}
+		r = lock_do(j, true);   /* no thread: wait here */
+	}
+	lock_reply(j, r);
+}
+
 static void op_setlk(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi,
 		     struct flock *lk, int sleep)
 {
-	uint32_t home;
-	uint64_t gid;
-	int r = lock_target(req, n, &home, &gid);
-	if (!r) {
-		if (lk->l_type != F_UNLCK)
-			atomic_store(&I(req, n)->locked, true);
-		r = fs_locks_set(FS(req)->locks, home, gid, fi->lock_owner,
-				 (uint32_t)lk->l_pid, lk, sleep, lock_interrupted,
-				 req);
-		if (!r && lk->l_type != F_UNLCK)
-			lock_taken(req, n);
-	}
-	fuse_reply_err(req, -r);
+	struct lock_job j = { .req = req, .n = n, .owner = fi->lock_owner,
+			      .pid = (uint32_t)lk->l_pid, .lk = *lk };
+	int r = lock_target(req, n, &j.home, &j.gid);
+	if (r)
+		return (void)fuse_reply_err(req, -r);
+	if (lk->l_type != F_UNLCK)
+		atomic_store(&I(req, n)->locked, true);
+	lock_request(&j, sleep && lk->l_type != F_UNLCK);
 }
 
 static void op_flock(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi,
 		     int op)
 {
-	uint32_t home;
-	uint64_t gid;
-	int r = lock_target(req, n, &home, &gid);
-	if (!r)
-		r = fs_locks_flock(FS(req)->locks, home, gid, fi->lock_owner,
-				   (uint32_t)fuse_req_ctx(req)->pid, op,
-				   lock_interrupted, req);
-	if (!r && (op & ~LOCK_NB) != LOCK_UN)
-		lock_taken(req, n);
-	fuse_reply_err(req, -r);
+	struct lock_job j = { .req = req, .n = n, .owner = fi->lock_owner,
+			      .pid = (uint32_t)fuse_req_ctx(req)->pid,
+			      .flock = true, .op = op & ~LOCK_NB };
+	int r = lock_target(req, n, &j.home, &j.gid);
+	if (r)
+		return (void)fuse_reply_err(req, -r);
+	lock_request(&j, !(op & LOCK_NB) && j.op != LOCK_UN);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t n, int datasync,

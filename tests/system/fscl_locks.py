@@ -5,8 +5,9 @@ it): F_GETLK on B names A's lock (type, range, pid); F_SETLK on B is
 refused while A holds; F_SETLKW on B waits until A unlocks; a holder
 killed with SIGKILL leaves nothing held; a waiter killed while waiting
 leaves nothing held; flock with LOCK_NB is refused across nodes and
-granted when the holder's file is closed. Exits non-zero naming the step
-that failed."""
+granted when the holder's file is closed; more waiters on one mount than
+a FUSE daemon has worker threads, all granted in turn once the holder on
+that same mount unlocks. Exits non-zero naming the step that failed."""
 import errno
 import fcntl
 import os
@@ -33,7 +34,8 @@ def lk(fd, cmd, typ, start, length):
 def holder(mount, how, start=0, length=100):
     """A child that opens the file on mount, locks it (how: 'w' fcntl
     write lock, 'wait' the same with F_SETLKW, 'flock' LOCK_EX), says
-    'L' on its pipe once it holds, and unlocks when it reads 'u'."""
+    'L' on its pipe once it holds, and unlocks when it reads 'u'
+    ('pass': F_SETLKW, then unlock and exit at once)."""
     rd, wr = os.pipe()
     crd, cwr = os.pipe()
     pid = os.fork()
@@ -45,12 +47,14 @@ def holder(mount, how, start=0, length=100):
             if how == "flock":
                 fcntl.flock(fd, fcntl.LOCK_EX)
             else:
-                lk(fd, fcntl.F_SETLKW if how == "wait" else fcntl.F_SETLK,
+                lk(fd, fcntl.F_SETLKW if how in ("wait", "pass") else fcntl.F_SETLK,
                    fcntl.F_WRLCK, start, length)
         except OSError as e:
             os.write(wr, b"E%d" % e.errno)
             os._exit(1)
         os.write(wr, b"L")
+        if how == "pass":
+            os._exit(0)          # the close unlocks
         os.read(crd, 1)
         if how == "flock":
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -188,3 +192,21 @@ def flock_nb():
 eventually("flock of a killed process on A still held", flock_nb)
 os.close(fd)
 print("flock: refused across nodes, released with its file")
+
+# More F_SETLKW waiters on one mount than libfuse's 10 worker threads:
+# the holder's unlock, through the same mount, must still be served.
+pa, ra, wa = holder(B, "w")
+if said(ra, 10) != "L":
+    fail("B could not take its write lock")
+waiters = [holder(B, "pass") for _ in range(14)]
+time.sleep(1)
+os.write(wa, b"u")
+if said(ra, 15) != "U":
+    fail("the holder's unlock was not served with 14 waiters on its mount")
+os.write(wa, b"x")
+reap(pa)
+for pid, rd, wr in waiters:      # each takes the lock in turn, and goes
+    if said(rd, 30) != "L":
+        fail("a waiter on a busy mount was never granted")
+    reap(pid)
+print("busy mount: 14 waiters, the unlock served, each granted in turn")
