@@ -268,12 +268,19 @@ static int lock_copy(struct frame_lock *l, const Nvcache__FileLock *m,
 		*why = "node id out of range";
 		return -EPROTO;
 	}
-	*l = (struct frame_lock){
-		.obj = m->obj, .op = m->op, .cls = m->cls, .type = m->type,
-		.start = m->start, .end = m->end, .wait = m->wait,
-		.wait_id = m->wait_id, .node = m->node, .session = m->session,
-		.owner = m->owner, .pid = m->pid,
-	};
+	/* field by field: *l's padding stays as the caller zeroed it */
+	l->obj = m->obj;
+	l->op = m->op;
+	l->cls = m->cls;
+	l->type = m->type;
+	l->start = m->start;
+	l->end = m->end;
+	l->wait = m->wait;
+	l->wait_id = m->wait_id;
+	l->node = m->node;
+	l->session = m->session;
+	l->owner = m->owner;
+	l->pid = m->pid;
 	return 0;
 }
 
@@ -346,8 +353,11 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 	}
 	int want = body_expected(type, m->reply, status);
 	int have = m->body_case;
+	/* a failed reply may carry text instead of a body it has none of
+	 * (types whose replies always carry a body, FILE_* and FILE_LOCK,
+	 * never: the encoder sends them their body) */
 	bool error_text = have == NVCACHE__HEADER__BODY_ERROR && m->reply &&
-			  status != FS_OK;
+			  status != FS_OK && !body_expected(type, true, status);
 	if (have != want && !error_text) {
 		*why = want ? "missing or wrong body for the message type" :
 			      "unexpected body for the message type";
