@@ -5,7 +5,7 @@
 # exactly one line "N passed, N failed[, N skipped]".
 #
 # Options (environment): NVCACHE_TEST_BUILDS="build build-san" (which builds
-# run the tests), NVCACHE_FUZZ_SECONDS=20, NVCACHE_TESTS=<regex> (run only the
+# run the tests), NVCACHE_FUZZ_SECONDS=12, NVCACHE_TESTS=<regex> (run only the
 # system tests whose name matches).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,7 +68,7 @@ for b in $builds; do
 done
 
 # Fuzz targets: libFuzzer, bounded time each.
-fuzz_s=${NVCACHE_FUZZ_SECONDS:-20}
+fuzz_s=${NVCACHE_FUZZ_SECONDS:-12}
 if [ "$fuzz_s" -gt 0 ] && [ -n "$(ls tests/fuzz/*.c 2>/dev/null)" ]; then
   if CC=clang build build-fuzz -Dfuzz=true -Dtests=false -Db_lundef=false; then
     for f in build-fuzz/tests/fuzz/fuzz_*; do

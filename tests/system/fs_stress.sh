@@ -14,7 +14,7 @@ t_require_root
 t_require_cmd fusermount3 cc
 bin=$(t_bin nvcachefs)
 ctl=$(t_bin nvcachectl)
-secs=${FS_STRESS_SECONDS:-20}
+secs=${FS_STRESS_SECONDS:-14}
 prog=$T_DIR/fs_stress
 cc -O2 -Wall -o "$prog" "$T_ROOT/tests/system/fsx/fs_stress.c" -luring ||
   t_fail "cannot build fs_stress"
