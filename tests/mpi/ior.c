@@ -102,14 +102,12 @@ static long long block_off(const struct ior_opts *o, int nranks, int w, long lon
 
 static void check(int rc, const char *what, const char *path)
 {
+	char who[IOR_MAX_PATH + 32];
+
 	if (rc == MPI_SUCCESS)
 		return;
-	char msg[MPI_MAX_ERROR_STRING];
-	int len = 0;
-	MPI_Error_string(rc, msg, &len);
-	fprintf(stderr, "ior: %s %s: %s\n", what, path, msg);
-	MPI_Abort(MPI_COMM_WORLD, 1);
-	exit(1);
+	snprintf(who, sizeof(who), "ior: %s %s", what, path);
+	mpiapp_mpi_die(who, "failed", rc);
 }
 
 /* One phase; returns this rank's wrong bytes (0 for writes). */
