@@ -22,6 +22,8 @@
 #   FSB_CL_MIB=128 (MiB a rank; the issue's size is 256)  FSB_CL_REPS=1
 #   (median of)  FSB_CL_FIO_SECONDS=8  FSB_CL_FIO_MIB=32 (file per job)
 #   FSB_CL_PROBES=200 (coherence rounds)  FSB_SLOW=1 (backing = fsb_slowpfs)
+#   FSB_CL_SYSTEMS=REGEX (which besides GlusterFS, the anchor: moosefs,
+#   backing, nvcachefs, nvcachefs-cluster; default all)
 T_TIMEOUT=${T_TIMEOUT:-3600}
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/fs/lib.sh"
@@ -60,11 +62,24 @@ ior_run() {
           --name "ior-$wl-$seed" "${MNTS[@]}" 2>&1) ||
       t_fail "$sys $wl: ior failed (exit $?; a wrong byte or an I/O error): $out"
     echo "$sys $wl: $(echo "$out" | tr '\n' ' ')"
+    cache_stats "$sys"
     ws+=("$(echo "$out" | awk '$2 == "write" {print $(NF-1)}')")
     rs+=("$(echo "$out" | awk '$2 == "read" {print $(NF-3)}')")
   done
   R[$sys.$wl.write]=$(echo "${ws[*]}" | median)
   R[$sys.$wl.read]=$(echo "${rs[*]}" | median)
+}
+
+# cache_stats SYS: for the log, the cache's counters that explain a slow
+# write (back-pressure, write-back under way) after each run.
+cache_stats() {
+  local t
+  for t in "${STAT_TARGETS[@]}"; do
+    # shellcheck disable=SC2086
+    echo "  $1 $t: $("$(t_bin nvcachectl)" stats $t 2>/dev/null | awk -F': ' '
+      $1 ~ /^(dirty_bytes|written_back_bytes|writeback_queue|backpressure_waits|evictions|nvram_used_bytes)$/ {
+        printf "%s=%s ", $1, $2 }')"
+  done
 }
 
 # fio_run SYS: 4 KiB random writes (job i in mount i, own file, fsync at
@@ -155,6 +170,8 @@ report() {
   fi
 }
 
+wanted() { [[ $1 =~ ${FSB_CL_SYSTEMS:-.} ]]; }
+
 skipped() { echo "BENCH fs_cluster.$1 skipped: $2"; }
 
 # --- GlusterFS (the anchor: without it, nothing to compare) -----------------
@@ -165,7 +182,9 @@ measure gluster
 dfs_gluster_down
 
 # --- MooseFS -----------------------------------------------------------------
-if dfs_moosefs_up "$T_DIR/moosefs"; then
+if ! wanted moosefs; then
+  :
+elif dfs_moosefs_up "$T_DIR/moosefs"; then
   MNTS=("${DFS_MNTS[@]}")
   measure moosefs
   dfs_moosefs_down
@@ -183,15 +202,17 @@ else
 fi
 mkdir -p "$back/direct" "$back/nv1" "$back/nvcl"
 MNTS=("$back/direct" "$back/direct" "$back/direct" "$back/direct")
-measure backing
+wanted backing && measure backing
 
-fsb_mount_nv "$T_DIR/nv1" "$back/nv1" "cache_size=$cache"
-nv1pid=$FSB_PID
-MNTS=("$T_DIR/nv1" "$T_DIR/nv1" "$T_DIR/nv1" "$T_DIR/nv1")
-MEM_PIDS=("$nv1pid") STAT_TARGETS=("$T_DIR/nv1")
-measure nvcachefs
-MEM_PIDS=() STAT_TARGETS=()
-fsb_umount "$T_DIR/nv1" "$nv1pid"
+if wanted nvcachefs; then
+  fsb_mount_nv "$T_DIR/nv1" "$back/nv1" "cache_size=$cache"
+  nv1pid=$FSB_PID
+  MNTS=("$T_DIR/nv1" "$T_DIR/nv1" "$T_DIR/nv1" "$T_DIR/nv1")
+  MEM_PIDS=("$nv1pid") STAT_TARGETS=("$T_DIR/nv1")
+  measure nvcachefs
+  MEM_PIDS=() STAT_TARGETS=()
+  fsb_umount "$T_DIR/nv1" "$nv1pid"
+fi
 
 # --- cross-node nvcachefs: 4 nvcached + 4 mounts over one backing dir --------
 # nvcl_up: returns 1 with the reason in NVCL_WHY where this build lacks the
@@ -244,7 +265,9 @@ nvcl_down() {
 }
 
 NVCL_FSPIDS=() NVCL_MNTS=() NVCL_PIDS=()
-if nvcl_up; then
+if ! wanted nvcachefs-cluster; then
+  :
+elif nvcl_up; then
   MNTS=("${NVCL_MNTS[@]}")
   MEM_PIDS=("${NVCL_PIDS[@]}") STAT_TARGETS=("--node 1" "--node 2" "--node 3" "--node 4")
   measure nvcachefs-cluster
