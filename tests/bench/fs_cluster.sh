@@ -24,6 +24,7 @@
 #   FSB_CL_PROBES=200 (coherence rounds)  FSB_SLOW=1 (backing = fsb_slowpfs)
 #   FSB_CL_SYSTEMS=REGEX (which besides GlusterFS, the anchor: moosefs,
 #   backing, nvcachefs, nvcachefs-cluster; default all)
+#   FSB_CL_IOR=PATH (the ior program; default the build's tests/mpi/ior)
 T_TIMEOUT=${T_TIMEOUT:-3600}
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/fs/lib.sh"
@@ -31,7 +32,6 @@ T_TIMEOUT=${T_TIMEOUT:-3600}
 . "$(dirname "$0")/fs/dfs.bash"
 t_require_root
 t_require_cmd fusermount3 mpiexec fio python3 glusterd gluster
-[ -x "$NVCACHE_BUILD/tests/mpi/ior" ] || t_skip "tests/mpi/ior not built (meson found no mpich)"
 export HYDRA_LAUNCHER=fork
 # Four ranks on two cores: a rank waiting in a barrier yields at once
 # rather than polling, so that the file systems' daemons get the CPU.
@@ -41,7 +41,8 @@ reps=${FSB_CL_REPS:-1}
 fio_s=${FSB_CL_FIO_SECONDS:-8}
 fio_mib=${FSB_CL_FIO_MIB:-32}
 probes=${FSB_CL_PROBES:-200}
-ior=$NVCACHE_BUILD/tests/mpi/ior
+ior=${FSB_CL_IOR:-$NVCACHE_BUILD/tests/mpi/ior}
+[ -x "$ior" ] || t_skip "$ior not built (meson found no mpich)"
 probe=$(dirname "$0")/fs/coherence.py
 # nvcachefs's cache holds one workload's files twice over (no eviction in
 # the measured runs)
@@ -80,7 +81,7 @@ cache_stats() {
   for t in "${STAT_TARGETS[@]}"; do
     # shellcheck disable=SC2086
     echo "  $1 $t: $("$(t_bin nvcachectl)" stats $t 2>/dev/null | awk -F': ' '
-      $1 ~ /^(dirty_bytes|written_back_bytes|writeback_queue|backpressure_waits|evictions|nvram_used_bytes)$/ {
+      $1 ~ /^(fcache_)?(dirty_bytes|written_back_bytes|writeback_queue|backpressure_waits|evictions|nvram_used_bytes|used_bytes|served_bytes)$/ {
         printf "%s=%s ", $1, $2 }')"
   done
 }
@@ -133,10 +134,11 @@ measure() {
     after=$(anon_kib "${MEM_PIDS[@]}")
     for t in "${STAT_TARGETS[@]}"; do
       # shellcheck disable=SC2086
-      used=$("$(t_bin nvcachectl)" stats $t 2>/dev/null | awk -F': ' '$1 == "nvram_used_bytes" {print $2}')
-      bs=$("$(t_bin nvcachectl)" stats $t 2>/dev/null | awk -F': ' '$1 == "block_size" {print $2}')
+      used=$("$(t_bin nvcachectl)" stats $t 2>/dev/null |
+             awk -F': ' '$1 == "nvram_used_bytes" || $1 == "fcache_used_bytes" {print $2}')
       used_all=$((used_all + ${used:-0}))
     done
+    bs=$("$(t_bin nvcachectl)" stats "${MNTS[0]}" 2>/dev/null | awk -F': ' '$1 == "block_size" {print $2}')
     if [ "$used_all" -gt 0 ] && [ -n "$bs" ]; then
       R[$sys.mem_per_block]=$(awk -v a="$after" -v b="$before" -v u="$used_all" -v bs="$bs" \
         'BEGIN {printf "%.1f", (a - b) * 1024 / (u / bs)}')
@@ -219,9 +221,10 @@ fi
 
 # --- cross-node nvcachefs: 4 nvcached + 4 mounts over one backing dir --------
 # nvcl_up: returns 1 with the reason in NVCL_WHY where this build lacks the
-# mode or it does not start.
+# mode or it does not start. The nodes' file caches are in $T_SHM, as the
+# one-node mount's NVRAM is, where nvcached can be told so.
 nvcl_up() {
-  local nvfs nvd ports i
+  local nvfs nvd ports i cnv=()
   nvfs=$(t_bin nvcachefs) nvd=$(t_bin nvcached)
   "$nvfs" --help 2>&1 | grep -q 'cluster=' ||
     { NVCL_WHY="the built nvcachefs has no cluster= option (cross-node mode not built)"; return 1; }
@@ -234,7 +237,8 @@ nvcl_up() {
     for i in 1 2 3 4; do echo "node $i 127.0.0.1:${ports[$((i - 1))]}"; done; } >"$T_DIR/cluster.conf"
   NVCL_PIDS=() NVCL_MNTS=()
   for i in 1 2 3 4; do
-    "$nvd" --cluster "$T_DIR/cluster.conf" --node $i --cache-size "$cache" -f --no-mlock \
+    "$nvd" --help 2>&1 | grep -q -- '--cache-nvram' && cnv=(--cache-nvram "$T_SHM/fcache$i.nvram")
+    "$nvd" --cluster "$T_DIR/cluster.conf" --node $i --cache-size "$cache" "${cnv[@]}" -f --no-mlock \
       >"$T_DIR/nvcached$i.log" 2>&1 &
     NVCL_PIDS+=($!)
     t_cleanup "kill $!"
