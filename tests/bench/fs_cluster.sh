@@ -86,6 +86,22 @@ cache_stats() {
   done
 }
 
+# cache_block_size TARGET: the block size of the cache behind an nvcachectl
+# stats target: block_size of a mount, fcache_block_size of a node, else
+# what nvcached logged at start ("... in 16 KiB blocks").
+cache_block_size() {
+  local bs n
+  # shellcheck disable=SC2086
+  bs=$("$(t_bin nvcachectl)" stats $1 2>/dev/null |
+       awk -F': ' '$1 == "block_size" || $1 == "fcache_block_size" {print $2; exit}')
+  if [ -z "$bs" ] && [[ $1 == --node\ * ]]; then
+    n=${1#--node }
+    bs=$(sed -n 's/.*file cache: .* in \([0-9]*\) KiB blocks.*/\1/p' "$T_DIR/nvcached$n.log" | head -1)
+    [ -n "$bs" ] && bs=$((bs * 1024))
+  fi
+  echo "${bs:-0}"
+}
+
 # fio_run SYS: 4 KiB random writes (job i in mount i, own file, fsync at
 # the end), then random reads (job i reads job (i+1)%4's file through its
 # own mount): R[SYS.rand4k.write], R[SYS.rand4k.read] in IOPS.
@@ -135,11 +151,11 @@ measure() {
     for t in "${STAT_TARGETS[@]}"; do
       # shellcheck disable=SC2086
       used=$("$(t_bin nvcachectl)" stats $t 2>/dev/null |
-             awk -F': ' '$1 == "nvram_used_bytes" || $1 == "fcache_used_bytes" {print $2}')
-      used_all=$((used_all + ${used:-0}))
+             awk -F': ' '$1 == "nvram_used_bytes" || $1 == "fcache_used_bytes" {s += $2} END {print s + 0}')
+      used_all=$((used_all + used))
     done
-    bs=$("$(t_bin nvcachectl)" stats "${MNTS[0]}" 2>/dev/null | awk -F': ' '$1 == "block_size" {print $2}')
-    if [ "$used_all" -gt 0 ] && [ -n "$bs" ]; then
+    bs=$(cache_block_size "${STAT_TARGETS[0]}")
+    if [ "$used_all" -gt 0 ] && [ "${bs:-0}" -gt 0 ]; then
       R[$sys.mem_per_block]=$(awk -v a="$after" -v b="$before" -v u="$used_all" -v bs="$bs" \
         'BEGIN {printf "%.1f", (a - b) * 1024 / (u / bs)}')
       echo "$sys: anonymous memory $before -> $after KiB with $((used_all >> 20)) MiB in NVRAM, ${bs}-byte blocks: ${R[$sys.mem_per_block]} B a block"
