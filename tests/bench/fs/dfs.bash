@@ -16,6 +16,20 @@ DFS_MNTS=()
 DFS_MPIDS=()
 DFS_WHY=
 
+# _dfs_stop PID: SIGTERM, then up to 30 s for it to end (a MooseFS master
+# saves its metadata on the way out and spins if its directory is gone
+# meanwhile), then SIGKILL. A zombie counts as ended.
+_dfs_stop() {
+  local i st
+  kill "$1" 2>/dev/null || return 0
+  for ((i = 0; i < 300; i++)); do
+    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+    [ -z "$st" ] || [ "$st" = Z ] && return 0
+    sleep 0.1
+  done
+  kill -9 "$1" 2>/dev/null
+}
+
 # Registered cleanups run at exit even when an explicit _down ran first:
 # each is harmless then (unmounted, pid gone, volume gone).
 _dfs_umount_all() {
@@ -39,7 +53,7 @@ dfs_gluster_up() {
   /usr/sbin/glusterd -N -p "$T_DIR/glusterd.pid" --log-file="$T_DIR/glusterd.log" \
     >>"$T_DIR/glusterd.log" 2>&1 &
   DFS_GPID=$!
-  t_cleanup "kill $DFS_GPID"
+  t_cleanup "_dfs_stop $DFS_GPID"
   t_wait 30 gluster --mode=script volume list ||
     { DFS_WHY="glusterd did not answer: $(tail -2 "$T_DIR/glusterd.log")"; return 1; }
   for i in 1 2 3 4; do
@@ -66,7 +80,7 @@ dfs_gluster_down() {
   _dfs_umount_all
   gluster --mode=script volume stop "$DFS_GVOL" force >&2
   gluster --mode=script volume delete "$DFS_GVOL" >&2
-  kill "$DFS_GPID"
+  _dfs_stop "$DFS_GPID"
   wait "$DFS_GPID" 2>/dev/null
   DFS_MNTS=()
 }
@@ -101,7 +115,7 @@ REMAP_DESTINATION_IP_CLASS = 0.0.0.0
 EOF
   mfsmaster -f -c "$dir/mfsmaster.cfg" >"$T_DIR/mfsmaster.log" 2>&1 &
   DFS_MPIDS=($!)
-  t_cleanup "kill ${DFS_MPIDS[0]}"
+  t_cleanup "_dfs_stop ${DFS_MPIDS[0]}"
   for i in 1 2 3 4; do
     cs=$dir/cs$i
     mkdir -p "$cs" "$T_SHM/mfshdd$i"
@@ -120,7 +134,7 @@ CSSERV_LISTEN_PORT = ${p[$((2 + i))]}
 EOF
     mfschunkserver -f -c "$cs/mfschunkserver.cfg" >"$T_DIR/mfscs$i.log" 2>&1 &
     DFS_MPIDS+=($!)
-    t_cleanup "kill $!"
+    t_cleanup "_dfs_stop $!"
   done
   _dfs_cs_registered() { [ "$(ss -Htn state established "( sport = :${p[1]} )" | wc -l)" -ge 4 ]; }
   t_wait 30 _dfs_cs_registered ||
@@ -131,7 +145,7 @@ EOF
     DFS_MNTS+=("$dir/m$i")
     mfsmount "$dir/m$i" -f -H 127.0.0.1 -P "${p[2]}" -o mfsnice=0 >"$T_DIR/mfsmount$i.log" 2>&1 &
     DFS_MPIDS+=($!)
-    t_cleanup "t_umount '$dir/m$i'; kill $!"
+    t_cleanup "t_umount '$dir/m$i'; _dfs_stop $!"
     t_wait 20 t_is_mounted "$dir/m$i" ||
       { DFS_WHY="mfsmount failed: $(tail -2 "$T_DIR/mfsmount$i.log")"; return 1; }
   done
@@ -144,7 +158,7 @@ dfs_moosefs_down() {
   # mounts first, then chunk servers, the master last (it saves metadata)
   [ ${#DFS_MPIDS[@]} -gt 0 ] || return 0
   for pid in "${DFS_MPIDS[@]:1}" "${DFS_MPIDS[0]}"; do
-    kill "$pid" 2>/dev/null
+    _dfs_stop "$pid"
     wait "$pid" 2>/dev/null
   done
   DFS_MNTS=()
