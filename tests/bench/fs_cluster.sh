@@ -19,7 +19,7 @@
 # Prints a BENCH line per figure once a system is measured, with the ratio
 # against GlusterFS (MiB/s or IOPS: higher is better).
 #
-#   FSB_CL_MIB=128 (MiB a rank; the issue's size is 256)  FSB_CL_REPS=1
+#   FSB_CL_MIB=128 (MiB a rank; the issue's size is 256)  FSB_CL_REPS=3
 #   (median of)  FSB_CL_FIO_SECONDS=8  FSB_CL_FIO_MIB=32 (file per job)
 #   FSB_CL_PROBES=200 (coherence rounds)  FSB_SLOW=1 (backing = fsb_slowpfs)
 #   FSB_CL_SYSTEMS=REGEX (which besides GlusterFS, the anchor: moosefs,
@@ -37,7 +37,7 @@ export HYDRA_LAUNCHER=fork
 # rather than polling, so that the file systems' daemons get the CPU.
 export MPIR_CVAR_POLLS_BEFORE_YIELD=1
 mib=${FSB_CL_MIB:-128}
-reps=${FSB_CL_REPS:-1}
+reps=${FSB_CL_REPS:-3}
 fio_s=${FSB_CL_FIO_SECONDS:-8}
 fio_mib=${FSB_CL_FIO_MIB:-32}
 probes=${FSB_CL_PROBES:-200}
