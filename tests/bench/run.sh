@@ -8,7 +8,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-"$root/tools/install-deps.sh"
+"$root/tools/install-deps.sh" --bench
 export NVCACHE_BUILD=${NVCACHE_BUILD:-build}
 [ -f "$NVCACHE_BUILD/build.ninja" ] || meson setup "$NVCACHE_BUILD" --buildtype=release >/dev/null
 ninja -C "$NVCACHE_BUILD" >/dev/null || exit 1

@@ -1,6 +1,7 @@
-/* mpiapp.h - what the test MPI programs (hpccg.c, dynwin.c) share: the
- * clock, the hash of their results, and the pid file through which the
- * tests kill a chosen rank. */
+/* mpiapp.h - what the test MPI programs (hpccg.c, dynwin.c, ior.c,
+ * tests/system/fsx/fsx_mpiio.c) share: the clock, an MPI error's report,
+ * the hash of their results, and the pid file through which the tests
+ * kill a chosen rank. */
 #pragma once
 #include <mpi.h>
 #include <stddef.h>
@@ -19,6 +20,19 @@ static inline double mpiapp_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* An MPI call failed: "WHO: WHAT: MPI's words for err" on stderr, then
+ * the whole job aborts. */
+static inline void mpiapp_mpi_die(const char *who, const char *what, int err)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+
+	MPI_Error_string(err, msg, &len);
+	fprintf(stderr, "%s: %s: %s\n", who, what, msg);
+	MPI_Abort(MPI_COMM_WORLD, 1);
+	exit(1);
 }
 
 /* MPI_Init, then this rank and the number of ranks; returns the seconds

@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "../../mpi/mpiapp.h" /* relative: the tests build it with a bare mpicc */
 
 #define MIB (1024L * 1024L)
 #define CHUNK (64 * 1024)       /* collective interleave unit */
@@ -81,13 +82,10 @@ static long check(const unsigned char *buf, size_t len, uint64_t off, int gen)
 
 static void die(const char *what, int err)
 {
-	char msg[MPI_MAX_ERROR_STRING];
-	int len = 0;
+	char who[32];
 
-	MPI_Error_string(err, msg, &len);
-	fprintf(stderr, "fsx_mpiio rank %d: %s: %s\n", rank, what, msg);
-	MPI_Abort(MPI_COMM_WORLD, 1);
-	exit(1);
+	snprintf(who, sizeof(who), "fsx_mpiio rank %d", rank);
+	mpiapp_mpi_die(who, what, err);
 }
 
 #define CHECK(call) do { int e_ = (call); if (e_ != MPI_SUCCESS) die(#call, e_); } while (0)
