@@ -353,11 +353,11 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 	}
 	int want = body_expected(type, m->reply, status);
 	int have = m->body_case;
-	/* a failed reply may carry text instead of a body it has none of
-	 * (types whose replies always carry a body, FILE_* and FILE_LOCK,
-	 * never: the encoder sends them their body) */
+	/* a failed reply may carry text instead of its body (as the
+	 * encoder sends it), except FILE_LOCK's: its body names the lock
+	 * in the way, and the encoder always sends it */
 	bool error_text = have == NVCACHE__HEADER__BODY_ERROR && m->reply &&
-			  status != FS_OK && !body_expected(type, true, status);
+			  status != FS_OK && type != FT_FILE_LOCK;
 	if (have != want && !error_text) {
 		*why = want ? "missing or wrong body for the message type" :
 			      "unexpected body for the message type";
