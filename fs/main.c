@@ -440,6 +440,19 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "write_bytes", atomic_load(&s->write_bytes) },
 	};
 	outbuf_u64s(&o, counters, sizeof(counters) / sizeof(counters[0]));
+	if (fs->locks) {
+		/* a cluster mount's fcntl/flock requests to the files' homes */
+		struct fs_locks_stats ls;
+		fs_locks_stats(fs->locks, &ls);
+		const struct outbuf_kv lkv[] = {
+			{ "lock_sets", ls.sets },
+			{ "lock_gets", ls.gets },
+			{ "lock_waits", ls.waits },
+			{ "lock_conflicts", ls.conflicts },
+			{ "lock_errors", ls.errors },
+		};
+		outbuf_u64s(&o, lkv, sizeof(lkv) / sizeof(lkv[0]));
+	}
 	outbuf_printf(&o, "killpriv_v2: %s\n", killpriv_granted() ? "yes" : "no");
 	return outbuf_done(&o);
 }

@@ -81,6 +81,9 @@ python3 "$here/fscl_locks.py" "${m[0]}" "${m[1]}" "${m[2]}" ||
 locks=$(sum file_locks)
 t_wait 5 test "$(sum file_locks)" -eq 0 || t_fail "locks left at the homes after every holder went: $locks"
 [ "$(sum file_lock_grants)" -ge 1 ] || t_fail "no F_SETLKW wait was granted at a home"
+# the mounts count their lock requests: B's waits are there
+"$(t_bin nvcachectl)" stats "${m[1]}" >"$T_DIR/lks" || t_fail "nvcachectl stats ${m[1]}"
+grep -q '^lock_waits: [1-9]' "$T_DIR/lks" || t_fail "mount 2's stats show no lock wait: $(grep ^lock "$T_DIR/lks")"
 t_log "locks: across nodes, released by kill and close"
 
 # MPI-IO (MPICH's ROMIO), rank i through node i's mount: collective
