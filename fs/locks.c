@@ -105,17 +105,24 @@ static struct cluster_client *conn_get(struct fs_locks *l, uint32_t home)
 	return c;
 }
 
+/* rc says the connection is gone (the home died or restarted, or the
+ * stream broke): the handle is of no more use. */
+static bool broken(int rc)
+{
+	return rc == -ENOTCONN || rc == -ECONNRESET || rc == -EPIPE ||
+	       rc == -ETIMEDOUT || rc == -EPROTO;
+}
+
 /* Give c back; a broken one (after a transport error) is closed. */
 static void conn_put(struct fs_locks *l, uint32_t home,
 		     struct cluster_client *c, int rc)
 {
 	struct lk_home *h = &l->home[home];
-	bool broken = rc == -ENOTCONN || rc == -ECONNRESET || rc == -EPIPE ||
-		      rc == -ETIMEDOUT || rc == -EPROTO;
-	if (broken)
+	bool is_broken = broken(rc);
+	if (is_broken)
 		cluster_client_close(c);
 	pthread_mutex_lock(&h->mx);
-	if (broken)
+	if (is_broken)
 		h->n--;
 	else
 		h->free[h->nfree++] = c;
@@ -123,18 +130,16 @@ static void conn_put(struct fs_locks *l, uint32_t home,
 	pthread_mutex_unlock(&h->mx);
 }
 
-/* One request; the home's status, or -ENOLCK for a home we cannot reach
- * (logged). With intr, an F_SETLKW asked again until it is answered. */
-static int call(struct fs_locks *l, uint32_t home, struct frame_lock *q,
-		struct frame_lock *h, fs_locks_intr_fn intr, void *arg)
+/* One request on one connection; with intr, an F_SETLKW asked again
+ * until it is answered. */
+static int call_once(struct fs_locks *l, uint32_t home, struct frame_lock *q,
+		     struct frame_lock *h, fs_locks_intr_fn intr, void *arg)
 {
 	struct cluster_client *c = conn_get(l, home);
 	if (!c) {
 		atomic_fetch_add(&l->errors, 1);
 		return -ENOLCK;
 	}
-	q->node = l->self;
-	q->session = l->session;
 	int rc = cluster_client_lock(c, q, h);
 	while (rc == -EINPROGRESS) {
 		if (intr && intr(arg)) {
@@ -147,6 +152,25 @@ static int call(struct fs_locks *l, uint32_t home, struct frame_lock *q,
 		rc = cluster_client_lock(c, q, h);
 	}
 	conn_put(l, home, c, rc);
+	return rc;
+}
+
+/* One request; the home's status, or -ENOLCK for a home we cannot reach
+ * (logged). A connection found broken (the pool's idle handles to a home
+ * that restarted) is replaced and the request sent again, a few times:
+ * every request is safe to repeat (a SET of what one holds, a RELEASE, a
+ * GET, a CANCEL of what is gone). */
+static int call(struct fs_locks *l, uint32_t home, struct frame_lock *q,
+		struct frame_lock *h, fs_locks_intr_fn intr, void *arg)
+{
+	q->node = l->self;
+	q->session = l->session;
+	int rc = -ENOLCK;
+	for (int attempt = 0; attempt < FS_LOCKS_CONNS + 1; attempt++) {
+		rc = call_once(l, home, q, h, intr, arg);
+		if (!broken(rc))
+			break;
+	}
 	switch (rc) {
 	case 0: case -EAGAIN: case -EDEADLK: case -EINTR: case -EINVAL:
 	case -ENOLCK:

@@ -6,7 +6,8 @@
 # (EIO) rather than being lost quietly, and after the last close what the
 # restarted node holds reaches the backing too (it remembers the backing
 # directory). fsync=backing on one mount puts every owner's blocks in the
-# backing before fsync returns.
+# backing before fsync returns. A lock homed at the restarted node is
+# taken again through the mount (its old connections replaced).
 T_TIMEOUT=${T_TIMEOUT:-90}
 . "$(dirname "$0")/lib.sh"
 FSCL_N=3
@@ -44,6 +45,22 @@ for fd in fds:
     os.close(fd)
 PY
 writers=$!
+# a file whose home is node 2, locked once through mount 1 (the mount
+# then holds connections to node 2 for its locks)
+lockf=""
+for k in 0 1 2 3 4 5 6 7 8 9; do
+  : >"$m1/lk$k"
+  getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/lk$k" 2>/dev/null |
+    grep -q 'home=2 ' && { lockf=$m1/lk$k; break; }
+done
+[ -n "$lockf" ] || t_fail "no file of ten has node 2 as its home"
+setlk() {  # setlk FILE: an fcntl write lock taken and let go, or the error
+  python3 -c 'import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+fcntl.lockf(fd, fcntl.LOCK_UN)' "$1"
+}
+setlk "$lockf" || t_fail "no lock on $lockf before the kill"
 t_wait 30 test -e "$T_DIR/acked.ready" || t_fail "the writers did not start"
 sleep 0.5
 kill -9 "${pid[2]}"
@@ -53,6 +70,10 @@ cluster_node_restart 2 fs2
 wait $writers || t_fail "the writers failed"
 t_wait 10 grep -q "file cache: .* files found in NVRAM" "$T_DIR/node2-fs2.log" ||
   t_fail "the restarted node did not recover its files: $(tail -3 "$T_DIR/node2-fs2.log")"
+# the mount's connections to node 2 died with it: the next lock there is
+# taken on new ones, not refused
+setlk "$lockf" 2>"$T_DIR/setlk.err" || t_fail "a lock homed at the restarted node 2 failed: $(tail -1 "$T_DIR/setlk.err")"
+t_log "a lock homed at the restarted node is taken on new connections"
 
 # each chunk holds its last acknowledged round, or a later one (a write
 # that failed may still have reached its owner); read through node 2
