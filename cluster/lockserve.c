@@ -2,6 +2,9 @@
 #include "cluster/lockserve.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 int lockserve(struct locksvc *s, struct lockserve_conn *lc,
 	      const struct frame_lock *q, struct frame_lock *r)
@@ -58,4 +61,13 @@ void lockserve_end(struct locksvc *s, struct lockserve_conn *lc)
 	if (lc->on)
 		locksvc_session_put(s, lc->node, lc->session);
 	lc->on = false;
+}
+
+void lockserve_watch(int fd)
+{
+	int one = 1, idle = LOCKSERVE_IDLE_S, intvl = 1, cnt = 3;
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }

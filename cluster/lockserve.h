@@ -29,3 +29,11 @@ int lockserve(struct locksvc *s, struct lockserve_conn *lc,
 	      const struct frame_lock *q, struct frame_lock *r);
 /* The connection ended: its session loses one connection. */
 void lockserve_end(struct locksvc *s, struct lockserve_conn *lc);
+
+/* A connection that carries a session is watched by TCP keepalive
+ * probes after LOCKSERVE_IDLE_S seconds of silence, every second, three
+ * times: the session of a mount whose node died (power, kernel, cable)
+ * ends, and its locks go, within about eight seconds. A node whose
+ * nvcached alone died keeps its mount's connections, and its locks. */
+#define LOCKSERVE_IDLE_S 5
+void lockserve_watch(int fd);

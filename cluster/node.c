@@ -274,10 +274,9 @@ static void *monitor_main(void *arg)
 				 dead[i], n->timeout_ms);
 			if (cn)
 				peerpool_drop(n->fwd, (unsigned)(cn - n->cfg.nodes));
-			size_t k = locksvc_node_dead(n->locks, dead[i]);
-			if (k)
-				log_warn("node %u's %zu file locks and waits released",
-					 dead[i], k);
+			/* its mounts' file locks stay while their connections
+			 * do: its nvcached alone may have died
+			 * (lockserve_watch ends those of a dead node) */
 		}
 		if (now_ns() - last_mem >= (uint64_t)n->hb_ms * 1000000ULL) {
 			update_capacity(n);
@@ -977,9 +976,13 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 	case FT_PAGE_DROP_MANY:
 		out = serve_drop_many(ib, payload, &rc);
 		break;
-	case FT_FILE_LOCK:
+	case FT_FILE_LOCK: {
+		bool had = ib->lk.on;
 		rc = lockserve(n->locks, &ib->lk, &q->lk, &r->lk);
+		if (!had && ib->lk.on)
+			lockserve_watch(ib->c.fd);
 		break;
+	}
 	case FT_FILE_ATTACH: case FT_FILE_OPEN: case FT_FILE_CLOSE:
 	case FT_FILE_GETATTR: case FT_FILE_SETSIZE: case FT_FILE_UNLINK:
 	case FT_FILE_READ: case FT_FILE_WRITE: case FT_FILE_TRUNC:

@@ -7,7 +7,8 @@
 # restarted node holds reaches the backing too (it remembers the backing
 # directory). fsync=backing on one mount puts every owner's blocks in the
 # backing before fsync returns. A lock homed at the restarted node is
-# taken again through the mount (its old connections replaced).
+# taken again through the mount (its old connections replaced), and a
+# lock held through node 2's own mount stays held (its mount lives on).
 T_TIMEOUT=${T_TIMEOUT:-90}
 . "$(dirname "$0")/lib.sh"
 FSCL_N=3
@@ -48,8 +49,8 @@ writers=$!
 # a file whose home is node 2, locked once through mount 1 (the mount
 # then holds connections to node 2 for its locks)
 lockf=""
+for k in 0 1 2 3 4 5 6 7 8 9; do : >"$m1/lk$k"; done
 for k in 0 1 2 3 4 5 6 7 8 9; do
-  : >"$m1/lk$k"
   getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/lk$k" 2>/dev/null |
     grep -q 'home=2 ' && { lockf=$m1/lk$k; break; }
 done
@@ -61,11 +62,30 @@ fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 fcntl.lockf(fd, fcntl.LOCK_UN)' "$1"
 }
 setlk "$lockf" || t_fail "no lock on $lockf before the kill"
+# a process on node 2's mount holds a lock homed elsewhere: node 2's
+# nvcached dying does not take it away (its mount lives on)
+held=""
+for k in 0 1 2 3 4 5 6 7 8 9; do
+  getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/lk$k" 2>/dev/null |
+    grep -q 'home=2 ' || { held=lk$k; break; }
+done
+python3 -c 'import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+open(sys.argv[2], "w").close()
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.1)' "$T_DIR/m2/$held" "$T_DIR/held" "$T_DIR/let-go" 2>"$T_DIR/holder.err" &
+holder=$!
+t_cleanup "kill $holder 2>/dev/null"
+t_wait 10 test -e "$T_DIR/held" || t_fail "no lock held through node 2's mount: $(tail -1 "$T_DIR/holder.err")"
 t_wait 30 test -e "$T_DIR/acked.ready" || t_fail "the writers did not start"
 sleep 0.5
 kill -9 "${pid[2]}"
 t_log "node 2's nvcached killed mid-writes"
 sleep 0.5
+# the others declare it dead (1 s without a heartbeat) before it returns
+seen_dead() { [ "$(cluster_stat 1 nodes_dead)" = 1 ]; }
+t_wait 10 seen_dead || t_fail "node 1 never declared node 2 dead"
 cluster_node_restart 2 fs2
 wait $writers || t_fail "the writers failed"
 t_wait 10 grep -q "file cache: .* files found in NVRAM" "$T_DIR/node2-fs2.log" ||
@@ -74,6 +94,11 @@ t_wait 10 grep -q "file cache: .* files found in NVRAM" "$T_DIR/node2-fs2.log" |
 # taken on new ones, not refused
 setlk "$lockf" 2>"$T_DIR/setlk.err" || t_fail "a lock homed at the restarted node 2 failed: $(tail -1 "$T_DIR/setlk.err")"
 t_log "a lock homed at the restarted node is taken on new connections"
+setlk "$m1/$held" 2>/dev/null && t_fail "node 2's nvcached died and its mount's lock on $held went with it"
+touch "$T_DIR/let-go"
+wait $holder
+setlk "$m1/$held" || t_fail "the lock of node 2's mount was not released when its holder let go"
+t_log "node 2's nvcached died and came back: its mount's lock elsewhere held on"
 
 # each chunk holds its last acknowledged round, or a later one (a write
 # that failed may still have reached its owner); read through node 2
