@@ -271,26 +271,6 @@ void locksvc_session_put(struct locksvc *s, uint32_t node, uint64_t client)
 	pthread_mutex_unlock(&s->mx);
 }
 
-size_t locksvc_node_dead(struct locksvc *s, uint32_t node)
-{
-	pthread_mutex_lock(&s->mx);
-	for (struct lsv_session **pp = &s->sessions; *pp;) {
-		struct lsv_session *x = *pp;
-		if (x->node == node) {
-			*pp = x->next;
-			free(x);
-			s->nsessions--;
-		} else {
-			pp = &x->next;
-		}
-	}
-	size_t n = locktab_release_node(s->tab, node);
-	s->released += n;
-	waits_drop(s, node, NULL);
-	pthread_mutex_unlock(&s->mx);
-	return n;
-}
-
 void locksvc_stats(struct locksvc *s, struct locksvc_stats *st)
 {
 	pthread_mutex_lock(&s->mx);

@@ -16,8 +16,8 @@
  * one session id (lt_owner.client). Each connection that carries a session
  * opens it (locksvc_session_get) and closes it when it ends
  * (locksvc_session_put); when the last one ends, every lock and wait of the
- * session goes (the mount's daemon died, or unmounted). A node declared
- * dead loses everything of its sessions (locksvc_node_dead).
+ * session goes (the mount's daemon died, or unmounted, or its node died:
+ * lockserve.h's keepalive ends the connections of a silent node).
  *
  * Threads: every call is thread-safe (one mutex); waits sleep on a
  * condition variable, never holding the mutex past their deadline. */
@@ -57,8 +57,6 @@ size_t locksvc_release_owner(struct locksvc *s, uint64_t file,
 /* Sessions, counted per (node, client). get: -ENOMEM, or 0. */
 int locksvc_session_get(struct locksvc *s, uint32_t node, uint64_t client);
 void locksvc_session_put(struct locksvc *s, uint32_t node, uint64_t client);
-/* Everything of node's sessions goes; they stay closed until a new get. */
-size_t locksvc_node_dead(struct locksvc *s, uint32_t node);
 
 struct locksvc_stats {
 	struct locktab_stats tab;

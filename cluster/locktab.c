@@ -432,13 +432,12 @@ static bool match_owner(const struct lt_owner *who, const void *key)
 struct lt_client_key {
 	uint32_t node;
 	uint64_t client;
-	bool any_client;
 };
 
 static bool match_client(const struct lt_owner *who, const void *key)
 {
 	const struct lt_client_key *k = key;
-	return who->node == k->node && (k->any_client || who->client == k->client);
+	return who->node == k->node && who->client == k->client;
 }
 
 static size_t drop_everywhere(struct locktab *t, const struct lt_client_key *k)
@@ -465,12 +464,6 @@ size_t locktab_release_client(struct locktab *t, uint32_t node,
 			      uint64_t client)
 {
 	struct lt_client_key k = { .node = node, .client = client };
-	return drop_everywhere(t, &k);
-}
-
-size_t locktab_release_node(struct locktab *t, uint32_t node)
-{
-	struct lt_client_key k = { .node = node, .any_client = true };
 	return drop_everywhere(t, &k);
 }
 

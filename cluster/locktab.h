@@ -22,7 +22,7 @@
  *    waiters); a request that would wait for an owner that, through its
  *    own waits, waits for the requester fails -EDEADLK instead (POSIX
  *    locks, as Linux does, following at most LT_DEADLOCK_DEPTH waits);
- *  - every departure is final: releasing an owner, a client or a node
+ *  - every departure is final: releasing an owner or a client
  *    drops its locks and its waits, and grants what they blocked.
  * Grants of waiting requests are told through the granted callback, called
  * from inside the call that freed them, in arrival order.
@@ -97,14 +97,12 @@ int locktab_cancel(struct locktab *t, const struct lt_owner *o,
 		   uint64_t wait_id);
 
 /* Departures: every lock and wait of the owner on file (the process
- * closed the file, or the open file went away), of a client (a mount's
- * session ended), of a node (declared dead). Return how many locks and
- * waits went. */
+ * closed the file, or the open file went away), or of a client (a
+ * mount's session ended). Return how many locks and waits went. */
 size_t locktab_release_owner(struct locktab *t, uint64_t file, enum lt_class c,
 			     const struct lt_owner *o);
 size_t locktab_release_client(struct locktab *t, uint32_t node,
 			      uint64_t client);
-size_t locktab_release_node(struct locktab *t, uint32_t node);
 
 struct locktab_stats {
 	size_t files;     /* files with a lock or a wait */

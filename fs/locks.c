@@ -31,6 +31,11 @@ struct fs_locks {
 	atomic_uint_fast64_t next_wait;
 	atomic_uint_fast64_t sets, gets, waits, conflicts, errors;
 	struct lk_home home[CONFIG_MAX_NODES];
+	/* the waits running in threads of their own, and the mount's end */
+	pthread_mutex_t wmx;
+	pthread_cond_t wcv;
+	unsigned waiters;
+	atomic_bool closing;
 };
 
 int fs_locks_open(struct fs_locks **out, const struct cluster_config *cfg,
@@ -49,6 +54,8 @@ int fs_locks_open(struct fs_locks **out, const struct cluster_config *cfg,
 		pthread_mutex_init(&l->home[i].mx, NULL);
 		pthread_cond_init(&l->home[i].cv, NULL);
 	}
+	pthread_mutex_init(&l->wmx, NULL);
+	pthread_cond_init(&l->wcv, NULL);
 	*out = l;
 	return 0;
 }
@@ -64,8 +71,34 @@ void fs_locks_close(struct fs_locks *l)
 		pthread_mutex_destroy(&h->mx);
 		pthread_cond_destroy(&h->cv);
 	}
+	pthread_mutex_destroy(&l->wmx);
+	pthread_cond_destroy(&l->wcv);
 	memset(l->cfg.secret, 0, sizeof(l->cfg.secret));
 	free(l);
+}
+
+void fs_locks_waiter_enter(struct fs_locks *l)
+{
+	pthread_mutex_lock(&l->wmx);
+	l->waiters++;
+	pthread_mutex_unlock(&l->wmx);
+}
+
+void fs_locks_waiter_leave(struct fs_locks *l)
+{
+	pthread_mutex_lock(&l->wmx);
+	if (--l->waiters == 0)
+		pthread_cond_broadcast(&l->wcv);
+	pthread_mutex_unlock(&l->wmx);
+}
+
+void fs_locks_stop(struct fs_locks *l)
+{
+	atomic_store(&l->closing, true);
+	pthread_mutex_lock(&l->wmx);
+	while (l->waiters)
+		pthread_cond_wait(&l->wcv, &l->wmx);
+	pthread_mutex_unlock(&l->wmx);
 }
 
 /* A connection to home, or NULL (logged, rate-limited) when it cannot be
@@ -142,11 +175,15 @@ static int call_once(struct fs_locks *l, uint32_t home, struct frame_lock *q,
 	}
 	int rc = cluster_client_lock(c, q, h);
 	while (rc == -EINPROGRESS) {
-		if (intr && intr(arg)) {
+		bool closing = atomic_load(&l->closing);
+		if (closing || (intr && intr(arg))) {
 			struct frame_lock cq = *q;
 			cq.op = FL_CANCEL;
 			rc = cluster_client_lock(c, &cq, NULL);
-			rc = rc == 0 || rc == -ENOENT ? -EINTR : rc;
+			/* the mount's end is no signal to the waiting process:
+			 * it is told no lock is to be had */
+			if (rc == 0 || rc == -ENOENT)
+				rc = closing ? -ENOLCK : -EINTR;
 			break;
 		}
 		rc = cluster_client_lock(c, q, h);

@@ -34,6 +34,15 @@ int fs_locks_open(struct fs_locks **out, const struct cluster_config *cfg,
 /* Closes the connections: the homes release this mount's locks. */
 void fs_locks_close(struct fs_locks *l);
 
+/* Waits that run in threads of their own (ops.c) enter before they start
+ * and leave once they have answered their request. */
+void fs_locks_waiter_enter(struct fs_locks *l);
+void fs_locks_waiter_leave(struct fs_locks *l);
+/* The mount ends: every wait gives up (-ENOLCK) at the home's next answer
+ * (within a second), and this returns once every waiter has left, so none
+ * answers a FUSE session that is gone. */
+void fs_locks_stop(struct fs_locks *l);
+
 /* A wait asks this between the home's answers (about once a second):
  * true ends it with -EINTR. */
 typedef bool (*fs_locks_intr_fn)(void *arg);

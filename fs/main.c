@@ -579,6 +579,8 @@ static int fs_run(struct fs *fs, struct fuse_session *se, bool serve)
 		fuse_loop_cfg_destroy(lc);
 	}
 	forget_stop(fs);
+	if (fs->locks)
+		fs_locks_stop(fs->locks);  /* lock waits answer before se goes */
 	fuse_session_unmount(se);
 	int left = engine_stop(fs);
 	if (left) {

@@ -764,8 +764,10 @@ static void lock_reply(struct lock_job *j, int r)
 static void *lock_wait_main(void *arg)
 {
 	struct lock_job *j = arg;
+	struct fs_locks *l = FS(j->req)->locks;
 	lock_reply(j, lock_do(j, true));
 	free(j);
+	fs_locks_waiter_leave(l);
 	return NULL;
 }
 
@@ -784,10 +786,12 @@ static void lock_request(struct lock_job *j, bool wait)
 			*copy = *j;
 			pthread_attr_init(&at);
 			pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+			fs_locks_waiter_enter(FS(j->req)->locks);
 			int e = pthread_create(&t, &at, lock_wait_main, copy);
 			pthread_attr_destroy(&at);
 			if (!e)
 				return;
+			fs_locks_waiter_leave(FS(j->req)->locks);
 			free(copy);
 		}
 		r = lock_do(j, true);   /* no thread: wait here */

@@ -1,12 +1,12 @@
 /* test_locktab.c - the cluster's lock table (cluster/locktab.h): random
  * non-waiting operations against a byte-by-byte model (what each owner
  * holds of each byte), then waits and their grants in order, deadlock
- * refusal, departures of owners, clients and nodes, flock beside POSIX
+ * refusal, departures of owners and clients, flock beside POSIX
  * locks, merging of an owner's ranges, bad ranges and the size limit.
  * Then the service around it (cluster/locksvc.h) with real threads: a
  * wait answered "in progress" and asked again, granted by another
  * thread's unlock; a cancel that undoes an uncollected grant; sessions
- * whose last connection or whose node goes. */
+ * whose last connection goes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -225,8 +225,8 @@ static void test_departures(void **state)
 	assert_int_equal(locktab_release_client(t, 1, 7), 1);
 	assert_int_equal(g.n, 1);
 	assert_int_equal(g.id[0], 3);
-	/* node 1 dies: its flock goes, b's flock wait is granted */
-	assert_int_equal(locktab_release_node(t, 1), 1);
+	/* client 8's session ends: its flock goes, b's flock wait is granted */
+	assert_int_equal(locktab_release_client(t, 1, 8), 1);
 	assert_int_equal(g.n, 2);
 	assert_int_equal(g.id[1], 4);
 	/* b's process closes the file: its POSIX locks go, its flock stays */
@@ -235,7 +235,7 @@ static void test_departures(void **state)
 	locktab_stats(t, &st);
 	assert_int_equal(st.locks, 1);
 	assert_int_equal(st.files, 1);
-	assert_int_equal(locktab_release_node(t, 2), 1);
+	assert_int_equal(locktab_release_client(t, 2, 1), 1);
 	locktab_stats(t, &st);
 	assert_int_equal(st.files + st.locks + st.waits, 0);
 	locktab_free(t);
@@ -362,17 +362,17 @@ static void test_service(void **state)
 	locksvc_session_put(s, 1, 11);
 	assert_int_equal(locksvc_get(s, 1, LT_POSIX, &b, &all, &h), 0);
 
-	/* a node that dies: its lock goes, and its waiting thread hears */
+	/* a session that ends while its thread waits: the thread hears */
 	assert_int_equal(locksvc_set(s, 1, LT_POSIX, &b, &all, false, 0, 0,
 				     NULL), 0);
 	assert_int_equal(locksvc_session_get(s, 3, 33), 0);
 	struct waiter w3 = { .s = s, .o = own(3, 33, 3), .id = 5 };
 	assert_int_equal(pthread_create(&th, NULL, wait_thread, &w3), 0);
 	usleep(80 * 1000);
-	assert_int_equal(locksvc_node_dead(s, 3), 1);   /* its wait */
+	locksvc_session_put(s, 3, 33);   /* its wait goes */
 	pthread_join(th, NULL);
 	assert_int_equal(w3.rc[w3.n - 1], -ENOTCONN);
-	assert_int_equal(locksvc_node_dead(s, 2), 1);   /* b's lock */
+	locksvc_session_put(s, 2, 22);   /* b's lock goes */
 	struct locksvc_stats st;
 	locksvc_stats(s, &st);
 	assert_int_equal(st.tab.locks + st.tab.waits + st.sessions, 0);
