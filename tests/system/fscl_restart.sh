@@ -47,14 +47,23 @@ for fd in fds:
 PY
 writers=$!
 # a file whose home is node 2, locked once through mount 1 (the mount
-# then holds connections to node 2 for its locks)
-lockf=""
-for k in 0 1 2 3 4 5 6 7 8 9; do : >"$m1/lk$k"; done
-for k in 0 1 2 3 4 5 6 7 8 9; do
-  getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/lk$k" 2>/dev/null |
-    grep -q 'home=2 ' && { lockf=$m1/lk$k; break; }
+# then holds connections to node 2 for its locks), and one homed
+# elsewhere; homes are a hash of the file handle, so 64 files leave
+# node 2 without one with odds (2/3)^64
+lockf="" held=""
+for k in $(seq 0 63); do
+  : >"$m1/lk$k"
+  lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/lk$k") ||
+    t_fail "no layout for $m1/lk$k"
+  if [[ $lay == *"home=2 "* ]]; then
+    [ -n "$lockf" ] || lockf=$m1/lk$k
+  else
+    [ -n "$held" ] || held=lk$k
+  fi
+  [ -n "$lockf" ] && [ -n "$held" ] && break
 done
-[ -n "$lockf" ] || t_fail "no file of ten has node 2 as its home"
+[ -n "$lockf" ] || t_fail "no file of 64 has node 2 as its home"
+[ -n "$held" ] || t_fail "every file of 64 has node 2 as its home"
 setlk() {  # setlk FILE: an fcntl write lock taken and let go, or the error
   python3 -c 'import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR)
@@ -64,11 +73,6 @@ fcntl.lockf(fd, fcntl.LOCK_UN)' "$1"
 setlk "$lockf" || t_fail "no lock on $lockf before the kill"
 # a process on node 2's mount holds a lock homed elsewhere: node 2's
 # nvcached dying does not take it away (its mount lives on)
-held=""
-for k in 0 1 2 3 4 5 6 7 8 9; do
-  getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/lk$k" 2>/dev/null |
-    grep -q 'home=2 ' || { held=lk$k; break; }
-done
 python3 -c 'import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR)
 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
