@@ -7,7 +7,7 @@
 # the last close, a file unlinked while open on two nodes that writes
 # nothing to the backing (fscl_ops.py has the steps), the layout xattr,
 # the file cache lines of nvcachectl status --cluster, fsx_ops.py's
-# random operations through a cluster mount against a plain directory,
+# random operations spread over two mounts against a plain directory,
 # fcntl and flock locks between processes on different nodes
 # (fscl_locks.py), and MPI-IO with rank i on node i (collective,
 # sieved, RDONLY, DELETE_ON_CLOSE).
@@ -123,14 +123,16 @@ grep -q 'in.dat' "$T_DIR/inotify" && t_fail "MPI-IO: a read-only file was writte
 t_log "MPI-IO: RDONLY wrote nothing, DELETE_ON_CLOSE left no byte in the backing"
 
 # The random operations of fsx_ops.py (writes, truncates, renames and
-# unlinks of open files, links, mmap, xattrs, ...) through one mount
-# against a plain directory, then the backing against it once the owners
-# wrote back. Not compared: the mtime of writes (the backing's until
-# write-back) and fallocate punch/zero (EOPNOTSUPP on a cluster mount).
+# unlinks of open files, links, mmap, xattrs, ...) spread over two nodes'
+# mounts (each path operation and open through either; a handle's page
+# cache synced before it reads bytes the other node wrote) against a plain
+# directory, then the backing against it once the owners wrote back. Not
+# compared: the mtime of writes (the backing's until write-back) and
+# fallocate punch/zero (EOPNOTSUPP on a cluster mount).
 mkdir -p "$T_DIR/ref" "${m[1]}/fsx"
 seed=${FSX_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
-python3 "$T_ROOT/tests/system/fsx/fsx_ops.py" run --mount "${m[1]}/fsx" --ref "$T_DIR/ref" \
-  --seed "$seed" --ops 1500 --no-mtime-check >"$T_DIR/fsx.out" 2>&1 ||
+python3 "$T_ROOT/tests/system/fsx/fsx_ops.py" run --mount "${m[1]}/fsx" --mount2 "${m[2]}/fsx" \
+  --ref "$T_DIR/ref" --seed "$seed" --ops 1500 --no-mtime-check >"$T_DIR/fsx.out" 2>&1 ||
   { tail -20 "$T_DIR/fsx.out" >&2; t_fail "random operations diverged from the reference (FSX_SEED=$seed)"; }
 # (the last closes ask for it 0.3 s after; any dirty block is written
 # back within 30 s whatever the opens)
@@ -138,7 +140,7 @@ t0=$SECONDS
 t_wait 40 no_dirty || t_fail "dirty bytes left after the random operations: $(fscl_why)"
 python3 "$T_ROOT/tests/system/fsx/fsx_ops.py" compare "$T_DIR/b/fsx" "$T_DIR/ref" ||
   t_fail "after write-back the backing differs from the reference (FSX_SEED=$seed)"
-t_log "1500 random operations (seed $seed) match the reference, through the mount and in the backing (written back in $((SECONDS - t0)) s)"
+t_log "1500 random operations (seed $seed) over two mounts match the reference, through the mounts and in the backing (written back in $((SECONDS - t0)) s)"
 
 # the mount's own counters answer (it has no NVRAM of its own)
 "$(t_bin nvcachectl)" stats "${m[0]}" >"$T_DIR/ms" || t_fail "nvcachectl stats on a cluster mount failed"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """fsx_ops.py - differential random-operation tester for a mounted file system.
 
-    fsx_ops.py run --mount M --ref R [--seed S] [--ops N] [--full-every K]
+    fsx_ops.py run --mount M [--mount2 M2] --ref R [--seed S] [--ops N] [--full-every K]
     fsx_ops.py compare A B [--no-times]
 
 `run` applies ONE seeded sequence of operations to two empty directories: the
@@ -15,6 +15,18 @@ number, the op, the seed and a diff.
 
 The sequence depends only on the seed and on the reference's behaviour, so
 the same seed replays the same operations (the seed is printed first).
+
+With --mount2 (a second mount of the same cluster file system, on another
+node), M and M2 are one tree seen from two nodes: every path operation and
+every open goes through one of them at random, each handle does its
+operations through the mount it was opened on, and each check reads
+through either. What is checked is what a cluster mount promises: its
+metadata and the bytes read after an open are current at once, while a
+handle's kernel page cache may hold bytes that another node has since
+overwritten until it is synced; so a handle whose file was changed through
+the other mount since is fsync'ed (which drops that cache) before it is
+read, as an MPI-IO program syncs after a barrier, and then fstat'ed, for
+an O_APPEND write appends at the size the kernel last saw.
 
 `compare` compares two trees once (used for backing dir vs reference after
 unmount, where times are not meaningful: write-back rewrites them).
@@ -260,8 +272,9 @@ def compare_trees(mroot, rroot, times=False):
 # The random sequence.
 
 class Handle:
-    def __init__(self, hid, rel, flags, fdm, fdr):
+    def __init__(self, hid, rel, flags, fdm, fdr, mi):
         self.hid, self.rel, self.flags, self.fdm, self.fdr = hid, rel, flags, fdm, fdr
+        self.mi = mi    # the mount (index) it was opened through
 
     def readable(self):
         return (self.flags & os.O_ACCMODE) != os.O_WRONLY
@@ -270,7 +283,8 @@ class Handle:
         return (self.flags & os.O_ACCMODE) != os.O_RDONLY
 
     def __repr__(self):
-        return 'h%d(%s)' % (self.hid, self.rel)
+        return 'h%d(%s)' % (self.hid, self.rel) if not self.mi else \
+            'h%d(%s)@m%d' % (self.hid, self.rel, self.mi + 1)
 
 
 FLAG_NAMES = [(os.O_WRONLY, 'WRONLY'), (os.O_RDWR, 'RDWR'), (os.O_CREAT, 'CREAT'),
@@ -284,7 +298,11 @@ def flag_str(f):
 
 class Runner:
     def __init__(self, args):
+        self.ms = [args.mount] + ([args.mount2] if args.mount2 else [])
         self.m, self.r = args.mount, args.ref
+        self.cur = 0           # the mount this step's path operations use
+        self.op_mount = 0      # the mount this step changed file data through
+        self.stale = collections.defaultdict(set)   # inode (in R) -> mounts to sync
         self.seed = args.seed
         self.rng = random.Random(args.seed)
         self.nops = args.ops
@@ -385,7 +403,43 @@ class Runner:
         return b
 
     def p(self, side, rel):
-        return os.path.join(self.m if side == 'm' else self.r, rel)
+        return os.path.join(self.ms[self.cur] if side == 'm' else self.r, rel)
+
+    def fd(self, h, side):
+        return h.fdm if side == 'm' else h.fdr
+
+    # -- two mounts: page caches another node's writes made stale ----------
+    def view(self, h):
+        """Before h's mount reads its file: if the file's bytes changed
+        through the other mount since, fsync h there (it drops the page
+        cache and the size the kernel holds)."""
+        ino = os.fstat(h.fdr).st_ino
+        if h.mi in self.stale.get(ino, ()):
+            self.both('fsync %r (sync before reading another node\'s bytes)' % h,
+                      lambda s: os.fsync(self.fd(h, s)))
+            # an O_APPEND write lands at the size the kernel last saw, which
+            # fsync does not refresh: a stat does
+            os.fstat(h.fdm)
+            self.stale[ino].discard(h.mi)
+
+    def mark_stale(self):
+        """After a step that changed file data through mount op_mount, every
+        other mount's page cache of the files it touched may be stale."""
+        others = set(range(len(self.ms))) - {self.op_mount}
+        inos = set()
+        for h in self.touched_handles:
+            if h in self.handles:
+                inos.add(os.fstat(h.fdr).st_ino)
+        for rel in self.touched:
+            st = call(os.lstat, os.path.join(self.r, rel))
+            if st[0] == 'ok' and stat.S_ISREG(st[1].st_mode):
+                inos.add(st[1].st_ino)
+        for ino in inos:
+            self.stale[ino] |= others
+
+    def check_mount(self):
+        """the mount a check reads through"""
+        return self.ms[self.rng.randrange(len(self.ms))] if len(self.ms) > 1 else self.m
 
     # -- operations -------------------------------------------------------
     def op_open(self):
@@ -417,7 +471,7 @@ class Runner:
                 os.close(fd)
             raise
         if res[0] == 'ok':
-            h = Handle(self.next_hid, rel, flags, fds['m'], fds['r'])
+            h = Handle(self.next_hid, rel, flags, fds['m'], fds['r'], self.cur)
             self.next_hid += 1
             self.handles.append(h)
             self.touched_handles.add(h)
@@ -434,13 +488,16 @@ class Runner:
         self.handles.remove(h)
         self.touched_handles.discard(h)
         desc = 'close %r' % h
-        self.both(desc, lambda s: os.close(h.fdm if s == 'm' else h.fdr))
+        self.both(desc, lambda s: os.close(self.fd(h, s)))
         self.touched.add(h.rel)
         return desc
 
     def pick_handle(self, pred=lambda h: True):
         hs = [h for h in self.handles if pred(h)]
-        return self.rng.choice(hs) if hs else None
+        h = self.rng.choice(hs) if hs else None
+        if h is not None and len(self.ms) > 1:
+            self.view(h)
+        return h
 
     def op_write(self):
         rng = self.rng
@@ -448,12 +505,13 @@ class Runner:
         data = self.data(self.length())
         h = self.pick_handle() if rng.random() < 0.7 else None
         if h is not None:
+            self.op_mount = h.mi
             if h.flags & os.O_APPEND:
                 desc = 'append %r len %d' % (h, len(data))
-                res = self.both(desc, lambda s: os.write(h.fdm if s == 'm' else h.fdr, data))
+                res = self.both(desc, lambda s: os.write(self.fd(h, s), data))
             else:
                 desc = 'pwrite %r off %d len %d' % (h, off, len(data))
-                res = self.both(desc, lambda s: os.pwrite(h.fdm if s == 'm' else h.fdr, data, off))
+                res = self.both(desc, lambda s: os.pwrite(self.fd(h, s), data, off))
                 self.windows[h.rel].append((off, len(data)))
             self.touched_handles.add(h)
             self.touched.add(h.rel)
@@ -486,7 +544,7 @@ class Runner:
         h = self.pick_handle() if rng.random() < 0.6 else None
         if h is not None:
             desc = 'pread %r off %d len %d' % (h, off, ln)
-            self.both(desc, lambda s: os.pread(h.fdm if s == 'm' else h.fdr, ln, off))
+            self.both(desc, lambda s: os.pread(self.fd(h, s), ln, off))
             return desc
         rel = self.any_path(want='file')
         desc = 'read-by-path %s off %d len %d' % (rel, off, ln)
@@ -514,7 +572,8 @@ class Runner:
         h = self.pick_handle()
         if h is not None and self.rng.random() < 0.6:
             desc = 'ftruncate %r %d' % (h, size)
-            self.both(desc, lambda s: os.ftruncate(h.fdm if s == 'm' else h.fdr, size))
+            self.op_mount = h.mi
+            self.both(desc, lambda s: os.ftruncate(self.fd(h, s), size))
             self.touched_handles.add(h)
             self.touched.add(h.rel)
             return desc
@@ -601,6 +660,7 @@ class Runner:
         h = self.pick_handle(lambda h: (h.flags & os.O_ACCMODE) == os.O_RDWR)
         if h is not None and rng.random() < 0.5:
             rel, use = h.rel, h
+            self.op_mount = h.mi
             size = os.fstat(h.fdr).st_size
         elif files:
             rel, use = rng.choice(files), None
@@ -620,7 +680,7 @@ class Runner:
 
         def do(side):
             if use is not None:
-                fd, own = (use.fdm if side == 'm' else use.fdr), False
+                fd, own = self.fd(use, side), False
             else:
                 fd, own = os.open(self.p(side, rel), os.O_RDWR | os.O_NOFOLLOW), True
             try:
@@ -649,7 +709,7 @@ class Runner:
         kind = self.rng.choice(['fsync', 'fsync', 'fdatasync'])
         desc = '%s %r' % (kind, h)
         fn = os.fsync if kind == 'fsync' else os.fdatasync
-        self.both(desc, lambda s: fn(h.fdm if s == 'm' else h.fdr))
+        self.both(desc, lambda s: fn(self.fd(h, s)))
         return desc
 
     def op_chmod(self):
@@ -657,7 +717,7 @@ class Runner:
         h = self.pick_handle()
         if h is not None and self.rng.random() < 0.4:
             desc = 'fchmod %r %o' % (h, mode)
-            self.both(desc, lambda s: os.fchmod(h.fdm if s == 'm' else h.fdr, mode))
+            self.both(desc, lambda s: os.fchmod(self.fd(h, s), mode))
             self.touched_handles.add(h)
             self.touched.add(h.rel)
             return desc
@@ -677,7 +737,7 @@ class Runner:
         h = self.pick_handle()
         if h is not None and rng.random() < 0.3:
             desc = 'futimens %r %d %d' % (h, at, mt)
-            self.both(desc, lambda s: os.utime(h.fdm if s == 'm' else h.fdr, ns=(at, mt)))
+            self.both(desc, lambda s: os.utime(self.fd(h, s), ns=(at, mt)))
             self.touched_handles.add(h)
             self.check_times.add(h)
             return desc
@@ -701,7 +761,7 @@ class Runner:
 
         def tgt(side):
             if target is not None:
-                return target.fdm if side == 'm' else target.fdr
+                return self.fd(target, side)
             return self.p(side, rel)
         what = repr(target) if target else rel
         if rng.random() < 0.7:
@@ -723,6 +783,7 @@ class Runner:
         h = self.pick_handle(lambda h: h.writable())
         if h is None:
             return self.op_open()
+        self.op_mount = h.mi
         off, ln = self.offset(), self.length()
         mode = rng.choice([0, 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE,
                            FALLOC_FL_ZERO_RANGE])
@@ -730,10 +791,10 @@ class Runner:
             # posix_fallocate: what applications call; glibc emulates it when
             # the file system has no fallocate.
             desc = 'posix_fallocate %r off %d len %d' % (h, off, ln)
-            self.both(desc, lambda s: os.posix_fallocate(h.fdm if s == 'm' else h.fdr, off, ln))
+            self.both(desc, lambda s: os.posix_fallocate(self.fd(h, s), off, ln))
         else:
             desc = 'fallocate %r mode %#x off %d len %d' % (h, mode, off, ln)
-            self.both(desc, lambda s: sys_fallocate(h.fdm if s == 'm' else h.fdr, mode, off, ln),
+            self.both(desc, lambda s: sys_fallocate(self.fd(h, s), mode, off, ln),
                       optional_unsupported=True)
         self.windows[h.rel].append((off, ln))
         self.touched_handles.add(h)
@@ -760,6 +821,8 @@ class Runner:
                     and not self.skip_mtime:
                 diffs.append('%r: mtime not updated by the write (%d < op start %d; ref %d)' %
                              (h, sm[1].st_mtime_ns, t_before, sr[1].st_mtime_ns))
+            if len(self.ms) > 1:
+                self.view(h)
             if h.readable() and sr[1].st_size <= FULL_READ_LIMIT:
                 cm, cr = call(read_all, h.fdm), call(read_all, h.fdr)
                 if cm != cr:
@@ -772,10 +835,11 @@ class Runner:
             if xm != xr:
                 diffs.append('%r: xattrs mount %r ref %r' % (h, xm, xr))
         for rel in sorted(self.touched):
-            compare_path(rel, self.m, self.r, diffs, times=rel in self.check_times,
+            cm = self.check_mount()
+            compare_path(rel, cm, self.r, diffs, times=rel in self.check_times,
                          full=False, windows=self.windows.get(rel, ()))
             if self.check_mtime_after.get(rel) and not self.skip_mtime:
-                st = call(os.lstat, os.path.join(self.m, rel))
+                st = call(os.lstat, os.path.join(cm, rel))
                 if st[0] == 'ok' and st[1].st_mtime_ns < t_before:
                     diffs.append('%s: mtime not updated by the write (%d < op start %d)' %
                                  (rel, st[1].st_mtime_ns, t_before))
@@ -806,7 +870,7 @@ class Runner:
         """fsync every open handle, then signal the test and wait to be killed:
         a crash now must lose nothing (closed files and fsync'ed handles)."""
         for h in self.handles:
-            self.both('fsync %r before crash' % h, lambda s: os.fsync(h.fdm if s == 'm' else h.fdr))
+            self.both('fsync %r before crash' % h, lambda s: os.fsync(self.fd(h, s)))
         diffs = compare_trees(self.m, self.r)
         if diffs:
             self.fail(self.nops, 'compare before the crash', diffs)
@@ -843,6 +907,9 @@ class Runner:
             # behind, because utimens sets times years in the past.
             t_before = time.time_ns() - 1_000_000_000
             desc = kind
+            if len(self.ms) > 1:
+                self.cur = self.rng.randrange(len(self.ms))
+            self.op_mount = self.cur
             try:
                 desc = getattr(self, 'op_' + kind)()
             except Mismatch as e:
@@ -852,9 +919,12 @@ class Runner:
             if self.verbose:
                 print('#%d %s' % (i, desc), file=sys.stderr)
             self.touched.discard('.')
+            if len(self.ms) > 1 and (kind in ('write', 'truncate', 'mmap', 'fallocate') or
+                                     (kind == 'open' and 'TRUNC' in desc)):
+                self.mark_stale()
             diffs = self.check_step(t_before)
             if not diffs and (i % self.full_every == 0 or i == self.nops):
-                diffs = compare_trees(self.m, self.r)
+                diffs = compare_trees(self.ms[(i // self.full_every) % len(self.ms)], self.r)
             if diffs:
                 self.fail(i, desc, diffs)
             if i % 1000 == 0:
@@ -886,6 +956,7 @@ def main():
     sub = ap.add_subparsers(dest='cmd', required=True)
     r = sub.add_parser('run')
     r.add_argument('--mount', required=True)
+    r.add_argument('--mount2', help='the same file system mounted on a second node')
     r.add_argument('--ref', required=True)
     r.add_argument('--seed', type=int, default=None)
     r.add_argument('--ops', type=int, default=10000)
@@ -918,7 +989,8 @@ def main():
         return
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), 'little')
-    print('fsx_ops: seed %d, %d ops' % (args.seed, args.ops), flush=True)
+    print('fsx_ops: seed %d, %d ops%s' % (args.seed, args.ops,
+          ' through two mounts' if args.mount2 else ''), flush=True)
     for d in (args.mount, args.ref):
         if os.listdir(d):
             sys.exit('fsx_ops: %s is not empty' % d)
