@@ -436,16 +436,22 @@ static int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = find(fc, f->obj);
 	rc = o ? bstore_obj_get(fc->bs, o->lid, &rec) : -ENOENT;
+	uint64_t was = rc ? 0 : rec.size;   /* where an append goes */
 	if (!rc && type == FT_FILE_SETSIZE) {
 		uint64_t want = f->flags & FRAME_FILE_EXTEND ?
 				(f->size > rec.size ? f->size : rec.size) : f->size;
-		if (want != rec.size) {
+		if (f->flags & FRAME_FILE_APPEND)
+			want = f->size > f->blk || rec.size > f->blk - f->size ?
+			       UINT64_MAX : rec.size + f->size;
+		if (want == UINT64_MAX) {
+			rc = -EFBIG;
+		} else if (want != rec.size) {
 			rec.size = want;
 			rc = bstore_obj_update(fc->bs, &rec);
 		}
 	}
 	if (!rc)
-		r->fop.size = rec.size;
+		r->fop.size = f->flags & FRAME_FILE_APPEND ? was : rec.size;
 	if (rc == -ENOENT && type == FT_FILE_SETSIZE)
 		rc = -ESTALE;   /* no record: OPEN first */
 	pthread_mutex_unlock(&fc->lk);

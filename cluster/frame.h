@@ -117,6 +117,9 @@ struct frame_lock {
 #define FRAME_FILE_SYNC   16u /* WRITEBACK: now, reply once fsync'ed */
 #define FRAME_FILE_GEN    32u /* WRITE: base was read after gen was taken */
 #define FRAME_FILE_WRITER 64u /* OPEN: the handle may write */
+#define FRAME_FILE_APPEND 128u /* SETSIZE: size grows by f.size, up to f.blk
+				* (EFBIG past it); the reply's size is where
+				* the appended bytes go (the old size) */
 struct frame_fop {
 	uint64_t obj, blk, size, digest;
 	uint32_t off, len, flags, gen, base_len, handle_type;

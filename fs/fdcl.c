@@ -82,15 +82,16 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 	return r;
 }
 
-/* SETSIZE at the home (f: obj, size, flags); a home that has no record
- * of the file yet gets one first. */
-static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_fop *f)
+/* SETSIZE at the home (f: obj, size, flags; its reply in rf if not
+ * NULL); a home that has no record of the file yet gets one first. */
+static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_fop *f,
+			struct frame_fop *rf)
 {
 	uint32_t home = fcl_home(fs->cl, f->obj);
-	int r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, NULL, NULL, 0);
+	int r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
 
 	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL)))
-		r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, NULL, NULL, 0);
+		r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
 	return r;
 }
 
@@ -353,7 +354,7 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	if (done) {
 		struct frame_fop f = { .obj = gid, .size = off + done,
 				       .flags = FRAME_FILE_EXTEND };
-		int e = home_setsize(fs, ino, &f);
+		int e = home_setsize(fs, ino, &f, NULL);
 		if (e < 0) {
 			r = e;      /* the size did not follow: an error */
 			done = 0;
@@ -377,7 +378,7 @@ int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 		return -EFBIG;
 	/* the home's size first (every node sees it), then the blocks past
 	 * it go, then the backing file is cut */
-	r = home_setsize(fs, ino, &f);
+	r = home_setsize(fs, ino, &f, NULL);
 	if (!r)
 		r = fcl_call_all(fs->cl, FT_FILE_TRUNC, &f);
 	if (r < 0)
@@ -389,12 +390,27 @@ int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 	return r;
 }
 
+int fdcl_append_at(struct fs *fs, struct fs_inode *ino, size_t len, uint64_t max,
+		   uint64_t *off)
+{
+	uint64_t gid = gid_of(ino);
+	struct frame_fop f = { .obj = gid, .size = len, .blk = max,
+			       .flags = FRAME_FILE_APPEND }, rf = { 0 };
+
+	if (!gid)
+		return -EOPNOTSUPP;
+	int r = home_setsize(fs, ino, &f, &rf);
+	if (!r)
+		*off = rf.size;
+	return r;
+}
+
 void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
 {
 	struct frame_fop f = { .obj = gid_of(ino), .size = size,
 			       .flags = FRAME_FILE_EXTEND };
 
-	home_setsize(fs, ino, &f);
+	home_setsize(fs, ino, &f, NULL);
 }
 
 void fdcl_doom(struct fs *fs, struct fs_inode *ino)

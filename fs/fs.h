@@ -414,6 +414,11 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		   size_t len, const struct bstore_src *src);
 int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size);
+/* An O_APPEND write of len bytes: its place, the file's end at the home,
+ * taken there at once (the size grows by len), so appends from every
+ * node land one after another. 0 or -errno (-EFBIG past max). */
+int fdcl_append_at(struct fs *fs, struct fs_inode *ino, size_t len, uint64_t max,
+		   uint64_t *off);
 void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);
 /* The file lost its last link: dropped everywhere now, or at its last
  * close cluster-wide if open anywhere. */

@@ -592,6 +592,12 @@ static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
 	 * nodes write too: the kernel drops the file's pages at open
 	 * (close-to-open) */
 	fi->keep_cache = !fs->cl;
+	/* O_APPEND on a cluster mount: the mount places each write at the
+	 * end the home keeps (op_write_buf), as the kernel, which knows no
+	 * other node's writes, cannot; its pages would hold the bytes where
+	 * it thought they went, so it keeps none for this handle (a shared
+	 * mmap of it fails: ENODEV) */
+	fi->direct_io = fs->cl && (flags & O_APPEND);
 	return 0;
 }
 
@@ -920,35 +926,43 @@ static int fill_from_req(void *ctx, void *dst, uint32_t len)
 static void op_write_buf(fuse_req_t req, fuse_ino_t n, struct fuse_bufvec *in,
 			 off_t off, struct fuse_file_info *fi)
 {
+	struct fs *fs = FS(req);
 	struct fs_inode *ino = I(req, n);
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	size_t size = fuse_buf_size(in);
 	const struct fuse_buf *b = &in->buf[in->idx];
-	uint64_t max = FS(req)->max_file_size;
+	uint64_t max = fs->max_file_size, pos = (uint64_t)off;
+	/* a page-cache write-back (writepage) is not the writer's own call */
+	bool append = fs->cl && !fi->writepage && h && (h->flags & O_APPEND);
 
 	/* Past the backing's largest file: EFBIG, or a short write up to
 	 * it, as the backing itself answers (acknowledged, it could never
 	 * be written back) */
-	if ((uint64_t)off >= max)
+	if (!append && pos >= max)
 		return (void)fuse_reply_err(req, EFBIG);
-	if (size > max - (uint64_t)off)
-		size = (size_t)(max - (uint64_t)off);
-	/* a page-cache write-back (writepage) is not the writer's own call */
+	if (!append && size > max - pos)
+		size = (size_t)(max - pos);
 	ssize_t r = fi->writepage ? 0 : killpriv_on_modify(req, ino, KP_ASK);
 
+	/* an append's place: the end every node sees (not the kernel's
+	 * offset, the end it last saw), taken for it alone */
+	if (r == 0 && append)
+		r = fdcl_append_at(fs, ino, size, max, &pos);
 	if (r == 0 && in->count - in->idx == 1 && !(b->flags & FUSE_BUF_IS_FD))
-		r = fdata_write(FS(req), ino, (uint64_t)off, size,
-				(const char *)b->mem + in->off);
+		r = fdata_write(fs, ino, pos, size, (const char *)b->mem + in->off);
 	else if (r == 0) {
-		r = fdata_write_src(FS(req), ino, (uint64_t)off, size,
+		r = fdata_write_src(fs, ino, pos, size,
 				    &(struct bstore_src){ .fill = fill_from_req,
 							  .ctx = in });
 		if (r > 0)
-			atomic_fetch_add(&FS(req)->st.spliced, (uint64_t)r);
+			atomic_fetch_add(&fs->st.spliced, (uint64_t)r);
 	}
+	/* this node's other handles may hold the page the bytes went to */
+	if (append && r > 0)
+		fuse_lowlevel_notify_inval_inode(fs->se, n, (off_t)pos, r);
 	if (r < 0) {
 		fuse_reply_err(req, (int)-r);
 	} else {
-		struct fs *fs = FS(req);     /* req is gone once answered */
 		fuse_reply_write(req, (size_t)r);
 		count_io(&fs->st.write_ops, &fs->st.write_bytes, (uint64_t)r);
 	}

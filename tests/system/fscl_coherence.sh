@@ -3,7 +3,8 @@
 # nvcached with a file cache and a mount, one backing directory): close-to-
 # open, one namespace with sizes from NVRAM before any write-back, two
 # nodes writing interleaved 100-byte ranges of the same blocks, MPI-IO's
-# sync-barrier-sync, write-back of every byte by the blocks' owners after
+# sync-barrier-sync, O_APPEND from three nodes (in turn and at once),
+# write-back of every byte by the blocks' owners after
 # the last close, a file unlinked while open on two nodes that writes
 # nothing to the backing (fscl_ops.py has the steps), the layout xattr,
 # the file cache lines of nvcachectl status --cluster, fsx_ops.py's
@@ -38,6 +39,7 @@ step close_to_open
 step namespace
 step interleave
 step sync_barrier_sync
+step append
 
 # After the last close (and the 0.3 s delay) every byte is in the backing,
 # written there by the nodes that own the blocks: each node wrote some.
@@ -131,7 +133,7 @@ t_log "MPI-IO: RDONLY wrote nothing, DELETE_ON_CLOSE left no byte in the backing
 # fallocate punch/zero (EOPNOTSUPP on a cluster mount).
 mkdir -p "$T_DIR/ref" "${m[1]}/fsx"
 seed=${FSX_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
-python3 "$T_ROOT/tests/system/fsx/fsx_ops.py" run --mount "${m[1]}/fsx" --mount2 "${m[2]}/fsx" \
+python3 "$T_ROOT/tests/system/fsx/fsx_ops.py" run --mount "${m[1]}/fsx" --mount2 "${m[2]}/fsx" --append-direct \
   --ref "$T_DIR/ref" --seed "$seed" --ops 1500 --no-mtime-check >"$T_DIR/fsx.out" 2>&1 ||
   { tail -20 "$T_DIR/fsx.out" >&2; t_fail "random operations diverged from the reference (FSX_SEED=$seed)"; }
 # (the last closes ask for it 0.3 s after; any dirty block is written

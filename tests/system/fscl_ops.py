@@ -135,7 +135,49 @@ def doomed(b, m):
     f2.close()
     expect(not os.path.exists(os.path.join(b, "dm")), "the unlinked file is in the backing")
 
-STEPS = {"doomed": doomed, "close_to_open": close_to_open, "namespace": namespace,
+def appender(path, k, count, rec):
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    for i in range(count):
+        os.write(fd, (b"%d:%05d;" % (k, i)).ljust(rec, b"."))
+    os.close(fd)
+
+def append(b, m):
+    """O_APPEND through descriptors kept open on three nodes: each node's
+    appends, one after another's and all at once, land at the file's end
+    (never over another node's), and each node reads the others' bytes
+    through its own append descriptor"""
+    path = [os.path.join(x, "ap") for x in m[:3]]
+    open(path[0], "wb").close()
+    fds = [os.open(p, os.O_RDWR | os.O_APPEND) for p in path]
+    want = b""
+    for i in range(60):            # in turn: 1, 2, 3, 1, ...
+        k = i % 3
+        rec = b"turn %d node %d\n" % (i, k + 1)
+        expect(os.write(fds[k], rec) == len(rec), "short append")
+        want += rec
+    for k, fd in enumerate(fds, 1):
+        got = os.pread(fd, len(want) + 10, 0)
+        expect(got == want, "appends in turn: node %d reads %d bytes, not the %d "
+               "appended (an append landed over another node's)" % (k, len(got), len(want)))
+    for fd in fds:
+        os.close(fd)
+    # all at once: three processes, 300 records of 100 bytes each
+    rec, count = 100, 300
+    p = [multiprocessing.Process(target=appender, args=(path[k], k, count, rec))
+         for k in range(3)]
+    for x in p:
+        x.start()
+    for x in p:
+        x.join()
+        expect(x.exitcode == 0, "an appender failed")
+    got = read_all(path[1])[len(want):]
+    expect(len(got) == 3 * count * rec, "concurrent appends: %d bytes, not %d" %
+           (len(got), 3 * count * rec))
+    seen = sorted(got[i:i + rec].split(b";")[0] for i in range(0, len(got), rec))
+    expect(seen == sorted(b"%d:%05d" % (k, i) for k in range(3) for i in range(count)),
+           "concurrent appends: records lost or torn")
+
+STEPS = {"append": append, "doomed": doomed, "close_to_open": close_to_open, "namespace": namespace,
          "interleave": interleave, "sync_barrier_sync": sync_barrier_sync}
 
 if __name__ == "__main__":

@@ -167,6 +167,23 @@ static void home(void **state)
 	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 9 },
 			 NULL, &r), 0);
 	assert_int_equal(r.fop.size, 10);
+	/* an append takes the end: its place back, the size grown; past
+	 * the largest size allowed (blk), EFBIG and no change */
+	f = (struct frame_fop){ .obj = 9, .size = 90, .blk = 1000,
+				.flags = FRAME_FILE_APPEND };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	assert_int_equal(r.fop.size, 10);
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	assert_int_equal(r.fop.size, 100);
+	f.size = 811;
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), -EFBIG);
+	f.size = UINT64_MAX;
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), -EFBIG);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.size, 190);
+	f = (struct frame_fop){ .obj = 9, .size = 10 };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
 	/* unlinked while open twice: doomed; the last close says so */
 	assert_int_equal(call(fc, FT_FILE_UNLINK, (struct frame_fop){ .obj = 9 },
 			 NULL, &r), 0);

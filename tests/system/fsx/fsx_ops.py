@@ -25,8 +25,13 @@ metadata and the bytes read after an open are current at once, while a
 handle's kernel page cache may hold bytes that another node has since
 overwritten until it is synced; so a handle whose file was changed through
 the other mount since is fsync'ed (which drops that cache) before it is
-read, as an MPI-IO program syncs after a barrier, and then fstat'ed, for
-an O_APPEND write appends at the size the kernel last saw.
+read, as an MPI-IO program syncs after a barrier. Appends through a
+handle kept open while the other node extends the file must still land at
+the file's end.
+
+--append-direct: O_APPEND handles are direct I/O (as on a cluster mount),
+so a shared mmap of one fails (ENODEV); the mmap step maps the file
+through a path instead.
 
 `compare` compares two trees once (used for backing dir vs reference after
 unmount, where times are not meaningful: write-back rewrites them).
@@ -312,6 +317,7 @@ class Runner:
         self.skip_mtime = args.no_mtime_check
         self.final_files = args.final_files
         self.hold_open = args.hold_open
+        self.append_direct = args.append_direct
         self.handles = []
         self.next_hid = 0
         self.counts = collections.Counter()
@@ -417,9 +423,6 @@ class Runner:
         if h.mi in self.stale.get(ino, ()):
             self.both('fsync %r (sync before reading another node\'s bytes)' % h,
                       lambda s: os.fsync(self.fd(h, s)))
-            # an O_APPEND write lands at the size the kernel last saw, which
-            # fsync does not refresh: a stat does
-            os.fstat(h.fdm)
             self.stale[ino].discard(h.mi)
 
     def mark_stale(self):
@@ -657,7 +660,8 @@ class Runner:
         """MAP_SHARED write of a range inside the file, msync, unmap."""
         rng = self.rng
         files = self.files()
-        h = self.pick_handle(lambda h: (h.flags & os.O_ACCMODE) == os.O_RDWR)
+        h = self.pick_handle(lambda h: (h.flags & os.O_ACCMODE) == os.O_RDWR and
+                             not (self.append_direct and h.flags & os.O_APPEND))
         if h is not None and rng.random() < 0.5:
             rel, use = h.rel, h
             self.op_mount = h.mi
@@ -957,6 +961,8 @@ def main():
     r = sub.add_parser('run')
     r.add_argument('--mount', required=True)
     r.add_argument('--mount2', help='the same file system mounted on a second node')
+    r.add_argument('--append-direct', action='store_true',
+                   help='O_APPEND handles are direct I/O: no shared mmap through them')
     r.add_argument('--ref', required=True)
     r.add_argument('--seed', type=int, default=None)
     r.add_argument('--ops', type=int, default=10000)
