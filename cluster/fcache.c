@@ -569,27 +569,68 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
+/* Block blk (at start) of object lid within the punched range [a, z):
+ * inside it, or clean (the backing is punched too), it goes; else the
+ * range's bytes of it that it holds become zeros, still dirty. */
+static int punch_block(struct fcache *fc, uint64_t lid, uint64_t blk,
+		       uint64_t start, uint64_t a, uint64_t z)
+{
+	static const uint8_t zeros[FRAME_FILE_MAX_BLOCK];
+	struct bstore_binfo bi;
+
+	if (start >= z || start + fc->bsize <= a)
+		return 0;
+	if (bstore_block_info(fc->bs, lid, blk, &bi) < 0)
+		return 0;   /* gone meanwhile */
+	if ((start >= a && start + fc->bsize <= z) || !bi.dirty) {
+		int rc = bstore_block_drop(fc->bs, lid, blk);
+		return rc == -ENOENT ? 0 : rc;
+	}
+	uint32_t from = a > start ? (uint32_t)(a - start) : 0;
+	uint32_t to = z < start + fc->bsize ? (uint32_t)(z - start) : fc->bsize;
+	if (to > bi.valid)
+		to = bi.valid;   /* zeros past its bytes are read so already */
+	if (from >= to)
+		return 0;
+	int rc = bstore_block_write(fc->bs, lid, blk, from, zeros, to - from, true,
+				    false, NULL);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* Drop the blocks past f->size (a truncate), or, with PUNCH, make
+ * [f->size, f->blk) zeros. Under the write-back lock: a write-back under
+ * way has written what it read before the blocks change, so the mount's
+ * truncate or punch of the backing file, after this reply, is the last
+ * word on those bytes there. */
 static int serve_trunc(struct fcache *fc, const struct frame_fop *f)
 {
 	uint64_t lid = lid_of(fc, f->obj), nb = 0, nd = 0;
+	bool punch = f->flags & FRAME_FILE_PUNCH;
+	int rc = 0;
 
+	if (punch && f->blk < f->size)
+		return -EINVAL;
 	if (!lid || bstore_obj_counts(fc->bs, lid, &nb, &nd) < 0 || !nb)
 		return 0;
 	uint64_t *idx = calloc(nb, sizeof(*idx));
 	if (!idx)
 		return -ENOMEM;
+	pthread_mutex_lock(&fc->wb_mx);
 	size_t n = bstore_obj_blocks(fc->bs, lid, false, idx, nb);
 	n = n < nb ? n : nb;
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < n && !rc; k++) {
 		uint64_t start = idx[k] * fc->bsize;
-		if (start >= f->size)
+		if (punch)
+			rc = punch_block(fc, lid, idx[k], start, f->size, f->blk);
+		else if (start >= f->size)
 			bstore_block_drop(fc->bs, lid, idx[k]);
 		else if (f->size - start < fc->bsize)
 			bstore_block_truncate(fc->bs, lid, idx[k],
 					      (uint32_t)(f->size - start));
 	}
+	pthread_mutex_unlock(&fc->wb_mx);
 	free(idx);
-	return 0;
+	return rc;
 }
 
 static int serve_writeback(struct fcache *fc, const struct frame_fop *f)

@@ -120,6 +120,10 @@ struct frame_lock {
 #define FRAME_FILE_APPEND 128u /* SETSIZE: size grows by f.size, up to f.blk
 				* (EFBIG past it); the reply's size is where
 				* the appended bytes go (the old size) */
+#define FRAME_FILE_PUNCH  256u /* TRUNC: the bytes of [size, blk) read as
+				* zeros: blocks inside go, so do clean
+				* ones across an edge (the backing is
+				* punched too), dirty ones are zeroed */
 struct frame_fop {
 	uint64_t obj, blk, size, digest;
 	uint32_t off, len, flags, gen, base_len, handle_type;

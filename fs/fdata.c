@@ -611,7 +611,7 @@ int fdata_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 		uint64_t off, uint64_t len)
 {
 	if (fs->cl)
-		return -EOPNOTSUPP; /* not across nodes yet */
+		return fdcl_punch(fs, ino, fd, mode, off, len);
 	uint64_t end = off + len;
 	bool wrote = false, listed = true;
 	int ret;

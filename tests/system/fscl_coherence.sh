@@ -129,8 +129,7 @@ t_log "MPI-IO: RDONLY wrote nothing, DELETE_ON_CLOSE left no byte in the backing
 # mounts (each path operation and open through either; a handle's page
 # cache synced before it reads bytes the other node wrote) against a plain
 # directory, then the backing against it once the owners wrote back. Not
-# compared: the mtime of writes (the backing's until write-back) and
-# fallocate punch/zero (EOPNOTSUPP on a cluster mount).
+# compared: the mtime of writes (the backing's until write-back).
 mkdir -p "$T_DIR/ref" "${m[1]}/fsx"
 seed=${FSX_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 python3 "$T_ROOT/tests/system/fsx/fsx_ops.py" run --mount "${m[1]}/fsx" --mount2 "${m[2]}/fsx" --append-direct \

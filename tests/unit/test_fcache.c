@@ -148,6 +148,49 @@ static void merge(void **state)
 	fcache_close(fc);
 }
 
+/* fallocate punch/zero: blocks inside the range go; the dirty ones
+ * across an edge keep their bytes outside it and read zeros inside */
+static void punch(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	static uint8_t whole[65536], want[65536];
+	(void)state;
+
+	open_obj(fc, 11, true);
+	memset(whole, 'w', sizeof(whole));
+	for (uint64_t b = 0; b < 3; b++)
+		assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 11,
+				 .blk = b, .len = 65536 }, whole, &r), 0);
+	/* an end before the start is refused */
+	assert_int_equal(call(fc, FT_FILE_TRUNC, (struct frame_fop){ .obj = 11,
+			 .size = 100, .blk = 99, .flags = FRAME_FILE_PUNCH }, NULL, &r),
+			 -EINVAL);
+	assert_int_equal(call(fc, FT_FILE_TRUNC, (struct frame_fop){ .obj = 11,
+			 .size = 100, .blk = 2 * 65536 + 50, .flags = FRAME_FILE_PUNCH },
+			 NULL, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 11,
+			 .len = 65536 }, NULL, &r), 0);
+	memset(want, 'w', 100);
+	memset(want + 100, 0, 65536 - 100);
+	assert_memory_equal(out, want, 65536);
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 11,
+			 .blk = 1, .len = 1 }, NULL, &r), -ENOENT);
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 11,
+			 .blk = 2, .len = 65536 }, NULL, &r), 0);
+	memset(want, 0, 50);
+	memset(want + 50, 'w', 65536 - 50);
+	assert_memory_equal(out, want, 65536);
+	/* a truncate is no punch: the size cuts, nothing before it changes */
+	assert_int_equal(call(fc, FT_FILE_TRUNC, (struct frame_fop){ .obj = 11,
+			 .size = 2 * 65536 + 60 }, NULL, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 11,
+			 .blk = 2, .len = 60 }, NULL, &r), 0);
+	assert_int_equal(r.payload_len, 60);
+	assert_memory_equal(out, want, 60);
+	fcache_close(fc);
+}
+
 static void home(void **state)
 {
 	struct fcache *fc = open_fc();
@@ -262,6 +305,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(hostile, setup, teardown),
 		cmocka_unit_test_setup_teardown(merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(punch, setup, teardown),
 		cmocka_unit_test_setup_teardown(home, setup, teardown),
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
 	};
