@@ -610,6 +610,17 @@ static int serve_trunc(struct fcache *fc, const struct frame_fop *f)
 
 	if (punch && f->blk < f->size)
 		return -EINVAL;
+	if (lid && !punch) {
+		/* every record's size follows: an owner's write-back extends
+		 * the backing file to it */
+		struct bstore_obj rec;
+		pthread_mutex_lock(&fc->lk);
+		if (bstore_obj_get(fc->bs, lid, &rec) == 0 && rec.size > f->size) {
+			rec.size = f->size;
+			bstore_obj_update(fc->bs, &rec);
+		}
+		pthread_mutex_unlock(&fc->lk);
+	}
 	if (!lid || bstore_obj_counts(fc->bs, lid, &nb, &nd) < 0 || !nb)
 		return 0;
 	uint64_t *idx = calloc(nb, sizeof(*idx));

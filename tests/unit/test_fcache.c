@@ -129,9 +129,15 @@ static void merge(void **state)
 	memset(whole, 'w', sizeof(whole));
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
 			 .blk = 3, .len = 65536 }, whole, &r), 0);
-	/* truncation drops the blocks past the size, cuts the edge one */
+	/* truncation drops the blocks past the size, cuts the edge one, and
+	 * the record's size follows (a write-back extends the backing to it) */
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, (struct frame_fop){ .obj = 7,
+			 .size = 4 * 65536 }, NULL, &r), 0);
 	assert_int_equal(call(fc, FT_FILE_TRUNC, (struct frame_fop){ .obj = 7,
 			 .size = 250 }, NULL, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.size, 250);
 	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 7,
 			 .blk = 3, .len = 1 }, NULL, &r), -ENOENT);
 	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 7,
