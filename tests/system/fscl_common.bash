@@ -16,7 +16,7 @@ cluster_node_args() { echo "--cache-size ${FSCL_CACHE:-64M} --cache-nvram $T_SHM
 fscl_mount() {
   local i=$1 m=$T_DIR/m$1
   mkdir -p "$m"
-  "$(t_bin nvcachefs)" "$m" -f -o "backing=$T_DIR/b,cluster=$conf,node=$i,writeback_delay=0.3${2:+,$2}" \
+  "$(t_bin nvcachefs)" "$m" -f -o "backing=$T_DIR/b,cluster=$conf,node=$i,writeback_delay=${FSCL_WB_DELAY:-0.3}${2:+,$2}" \
     >"$T_DIR/fs$i.log" 2>&1 &
   mpid[$i]=$!
   t_cleanup "kill -9 ${mpid[$i]} 2>/dev/null"
