@@ -371,11 +371,11 @@ static void stream_copy(void *dst, const void *src, size_t len)
 /* libpmem2's copy streams (PMEM2_F_MEM_NONTEMPORAL) on a cache-line or
  * byte granularity map. On a page granularity map it either stores
  * through the cache (PMEM2_F_MEM_NOFLUSH: each destination line read
- * first, a third more memory traffic) or streams and then msyncs the
- * range, a system call per copy. On tmpfs, where persisting is a fence
- * (region_open), the streaming copy is made here; a page granularity
- * file elsewhere is msynced once at persist, so it is copied through
- * the cache. */
+ * first, three memory transfers per line instead of two) or streams and
+ * then msyncs the range, a system call per copy. On tmpfs, where
+ * persisting is a fence (region_open), the streaming copy is made here;
+ * a page granularity file elsewhere is msynced once at persist, so it is
+ * copied through the cache. */
 void region_stream(struct region *r, void *dst, const void *src, size_t len)
 {
 	charge_access(r, len);
