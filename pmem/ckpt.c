@@ -265,7 +265,7 @@ int ckpt_read_verify(struct ckpt *c, int slot, void *dst)
 	for (uint64_t off = 0; off < c->g.data_size; off += CRC_CHUNK) {
 		uint64_t n = c->g.data_size - off < CRC_CHUNK ? c->g.data_size - off : CRC_CHUNK;
 		crc = crc32c(crc, src + off, n);
-		region_read(c->r, d + off, src + off, n);
+		region_stream(c->r, d + off, src + off, n);
 	}
 	if (crc != c->rec[slot].data_crc ||
 	    crc32c(0, ckpt_extra(c, slot), c->rec[slot].extra_len) != c->rec[slot].extra_crc) {
@@ -365,7 +365,7 @@ void ckpt_write(struct ckpt *c, int slot, uint64_t off, const void *src,
 
 	if (c->crc_len[slot] != off) {
 		c->crc_len[slot] = CRC_NONE;
-		region_write(c->r, dst, src, len);
+		region_stream(c->r, dst, src, len);
 		c->t.copy_ns += clock_now_ns() - t0;
 		return;
 	}
@@ -375,7 +375,7 @@ void ckpt_write(struct ckpt *c, int slot, uint64_t off, const void *src,
 		c->crc[slot] = crc32c(c->crc[slot], s + done, n);
 		t1 = clock_now_ns();
 		c->t.crc_ns += t1 - t0;
-		region_write(c->r, dst + done, s + done, n);
+		region_stream(c->r, dst + done, s + done, n);
 		t0 = clock_now_ns();
 		c->t.copy_ns += t0 - t1;
 		done += n;

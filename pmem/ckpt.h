@@ -96,9 +96,10 @@ const struct ckpt_times *ckpt_times(const struct ckpt *c);
  * (logged). Lets a restart read only the slot it restores. */
 int ckpt_verify(struct ckpt *c, int slot);
 
-/* ckpt_verify and a copy of slot's data (data_size bytes) to dst in the
- * same pass over it: 0, or -EBADMSG (the version forgotten, logged; dst
- * then holds the damaged bytes). */
+/* ckpt_verify and a copy of slot's data (data_size bytes) to dst (the
+ * live part, or any memory) in the same pass over it, stored around the
+ * CPU caches (region_stream): 0, or -EBADMSG (the version forgotten,
+ * logged; dst then holds the damaged bytes). */
 int ckpt_read_verify(struct ckpt *c, int slot, void *dst);
 
 /* The versions held, newest first: returns how many (0..2). */

@@ -51,6 +51,11 @@ void region_drain(struct region *r);
 /* Copy into the region without persisting (caller persists later, once per
  * commit): the fast path for bulk data. Charges emulated write cost. */
 void region_write(struct region *r, void *dst, const void *src, size_t len);
+/* Like region_write, for bulk data nobody reads again soon (a checkpoint's
+ * copy): stored with non-temporal stores, around the CPU caches, so the
+ * copy neither reads each destination line first nor evicts the caller's
+ * working set. Persist later as after region_write. */
+void region_stream(struct region *r, void *dst, const void *src, size_t len);
 /* Like region_write, but fill(ctx, dst, len) puts the bytes there itself
  * (read(2) from a pipe: one copy instead of two). Returns fill's result,
  * 0 or -errno; the emulated cost is charged either way. */

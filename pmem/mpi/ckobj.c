@@ -639,9 +639,11 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 	}
 	if (conf.mode == CKOBJ_RESTART) {
 		uint64_t ta = clock_now_ns();
-		/* ok, has a file (min), has a file (max, negated), newest (min) */
-		long long a[4] = { rc == 0, has, -(long long)has, (long long)newest };
-		all_min(a, 4, o->comm);
+		/* ok, has a file (min), has a file (max, negated), newest (min),
+		 * newest (max, negated), newest checked here (min) */
+		long long a[6] = { rc == 0, has, -(long long)has, (long long)newest,
+				   -(long long)newest, newest && newest == o->verified };
+		all_min(a, 6, o->comm);
 		if (!a[0]) {
 			rc = rc ? rc : -ECANCELED;
 			goto out;
@@ -658,7 +660,10 @@ int ckobj_open(struct ckobj *o, const char *name, uint64_t data_size,
 		if (common) {
 			int cs = ckpt_find(o->ck, common);
 			long long found = cs >= 0 && (common == o->verified || ckpt_verify(o->ck, cs) == 0);
-			all_min(&found, 1, o->comm);
+			/* every rank's newest is common and checked: all found it,
+			 * no second round needed (the usual restart) */
+			if (a[3] != -a[4] || !a[5])
+				all_min(&found, 1, o->comm);
 			if (!found) {
 				if (ckpt_find(o->ck, common) < 0)
 					log_err("restart of job '%s': rank %d lacks version %llu of "

@@ -7,6 +7,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,17 @@ struct nvckpt_db {
 	struct ckobj o;
 	int cur;             /* slot holding the current state */
 	uint64_t commits;
+	bool off;            /* NVCACHE_CKPT=off: two buffers in memory, no
+			      * checkpoint (the program's own cost of double
+			      * buffering, told apart from the library's) */
+	void *plain[2];
 };
+
+/* The buffer of slot s. */
+static void *db_buf(struct nvckpt_db *db, int s)
+{
+	return db->off ? db->plain[s] : ckpt_data(db->o.ck, s);
+}
 
 int nvckpt_db_alloc(struct nvckpt_db **out, const char *name, size_t size,
 		    MPI_Comm comm, void **cur)
@@ -27,6 +38,18 @@ int nvckpt_db_alloc(struct nvckpt_db **out, const char *name, size_t size,
 	}
 	if (!(db = calloc(1, sizeof(*db))))
 		return -ENOMEM;
+	if (ckobj_conf()->mode == CKOBJ_OFF) {
+		db->off = true;
+		db->plain[0] = calloc(1, size);
+		db->plain[1] = calloc(1, size);
+		if (!db->plain[0] || !db->plain[1]) {
+			nvckpt_db_free(db);
+			return -ENOMEM;
+		}
+		*cur = db->plain[0];
+		*out = db;
+		return 0;
+	}
 	if (ckobj_open(&db->o, name, size, 0, comm, 0) != MPI_SUCCESS) {
 		free(db);
 		return -EIO;
@@ -40,7 +63,7 @@ int nvckpt_db_alloc(struct nvckpt_db **out, const char *name, size_t size,
 		/* the fresh state: slot 0, zeros (a new file) */
 		db->cur = 0;
 	}
-	*cur = ckpt_data(db->o.ck, db->cur);
+	*cur = db_buf(db, db->cur);
 	*out = db;
 	return db->o.restored ? 1 : 0;
 }
@@ -49,23 +72,31 @@ void *nvckpt_db_next(struct nvckpt_db *db)
 {
 	int s = 1 - db->cur;
 
-	ckobj_begin(&db->o, s);
-	return ckpt_data(db->o.ck, s);
+	if (!db->off)
+		ckobj_begin(&db->o, s);
+	return db_buf(db, s);
 }
 
 void *nvckpt_db_commit(struct nvckpt_db *db)
 {
 	int s = 1 - db->cur;
 
-	if (ckobj_commit(&db->o, s, ++db->commits) == MPI_SUCCESS)
+	++db->commits;
+	if (db->off || ckobj_commit(&db->o, s, db->commits) == MPI_SUCCESS)
 		db->cur = s;
-	return ckpt_data(db->o.ck, db->cur);
+	return db_buf(db, db->cur);
 }
 
 void nvckpt_db_free(struct nvckpt_db *db)
 {
 	if (!db)
 		return;
+	if (db->off) {
+		free(db->plain[0]);
+		free(db->plain[1]);
+		free(db);
+		return;
+	}
 	ckobj_stats(&db->o, db->commits - db->o.restored, "double-buffered, no copy");
 	ckobj_close(&db->o);
 	free(db);

@@ -43,7 +43,8 @@ int nvckpt_protect(int id, void *ptr, size_t size);
  *   nvckpt_db_commit: persists the next buffer (and the protected bytes)
  *     as a new version, agrees with the other ranks, and makes it current;
  *     returns it. One MPI_Allreduce on a duplicate of comm.
- * name is unique per job (the file's name). */
+ * name is unique per job (the file's name). With NVCACHE_CKPT=off the two
+ * buffers are plain memory and nothing is checkpointed. */
 struct nvckpt_db;
 int nvckpt_db_alloc(struct nvckpt_db **db, const char *name, size_t size,
 		    MPI_Comm comm, void **cur);

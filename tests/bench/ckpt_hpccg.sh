@@ -3,10 +3,17 @@
 # (tests/mpi/hpccg.c), 4 ranks, windows of 256 MiB or more in all, one
 # checkpoint per iteration, in its versions side by side:
 #   none     no checkpoints
-#   disk     fwrite + fsync of the window to the local disk every iteration
+#   disk     fwrite + fsync of the window to the local disk every iteration,
+#            with a CRC32C; a restart reads and checks the newest file only
+#            (the other when the ranks agree on its version): the same
+#            work as libnvckpt's restart
 #   nvram    the same program as none under LD_PRELOAD=libnvckpt.so: full
 #            checkpoints, and NVCACHE_CKPT_MODE=incremental
 #   db       double-buffered (nvckpt_db_*: no copy)
+#   dbmem    the double-buffered program with NVCACHE_CKPT=off: its two
+#            buffers plain memory, no checkpoint -- what double buffering
+#            costs the program itself, told apart from what the
+#            checkpoints cost (db against dbmem)
 # Figures: seconds per iteration (the median of CKB_REPS rounds; each round
 # runs every version once, interleaved, so the machine's load falls on all
 # alike), its ratio to none and to disk, also as the median of each
@@ -48,6 +55,7 @@ run() {
     nvram) ck_run "$out" NVCACHE_CKPT_STATS=1 "$@" -- "${args[@]}" ;;
     inc)   ck_run "$out" NVCACHE_CKPT_STATS=1 NVCACHE_CKPT_MODE=incremental "$@" -- "${args[@]}" ;;
     db)    ck_run "$out" NVCACHE_CKPT_STATS=1 "$@" -- "${args[@]}" --mode db ;;
+    dbmem) ck_run "$out" NVCACHE_CKPT=0 "$@" -- "${args[@]}" --mode db ;;
   esac || { echo "ckpt_hpccg: $v failed: $(tail -3 "$out.err")"; return 1; }
   ck_result "$out" >/dev/null || return 1
 }
@@ -67,7 +75,7 @@ cores=$(nproc)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 declare -A it st ms cpu agr pr
-variants=(none disk nvram inc db)
+variants=(none disk nvram inc db dbmem)
 for ((r = 1; r <= reps; r++)); do
   for v in "${variants[@]}"; do
     run $v "$T_DIR/$v.$r" || continue
@@ -83,7 +91,7 @@ for ((r = 1; r <= reps; r++)); do
   done
 done
 ref=$(ck_result "$T_DIR/none.1")
-for v in disk nvram inc db; do
+for v in disk nvram inc db dbmem; do
   [ "$(ck_result "$T_DIR/$v.1")" = "$ref" ] || echo "ckpt_hpccg: WARNING: $v's result differs from none's"
 done
 
@@ -91,7 +99,7 @@ none=$(med ${it[none]})
 mn() { printf '%s\n' "$@" | sort -g | head -1; }
 dsk=$(med ${it[disk]})
 echo "BENCH ckpt_hpccg_iter_none $none s"
-for v in disk nvram inc db; do
+for v in disk nvram inc db dbmem; do
   [ -n "${it[$v]:-}" ] || continue
   x=$(med ${it[$v]})
   name=$v; [ $v = nvram ] && name=nvram_full; [ $v = inc ] && name=nvram_incremental
@@ -101,6 +109,16 @@ for v in disk nvram inc db; do
   echo "BENCH ckpt_hpccg_overhead_$name $(awk -v a="$x" -v b="$none" 'BEGIN {printf "%.4f", a - b}') s/iteration"
   [ $v != disk ] && echo "BENCH ckpt_hpccg_iter_${name}_vs_disk $x s vs disk $dsk s ratio $(ratio "$x" "$dsk")"
 done
+# what the checkpoints add to the double-buffered program (db against
+# dbmem, each round's own ratio), and what double buffering costs it
+if [ -n "${it[db]:-}" ] && [ -n "${it[dbmem]:-}" ]; then
+  pd=""
+  for ((r = 1; r <= reps; r++)); do
+    [ -f "$T_DIR/db.$r" ] && [ -f "$T_DIR/dbmem.$r" ] &&
+      pd="$pd $(ratio "$(per_iter "$T_DIR/db.$r")" "$(per_iter "$T_DIR/dbmem.$r")")"
+  done
+  echo "BENCH ckpt_hpccg_iter_db_vs_dbmem $(med ${it[db]}) s vs dbmem $(med ${it[dbmem]}) s ratio $(ratio "$(med ${it[db]})" "$(med ${it[dbmem]})") paired $(med $pd)"
+fi
 for v in nvram inc db; do
   [ -n "${ms[$v]:-}" ] || continue
   name=nvram_full; [ $v = inc ] && name=nvram_incremental; [ $v = db ] && name=db
@@ -155,7 +173,14 @@ for v in disk nvram db; do
   fi
   echo "BENCH ckpt_hpccg_restart_${v}_mpi_init $(med ${ri[$v]}) s"
 done
-echo "ckpt_hpccg: an nvram restart per rank (medians): open $(re_part nvram open) ms, check and copy $(re_part nvram "check and copy") ms, agreement $(re_part nvram agreement) ms; double-buffered: open $(re_part db open) ms, check $(re_part db check) ms, agreement $(re_part db agreement) ms"
+# The nvram restart's start includes the checkpoint libnvckpt takes at the
+# program's first fence (a version like any other); the disk version
+# writes nothing there.
+fw="" fc=""
+for ((r = 1; r <= reps; r++)); do
+  fw="$fw $(ck_ms "$T_DIR/re.nvram.$r")" fc="$fc $(ck_cpu "$T_DIR/re.nvram.$r")"
+done
+echo "ckpt_hpccg: an nvram restart per rank (medians): open $(re_part nvram open) ms, check and copy $(re_part nvram "check and copy") ms, agreement $(re_part nvram agreement) ms, then the checkpoint at the first fence $(med $fw) ms (CPU $(med $fc) ms); double-buffered: open $(re_part db open) ms, check $(re_part db check) ms, agreement $(re_part db agreement) ms"
 
 # Incremental against full: 10 % of the pages written per iteration.
 targs=(--nx "$nx" --ny "$ny" --nz "$nz" --iters 20 --mode touch --touch-pct 10)

@@ -9,7 +9,7 @@
  *                 info key nvcache_version says it was restored.
  *   --mode disk   the same, and after every fence the window is written to
  *                 --dir with fwrite + fsync (two files per rank, alternating,
- *                 each with a checksum); --restart reads the newest one all
+ *                 each with a CRC32C); --restart reads the newest one all
  *                 ranks have.
  *   --mode db     the state in libnvckpt's double buffers (nvckpt_db_*):
  *                 each iteration computes the next state into the other
@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/crc32c.h"
 #include "pmem/mpi/nvckpt.h"
 #include "tests/mpi/mpiapp.h"
 
@@ -150,51 +151,70 @@ static void report(int iters, double rtrans, const double *x, double t0)
 	free(all);
 }
 
-/* ---- disk checkpoints: dir/hpccg.rR.{0,1}: u64 k, u64 fnv, window ---- */
+/* ---- disk checkpoints: dir/hpccg.rR.{0,1}: u64 k, u64 crc, window ----
+ * The same work as libnvckpt's restart, so that the two compare fairly:
+ * the same checksum (CRC32C), and only the newest file read and checked,
+ * the other one only if the ranks agree on its version. */
+
+static void disk_path(char *path, size_t len, const char *dir, int i)
+{
+	snprintf(path, len, "%s/hpccg.r%d.%d", dir, rank, i);
+}
 
 static void disk_write(const char *dir, const double *w, size_t bytes, uint64_t k)
 {
 	char path[512];
-	uint64_t h[2] = { k, mpiapp_fnv(MPIAPP_FNV_INIT, w, bytes) };
-	snprintf(path, sizeof(path), "%s/hpccg.r%d.%d", dir, rank, (int)(k & 1));
+	uint64_t h[2] = { k, crc32c(0, w, bytes) };
+	disk_path(path, sizeof(path), dir, (int)(k & 1));
 	FILE *f = fopen(path, "w");
 	if (!f || fwrite(h, sizeof(h), 1, f) != 1 || fwrite(w, bytes, 1, f) != 1 ||
 	    fflush(f) || fsync(fileno(f)) || fclose(f))
 		die("cannot write its checkpoint file");
 }
 
+/* File i's version (0: none), from its header alone. */
+static uint64_t disk_version(const char *dir, int i)
+{
+	char path[512];
+	uint64_t h[2];
+	disk_path(path, sizeof(path), dir, i);
+	FILE *f = fopen(path, "r");
+	int ok = f && fread(h, sizeof(h), 1, f) == 1;
+	if (f)
+		fclose(f);
+	return ok ? h[0] : 0;
+}
+
+/* Read file i into w and check it: its version, or 0. */
+static uint64_t disk_load(const char *dir, int i, double *w, size_t bytes)
+{
+	char path[512];
+	uint64_t h[2];
+	disk_path(path, sizeof(path), dir, i);
+	FILE *f = fopen(path, "r");
+	int ok = f && fread(h, sizeof(h), 1, f) == 1 && fread(w, bytes, 1, f) == 1 &&
+		 crc32c(0, w, bytes) == h[1];
+	if (f)
+		fclose(f);
+	return ok ? h[0] : 0;
+}
+
 /* Load the newest checkpoint all ranks have into w; returns its k or 0. */
 static uint64_t disk_read(const char *dir, double *w, size_t bytes)
 {
-	char path[512];
-	uint64_t have[2] = { 0, 0 }, newest = 0, common;
-	void *buf = malloc(bytes);
-	for (int i = 0; i < 2; i++) {
-		uint64_t h[2];
-		snprintf(path, sizeof(path), "%s/hpccg.r%d.%d", dir, rank, i);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fread(h, sizeof(h), 1, f) == 1 && fread(buf, bytes, 1, f) == 1 &&
-		    mpiapp_fnv(MPIAPP_FNV_INIT, buf, bytes) == h[1])
-			have[i] = h[0];
-		fclose(f);
-		if (have[i] > newest)
-			newest = have[i];
+	uint64_t have[2] = { disk_version(dir, 0), disk_version(dir, 1) }, newest = 0, common;
+	int in_w = -1, first = have[1] > have[0];
+	for (int j = 0; j < 2 && !newest; j++) {
+		int i = j ? !first : first;
+		if (have[i] && (newest = disk_load(dir, i, w, bytes)))
+			in_w = i;
+		else
+			have[i] = 0;
 	}
 	MPI_Allreduce(&newest, &common, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
 	int i = have[0] == common ? 0 : have[1] == common ? 1 : -1;
-	if (common && i < 0)
+	if (common && (i < 0 || (i != in_w && disk_load(dir, i, w, bytes) != common)))
 		die("its disk checkpoints lack the version all ranks have");
-	if (common) {
-		snprintf(path, sizeof(path), "%s/hpccg.r%d.%d", dir, rank, i);
-		FILE *f = fopen(path, "r");
-		uint64_t h[2];
-		if (!f || fread(h, sizeof(h), 1, f) != 1 || fread(w, bytes, 1, f) != 1)
-			die("cannot read its checkpoint file");
-		fclose(f);
-	}
-	free(buf);
 	return common;
 }
 

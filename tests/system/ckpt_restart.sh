@@ -16,7 +16,8 @@
 # (NVCACHE_CKPT_FLUSH) after a rank's NVRAM is lost, after a restart is
 # killed inside its first copy there and the NVRAM is lost, and for a dynamic
 # window that grows after the NVRAM directory is wiped, the double-buffered version
-# (nvckpt_db_*) killed and restarted, and the disk version's own restart.
+# (nvckpt_db_*) killed and restarted (and with NVCACHE_CKPT=off: plain
+# memory, no files), and the disk version's own restart.
 . "$(dirname "$0")/lib.sh"
 t_require_root
 T_TIMEOUT=${T_TIMEOUT:-240}
@@ -209,6 +210,11 @@ ck_run "$T_DIR/db" -- "${args[@]}" --mode db || t_fail "db run failed: $(tail -3
 k=$((5 + RANDOM % 20))
 kill_at db_kill all $k -- "${args[@]}" --mode db
 restart_same db_kill -- "${args[@]}" --mode db
+# NVCACHE_CKPT=off: the double buffers are plain memory, no file is made.
+ck_run "$T_DIR/dbmem" NVCACHE_CKPT=0 NVCACHE_CKPT_JOB=dbmem -- "${args[@]}" --mode db ||
+  t_fail "db with NVCACHE_CKPT=0 failed: $(tail -3 "$T_DIR/dbmem.err")"
+[ "$(ck_result "$T_DIR/dbmem")" = "$ref" ] || t_fail "db with NVCACHE_CKPT=0: result differs"
+[ ! -e "$NVCACHE_CKPT_DIR/dbmem" ] || t_fail "db with NVCACHE_CKPT=0 made checkpoint files"
 
 # The disk version restarts from its own files.
 mkdir -p "$T_DIR/disk"
