@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -333,11 +334,18 @@ out:
 	return rc;
 }
 
+/* The write-back thread: background work, so it runs at nice 10 and the
+ * requests of every node's mounts (the writers waiting) come first; it
+ * still gets what the CPU has left, and a writer held by a full cache
+ * leaves it the CPU. (fsync=backing's write-back runs in the request's
+ * own thread, at the normal priority.) */
 static void *wb_main(void *arg)
 {
 	struct fcache *fc = arg;
 	uint64_t due[64];
 
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), 10) < 0)
+		log_debug("file cache: write-back thread priority: %s", strerror(errno));
 	pthread_mutex_lock(&fc->lk);
 	while (!fc->stop) {
 		uint64_t now = clock_now_ns(), next = now + 1000000000ull;
