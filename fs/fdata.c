@@ -530,35 +530,39 @@ void fdata_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
 	pthread_mutex_unlock(&ino->lk);
 }
 
-/* Zeros written through the cache: for a backing file system without
- * PUNCH_HOLE / ZERO_RANGE. */
-static int zero_through_cache(struct fs *fs, struct fs_inode *ino,
-			      uint64_t off, uint64_t len)
+/* A punch or zero range for a backing file system without PUNCH_HOLE /
+ * ZERO_RANGE: zeros written through the cache where the file has bytes
+ * (its size: the home's on a cluster mount, else the backing's through
+ * fd), then, without KEEP_SIZE, the size grown to the range's end. */
+static int punch_by_zeros(struct fs *fs, struct fs_inode *ino, int fd, int mode,
+			  uint64_t off, uint64_t end)
 {
 	uint64_t size;
-	char *z;
 	int ret = 0;
 
-	pthread_mutex_lock(&ino->lk);
-	size = ino->size;
-	pthread_mutex_unlock(&ino->lk);
-	if (off >= size)
-		return 0;
-	if (len > size - off)
-		len = size - off;
-	z = calloc(1, fs->cfg.block_size);
-	if (!z)
-		return -ENOMEM;
-	while (len && ret >= 0) {
-		size_t n = len < fs->cfg.block_size ? len : fs->cfg.block_size;
-		ssize_t w = fdata_write(fs, ino, off, n, z);
-		if (w < 0)
-			ret = (int)w;
-		off += n;
-		len -= n;
+	if (!fs->cl) {
+		pthread_mutex_lock(&ino->lk);
+		size = ino->size;
+		pthread_mutex_unlock(&ino->lk);
+	} else if ((ret = fdcl_size(fs, ino, &size)) == -ENOENT) {
+		struct stat st;   /* no record at the home: the backing's */
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		size = (uint64_t)st.st_size;
+		ret = 0;
 	}
-	free(z);
-	return ret < 0 ? ret : 0;
+	for (uint64_t at = off; ret == 0 && at < end && at < size;) {
+		uint64_t stop = end < size ? end : size;
+		size_t n = stop - at < sizeof(zero_block) ? (size_t)(stop - at) : sizeof(zero_block);
+		ssize_t w = fdata_write(fs, ino, at, n, zero_block);
+		if (w <= 0)
+			ret = w < 0 ? (int)w : -EIO;
+		else
+			at += (uint64_t)w;
+	}
+	if (ret == 0 && !(mode & FALLOC_FL_KEEP_SIZE))
+		fdata_grown(fs, ino, end);
+	return ret;
 }
 
 /* The cache's part of a punch of [off, end) (ino->io held for writing,
@@ -610,9 +614,13 @@ static int punch_cache(struct fs *fs, struct fs_inode *ino, uint64_t off,
 int fdata_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 		uint64_t off, uint64_t len)
 {
-	if (fs->cl)
-		return fdcl_punch(fs, ino, fd, mode, off, len);
 	uint64_t end = off + len;
+	int r;
+
+	if (fs->cl) {
+		r = fdcl_punch(fs, ino, fd, mode, off, len);
+		return r == -EOPNOTSUPP ? punch_by_zeros(fs, ino, fd, mode, off, end) : r;
+	}
 	bool wrote = false, listed = true;
 	int ret;
 
@@ -623,10 +631,7 @@ int fdata_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 			pthread_rwlock_unlock(&ino->io);
 			if (ret != -EOPNOTSUPP)
 				return ret;
-			ret = zero_through_cache(fs, ino, off, len);
-			if (ret == 0 && !(mode & FALLOC_FL_KEEP_SIZE))
-				fdata_grown(fs, ino, end);
-			return ret;
+			return punch_by_zeros(fs, ino, fd, mode, off, end);
 		}
 		pthread_mutex_lock(&ino->lk);
 		if (!(mode & FALLOC_FL_KEEP_SIZE) && end > ino->bsize)

@@ -405,30 +405,10 @@ int fdcl_append_at(struct fs *fs, struct fs_inode *ino, size_t len, uint64_t max
 	return r;
 }
 
-/* [off, end) as zeros written through the owners (a backing file
- * system without punch) */
-static int zero_through(struct fs *fs, struct fs_inode *ino, uint64_t off,
-			uint64_t end)
-{
-	static const char zeros[1u << 20];
-
-	while (off < end) {
-		size_t n = end - off < sizeof(zeros) ? (size_t)(end - off) : sizeof(zeros);
-		ssize_t r = fdcl_write(fs, ino, off, n, &(struct bstore_src){ .buf = zeros });
-		if (r < 0)
-			return (int)r;
-		if (r == 0)
-			return -EIO;
-		off += (uint64_t)r;
-	}
-	return 0;
-}
-
 int fdcl_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 	       uint64_t off, uint64_t len)
 {
-	uint64_t gid = gid_of(ino), end = off + len, size;
-	bool keep = mode & FALLOC_FL_KEEP_SIZE;
+	uint64_t gid = gid_of(ino), end = off + len;
 	int r;
 
 	if (!gid)
@@ -436,22 +416,9 @@ int fdcl_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 	if (end < off || end > fs->max_file_size)
 		return -EFBIG;
 	/* the backing first, to learn whether it can */
-	if (fallocate(fd, mode, (off_t)off, (off_t)len) < 0) {
-		if (errno != EOPNOTSUPP)
-			return -errno;
-		if (keep) {
-			/* zeros only where the file has bytes */
-			if ((r = fdcl_size(fs, ino, &size)) < 0 && r != -ENOENT)
-				return r;
-			if (r == -ENOENT) {
-				struct stat st;
-				size = fstat(fd, &st) < 0 ? 0 : (uint64_t)st.st_size;
-			}
-			end = end < size ? end : size;
-		}
-		return off < end ? zero_through(fs, ino, off, end) : 0;
-	}
-	if (!keep) {
+	if (fallocate(fd, mode, (off_t)off, (off_t)len) < 0)
+		return -errno;
+	if (!(mode & FALLOC_FL_KEEP_SIZE)) {
 		/* ZERO_RANGE past the end: every node sees the new size */
 		struct frame_fop f = { .obj = gid, .size = end, .flags = FRAME_FILE_EXTEND };
 		if ((r = home_setsize(fs, ino, &f, NULL)) < 0)

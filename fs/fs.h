@@ -421,9 +421,10 @@ int fdcl_append_at(struct fs *fs, struct fs_inode *ino, size_t len, uint64_t max
 		   uint64_t *off);
 void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);
 /* fallocate PUNCH_HOLE or ZERO_RANGE (mode) of [off, off+len) through the
- * backing file's descriptor fd: every owner's blocks of the range become
- * zeros (fcache's TRUNC with PUNCH), then the backing file gets the call;
- * where it cannot (EOPNOTSUPP), zeros are written through the cache. */
+ * backing file's descriptor fd: the backing file gets the call, every
+ * owner's blocks of the range become zeros (fcache's TRUNC with PUNCH),
+ * then the backing file gets it again. -EOPNOTSUPP: the backing file
+ * cannot (nothing done; fdata_punch writes zeros instead). */
 int fdcl_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 	       uint64_t off, uint64_t len);
 /* The file lost its last link: dropped everywhere now, or at its last
