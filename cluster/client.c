@@ -7,6 +7,7 @@
 #include "cluster/conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,16 @@ uint32_t cluster_client_node(const struct cluster_client *c)
 uint64_t cluster_client_incarnation(const struct cluster_client *c)
 {
 	return c->peer.incarnation;
+}
+
+bool cluster_client_hung_up(const struct cluster_client *c)
+{
+	struct pollfd p = { .fd = c->c.fd, .events = POLLIN | POLLRDHUP };
+
+	if (c->broken || c->qn)
+		return c->broken;
+	/* idle, nothing is owed to us: anything to read is the end */
+	return poll(&p, 1, 0) != 0;
 }
 
 const char *cluster_client_last_error(const struct cluster_client *c)

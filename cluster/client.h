@@ -54,6 +54,9 @@ void cluster_client_close(struct cluster_client *c);
 /* The node we talk to, and its incarnation (from the handshake). */
 uint32_t cluster_client_node(const struct cluster_client *c);
 uint64_t cluster_client_incarnation(const struct cluster_client *c);
+/* An idle handle (no reply owed) whose node hung up (it restarted, or
+ * died) or sent what nobody asked for: of no more use. Does not block. */
+bool cluster_client_hung_up(const struct cluster_client *c);
 
 int cluster_client_page_store(struct cluster_client *c, uint64_t page_id,
 			      uint64_t version, const void *page);

@@ -27,6 +27,8 @@
  * before it asks for the write-back of a closed file leaves nothing dirty
  * for good (as a page cache's dirty_expire). */
 #define DIRTY_EXPIRE_NS (30ull * 1000000000ull)
+/* At most this many handles reclaimed in one OPEN (a mount's count). */
+#define RECLAIM_MAX (1u << 24)
 
 /* One object this node knows: its store id and, at its home, the file's
  * cluster-wide state that lives only as long as its open handles. */
@@ -52,6 +54,7 @@ struct fcache {
 	int backing_fd;        /* -1: no mount attached yet */
 	struct fcache_ident bid;  /* the backing directory's */
 	bool stop, wb_all;
+	uint64_t grace_end_ns; /* reclaims only, before this (fcache.h) */
 	pthread_t thread;
 	pthread_mutex_t wb_mx; /* one write-back pass at a time */
 
@@ -411,8 +414,14 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 		}
 	}
 	if (!rc && (f->flags & FRAME_FILE_HOME)) {
-		o->opens++;
-		r->fop.size = rec.size;
+		uint64_t n = f->flags & FRAME_FILE_RECLAIM ? f->blk : 1;
+		if (n > RECLAIM_MAX || o->opens + n > UINT32_MAX) {
+			snprintf(r->text, sizeof(r->text), "open count out of range");
+			rc = -EPROTO;
+		} else {
+			o->opens += (uint32_t)n;
+			r->fop.size = rec.size;
+		}
 	}
 	pthread_mutex_unlock(&fc->lk);
 	return rc;
@@ -478,9 +487,22 @@ static void drop_obj(struct fcache *fc, uint64_t gid)
 	pthread_mutex_unlock(&fc->lk);
 }
 
+/* Wait out the grace after a restart: the mounts' opens are not all
+ * counted again before it ends. */
+static void grace_wait(struct fcache *fc)
+{
+	uint64_t now;
+
+	while ((now = clock_now_ns()) < fc->grace_end_ns) {
+		uint64_t left = fc->grace_end_ns - now;
+		usleep((useconds_t)(left > 100000000ull ? 100000 : left / 1000 + 1));
+	}
+}
+
 static int serve_unlink(struct fcache *fc, const struct frame_fop *f,
 			struct frame_hdr *r)
 {
+	grace_wait(fc);
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = find(fc, f->obj);
 	bool open = o && o->opens;
@@ -768,6 +790,9 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o)
 				log_warn("file cache: backing directory %s: %s; write-back "
 					 "waits for a mount", path, strerror(-e));
 			fc->wb_all = true;
+			/* mounts attached before may hold files open */
+			fc->grace_end_ns = clock_now_ns() +
+					   FCACHE_GRACE_MS * 1000000ull;
 		}
 		fclose(f);
 	}
@@ -803,6 +828,11 @@ void fcache_close(struct fcache *fc)
 		close(fc->backing_fd);
 	bstore_close(fc->bs);
 	free(fc);
+}
+
+uint64_t fcache_grace_end(const struct fcache *fc)
+{
+	return fc->grace_end_ns;
 }
 
 size_t fcache_stats(struct fcache *fc, char *out, size_t len)

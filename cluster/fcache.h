@@ -68,5 +68,17 @@ struct fcache_ident {
  * with "" for dirfd itself). 0 or -errno (-EOPNOTSUPP: no handles). */
 int fcache_ident(int dirfd, const char *path, int flags, struct fcache_ident *id);
 
+/* A restart's grace. The home's open counts and its file locks live in
+ * DRAM: a daemon restarted where mounts were attached before (its NVRAM
+ * names a backing directory) knows neither. For FCACHE_GRACE_MS the
+ * mounts, which notice the new incarnation within about a second
+ * (fcl.h), count their open handles again (OPEN with RECLAIM) and set
+ * their locks again (FILE_LOCK with reclaim); meanwhile an UNLINK waits
+ * (it would drop a file still open elsewhere), as do lock requests that
+ * are not reclaims (locksvc.h). The end of the grace in clock_now_ns
+ * time, 0 for none. */
+#define FCACHE_GRACE_MS 5000
+uint64_t fcache_grace_end(const struct fcache *fc);
+
 /* "key: value" lines of the manager's counters (for node_ctl stats). */
 size_t fcache_stats(struct fcache *fc, char *out, size_t len);

@@ -281,6 +281,7 @@ static int lock_copy(struct frame_lock *l, const Nvcache__FileLock *m,
 	l->session = m->session;
 	l->owner = m->owner;
 	l->pid = m->pid;
+	l->reclaim = m->reclaim;
 	return 0;
 }
 
@@ -662,6 +663,7 @@ ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
 		lk.session = h->lk.session;
 		lk.owner = h->lk.owner;
 		lk.pid = h->lk.pid;
+		lk.reclaim = h->lk.reclaim;
 		m.lock = &lk;
 		break;
 	case NVCACHE__HEADER__BODY_FILE:

@@ -99,6 +99,7 @@ struct frame_lock {
 	uint32_t node;
 	uint64_t session, owner;
 	uint32_t pid;
+	bool reclaim;   /* SET: held before the home restarted (lockserve.h) */
 };
 /* The file cache's messages (FT_FILE_*, body FileOp; nvcache.proto and
  * docs/nvcachefs-cluster.md). A range lies inside one block of at most
@@ -124,6 +125,8 @@ struct frame_lock {
 				* zeros: blocks inside go, so do clean
 				* ones across an edge (the backing is
 				* punched too), dirty ones are zeroed */
+#define FRAME_FILE_RECLAIM 512u /* OPEN with HOME: blk handles open on the
+				 * mount since before the home restarted */
 struct frame_fop {
 	uint64_t obj, blk, size, digest;
 	uint32_t off, len, flags, gen, base_len, handle_type;

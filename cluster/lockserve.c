@@ -27,6 +27,9 @@ int lockserve(struct locksvc *s, struct lockserve_conn *lc,
 	struct lt_holder h = { 0 };
 	int rc;
 
+	/* a lock held before the home restarted is set again first */
+	if ((q->op == FL_SET || q->op == FL_GET) && !q->reclaim)
+		locksvc_grace_wait(s);
 	switch (q->op) {
 	case FL_SET:
 		rc = locksvc_set(s, q->obj, c, &o, &rg, q->wait, q->wait_id,

@@ -6,7 +6,9 @@
  * A connection carries at most one session (the first FILE_LOCK names it;
  * another session on the same connection is refused -EPROTO) and holds
  * it open until lockserve_end: the session's locks go when the last
- * connection that carried it ends. */
+ * connection that carried it ends. In a restarted home's grace
+ * (locksvc_grace) a SET or GET waits for its end unless it is a reclaim
+ * (a lock its mount held before the restart, set again). */
 #pragma once
 #include "cluster/frame.h"
 #include "cluster/locksvc.h"

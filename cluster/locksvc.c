@@ -37,6 +37,7 @@ struct locksvc {
 	struct lsv_session *sessions;
 	size_t nsessions;
 	bool stopping;
+	uint64_t grace_end_ns;
 	uint64_t granted_waits, deadlocks, released;
 };
 
@@ -88,6 +89,25 @@ void locksvc_stop(struct locksvc *s)
 	pthread_mutex_lock(&s->mx);
 	s->stopping = true;
 	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mx);
+}
+
+void locksvc_grace(struct locksvc *s, uint64_t until_ns)
+{
+	pthread_mutex_lock(&s->mx);
+	s->grace_end_ns = until_ns;
+	pthread_mutex_unlock(&s->mx);
+}
+
+void locksvc_grace_wait(struct locksvc *s)
+{
+	pthread_mutex_lock(&s->mx);
+	uint64_t now;
+	while (!s->stopping && (now = clock_now_ns()) < s->grace_end_ns) {
+		struct timespec dl;
+		clock_deadline(&dl, s->grace_end_ns - now);
+		pthread_cond_timedwait(&s->cv, &s->mx, &dl);
+	}
 	pthread_mutex_unlock(&s->mx);
 }
 

@@ -31,6 +31,11 @@ int locksvc_new(struct locksvc **out, size_t max_locks);
 /* Wakes every waiter (they answer -ESHUTDOWN, as later waits do): the
  * daemon stops without waiting out their timeouts. */
 void locksvc_stop(struct locksvc *s);
+/* A restart's grace (cluster/fcache.h): until until_ns (clock_now_ns
+ * time) only reclaims are served; grace_wait returns at its end (or at
+ * locksvc_stop), and every other SET or GET calls it first. */
+void locksvc_grace(struct locksvc *s, uint64_t until_ns);
+void locksvc_grace_wait(struct locksvc *s);
 /* Once no thread is inside a call (the connection threads are joined). */
 void locksvc_free(struct locksvc *s);
 

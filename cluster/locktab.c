@@ -40,6 +40,7 @@ struct locktab {
 	struct lt_file *bucket[LT_BUCKETS];
 	struct lt_wait *whead, *wtail;
 	size_t max, nfiles, nlocks, nwaits;
+	bool record;   /* locktab_record_only */
 	lt_granted_fn granted;
 	void *arg;
 };
@@ -313,7 +314,8 @@ int locktab_set(struct locktab *t, uint64_t file, enum lt_class c,
 	if (!f)
 		return unlock ? 0 : -ENOMEM;
 	if (!unlock) {
-		const struct lt_lock *l = first_conflict(f, c, o, r);
+		const struct lt_lock *l = t->record ? NULL :
+					  first_conflict(f, c, o, r);
 		if (l) {
 			if (holder) {
 				holder->who = l->who;
@@ -465,6 +467,26 @@ size_t locktab_release_client(struct locktab *t, uint32_t node,
 {
 	struct lt_client_key k = { .node = node, .client = client };
 	return drop_everywhere(t, &k);
+}
+
+void locktab_record_only(struct locktab *t)
+{
+	t->record = true;
+}
+
+size_t locktab_each(const struct locktab *t, lt_each_fn fn, void *arg)
+{
+	size_t n = 0;
+	for (size_t b = 0; b < LT_BUCKETS; b++)
+		for (const struct lt_file *f = t->bucket[b]; f; f = f->hnext)
+			for (int c = 0; c < 2; c++)
+				for (const struct lt_lock *l = f->locks[c]; l;
+				     l = l->next) {
+					struct lt_holder h = { l->who, l->r };
+					fn(arg, f->id, (enum lt_class)c, &h);
+					n++;
+				}
+	return n;
 }
 
 void locktab_stats(const struct locktab *t, struct locktab_stats *st)

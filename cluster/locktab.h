@@ -104,6 +104,20 @@ size_t locktab_release_owner(struct locktab *t, uint64_t file, enum lt_class c,
 size_t locktab_release_client(struct locktab *t, uint32_t node,
 			      uint64_t client);
 
+/* A copy of what another table granted (a mount's record of the locks
+ * it holds at a home, to set them again after the home restarts): sets
+ * are applied without looking for conflicts (the owner table checked
+ * them; replies may come back in another order than it applied them),
+ * so nothing ever waits or is refused. Owners' ranges still replace,
+ * split and merge. Call once, before the first set. */
+void locktab_record_only(struct locktab *t);
+
+/* Every held lock (not the waits), file by file, in no set order. The
+ * callback must not change the table. Returns how many. */
+typedef void (*lt_each_fn)(void *arg, uint64_t file, enum lt_class c,
+			   const struct lt_holder *h);
+size_t locktab_each(const struct locktab *t, lt_each_fn fn, void *arg);
+
 struct locktab_stats {
 	size_t files;     /* files with a lock or a wait */
 	size_t locks;     /* ranges held */

@@ -1470,6 +1470,8 @@ int node_start(struct node **out, const struct node_opts *o)
 		goto fail;
 	if ((rc = locksvc_new(&n->locks, 0)))
 		goto fail;
+	if (n->fc)
+		locksvc_grace(n->locks, fcache_grace_end(n->fc));
 	if (o->tier) {
 		n->tier_bytes = o->tier->pages * PAGESTORE_PAGE;
 		n->mem_offer = n->tier_bytes;   /* until meminfo is read */

@@ -24,6 +24,15 @@ struct fcl_node {
 	pthread_cond_t cv;
 	struct cluster_client *idle[POOL];
 	unsigned nidle, nopen;
+	uint64_t inc;          /* the node's incarnation we talk to */
+	bool reclaiming;       /* a thread counts our opens there again */
+	bool lost;             /* hung up: connect again (fcl_watch) */
+	struct log_limit down_log;
+};
+
+struct fcl_reclaim {
+	struct cluster_client *cl;
+	int rc;
 };
 
 struct fcl {
@@ -31,6 +40,8 @@ struct fcl {
 	uint32_t self;
 	uint64_t unit;
 	uint32_t n;
+	fcl_restart_fn restart_fn;
+	void *restart_arg;
 	struct fcl_node nodes[CONFIG_MAX_NODES];
 };
 
@@ -62,12 +73,38 @@ static bool transport_error(int rc)
 	       rc == -ENOTCONN || rc == -EPROTO || rc == -ECONNREFUSED;
 }
 
+static void conn_put(struct fcl_node *nd, struct cluster_client *cl, bool broken);
+
+/* A new connection to node idx found a new incarnation: the node
+ * restarted, and what it kept in DRAM for this mount (the open counts of
+ * the files it is home of) is counted again, on cl, before any other
+ * thread talks to it (conn_get waits meanwhile). 0, or -EIO when cl
+ * broke midway (the next connection does it again). */
+static int restarted(struct fcl *c, uint32_t idx, struct cluster_client *cl,
+		     uint64_t was)
+{
+	struct fcl_node *nd = &c->nodes[idx];
+	struct fcl_reclaim r = { .cl = cl };
+
+	log_info("cluster: node %u restarted; counting this mount's open files "
+		 "there again", nd->id);
+	if (c->restart_fn)
+		c->restart_fn(c->restart_arg, idx, &r);
+	pthread_mutex_lock(&nd->lk);
+	nd->reclaiming = false;
+	if (transport_error(r.rc))
+		nd->inc = was;
+	pthread_cond_broadcast(&nd->cv);
+	pthread_mutex_unlock(&nd->lk);
+	return transport_error(r.rc) ? -EIO : 0;
+}
+
 static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **out)
 {
 	char err[256];
 
 	pthread_mutex_lock(&nd->lk);
-	while (!nd->nidle && nd->nopen == POOL)
+	while (nd->reclaiming || (!nd->nidle && nd->nopen == POOL))
 		pthread_cond_wait(&nd->cv, &nd->lk);
 	if (nd->nidle) {
 		*out = nd->idle[--nd->nidle];
@@ -79,13 +116,28 @@ static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **
 	int rc = cluster_client_open_node(out, &c->cfg, nd->id, 0, 0,
 					  CALL_TIMEOUT_MS, err, sizeof(err));
 	if (rc) {
-		log_warn("cluster: node %u: %s", nd->id, err);
+		char note[96];
+		if (log_limit(&nd->down_log, 10, note, sizeof(note)))
+			log_warn("cluster: node %u: %s%s", nd->id, err, note);
 		pthread_mutex_lock(&nd->lk);
 		nd->nopen--;
 		pthread_cond_signal(&nd->cv);
 		pthread_mutex_unlock(&nd->lk);
+		return rc;
 	}
-	return rc;
+	uint64_t inc = cluster_client_incarnation(*out);
+	pthread_mutex_lock(&nd->lk);
+	uint64_t was = nd->inc;
+	bool again = was && was != inc;
+	nd->inc = inc;
+	nd->lost = false;
+	nd->reclaiming = again;
+	pthread_mutex_unlock(&nd->lk);
+	if (again && restarted(c, (uint32_t)(nd - c->nodes), *out, was) < 0) {
+		conn_put(nd, *out, true);
+		return -EIO;
+	}
+	return 0;
 }
 
 static void conn_put(struct fcl_node *nd, struct cluster_client *cl, bool broken)
@@ -196,6 +248,55 @@ void fcl_call_many(struct fcl *c, struct fcl_req *r, unsigned n)
 					   r[k].npl, &r[k].rf, r[k].buf, r[k].buflen);
 }
 
+void fcl_on_restart(struct fcl *c, fcl_restart_fn fn, void *arg)
+{
+	c->restart_fn = fn;
+	c->restart_arg = arg;
+}
+
+int fcl_reclaim_call(struct fcl_reclaim *r, uint32_t type,
+		     const struct frame_fop *f, const struct iovec *pl,
+		     unsigned npl, struct frame_fop *rf)
+{
+	if (transport_error(r->rc))
+		return r->rc;
+	int rc = cluster_client_file_call(r->cl, type, f, pl, npl, rf, NULL, 0);
+	if (transport_error(rc))
+		r->rc = rc;
+	return rc;
+}
+
+void fcl_watch(struct fcl *c)
+{
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct fcl_node *nd = &c->nodes[i];
+		struct cluster_client *gone[POOL];
+		unsigned ng = 0;
+		pthread_mutex_lock(&nd->lk);
+		for (unsigned k = 0; k < nd->nidle;) {
+			if (cluster_client_hung_up(nd->idle[k])) {
+				gone[ng++] = nd->idle[k];
+				nd->idle[k] = nd->idle[--nd->nidle];
+				nd->nopen--;
+			} else {
+				k++;
+			}
+		}
+		if (ng) {
+			nd->lost = true;
+			pthread_cond_broadcast(&nd->cv);
+		}
+		bool again = nd->lost;
+		pthread_mutex_unlock(&nd->lk);
+		for (unsigned k = 0; k < ng; k++)
+			cluster_client_close(gone[k]);
+		struct cluster_client *cl;
+		/* a new connection finds the new incarnation (conn_get) */
+		if (again && conn_get(c, nd, &cl) == 0)
+			conn_put(nd, cl, false);
+	}
+}
+
 int fcl_call_all(struct fcl *c, uint32_t type, const struct frame_fop *f)
 {
 	int first = 0;
@@ -244,6 +345,7 @@ static int attach(struct fcl *c, uint32_t i, const struct fcl_opts *o)
 	}
 	nd->idle[nd->nidle++] = cl;
 	nd->nopen = 1;
+	nd->inc = cluster_client_incarnation(cl);
 	return 0;
 }
 

@@ -65,5 +65,24 @@ struct fcl_req {
 	int rc;
 };
 void fcl_call_many(struct fcl *c, struct fcl_req *r, unsigned n);
+/* A node's restart. A node keeps the open counts of the files it is home
+ * of in DRAM (cluster/fcache.h), so a restarted one has lost them. The
+ * first new connection that finds a new incarnation of node idx calls fn
+ * (before any other thread talks to the node: they wait), which sends,
+ * through fcl_reclaim_call, an OPEN with HOME and RECLAIM for every file
+ * homed there that this mount holds open. Idle mounts notice through
+ * fcl_watch, called about twice a second: it closes idle connections
+ * whose node hung up and connects again (at each call until the node is
+ * back). */
+struct fcl_reclaim;
+typedef void (*fcl_restart_fn)(void *arg, uint32_t idx, struct fcl_reclaim *r);
+void fcl_on_restart(struct fcl *c, fcl_restart_fn fn, void *arg);
+/* One request on the restarted node's connection (cluster_client_file_call's
+ * contract); after a transport error every later one fails at once. */
+int fcl_reclaim_call(struct fcl_reclaim *r, uint32_t type,
+		     const struct frame_fop *f, const struct iovec *pl,
+		     unsigned npl, struct frame_fop *rf);
+void fcl_watch(struct fcl *c);
+
 /* The same request to every node; the first error. */
 int fcl_call_all(struct fcl *c, uint32_t type, const struct frame_fop *f);

@@ -7,6 +7,7 @@
 
 #include "cluster/fcache.h"
 #include "common/crc32c.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -93,6 +94,60 @@ static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_
 	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL)))
 		r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
 	return r;
+}
+
+void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r)
+{
+	struct fs *fs = arg;
+	size_t max = itab_count(fs) + 64, files = 0, handles = 0, failed = 0;
+	struct fs_inode **v = calloc(max, sizeof(*v));
+
+	if (!v) {
+		log_err("cluster: node %u restarted: out of memory listing the "
+			"files open here; their opens are not counted there",
+			fcl_node_id(fs->cl, idx));
+		return;
+	}
+	size_t n = itab_hold_all(fs, v, max);
+	for (size_t k = 0; k < n; k++) {
+		struct fs_inode *ino = v[k];
+		struct ident id;
+		struct stat st;
+		pthread_mutex_lock(&ino->lk);
+		uint32_t opens = ino->opens;
+		uint64_t gid = ino->gid;
+		pthread_mutex_unlock(&ino->lk);
+		if (!opens || !gid || fcl_home(fs->cl, gid) != idx)
+			continue;
+		int e = ident_get(ino, &id);
+		if (!e && fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0)
+			e = -errno;
+		if (!e) {
+			struct frame_fop f = { .obj = id.gid, .len = id.h.len,
+					       .handle_type = id.h.type,
+					       .size = (uint64_t)st.st_size, .blk = opens,
+					       .flags = FRAME_FILE_HOME | FRAME_FILE_RECLAIM },
+					 rf;
+			struct iovec iov = { id.h.handle, id.h.len };
+			e = fcl_reclaim_call(r, FT_FILE_OPEN, &f, &iov, 1, &rf);
+		}
+		if (e) {
+			failed++;
+			log_warn("cluster: node %u restarted: file %016llx open here "
+				 "(%u handles) not counted there: %s",
+				 fcl_node_id(fs->cl, idx), (unsigned long long)gid, opens,
+				 strerror(-e));
+		} else {
+			files++;
+			handles += opens;
+		}
+	}
+	for (size_t k = 0; k < n; k++)
+		itab_unref(fs, v[k]);
+	free(v);
+	log_info("cluster: node %u restarted: %zu files open here (%zu handles) "
+		 "counted there again%s", fcl_node_id(fs->cl, idx), files, handles,
+		 failed ? ", some not (above)" : "");
 }
 
 int fdcl_inode_init(struct fs *fs, struct fs_inode *ino)

@@ -188,6 +188,7 @@ struct fs {
 	atomic_uint_fast64_t datafds;  /* inodes' data fds open */
 	struct log_limit table_full_log;  /* fdata_reclaim_objs's warning */
 	uint64_t datafd_budget;        /* more: close idle ones (inode.c) */
+	struct fs_clwatch *clwatch;    /* cluster mount: clwatch.c */
 };
 
 /* ---- fdwait.c: waiting for a file descriptor ----
@@ -289,6 +290,8 @@ uint64_t itab_count(struct fs *fs);
 size_t itab_idle(struct fs *fs, uint64_t *out, size_t max);
 /* Up to max inodes with a cache object and no write-back or prefetch
  * queued, closed ones (open false) or open ones, each with a ref. */
+/* Refs to up to max inodes of the table (itab_unref each). */
+size_t itab_hold_all(struct fs *fs, struct fs_inode **out, size_t max);
 size_t itab_obj_holders(struct fs *fs, bool open, struct fs_inode **out,
 			size_t max);
 
@@ -337,6 +340,12 @@ struct fuse_session;
 int forget_start(struct fs *fs, struct fuse_session *se);
 /* Stop the thread (the session loop has ended) and free its state. */
 void forget_stop(struct fs *fs);
+
+/* ---- clwatch.c: a cluster mount notices a restarted node, even idle,
+ * and counts its opens and sets its locks there again (fcl_watch,
+ * fs_locks_watch), from a thread of its own. ---- */
+int clwatch_start(struct fs *fs);
+void clwatch_stop(struct fs *fs);
 
 /* ---- fdata.c: the data path. All take ino->io themselves. ---- */
 /* Set up the cache state of an inode from its backing file (first open). */
@@ -436,6 +445,10 @@ int fdcl_fsync(struct fs *fs, struct fs_inode *ino);
  * unit, home and the owners of its stripes in turn. Length or -errno. */
 #define FDCL_LAYOUT_XATTR "user.nvcache.layout"
 int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len);
+/* fcl's restart callback (fcl_on_restart; arg: the fs): an OPEN with
+ * RECLAIM at node idx for every file homed there that is open here. */
+struct fcl_reclaim;
+void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r);
 /* Where ino's locks are kept: its home's node index and its id.
  * -ENOLCK when the file has no cluster-wide id. */
 int fdcl_lock_target(struct fs *fs, struct fs_inode *ino, uint32_t *home,

@@ -201,6 +201,20 @@ size_t itab_idle(struct fs *fs, uint64_t *out, size_t max)
 	return n;
 }
 
+size_t itab_hold_all(struct fs *fs, struct fs_inode **out, size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&fs->itab_lk);
+	for (size_t h = 0; h < fs->itab_size && n < max; h++)
+		for (struct fs_inode *i = fs->itab[h]; i && n < max; i = i->hnext) {
+			i->refs++;
+			out[n++] = i;
+		}
+	pthread_mutex_unlock(&fs->itab_lk);
+	return n;
+}
+
 size_t itab_obj_holders(struct fs *fs, bool open, struct fs_inode **out,
 			size_t max)
 {

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cluster/client.h"
+#include "cluster/locktab.h"
 #include "common/log.h"
 
 /* Each home's connections; a handle is either in free[] or out with one
@@ -22,6 +23,9 @@ struct lk_home {
 	struct cluster_client *free[FS_LOCKS_CONNS];
 	unsigned nfree, n;
 	struct log_limit down_log;
+	uint64_t inc;           /* the home's incarnation we talk to (0: none yet) */
+	bool lost;              /* hung up while we hold locks there */
+	struct locktab *held;   /* what this mount holds there (record only) */
 };
 
 struct fs_locks {
@@ -29,7 +33,7 @@ struct fs_locks {
 	uint32_t self;
 	uint64_t session;
 	atomic_uint_fast64_t next_wait;
-	atomic_uint_fast64_t sets, gets, waits, conflicts, errors;
+	atomic_uint_fast64_t sets, gets, waits, conflicts, errors, reclaimed;
 	struct lk_home home[CONFIG_MAX_NODES];
 	/* the waits running in threads of their own, and the mount's end */
 	pthread_mutex_t wmx;
@@ -54,6 +58,13 @@ int fs_locks_open(struct fs_locks **out, const struct cluster_config *cfg,
 		pthread_mutex_init(&l->home[i].mx, NULL);
 		pthread_cond_init(&l->home[i].cv, NULL);
 	}
+	for (unsigned i = 0; i < cfg->n_nodes; i++) {
+		if (locktab_new(&l->home[i].held, 0, NULL, NULL) < 0) {
+			fs_locks_close(l);
+			return -ENOMEM;
+		}
+		locktab_record_only(l->home[i].held);
+	}
 	pthread_mutex_init(&l->wmx, NULL);
 	pthread_cond_init(&l->wcv, NULL);
 	*out = l;
@@ -68,6 +79,7 @@ void fs_locks_close(struct fs_locks *l)
 		struct lk_home *h = &l->home[i];
 		for (unsigned k = 0; k < h->nfree; k++)
 			cluster_client_close(h->free[k]);
+		locktab_free(h->held);
 		pthread_mutex_destroy(&h->mx);
 		pthread_cond_destroy(&h->cv);
 	}
@@ -101,8 +113,90 @@ void fs_locks_stop(struct fs_locks *l)
 	pthread_mutex_unlock(&l->wmx);
 }
 
+/* rc says the connection is gone (the home died or restarted, or the
+ * stream broke): the handle is of no more use. */
+static bool broken(int rc)
+{
+	return rc == -ENOTCONN || rc == -ECONNRESET || rc == -EPIPE ||
+	       rc == -ETIMEDOUT || rc == -EPROTO;
+}
+
+/* The locks this mount holds at a home, as reclaim requests. */
+struct held_list {
+	struct frame_lock *v;
+	size_t n, cap;
+	bool short_of_memory;
+};
+
+static void held_collect(void *arg, uint64_t file, enum lt_class c,
+			 const struct lt_holder *hd)
+{
+	struct held_list *hl = arg;
+	if (hl->n == hl->cap) {
+		size_t cap = hl->cap ? 2 * hl->cap : 16;
+		struct frame_lock *v = realloc(hl->v, cap * sizeof(*v));
+		if (!v) {
+			hl->short_of_memory = true;
+			return;
+		}
+		hl->v = v;
+		hl->cap = cap;
+	}
+	hl->v[hl->n++] = (struct frame_lock){
+		.obj = file, .op = FL_SET, .cls = (uint32_t)c,
+		.type = (uint32_t)hd->r.type, .start = hd->r.start,
+		.end = hd->r.end, .owner = hd->who.owner, .pid = hd->who.pid,
+		.reclaim = true };
+}
+
+/* The home restarted (a new incarnation): set every lock this mount
+ * holds there again, on c, in the home's grace (fcache.h). A lock
+ * another mount took meanwhile (it cannot, in the grace) is lost and
+ * logged. 0, or the transport error that broke c. */
+static int reclaim(struct fs_locks *l, uint32_t home, struct cluster_client *c)
+{
+	struct lk_home *h = &l->home[home];
+	struct held_list hl = { 0 };
+	uint32_t id = l->cfg.nodes[home].id;
+	int rc = 0;
+	size_t set = 0, lost = 0;
+
+	pthread_mutex_lock(&h->mx);
+	locktab_each(h->held, held_collect, &hl);
+	pthread_mutex_unlock(&h->mx);
+	if (hl.short_of_memory)
+		log_err("file locks: node %u restarted: out of memory listing the "
+			"locks held there; some are not set again", id);
+	for (size_t k = 0; k < hl.n; k++) {
+		hl.v[k].node = l->self;
+		hl.v[k].session = l->session;
+		rc = cluster_client_lock(c, &hl.v[k], NULL);
+		if (broken(rc))
+			break;
+		if (rc == 0) {
+			set++;
+			continue;
+		}
+		lost++;
+		log_err("file locks: node %u restarted: the lock on file %016llx "
+			"[%llu, %llu] held here (pid %u) could not be set again: %s; "
+			"its process no longer holds it", id,
+			(unsigned long long)hl.v[k].obj,
+			(unsigned long long)hl.v[k].start,
+			(unsigned long long)hl.v[k].end, hl.v[k].pid, strerror(-rc));
+		rc = 0;
+	}
+	if (!broken(rc))
+		log_info("file locks: node %u restarted: %zu locks held here set "
+			 "again there%s", id, set, lost ? ", some lost (above)" : "");
+	atomic_fetch_add(&l->reclaimed, set);
+	free(hl.v);
+	return broken(rc) ? rc : 0;
+}
+
 /* A connection to home, or NULL (logged, rate-limited) when it cannot be
- * opened. */
+ * opened. A new connection that finds a new incarnation of the home sets
+ * this mount's locks there again first. */
 static struct cluster_client *conn_get(struct fs_locks *l, uint32_t home)
 {
 	if (home >= l->cfg.n_nodes)
@@ -135,15 +229,24 @@ static struct cluster_client *conn_get(struct fs_locks *l, uint32_t home)
 		pthread_mutex_unlock(&h->mx);
 		return NULL;
 	}
+	uint64_t inc = cluster_client_incarnation(c);
+	pthread_mutex_lock(&h->mx);
+	uint64_t was = h->inc;
+	h->inc = inc;
+	h->lost = false;
+	pthread_mutex_unlock(&h->mx);
+	if (was && was != inc && reclaim(l, home, c) < 0) {
+		/* broken midway: the next connection sets them again */
+		cluster_client_close(c);
+		pthread_mutex_lock(&h->mx);
+		if (h->inc == inc)
+			h->inc = was;
+		h->n--;
+		pthread_cond_signal(&h->cv);
+		pthread_mutex_unlock(&h->mx);
+		return NULL;
+	}
 	return c;
-}
-
-/* rc says the connection is gone (the home died or restarted, or the
- * stream broke): the handle is of no more use. */
-static bool broken(int rc)
-{
-	return rc == -ENOTCONN || rc == -ECONNRESET || rc == -EPIPE ||
-	       rc == -ETIMEDOUT || rc == -EPROTO;
 }
 
 /* Give c back; a broken one (after a transport error) is closed. */
@@ -264,6 +367,34 @@ int fs_locks_get(struct fs_locks *l, uint32_t home, uint64_t obj,
 	return 0;
 }
 
+/* The record of what this mount holds at home follows a SET it made
+ * (an unlock whatever the home said: the process holds nothing there),
+ * or a RELEASE (release: the owner's locks of q's class on q's file). */
+static void held_note(struct fs_locks *l, uint32_t home,
+		      const struct frame_lock *q, bool release)
+{
+	if (home >= l->cfg.n_nodes)
+		return;
+	struct lk_home *h = &l->home[home];
+	struct lt_owner o = { .node = l->self, .client = l->session,
+			      .owner = q->owner, .pid = q->pid };
+	struct lt_range r = { .start = q->start, .end = q->end,
+			      .type = (enum lt_type)q->type };
+	int rc = 0;
+	pthread_mutex_lock(&h->mx);
+	if (release)
+		locktab_release_owner(h->held, q->obj, (enum lt_class)q->cls, &o);
+	else
+		rc = locktab_set(h->held, q->obj, (enum lt_class)q->cls, &o, &r,
+				 false, 0, NULL);
+	pthread_mutex_unlock(&h->mx);
+	if (rc < 0)
+		log_warn("file locks: no record of a lock on file %016llx (%s): "
+			 "it is not set again if node %u restarts",
+			 (unsigned long long)q->obj, strerror(-rc),
+			 l->cfg.nodes[home].id);
+}
+
 static int set(struct fs_locks *l, uint32_t home, struct frame_lock *q,
 	       bool wait, fs_locks_intr_fn intr, void *arg)
 {
@@ -278,6 +409,8 @@ static int set(struct fs_locks *l, uint32_t home, struct frame_lock *q,
 	int rc = call(l, home, q, &h, q->wait ? intr : NULL, arg);
 	if (rc == -EAGAIN)
 		atomic_fetch_add(&l->conflicts, 1);
+	if (rc == 0 || q->type == 0)
+		held_note(l, home, q, false);
 	return rc;
 }
 
@@ -317,6 +450,40 @@ void fs_locks_release(struct fs_locks *l, uint32_t home, uint64_t obj,
 				.end = FRAME_LOCK_EOF };
 	/* a lost home released everything of ours already */
 	(void)call(l, home, &q, NULL, NULL, NULL);
+	held_note(l, home, &q, true);
+}
+
+void fs_locks_watch(struct fs_locks *l)
+{
+	for (unsigned i = 0; i < l->cfg.n_nodes; i++) {
+		struct lk_home *h = &l->home[i];
+		struct cluster_client *gone[FS_LOCKS_CONNS];
+		struct locktab_stats st;
+		unsigned ng = 0;
+		pthread_mutex_lock(&h->mx);
+		for (unsigned k = 0; k < h->nfree;) {
+			if (cluster_client_hung_up(h->free[k])) {
+				gone[ng++] = h->free[k];
+				h->free[k] = h->free[--h->nfree];
+				h->n--;
+			} else {
+				k++;
+			}
+		}
+		locktab_stats(h->held, &st);
+		if (ng && st.locks)
+			h->lost = true;
+		bool again = h->lost;
+		pthread_mutex_unlock(&h->mx);
+		for (unsigned k = 0; k < ng; k++)
+			cluster_client_close(gone[k]);
+		if (again) {
+			/* a new connection sets the locks again (conn_get) */
+			struct cluster_client *c = conn_get(l, i);
+			if (c)
+				conn_put(l, i, c, 0);
+		}
+	}
 }
 
 void fs_locks_stats(struct fs_locks *l, struct fs_locks_stats *st)
@@ -326,4 +493,5 @@ void fs_locks_stats(struct fs_locks *l, struct fs_locks_stats *st)
 	st->waits = atomic_load(&l->waits);
 	st->conflicts = atomic_load(&l->conflicts);
 	st->errors = atomic_load(&l->errors);
+	st->reclaimed = atomic_load(&l->reclaimed);
 }

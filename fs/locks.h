@@ -65,7 +65,16 @@ int fs_locks_flock(struct fs_locks *l, uint32_t home, uint64_t obj,
 void fs_locks_release(struct fs_locks *l, uint32_t home, uint64_t obj,
 		      bool flock_class, uint64_t owner);
 
+/* A home's restart. The mount keeps a record of the locks it holds at
+ * each home (cluster/locktab.h, record only). A connection that finds a
+ * new incarnation of a home sets them all again there first (FILE_LOCK
+ * with reclaim, in the home's grace: cluster/fcache.h). Idle mounts
+ * notice through this, called about twice a second: it closes idle
+ * connections whose home hung up, and while this mount holds locks
+ * there, connects again (retrying at each call until the home is back). */
+void fs_locks_watch(struct fs_locks *l);
+
 struct fs_locks_stats {
-	uint64_t sets, gets, waits, conflicts, errors;
+	uint64_t sets, gets, waits, conflicts, errors, reclaimed;
 };
 void fs_locks_stats(struct fs_locks *l, struct fs_locks_stats *st);

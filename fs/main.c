@@ -450,6 +450,7 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 			{ "lock_waits", ls.waits },
 			{ "lock_conflicts", ls.conflicts },
 			{ "lock_errors", ls.errors },
+			{ "locks_reclaimed", ls.reclaimed },
 		};
 		outbuf_u64s(&o, lkv, sizeof(lkv) / sizeof(lkv[0]));
 	}
@@ -493,6 +494,7 @@ static int fs_prepare(struct fs *fs)
 			log_err("file locks: out of memory");
 			return -1;
 		}
+		fcl_on_restart(fs->cl, fdcl_restarted, fs);
 		raise_open_files(fs);
 		if ((r = itab_open(fs)) < 0) {
 			log_err("backing dir %s: %s", fs->cfg.backing, strerror(-r));
@@ -559,6 +561,9 @@ static int fs_run(struct fs *fs, struct fuse_session *se, bool serve)
 		if (forget_start(fs, se) < 0)
 			log_warn("cannot start the forget thread: the kernel keeps every "
 				 "file it looked up, one descriptor each");
+		if (fs->cl && clwatch_start(fs) < 0)
+			log_warn("cannot start the watch thread: a restarted node is "
+				 "noticed only at this mount's next request to it");
 		char name[PATH_MAX];
 		ctl_name_from_path(fs->cfg.mountpoint, name, sizeof(name));
 		int r = ctl_server_start(&ctl, "fs", name, fs_ctl, fs);
@@ -579,6 +584,7 @@ static int fs_run(struct fs *fs, struct fuse_session *se, bool serve)
 		fuse_loop_cfg_destroy(lc);
 	}
 	forget_stop(fs);
+	clwatch_stop(fs);
 	if (fs->locks)
 		fs_locks_stop(fs->locks);  /* lock waits answer before se goes */
 	fuse_session_unmount(se);

@@ -2,7 +2,8 @@
  * fcache_serve with decoded requests: hostile ranges and ids refused
  * before use, byte ranges of one block merged over its backing bytes, the
  * home's size, opens and doomed flag, the backing directory's checks, and
- * the store found again after a reopen. */
+ * the store found again after a reopen, with its open counts reclaimed in
+ * a restart's grace. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include "shm_scratch.h"
 
 #include "cluster/fcache.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -306,6 +308,66 @@ static void attach(void **state)
 	rmdir(other);
 }
 
+/* A restart where a mount was attached: the open counts (DRAM) are gone
+ * until the mounts reclaim them; an unlink waits for the grace to end,
+ * then counts what was reclaimed (doomed: still open). */
+static void restart_reclaim(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	char dir[] = "/tmp/nvtest-fcache-XXXXXX";
+	static uint8_t pl[256];
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	struct frame_fop f = attach_req(dir, DIGEST, pl);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	assert_int_equal(fcache_grace_end(fc), 0);   /* a first start */
+	/* a real file: the restart's write-back finds it */
+	char file[64];
+	struct fcache_ident id;
+	snprintf(file, sizeof(file), "%s/f", dir);
+	int fd = open(file, O_CREAT | O_WRONLY, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fcache_ident(AT_FDCWD, file, 0, &id), 0);
+	struct frame_fop op = { .obj = 9, .len = id.len, .handle_type = id.type,
+				.flags = FRAME_FILE_HOME };
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	fcache_close(fc);
+
+	fc = open_fc();
+	uint64_t end = fcache_grace_end(fc);
+	assert_true(end > clock_now_ns());
+	/* the record is persistent, its opens were not */
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), -ENOENT);
+	op.flags |= FRAME_FILE_RECLAIM;
+	op.blk = 1u << 25;
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), -EPROTO);
+	op.blk = 2;
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_UNLINK, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_true(clock_now_ns() >= end);
+	assert_int_equal(r.fop.flags, FRAME_FILE_DOOMED);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, 0);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_DOOMED);
+	fcache_close(fc);
+	char side[128];
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	unlink(file);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +376,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(punch, setup, teardown),
 		cmocka_unit_test_setup_teardown(home, setup, teardown),
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
+		cmocka_unit_test_setup_teardown(restart_reclaim, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -380,6 +380,62 @@ static void test_service(void **state)
 	locksvc_free(s);
 }
 
+struct listed {
+	struct lt_holder h[8];
+	uint64_t file[8];
+	unsigned n;
+};
+
+static void list_one(void *arg, uint64_t file, enum lt_class c,
+		     const struct lt_holder *h)
+{
+	struct listed *l = arg;
+	assert_int_equal(c, LT_POSIX);
+	assert_true(l->n < 8);
+	l->file[l->n] = file;
+	l->h[l->n++] = *h;
+}
+
+/* A record-only table (a mount's copy of what it holds at a home): no
+ * conflicts, an owner's ranges still replace and split; locktab_each
+ * lists what is held. */
+static void test_record_only(void **state)
+{
+	(void)state;
+	struct locktab *t;
+	assert_int_equal(locktab_new(&t, 0, NULL, NULL), 0);
+	locktab_record_only(t);
+	struct lt_owner a = own(1, 5, 1), b = own(1, 5, 2);
+	struct lt_range r = rng(0, 99, LT_WRLCK);
+	assert_int_equal(locktab_set(t, 3, LT_POSIX, &a, &r, false, 0, NULL), 0);
+	/* b's overlapping write lock: applied in the other order than the
+	 * home granted them (a's unlock first there) */
+	r = rng(50, 59, LT_WRLCK);
+	assert_int_equal(locktab_set(t, 3, LT_POSIX, &b, &r, false, 0, NULL), 0);
+	r = rng(40, 69, LT_UNLCK);
+	assert_int_equal(locktab_set(t, 3, LT_POSIX, &a, &r, false, 0, NULL), 0);
+	struct listed l = { .n = 0 };
+	assert_int_equal(locktab_each(t, list_one, &l), 3);
+	uint64_t bytes = 0;
+	unsigned of_b = 0;
+	for (unsigned k = 0; k < l.n; k++) {
+		assert_int_equal(l.file[k], 3);
+		assert_int_equal(l.h[k].r.type, LT_WRLCK);
+		bytes += l.h[k].r.end - l.h[k].r.start + 1;
+		if (l.h[k].who.owner == 2) {
+			of_b++;
+			assert_int_equal(l.h[k].r.start, 50);
+			assert_int_equal(l.h[k].r.end, 59);
+		}
+	}
+	assert_int_equal(of_b, 1);
+	assert_int_equal(bytes, 40 + 30 + 10);   /* a: 0-39, 70-99; b: 50-59 */
+	locktab_release_owner(t, 3, LT_POSIX, &a);
+	l.n = 0;
+	assert_int_equal(locktab_each(t, list_one, &l), 1);
+	locktab_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_departures),
 		cmocka_unit_test(test_classes_and_limits),
 		cmocka_unit_test(test_service),
+		cmocka_unit_test(test_record_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
