@@ -1,6 +1,7 @@
 /* fcache.c - a node's file cache manager; see fcache.h. */
 #include "cluster/fcache.h"
 
+#include "cluster/fmarks.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "pmem/bstore.h"
@@ -27,6 +28,10 @@
  * before it asks for the write-back of a closed file leaves nothing dirty
  * for good (as a page cache's dirty_expire). */
 #define DIRTY_EXPIRE_NS (30ull * 1000000000ull)
+/* The shadow is asked whether it holds this node's whole list of marks
+ * this often; after a SET that failed, writers try again after this. */
+#define SHADOW_PING_NS (2ull * 1000000000ull)
+#define SHADOW_RETRY_NS (1000000000ull)
 /* At most this many handles reclaimed in one OPEN (a mount's count). */
 #define RECLAIM_MAX (1u << 24)
 
@@ -60,6 +65,18 @@ struct fcache {
 
 	atomic_uint_fast64_t served_bytes, written_back, wb_errors, dropped,
 		writes, reads;
+
+	/* dirty marks (fmarks.h): this node's, told to its shadow, and
+	 * those of the node whose shadow this is */
+	struct fmark_sent *sent;
+	struct fmark_tab *marks;
+	fcache_mark_fn mark;        /* NULL: no shadow (one node, tests) */
+	void *mark_arg;
+	uint32_t self_idx;
+	atomic_bool shadow_ok;      /* the shadow holds our whole list */
+	atomic_uint_fast64_t shadow_failed_ns, skipped, mark_errors;
+	uint64_t next_ping_ns;      /* the write-back thread's */
+	struct log_limit mark_log;
 };
 
 static struct fobj **slot_of(struct fcache *fc, uint64_t gid)
@@ -225,6 +242,182 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
+/* ---- dirty marks at the shadow ---- */
+
+/* One MARK to the shadow: 0 and *rflags, or -errno (logged, limited;
+ * the shadow is then taken as not holding our whole list). */
+static int mark_send(struct fcache *fc, uint32_t flags, uint64_t obj,
+		     uint64_t blk, uint64_t seq, const uint64_t *list,
+		     uint32_t n, uint32_t *rflags)
+{
+	struct frame_fop f = { .obj = obj, .blk = blk, .size = seq,
+			       .off = fc->self_idx, .flags = flags,
+			       .len = n * 8 };
+	uint32_t rf = 0;
+	int rc = fc->mark(fc->mark_arg, &f, list, f.len, &rf);
+	if (rc) {
+		char note[96];
+		atomic_store(&fc->shadow_ok, false);
+		atomic_store(&fc->shadow_failed_ns, clock_now_ns());
+		atomic_fetch_add(&fc->mark_errors, 1);
+		if (log_limit(&fc->mark_log, 30, note, sizeof(note)))
+			log_warn("file cache: the next node (this node's shadow) "
+				 "did not take our dirty marks: %s; while it cannot, "
+				 "a read of our blocks while we are down fails%s",
+				 strerror(-rc), note);
+	}
+	if (rflags)
+		*rflags = rf;
+	return rc;
+}
+
+/* Under the block's stripe lock, before a write: the shadow learns the
+ * block is dirty, unless it knows already (or is out of reach: counted,
+ * and the next resync covers it). */
+static void mark_dirty(struct fcache *fc, uint64_t gid, uint64_t blk)
+{
+	if (fmark_sent_has(fc->sent, gid, blk))
+		return;
+	uint64_t failed = atomic_load(&fc->shadow_failed_ns);
+	if ((!atomic_load(&fc->shadow_ok) && failed &&
+	     clock_now_ns() - failed < SHADOW_RETRY_NS) ||
+	    mark_send(fc, FRAME_MARK_SET, gid, blk, fmark_next_seq(fc->sent),
+		      NULL, 0, NULL))
+		atomic_fetch_add(&fc->skipped, 1);
+	if (fmark_sent_add(fc->sent, gid, blk) < 0)
+		atomic_store(&fc->shadow_ok, false);
+}
+
+/* The blocks the shadow may forget: written back and cleaned, each if
+ * not marked again after seq; in batches. */
+static void mark_clean(struct fcache *fc, uint64_t gid, const uint64_t *idx,
+		       size_t n, uint64_t seq)
+{
+	for (size_t k = 0; k < n; k += FRAME_MARK_MAX_BLOCKS) {
+		size_t m = n - k < FRAME_MARK_MAX_BLOCKS ? n - k : FRAME_MARK_MAX_BLOCKS;
+		mark_send(fc, FRAME_MARK_CLEAR, gid, 0, seq, idx + k, (uint32_t)m, NULL);
+	}
+}
+
+/* The object is gone here: its marks too. */
+static void marks_forget(struct fcache *fc, uint64_t gid)
+{
+	if (!fc->mark)
+		return;
+	fmark_sent_drop_obj(fc->sent, gid);
+	mark_send(fc, FRAME_MARK_CLEAR_OBJ, gid, 0, 0, NULL, 0, NULL);
+}
+
+struct resync {
+	uint64_t obj, *blk;
+	size_t n, cap;
+	struct fcache *fc;
+	uint64_t seq;
+	int rc;
+};
+
+static void resync_flush(struct resync *r)
+{
+	if (r->n && !r->rc)
+		r->rc = mark_send(r->fc, FRAME_MARK_SET, r->obj, 0, r->seq, r->blk,
+				  (uint32_t)r->n, NULL);
+	r->n = 0;
+}
+
+static void resync_one(void *arg, uint64_t obj, uint64_t blk)
+{
+	struct resync *r = arg;
+	if (r->n && (obj != r->obj || r->n == FRAME_MARK_MAX_BLOCKS))
+		resync_flush(r);
+	r->obj = obj;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 1024;
+		uint64_t *v = realloc(r->blk, cap * sizeof(*v));
+		if (!v) {
+			r->rc = -ENOMEM;
+			return;
+		}
+		r->blk = v;
+		r->cap = cap;
+	}
+	r->blk[r->n++] = blk;
+}
+
+/* The shadow gets our whole list again: SYNC_BEGIN, every block dirty
+ * here or told before, SYNC_END. Run by the write-back thread at start,
+ * when the shadow says it lacks it (it restarted), and after a SET
+ * failed. A SET skipped meanwhile leaves SYNC_END unsent: next time. */
+static void resync(struct fcache *fc)
+{
+	uint64_t skipped = atomic_load(&fc->skipped);
+	struct resync r = { .fc = fc };
+
+	if (mark_send(fc, FRAME_MARK_SYNC_BEGIN, 0, 0, 0, NULL, 0, NULL))
+		return;
+	atomic_store(&fc->shadow_failed_ns, 0);   /* writers try again */
+	/* every dirty block is in the set (a write-back may have taken
+	 * some out and not cleaned them) */
+	size_t no = bstore_obj_list(fc->bs, NULL, 0);
+	uint64_t *ids = no ? calloc(no, sizeof(*ids)) : NULL;
+	no = ids ? bstore_obj_list(fc->bs, ids, no) : 0;
+	for (size_t i = 0; i < no; i++) {
+		struct bstore_obj rec;
+		uint64_t gid, nb = 0, nd = 0;
+		if (bstore_obj_get(fc->bs, ids[i], &rec) < 0 || !gid_get(rec.path, &gid) ||
+		    bstore_obj_counts(fc->bs, ids[i], &nb, &nd) < 0 || !nd)
+			continue;
+		uint64_t *idx = calloc(nd, sizeof(*idx));
+		size_t n = idx ? bstore_obj_blocks(fc->bs, ids[i], true, idx, nd) : 0;
+		for (size_t k = 0; k < n && k < nd; k++) {
+			fmark_sent_lock(fc->sent, gid, idx[k]);
+			if (fmark_sent_add(fc->sent, gid, idx[k]) < 0)
+				r.rc = -ENOMEM;
+			fmark_sent_unlock(fc->sent, gid, idx[k]);
+		}
+		free(idx);
+	}
+	free(ids);
+	r.seq = fmark_next_seq(fc->sent);
+	size_t total = fmark_sent_each(fc->sent, resync_one, &r);
+	resync_flush(&r);
+	free(r.blk);
+	uint32_t rf = 0;
+	if (r.rc || atomic_load(&fc->skipped) != skipped ||
+	    mark_send(fc, FRAME_MARK_SYNC_END, 0, 0, 0, NULL, 0, &rf) ||
+	    !(rf & FRAME_MARK_SYNCED))
+		return;
+	atomic_store(&fc->shadow_ok, true);
+	log_info("file cache: the next node holds our %zu dirty marks", total);
+}
+
+/* The write-back thread's look at the shadow, at most every
+ * SHADOW_PING_NS (at once while it lacks our list). */
+static void shadow_check(struct fcache *fc, uint64_t now)
+{
+	uint32_t rf = 0;
+
+	if (!fc->mark || (atomic_load(&fc->shadow_ok) && now < fc->next_ping_ns))
+		return;
+	fc->next_ping_ns = now + SHADOW_PING_NS;
+	if (atomic_load(&fc->shadow_ok) &&
+	    mark_send(fc, FRAME_MARK_PING, 0, 0, 0, NULL, 0, &rf) == 0 &&
+	    (rf & FRAME_MARK_SYNCED))
+		return;
+	resync(fc);
+}
+
+void fcache_set_shadow(struct fcache *fc, uint32_t self_idx, fcache_mark_fn fn,
+		       void *arg)
+{
+	pthread_mutex_lock(&fc->lk);
+	fc->self_idx = self_idx;
+	fc->mark_arg = arg;
+	fc->mark = fn;
+	fc->next_ping_ns = 0;
+	pthread_cond_signal(&fc->cv);   /* the first resync */
+	pthread_mutex_unlock(&fc->lk);
+}
+
 /* ---- write-back ---- */
 
 /* Write the object's dirty blocks to its backing file and fsync it (the
@@ -280,6 +473,7 @@ static int writeback(struct fcache *fc, uint64_t gid)
 			forget(fc, gid);
 			pthread_mutex_unlock(&fc->lk);
 			atomic_fetch_add(&fc->dropped, 1);
+			marks_forget(fc, gid);
 			rc = 0;
 		}
 		goto out;
@@ -300,6 +494,14 @@ static int writeback(struct fcache *fc, uint64_t gid)
 	size_t n = nd ? bstore_obj_blocks(fc->bs, lid, true, idx, nd) : 0;
 	n = n < nd ? n : nd;
 	uint64_t bytes = 0;
+	/* out of the told set before they are read (fmarks.h): a write after
+	 * this tells the shadow again, and the CLEAR leaves its newer mark */
+	uint64_t seq = fc->mark ? fmark_last_seq(fc->sent) : 0;
+	for (size_t k = 0; k < n && fc->mark; k++) {
+		fmark_sent_lock(fc->sent, gid, idx[k]);
+		fmark_sent_remove(fc->sent, gid, idx[k]);
+		fmark_sent_unlock(fc->sent, gid, idx[k]);
+	}
 	for (size_t k = 0; k < n && !rc; k++) {
 		struct bstore_binfo bi;
 		ver[k] = 0;
@@ -316,11 +518,14 @@ static int writeback(struct fcache *fc, uint64_t gid)
 		rc = -errno;
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
+	size_t cleaned = 0;
 	for (size_t k = 0; k < n && !rc; k++)
-		if (ver[k])
-			bstore_block_clean(fc->bs, lid, idx[k], ver[k]);
+		if (ver[k] && bstore_block_clean(fc->bs, lid, idx[k], ver[k]) == 0)
+			idx[cleaned++] = idx[k];
 	if (!rc)
 		atomic_fetch_add(&fc->written_back, bytes);
+	if (fc->mark && cleaned)
+		mark_clean(fc, gid, idx, cleaned, seq);
 free_out:
 	free(idx);
 	free(ver);
@@ -351,6 +556,13 @@ static void *wb_main(void *arg)
 		log_debug("file cache: write-back thread priority: %s", strerror(errno));
 	pthread_mutex_lock(&fc->lk);
 	while (!fc->stop) {
+		if (fc->mark) {
+			pthread_mutex_unlock(&fc->lk);
+			shadow_check(fc, clock_now_ns());
+			pthread_mutex_lock(&fc->lk);
+			if (fc->stop)
+				break;
+		}
 		uint64_t now = clock_now_ns(), next = now + 1000000000ull;
 		size_t n = 0;
 		bool all = fc->wb_all && fc->backing_fd >= 0;
@@ -485,6 +697,8 @@ static void drop_obj(struct fcache *fc, uint64_t gid)
 		atomic_fetch_add(&fc->dropped, 1);
 	}
 	pthread_mutex_unlock(&fc->lk);
+	if (o)
+		marks_forget(fc, gid);
 }
 
 /* Wait out the grace after a restart: the mounts' opens are not all
@@ -571,9 +785,16 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 	bool whole = f->off == 0 && f->len == fc->bsize;  /* needs no old bytes */
 	unsigned flags = BSTORE_DIRTY | (base ? BSTORE_GEN : whole ? 0 : BSTORE_NEED_OLD);
 	for (int tries = 0;; tries++) {
+		/* the shadow knows the block is dirty before it is (fmarks.h) */
+		if (fc->mark) {
+			fmark_sent_lock(fc->sent, f->obj, f->blk);
+			mark_dirty(fc, f->obj, f->blk);
+		}
 		rc = bstore_block_write_src(fc->bs, lid, f->blk, f->off, &src, f->len,
 					    base ? payload : NULL, f->base_len,
 					    flags, f->gen, NULL);
+		if (fc->mark)
+			fmark_sent_unlock(fc->sent, f->obj, f->blk);
 		if (rc != -ENOSPC || tries == SPACE_TRIES)
 			break;
 		/* every block dirty: write back, then try again */
@@ -674,6 +895,25 @@ static int serve_trunc(struct fcache *fc, const struct frame_fop *f)
 	return rc;
 }
 
+static int serve_mark(struct fcache *fc, const struct frame_fop *f,
+		      const uint8_t *payload, struct frame_hdr *r)
+{
+	uint32_t rf = 0;
+	int rc = fmark_tab_apply(fc->marks, f, payload, &rf);
+
+	if (rc == -EPROTO)
+		snprintf(r->text, sizeof(r->text), "MARK owner index or flags out of range");
+	r->fop.flags = rf;
+	return rc;
+}
+
+static int serve_shadow(struct fcache *fc, const struct frame_fop *f,
+			struct frame_hdr *r)
+{
+	r->fop.flags = fmark_tab_query(fc->marks, f->off, f->obj, f->blk);
+	return 0;
+}
+
 static int serve_writeback(struct fcache *fc, const struct frame_fop *f)
 {
 	if (f->flags & FRAME_FILE_SYNC)
@@ -703,7 +943,7 @@ int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
 	r->fop = *f;
 	r->fop.base_len = 0;
 	r->fop.len = 0;
-	if (q->type != FT_FILE_ATTACH && f->obj == 0)
+	if (q->type != FT_FILE_ATTACH && q->type != FT_FILE_MARK && f->obj == 0)
 		return -EPROTO;
 	switch (q->type) {
 	case FT_FILE_ATTACH: return serve_attach(fc, f, payload, r);
@@ -717,6 +957,8 @@ int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
 	case FT_FILE_TRUNC: return serve_trunc(fc, f);
 	case FT_FILE_WRITEBACK: return serve_writeback(fc, f);
 	case FT_FILE_DROP: drop_obj(fc, f->obj); return 0;
+	case FT_FILE_MARK: return serve_mark(fc, f, payload, r);
+	case FT_FILE_SHADOW: return serve_shadow(fc, f, r);
 	default: return -EOPNOTSUPP;
 	}
 }
@@ -779,7 +1021,11 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o)
 	pthread_mutex_init(&fc->lk, NULL);
 	pthread_mutex_init(&fc->wb_mx, NULL);
 	clock_cond_init(&fc->cv);
-	rc = load_objects(fc);
+	rc = fmark_sent_new(&fc->sent);
+	if (!rc)
+		rc = fmark_tab_new(&fc->marks);
+	if (!rc)
+		rc = load_objects(fc);
 	FILE *f = rc ? NULL : fopen(fc->side, "r");
 	if (f) {
 		char path[4200];
@@ -799,6 +1045,8 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o)
 	if (!rc)
 		rc = -pthread_create(&fc->thread, NULL, wb_main, fc);
 	if (rc) {
+		fmark_sent_free(fc->sent);
+		fmark_tab_free(fc->marks);
 		bstore_close(fc->bs);
 		free(fc);
 		return rc;
@@ -826,6 +1074,8 @@ void fcache_close(struct fcache *fc)
 		}
 	if (fc->backing_fd >= 0)
 		close(fc->backing_fd);
+	fmark_sent_free(fc->sent);
+	fmark_tab_free(fc->marks);
 	bstore_close(fc->bs);
 	free(fc);
 }
@@ -849,13 +1099,20 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_served_bytes: %" PRIu64 "\n"
 			 "fcache_writes: %" PRIu64 "\n"
 			 "fcache_dropped_files: %" PRIu64 "\n"
-			 "fcache_writeback_errors: %" PRIu64 "\n",
+			 "fcache_writeback_errors: %" PRIu64 "\n"
+			 "fcache_marks_told: %zu\n"
+			 "fcache_marks_held: %zu\n"
+			 "fcache_mark_errors: %" PRIu64 "\n"
+			 "fcache_shadow_synced: %d\n",
 			 st.blocks_used * st.block_size, st.blocks_dirty * st.block_size,
 			 st.blocks_total * st.block_size, st.objs_used,
 			 (uint64_t)atomic_load(&fc->written_back),
 			 (uint64_t)atomic_load(&fc->served_bytes),
 			 (uint64_t)atomic_load(&fc->writes),
 			 (uint64_t)atomic_load(&fc->dropped),
-			 (uint64_t)atomic_load(&fc->wb_errors));
+			 (uint64_t)atomic_load(&fc->wb_errors),
+			 fmark_sent_count(fc->sent), fmark_tab_count(fc->marks),
+			 (uint64_t)atomic_load(&fc->mark_errors),
+			 fc->mark ? (int)atomic_load(&fc->shadow_ok) : -1);
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
 }

@@ -68,6 +68,18 @@ struct fcache_ident {
  * with "" for dirfd itself). 0 or -errno (-EOPNOTSUPP: no handles). */
 int fcache_ident(int dirfd, const char *path, int flags, struct fcache_ident *id);
 
+/* Dirty marks (cluster/fmarks.h): this node tells its shadow, the next
+ * node of the cluster file, which of its blocks are dirty, and keeps the
+ * marks of the node whose shadow it is (FT_FILE_MARK), which a mount asks
+ * for while that node is down (FT_FILE_SHADOW). fn sends one MARK to the
+ * shadow (f: the FileOp, pl: its payload of len bytes): 0 and the reply's
+ * flags in *rflags, or -errno. Set once, before the first request is
+ * served; without it (one node, tests) nothing is told. */
+typedef int (*fcache_mark_fn)(void *arg, const struct frame_fop *f,
+			      const void *pl, size_t len, uint32_t *rflags);
+void fcache_set_shadow(struct fcache *fc, uint32_t self_idx, fcache_mark_fn fn,
+		       void *arg);
+
 /* A restart's grace. The home's open counts and its file locks live in
  * DRAM: a daemon restarted where mounts were attached before (its NVRAM
  * names a backing directory) knows neither. For FCACHE_GRACE_MS the

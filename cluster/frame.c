@@ -27,6 +27,7 @@ _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PARITY_UPDATE_MANY == (int)FT_PARITY_
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_DROP_MANY == (int)FT_PAGE_DROP_MANY, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_ATTACH == (int)FT_FILE_ATTACH, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_DROP == (int)FT_FILE_DROP, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_SHADOW == (int)FT_FILE_SHADOW, "proto enum");
 _Static_assert(2 * FRAME_FILE_MAX_BLOCK <= FRAME_MAX_CONN_PAYLOAD, "a file write fits a connection's buffer");
 _Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
 _Static_assert((int)NVCACHE__NODE_STATE__NS_SELF == (int)FN_SELF, "proto enum");
@@ -71,7 +72,7 @@ static uint32_t get_be32(const uint8_t *p)
 
 bool frame_type_file(uint32_t type)
 {
-	return type >= FT_FILE_ATTACH && type <= FT_FILE_DROP;
+	return type >= FT_FILE_ATTACH && type <= FT_FILE_SHADOW;
 }
 
 bool frame_type_known(uint32_t type)
@@ -122,6 +123,14 @@ static int file_payload_check(uint32_t type, bool reply, uint32_t status,
 				*why = "empty FILE_READ";
 				return -EPROTO;
 			}
+			break;
+		case FT_FILE_MARK:
+			if (f->len % 8 || (f->len && !(f->flags & (FRAME_MARK_SET |
+							  FRAME_MARK_CLEAR)))) {
+				*why = "MARK's block list does not fit";
+				return -EPROTO;
+			}
+			want = f->len;
 			break;
 		default:
 			break;
@@ -735,7 +744,8 @@ const char *frame_type_name(uint32_t type)
 		[FT_FILE_SETSIZE] = "FILE_SETSIZE", [FT_FILE_UNLINK] = "FILE_UNLINK",
 		[FT_FILE_READ] = "FILE_READ", [FT_FILE_WRITE] = "FILE_WRITE",
 		[FT_FILE_TRUNC] = "FILE_TRUNC", [FT_FILE_WRITEBACK] = "FILE_WRITEBACK",
-		[FT_FILE_DROP] = "FILE_DROP",
+		[FT_FILE_DROP] = "FILE_DROP", [FT_FILE_MARK] = "FILE_MARK",
+		[FT_FILE_SHADOW] = "FILE_SHADOW",
 	};
 	return frame_type_known(type) ? names[type] : "UNKNOWN";
 }

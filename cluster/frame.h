@@ -65,8 +65,9 @@ enum frame_type {
 	/* 22..39 unused (frame_type_known) */
 	FT_FILE_ATTACH = 40, FT_FILE_OPEN, FT_FILE_CLOSE, FT_FILE_GETATTR,
 	FT_FILE_SETSIZE, FT_FILE_UNLINK, FT_FILE_READ, FT_FILE_WRITE,
-	FT_FILE_TRUNC, FT_FILE_WRITEBACK, FT_FILE_DROP,
-	/* 51..59 unused */
+	FT_FILE_TRUNC, FT_FILE_WRITEBACK, FT_FILE_DROP, FT_FILE_MARK,
+	FT_FILE_SHADOW,
+	/* 53..59 unused */
 	FT_FILE_LOCK = 60, FT_COUNT
 };
 enum frame_status {
@@ -127,6 +128,21 @@ struct frame_lock {
 				* punched too), dirty ones are zeroed */
 #define FRAME_FILE_RECLAIM 512u /* OPEN with HOME: blk handles open on the
 				 * mount since before the home restarted */
+/* MARK (owner -> shadow; off: the owner's node index, size: a sequence
+ * number, cluster/fmarks.h): */
+#define FRAME_MARK_SET        1u  /* blk of obj (or the payload's blocks)
+				   * is dirty at the owner */
+#define FRAME_MARK_CLEAR      2u  /* the payload's blocks of obj, if not
+				   * marked after size, are clean */
+#define FRAME_MARK_CLEAR_OBJ  4u  /* every mark of obj (dropped) */
+#define FRAME_MARK_SYNC_BEGIN 8u  /* forget the owner's marks: all follow */
+#define FRAME_MARK_SYNC_END   16u /* the owner's marks are whole again */
+#define FRAME_MARK_PING       32u /* reply flags: SYNCED or not */
+#define FRAME_MARK_SYNCED     64u
+/* SHADOW's reply flags (neither: clean, read the backing) */
+#define FRAME_SHADOW_DIRTY    1u
+#define FRAME_SHADOW_UNKNOWN  2u
+#define FRAME_MARK_MAX_BLOCKS (FRAME_FILE_MAX_BLOCK / 8)
 struct frame_fop {
 	uint64_t obj, blk, size, digest;
 	uint32_t off, len, flags, gen, base_len, handle_type;

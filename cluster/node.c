@@ -986,7 +986,8 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 	case FT_FILE_ATTACH: case FT_FILE_OPEN: case FT_FILE_CLOSE:
 	case FT_FILE_GETATTR: case FT_FILE_SETSIZE: case FT_FILE_UNLINK:
 	case FT_FILE_READ: case FT_FILE_WRITE: case FT_FILE_TRUNC:
-	case FT_FILE_WRITEBACK: case FT_FILE_DROP:
+	case FT_FILE_WRITEBACK: case FT_FILE_DROP: case FT_FILE_MARK:
+	case FT_FILE_SHADOW:
 		if (!n->fc) {
 			rc = -EOPNOTSUPP;
 			snprintf(r->text, sizeof(r->text), "node %u has no file cache "
@@ -1347,6 +1348,30 @@ static void *acceptor_main(void *arg)
 
 /* --- start / stop -------------------------------------------------------- */
 
+/* The file cache's dirty marks to this node's shadow, the next node of
+ * the cluster file (cluster/fmarks.h), on a handle of the forwarding
+ * pool: leased for this one call (the caller holds no other lease). */
+static int send_mark(void *arg, const struct frame_fop *f, const void *pl,
+		     size_t len, uint32_t *rflags)
+{
+	struct node *n = arg;
+	unsigned shadow = (unsigned)((n->me - n->cfg.nodes) + 1) % n->cfg.n_nodes;
+	struct peerpool_lease l = { 0 };
+	struct frame_fop rf = { 0 };
+	struct iovec iov = { (void *)pl, len };
+	char err[256];
+
+	int rc = peerpool_get(n->fwd, shadow, 2000, &l, err, sizeof(err));
+	if (rc)
+		return rc;
+	rc = cluster_client_file_call(l.cl, FT_FILE_MARK, f, &iov, len ? 1 : 0,
+				      &rf, NULL, 0);
+	peerpool_put(n->fwd, &l, rc == -ECONNRESET || rc == -EPIPE ||
+		     rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -EPROTO);
+	*rflags = rf.flags;
+	return rc;
+}
+
 static int bind_listen(struct node *n)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
@@ -1472,6 +1497,8 @@ int node_start(struct node **out, const struct node_opts *o)
 		goto fail;
 	if (n->fc)
 		locksvc_grace(n->locks, fcache_grace_end(n->fc));
+	if (n->fc && n->cfg.n_nodes > 1)
+		fcache_set_shadow(n->fc, (uint32_t)(n->me - n->cfg.nodes), send_mark, n);
 	if (o->tier) {
 		n->tier_bytes = o->tier->pages * PAGESTORE_PAGE;
 		n->mem_offer = n->tier_bytes;   /* until meminfo is read */

@@ -62,6 +62,11 @@ uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk)
 uint32_t fcl_node_id(const struct fcl *c, uint32_t idx) { return c->nodes[idx].id; }
 uint64_t fcl_unit(const struct fcl *c) { return c->unit; }
 
+uint32_t fcl_shadow(const struct fcl *c, uint32_t idx)
+{
+	return (idx + 1) % c->n;
+}
+
 uint32_t fcl_home(const struct fcl *c, uint64_t gid)
 {
 	return (uint32_t)(gid % c->n);
@@ -154,14 +159,17 @@ static void conn_put(struct fcl_node *nd, struct cluster_client *cl, bool broken
 }
 
 
-int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
-	     const struct frame_fop *f, const struct iovec *pl, unsigned npl,
-	     struct frame_fop *rf, void *buf, size_t buflen)
+/* fcl_call, and *down: the node could not be reached (no connection,
+ * or it broke twice), as opposed to an answer. */
+static int call_one(struct fcl *c, uint32_t idx, uint32_t type,
+		    const struct frame_fop *f, const struct iovec *pl, unsigned npl,
+		    struct frame_fop *rf, void *buf, size_t buflen, bool *down)
 {
 	struct fcl_node *nd = &c->nodes[idx];
 	struct cluster_client *cl;
 	int rc;
 
+	*down = true;
 	/* a connection the node closed (a restart) fails at once: one retry
 	 * on a fresh one */
 	for (int tries = 0; tries < 2; tries++) {
@@ -175,10 +183,20 @@ int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
 				 frame_type_name(type), cluster_client_last_error(cl)[0] ?
 				 cluster_client_last_error(cl) : strerror(-rc));
 		conn_put(nd, cl, broken);
-		if (!broken)
+		if (!broken) {
+			*down = false;
 			return rc;
+		}
 	}
 	return -EIO;
+}
+
+int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
+	     const struct frame_fop *f, const struct iovec *pl, unsigned npl,
+	     struct frame_fop *rf, void *buf, size_t buflen)
+{
+	bool down;
+	return call_one(c, idx, type, f, pl, npl, rf, buf, buflen, &down);
 }
 
 /* fcl_call_many's rounds: every node with requests to do gets up to a
@@ -207,6 +225,7 @@ static void call_round(struct fcl *c, struct fcl_req *r, unsigned n, bool *more)
 			}
 			if (!cl[i] && conn_get(c, &c->nodes[i], &cl[i])) {
 				r[k].rc = -EIO;
+				r[k].down = true;
 				continue;
 			}
 			if (cluster_client_file_start(cl[i], r[k].type, &r[k].f, r[k].pl,
@@ -237,15 +256,18 @@ void fcl_call_many(struct fcl *c, struct fcl_req *r, unsigned n)
 {
 	bool more = true;
 
-	for (unsigned k = 0; k < n; k++)
+	for (unsigned k = 0; k < n; k++) {
 		r[k].rc = r[k].idx < c->n ? 1 : -EINVAL;
+		r[k].down = false;
+	}
 	while (more)
 		call_round(c, r, n, &more);
 	/* what a broken connection left: one at a time, reconnecting */
 	for (unsigned k = 0; k < n; k++)
 		if (r[k].rc == 1)
-			r[k].rc = fcl_call(c, r[k].idx, r[k].type, &r[k].f, r[k].pl,
-					   r[k].npl, &r[k].rf, r[k].buf, r[k].buflen);
+			r[k].rc = call_one(c, r[k].idx, r[k].type, &r[k].f, r[k].pl,
+					   r[k].npl, &r[k].rf, r[k].buf, r[k].buflen,
+					   &r[k].down);
 }
 
 void fcl_on_restart(struct fcl *c, fcl_restart_fn fn, void *arg)

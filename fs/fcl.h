@@ -10,6 +10,7 @@
  *
  * Threads: every function may be called from any thread. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -36,6 +37,9 @@ uint32_t fcl_nodes(const struct fcl *c);
 /* The cluster file as loaded (node index i is its i-th node). */
 const struct cluster_config *fcl_config(const struct fcl *c);
 uint32_t fcl_block(const struct fcl *c);
+/* The node that knows which of node idx's blocks are dirty: the next
+ * one (cluster/fmarks.h). */
+uint32_t fcl_shadow(const struct fcl *c, uint32_t idx);
 /* The node index (0..nodes-1) owning block blk of object gid: stripes of
  * stripe_unit dealt round robin from node gid % nodes, the home, which
  * keeps the file's record. (stripe_unit=auto needs a size every node
@@ -63,6 +67,7 @@ struct fcl_req {
 	size_t buflen;
 	struct frame_fop rf;
 	int rc;
+	bool down;   /* rc -EIO: the node could not be reached */
 };
 void fcl_call_many(struct fcl *c, struct fcl_req *r, unsigned n);
 /* A node's restart. A node keeps the open counts of the files it is home

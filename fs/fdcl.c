@@ -282,6 +282,37 @@ static struct fcl_req *pieces(struct fs *fs, uint64_t gid, uint32_t type,
 	return r;
 }
 
+/* A read's range whose owner could not be reached: its shadow knows
+ * whether the owner holds the block dirty (cluster/fmarks.h). -ENOENT
+ * (clean there: the backing holds the bytes), or -EIO (dirty there, the
+ * only copy of its newest bytes; or nobody knows), logged. */
+static int down_owner(struct fs *fs, struct fs_inode *ino, const struct fcl_req *q)
+{
+	static struct log_limit lost_log;
+	uint32_t shadow = fcl_shadow(fs->cl, q->idx);
+	struct frame_fop f = { .obj = q->f.obj, .blk = q->f.blk, .off = q->idx },
+			 rf = { 0 };
+	char note[96];
+
+	if (shadow == q->idx)
+		return -EIO;
+	int r = fcl_call(fs->cl, shadow, FT_FILE_SHADOW, &f, NULL, 0, &rf, NULL, 0);
+	if (!r && !rf.flags) {
+		atomic_fetch_add(&fs->st.down_reads, 1);
+		return -ENOENT;
+	}
+	atomic_fetch_add(&fs->st.down_lost, 1);
+	if (log_limit(&lost_log, 10, note, sizeof(note)))
+		log_err("cluster: node %u is down and holds block %llu of file "
+			"%016llx (inode %llu) %s: EIO%s", fcl_node_id(fs->cl, q->idx),
+			(unsigned long long)q->f.blk, (unsigned long long)q->f.obj,
+			(unsigned long long)ino->ino,
+			r ? "(its shadow is down too)" :
+			rf.flags & FRAME_SHADOW_DIRTY ? "dirty, not written back" :
+			"perhaps dirty (its shadow lacks its list)", note);
+	return -EIO;
+}
+
 ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		  size_t len, char *buf)
 {
@@ -316,6 +347,8 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	size_t done = 0;
 	for (unsigned k = 1; k < n && done < len && r >= 0; k++) {
 		r = q[k].rc;
+		if (q[k].down)
+			r = down_owner(fs, ino, &q[k]);
 		if (r == -ENOENT) {
 			/* not cached: the backing holds the bytes */
 			atomic_fetch_add(&fs->st.misses, 1);

@@ -135,6 +135,9 @@ struct fs_stats {
 	atomic_uint_fast64_t spliced;   /* write bytes read from the pipe */
 	/* the kernel's READ and WRITE requests answered, and their bytes */
 	atomic_uint_fast64_t read_ops, read_bytes, write_ops, write_bytes;
+	/* cluster mount: ranges of a down node read from the backing (its
+	 * shadow has no mark), and refused (EIO: dirty there, or unknown) */
+	atomic_uint_fast64_t down_reads, down_lost;
 };
 
 /* The rendezvous of fdwait.c (fs.fdw). */

@@ -420,6 +420,8 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "block_size", bst.block_size },
 		{ "hits", atomic_load(&s->hits) },
 		{ "misses", atomic_load(&s->misses) },
+		{ "down_node_backing_reads", atomic_load(&s->down_reads) },
+		{ "down_node_lost_reads", atomic_load(&s->down_lost) },
 		{ "prefetched_bytes", atomic_load(&s->prefetched) },
 		{ "dirty_bytes", bst.blocks_dirty * bst.block_size },
 		{ "written_back_bytes", atomic_load(&s->written_back) },

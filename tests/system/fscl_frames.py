@@ -35,7 +35,7 @@ def frame(mtype, fop, payload):
     return pre + struct.pack(">I", crc) + hdr + payload
 
 OBJ, BLK, OFF, LEN, SIZE, FLAGS, GEN, BASE = 1, 2, 3, 4, 5, 6, 7, 8
-WRITE, READ, ATTACH, OPEN = 47, 46, 40, 41
+WRITE, READ, ATTACH, OPEN, MARK = 47, 46, 40, 41, 51
 kinds = {
     # a range past the frame layer's block cap
     "range": (WRITE, {OBJ: 5, OFF: 131000, LEN: 1000}, b"x" * 1000),
@@ -49,6 +49,8 @@ kinds = {
     "handle": (OPEN, {OBJ: 5, LEN: 200}, b"h" * 200),
     # a type in the enum's gap
     "gap": (30, {OBJ: 5}, b""),
+    # dirty marks: a block list that is not whole 8-byte indexes
+    "marklist": (MARK, {OBJ: 5, LEN: 12, FLAGS: 1}, b"m" * 12),
 }
 t, fop, pl = kinds[sys.argv[1]]
 sys.stdout.buffer.write(frame(t, fop, pl))

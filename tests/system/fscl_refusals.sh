@@ -48,15 +48,15 @@ kill "$bare"
 
 # hostile frames to node 2, after the handshake
 before=$(fscl_stat 2 bad_frames)
-for k in range short read path handle gap; do
+for k in range short read path handle gap marklist; do
   out=$(python3 "$here/fscl_frames.py" $k | "$(t_bin nvcache-client)" --cluster "$conf" --node 2 raw)
   [[ $out == "reply ERROR status=bad frame"* ]] || t_fail "hostile frame '$k': $out"
 done
 after=$(fscl_stat 2 bad_frames)
-[ $((after - before)) -eq 6 ] || t_fail "bad_frames went from $before to $after, not by 6"
+[ $((after - before)) -eq 7 ] || t_fail "bad_frames went from $before to $after, not by 7"
 t_wait 5 grep -q "bad frame from .*file range over the block cap" "$T_DIR/node2-fs.log" || t_fail "no log line for the bad range"
 # the nodes go on: a file through both mounts
 head -c 300000 /dev/urandom >"$T_DIR/ref"
 cp "$T_DIR/ref" "$T_DIR/m1/after" && cmp "$T_DIR/ref" "$T_DIR/m2/after" || t_fail "the nodes stopped serving after the hostile frames"
-t_log "6 hostile file frames refused, the nodes serve on"
+t_log "7 hostile file frames refused, the nodes serve on"
 fscl_stop

@@ -13,7 +13,11 @@
 # its grace, even from an idle one (node 2's mount, untouched after the
 # kill): a lock held there across the restart still keeps another node's
 # F_SETLK out, and a file open there and unlinked through another node
-# after the restart stays whole for its holder.
+# after the restart stays whole for its holder. While node 2 is down, a
+# file it holds clean reads whole (its blocks from the backing: node 3,
+# its shadow, has no dirty mark for them), and a file it holds dirty
+# fails with EIO in node 2's stripe only (never stale bytes), then
+# reaches the backing whole after the restart.
 T_TIMEOUT=${T_TIMEOUT:-90}
 . "$(dirname "$0")/lib.sh"
 FSCL_N=3
@@ -31,6 +35,8 @@ import os, sys, time
 paths, acked = sys.argv[1:3], sys.argv[3]
 fds = [os.open(p, os.O_CREAT | os.O_WRONLY, 0o644) for p in paths]
 ok = open(acked, "w")
+while not os.path.exists(acked + ".go"):   # the other files are set up
+    time.sleep(0.05)
 t_end = time.time() + 60
 rnd = 0
 while time.time() < t_end:
@@ -55,7 +61,7 @@ writers=$!
 # then holds connections to node 2 for its locks), and one homed
 # elsewhere; homes are a hash of the file handle, so 64 files leave
 # node 2 without one with odds (2/3)^64
-home2=() held=""
+home2=() held="" others=()
 for k in $(seq 0 63); do
   : >"$m1/lk$k"
   lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/lk$k") ||
@@ -64,13 +70,33 @@ for k in $(seq 0 63); do
     home2+=("lk$k")
   else
     [ -n "$held" ] || held=lk$k
+    others+=("lk$k")
   fi
-  [ "${#home2[@]}" -ge 3 ] && [ -n "$held" ] && break
+  [ "${#home2[@]}" -ge 3 ] && [ "${#others[@]}" -ge 3 ] && break
 done
 # three files homed at node 2 leave (2/3)^64 odds of failing a few times
 [ "${#home2[@]}" -ge 3 ] || t_fail "fewer than 3 files of 64 have node 2 as their home"
-[ -n "$held" ] || t_fail "every file of 64 has node 2 as its home"
+[ "${#others[@]}" -ge 3 ] || t_fail "fewer than 3 files of 64 have another home than node 2"
 lockf=$m1/${home2[0]}
+# homed elsewhere, 3 MiB over 1 MiB stripes: a stripe on each node; one
+# written and closed (written back, then clean in the owners' NVRAM), one
+# kept open (dirty: no write-back while open)
+cleanf=${others[1]} dirtyf=${others[2]}
+head -c $((3 << 20)) /dev/urandom >"$T_DIR/clean.ref"
+head -c $((3 << 20)) /dev/urandom >"$T_DIR/dirty.ref"
+cp "$T_DIR/clean.ref" "$m1/$cleanf"
+t_wait 10 cmp -s "$T_DIR/clean.ref" "$T_DIR/b/$cleanf" || t_fail "$cleanf not written back"
+python3 -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.write(fd, open(sys.argv[2], "rb").read())
+open(sys.argv[3], "w").close()
+while not os.path.exists(sys.argv[4]):
+    time.sleep(0.1)
+os.close(fd)' "$m1/$dirtyf" "$T_DIR/dirty.ref" "$T_DIR/dirty.ready" "$T_DIR/dirty.close" &
+dirtyw=$!
+t_cleanup "kill $dirtyw 2>/dev/null"
+t_wait 10 test -e "$T_DIR/dirty.ready" || t_fail "$dirtyf not written"
+dlay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/$dirtyf")
 setlk() {  # setlk FILE: an fcntl write lock taken and let go, or the error
   python3 -c 'import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR)
@@ -112,6 +138,7 @@ if got != data:
 holder2=$!
 t_cleanup "kill $holder2 2>/dev/null"
 t_wait 10 test -e "$T_DIR/held2" || t_fail "no lock or file held through node 2's mount: $(tail -1 "$T_DIR/holder2.err")"
+touch "$T_DIR/acked.go"
 t_wait 30 test -e "$T_DIR/acked.ready" || t_fail "the writers did not start"
 sleep 0.5
 kill -9 "${pid[2]}"
@@ -120,6 +147,28 @@ sleep 0.5
 # the others declare it dead (1 s without a heartbeat) before it returns
 seen_dead() { [ "$(cluster_stat 1 nodes_dead)" = 1 ]; }
 t_wait 10 seen_dead || t_fail "node 1 never declared node 2 dead"
+# node 2 down: its clean blocks from the backing, its dirty ones EIO
+cmp "$T_DIR/clean.ref" "$m3/$cleanf" ||
+  t_fail "a file node 2 holds clean does not read whole while node 2 is down"
+python3 - "$m3/$dirtyf" "$T_DIR/dirty.ref" "$dlay" <<'PY' || t_fail "a file node 2 holds dirty read wrong while node 2 was down"
+import errno, os, sys
+path, ref, lay = sys.argv[1], open(sys.argv[2], "rb").read(), sys.argv[3]
+owners = [int(x) for x in lay.split("nodes=")[1].split()[0].split(",")]
+fd = os.open(path, os.O_RDONLY)
+for k in range(3):
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    try:
+        got = os.pread(fd, 1 << 20, k << 20)
+    except OSError as e:
+        if e.errno == errno.EIO and owners[k % len(owners)] == 2:
+            continue
+        sys.exit("stripe %d (node %d): %s" % (k, owners[k % len(owners)], e))
+    if owners[k % len(owners)] == 2:
+        sys.exit("stripe %d, dirty on the down node 2, read %d bytes" % (k, len(got)))
+    if got != ref[k << 20:(k + 1) << 20]:
+        sys.exit("stripe %d (node %d) reads other bytes" % (k, owners[k % len(owners)]))
+PY
+t_log "node 2 down: its clean blocks read from the backing, its dirty ones fail (EIO)"
 cluster_node_restart 2 fs2
 wait $writers || t_fail "the writers failed"
 t_wait 10 grep -q "file cache: .* files found in NVRAM" "$T_DIR/node2-fs2.log" ||
@@ -142,6 +191,8 @@ rm "$m3/${home2[2]}"
 touch "$T_DIR/reread"
 wait $holder2 || t_fail "$(tail -1 "$T_DIR/holder2.err") (node 2's restart lost its open count)"
 t_log "the restarted home got back its locks and open counts from an idle mount"
+touch "$T_DIR/dirty.close"
+wait $dirtyw || t_fail "the writer of $dirtyf failed"
 
 # each chunk holds its last acknowledged round, or a later one (a write
 # that failed may still have reached its owner); read through node 2
@@ -179,6 +230,8 @@ t_log "every acknowledged write reads back through another mount ($failed failed
 # after the last close everything reaches the backing, the restarted
 # node's blocks too
 t_wait 15 check "$T_DIR/b/w1" "$T_DIR/b/w3" || { check "$T_DIR/b/w1" "$T_DIR/b/w3"; t_fail "the backing lacks acknowledged writes"; }
+t_wait 15 cmp -s "$T_DIR/dirty.ref" "$T_DIR/b/$dirtyf" ||
+  t_fail "the file node 2 held dirty while down did not reach the backing whole"
 t_log "the backing holds every acknowledged write"
 
 # fsync=backing (mount 3): once fsync returns, every owner has written

@@ -3,7 +3,7 @@
  * before use, byte ranges of one block merged over its backing bytes, the
  * home's size, opens and doomed flag, the backing directory's checks, and
  * the store found again after a reopen, with its open counts reclaimed in
- * a restart's grace. */
+ * a restart's grace; dirty marks told to a shadow (a second cache). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -368,6 +369,130 @@ static void restart_reclaim(void **state)
 	rmdir(dir);
 }
 
+/* The shadow: a second cache served in this process, reached through
+ * the mark callback (NULL while it is "down"). */
+static pthread_mutex_t shadow_mx = PTHREAD_MUTEX_INITIALIZER;
+static struct fcache *shadow_fc;
+static uint8_t shadow_out[FRAME_FILE_MAX_BLOCK];
+
+static int to_shadow(void *arg, const struct frame_fop *f, const void *pl,
+		     size_t len, uint32_t *rflags)
+{
+	struct frame_hdr q = { .type = FT_FILE_MARK, .fop = *f }, r = { 0 };
+	const void *o;
+	int rc = -ECONNREFUSED;
+	(void)arg;
+	(void)len;
+	pthread_mutex_lock(&shadow_mx);
+	if (shadow_fc)
+		rc = fcache_serve(shadow_fc, &q, pl, &r, shadow_out, &o);
+	pthread_mutex_unlock(&shadow_mx);
+	*rflags = r.fop.flags;
+	return rc;
+}
+
+/* What the shadow says of block blk of obj at owner 0. */
+static uint32_t shadow_says(uint64_t obj, uint64_t blk)
+{
+	struct frame_hdr r;
+	pthread_mutex_lock(&shadow_mx);
+	assert_int_equal(call(shadow_fc, FT_FILE_SHADOW, (struct frame_fop){ .obj = obj,
+			 .blk = blk, .off = 0 }, NULL, &r), 0);
+	pthread_mutex_unlock(&shadow_mx);
+	return r.fop.flags;
+}
+
+static bool shadow_wait(uint64_t obj, uint64_t blk, uint32_t want)
+{
+	for (int i = 0; i < 500; i++) {
+		if (shadow_says(obj, blk) == want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static struct fcache *open_shadow(const char *p)
+{
+	struct fcache_opts o = { .path = p, .size = 8 << 20, .digest = DIGEST,
+				 .self = 2 };
+	struct fcache *fc;
+	assert_int_equal(fcache_open(&fc, &o), 0);
+	return fc;
+}
+
+/* An owner tells its shadow which blocks are dirty: before the write's
+ * reply, cleared by the write-back, gone with the object, and told again
+ * whole to a shadow that restarted (UNKNOWN until then). */
+static void shadow_marks(void **state)
+{
+	char spath[128], dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[128];
+	static uint8_t pl[256], block[65536];
+	struct frame_hdr r;
+	struct fcache_ident id;
+	(void)state;
+
+	snprintf(spath, sizeof(spath), "%s-shadow", path);
+	unlink(spath);
+	shadow_fc = open_shadow(spath);
+	struct fcache *fc = open_fc();
+	assert_non_null(mkdtemp(dir));
+	struct frame_fop f = attach_req(dir, DIGEST, pl);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	assert_int_equal(shadow_says(7, 2), FRAME_SHADOW_UNKNOWN);
+	fcache_set_shadow(fc, 0, to_shadow, NULL);
+	assert_true(shadow_wait(7, 2, 0));   /* the first resync: nothing */
+
+	snprintf(file, sizeof(file), "%s/f", dir);
+	int fd = open(file, O_CREAT | O_WRONLY, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fcache_ident(AT_FDCWD, file, 0, &id), 0);
+	struct frame_fop op = { .obj = 7, .len = id.len, .handle_type = id.type,
+				.flags = FRAME_FILE_HOME };
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	memset(block, 'd', sizeof(block));
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 2, .len = 65536 }, block, &r), 0);
+	/* marked before the reply */
+	assert_int_equal(shadow_says(7, 2), FRAME_SHADOW_DIRTY);
+	assert_int_equal(shadow_says(7, 3), 0);
+	/* written back: clean, the mark gone */
+	assert_int_equal(call(fc, FT_FILE_WRITEBACK, (struct frame_fop){ .obj = 7,
+			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
+	assert_int_equal(shadow_says(7, 2), 0);
+	/* dirty again, then the shadow restarts: unknown until the owner
+	 * (its write-back thread's ping) tells it again */
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 4, .len = 65536 }, block, &r), 0);
+	assert_int_equal(shadow_says(7, 4), FRAME_SHADOW_DIRTY);
+	pthread_mutex_lock(&shadow_mx);
+	fcache_close(shadow_fc);
+	shadow_fc = NULL;
+	pthread_mutex_unlock(&shadow_mx);
+	struct fcache *s2 = open_shadow(spath);
+	pthread_mutex_lock(&shadow_mx);
+	shadow_fc = s2;
+	pthread_mutex_unlock(&shadow_mx);
+	assert_int_equal(shadow_says(7, 4), FRAME_SHADOW_UNKNOWN);
+	assert_true(shadow_wait(7, 4, FRAME_SHADOW_DIRTY));
+	assert_int_equal(shadow_says(7, 2), 0);
+	/* dropped (unlinked at its last close): no mark left */
+	assert_int_equal(call(fc, FT_FILE_DROP, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(shadow_says(7, 4), 0);
+	fcache_close(fc);
+	pthread_mutex_lock(&shadow_mx);
+	fcache_close(shadow_fc);
+	shadow_fc = NULL;
+	pthread_mutex_unlock(&shadow_mx);
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	unlink(spath);
+	unlink(file);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -377,6 +502,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(home, setup, teardown),
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_reclaim, setup, teardown),
+		cmocka_unit_test_setup_teardown(shadow_marks, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -127,6 +127,11 @@ static void roundtrip_every_type(void **state)
 				bool named = !reply && (t == FT_FILE_ATTACH || t == FT_FILE_OPEN);
 				h.fop.base_len = w ? 1000 : 0;
 				h.payload_len = w ? 1100 : named || (reply && t == FT_FILE_READ) ? 100 : 0;
+				if (t == FT_FILE_MARK && !reply) {
+					/* flags 1: a SET of 12 blocks */
+					h.fop.len = 96;
+					h.payload_len = 96;
+				}
 			}
 			if (t == FT_NODE_STATS) {
 				h.page_id = 900;
