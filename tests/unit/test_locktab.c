@@ -292,7 +292,7 @@ struct waiter {
 	struct lt_owner o;
 	uint64_t id;
 	int rc[8];
-	int n;
+	_Atomic int n;
 };
 
 /* F_SETLKW as a client does it: ask, and ask again while "in progress" */
@@ -331,7 +331,10 @@ static void test_service(void **state)
 	struct waiter w = { .s = s, .o = b, .id = 77 };
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, wait_thread, &w), 0);
-	usleep(180 * 1000);
+	/* two "in progress" answers at least (a loaded machine may take
+	 * longer than their 50 ms each) */
+	for (int i = 0; i < 1000 && w.n < 2; i++)
+		usleep(10 * 1000);
 	assert_int_equal(locksvc_set(s, 1, LT_POSIX, &a, &un, false, 0, 0,
 				     NULL), 0);
 	pthread_join(th, NULL);
