@@ -201,6 +201,22 @@ size_t itab_idle(struct fs *fs, uint64_t *out, size_t max)
 	return n;
 }
 
+size_t itab_datafd_holders(struct fs *fs, const struct fs_inode *skip,
+			   struct fs_inode **out, size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&fs->itab_lk);
+	for (size_t h = 0; h < fs->itab_size && n < max; h++)
+		for (struct fs_inode *i = fs->itab[h]; i && n < max; i = i->hnext)
+			if (i != skip && i->datafd >= 0 && !i->opens) {
+				i->refs++;
+				out[n++] = i;
+			}
+	pthread_mutex_unlock(&fs->itab_lk);
+	return n;
+}
+
 size_t itab_obj_holders(struct fs *fs, bool open, struct fs_inode **out,
 			size_t max)
 {
