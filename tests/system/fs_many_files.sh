@@ -14,7 +14,7 @@
 #     FUSE_NOTIFY_PRUNE: Linux 6.18; before, 400 files, under the limit).
 # Every file must read back the same through the mount and in the backing
 # directory after unmount.
-T_TIMEOUT=${T_TIMEOUT:-180}
+T_TIMEOUT=${T_TIMEOUT:-300}
 . "$(dirname "$0")/lib.sh"
 t_require_root
 t_require_cmd fusermount3 python3 prlimit
