@@ -9,6 +9,8 @@
 
 /* How long a writer waits for space before it tries again. */
 #define SPACE_WAIT_NS 50000000ull
+/* How long a write that would list one file too many waits, at most. */
+#define FILES_WAIT_NS 10000000000ull
 
 void dirty_init(struct fs *fs)
 {
@@ -148,5 +150,29 @@ void dirty_wait_space(struct fs *fs)
 	pthread_cond_signal(&fs->wb_cv);
 	clock_deadline(&ts, SPACE_WAIT_NS);
 	pthread_cond_timedwait(&fs->space_cv, &fs->wb_lk, &ts);
+	pthread_mutex_unlock(&fs->wb_lk);
+}
+
+void dirty_wait_files(struct fs *fs, struct fs_inode *ino)
+{
+	uint64_t max = fs->dirty_files_max, end = 0;
+	struct timespec ts;
+
+	pthread_mutex_lock(&fs->wb_lk);
+	while (max && fs->ndirty_files >= max && !ino->on_dirty && !fs->stop) {
+		uint64_t now = clock_now_ns();
+		if (!end) {
+			end = now + FILES_WAIT_NS;
+			atomic_fetch_add(&fs->st.bp_waits, 1);
+		} else if (now >= end) {
+			break;
+		}
+		/* the listed files are written back now, not after their
+		 * delay; each one done wakes us (space_cv) */
+		fs->wb_urgent = true;
+		pthread_cond_signal(&fs->wb_cv);
+		clock_deadline(&ts, SPACE_WAIT_NS);
+		pthread_cond_timedwait(&fs->space_cv, &fs->wb_lk, &ts);
+	}
 	pthread_mutex_unlock(&fs->wb_lk);
 }

@@ -63,6 +63,27 @@ static void log_wb_error(struct fs_inode *ino, int err)
 		strerror(-err));
 }
 
+/* Out of descriptors, the write-back is what frees them (a listed file
+ * holds its O_PATH fd until written back), so it must not wait for one
+ * the way a lookup does: it closes the data fds of files that are not
+ * open (a cache of opens: their next use opens again) and takes one of
+ * the slots. Another thread may take a slot first; so a few go, and
+ * inode_datafd's wait (for the forget thread) is left as the fallback. */
+#define WB_ROOM 8
+
+static void make_room(struct fs *fs, struct fs_inode *ino)
+{
+	struct fs_inode *cand[4 * WB_ROOM];
+	size_t n = itab_datafd_holders(fs, ino, cand, 4 * WB_ROOM), closed = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		if (closed < WB_ROOM && inode_close_unused(fs, cand[k]))
+			closed++;
+		itab_unref(fs, cand[k]);
+	}
+	atomic_fetch_add(&fs->st.wb_fd_steals, closed);
+}
+
 static int writeback_pass(struct fs *fs, struct fs_inode *ino)
 {
 	uint32_t B = fs->cfg.block_size;
@@ -81,8 +102,14 @@ static int writeback_pass(struct fs *fs, struct fs_inode *ino)
 	size = ino->size;
 	bsize = ino->bsize;
 	wgen = ino->wgen;
-	fd = obj ? inode_datafd(fs, ino) : 0;
+	fd = obj ? inode_datafd_nowait(fs, ino) : 0;
 	pthread_mutex_unlock(&ino->lk);
+	if (fd == -EMFILE || fd == -ENFILE) {
+		make_room(fs, ino);
+		pthread_mutex_lock(&ino->lk);
+		fd = inode_datafd(fs, ino);
+		pthread_mutex_unlock(&ino->lk);
+	}
 	if (!obj)
 		goto out;
 	if (fd < 0) {

@@ -399,6 +399,7 @@ ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	ssize_t ret = 0;
 	char *tmp = NULL; /* only a partial write of an uncached block needs it */
 
+	dirty_wait_files(fs, ino);
 	pthread_rwlock_rdlock(&ino->io);
 	for (;;) {
 		pthread_mutex_lock(&ino->lk);

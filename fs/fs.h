@@ -132,6 +132,8 @@ struct fs_stats {
 	atomic_uint_fast64_t backing_errors, bp_waits, dropped_unlinked;
 	atomic_uint_fast64_t recovered_files, recovered_bytes;
 	atomic_uint_fast64_t forget_asks;
+	/* data fds the write-back closed to get one when out (engine.c) */
+	atomic_uint_fast64_t wb_fd_steals;
 	atomic_uint_fast64_t spliced;   /* write bytes read from the pipe */
 	/* the kernel's READ and WRITE requests answered, and their bytes */
 	atomic_uint_fast64_t read_ops, read_bytes, write_ops, write_bytes;
@@ -182,6 +184,11 @@ struct fs {
 	pthread_cond_t pf_cv;
 	struct fs_inode *dirty_head, *dirty_tail;
 	uint32_t ndirty_files;
+	/* files the list may hold before a write that would list one more
+	 * waits (dirty_wait_files): each listed file holds a ref, so its
+	 * O_PATH fd is never pruned (forget.c) until it is written back;
+	 * 0: no bound (set at mount from the open-files limit) */
+	uint64_t dirty_files_max;
 	bool wb_urgent, wb_all, stop;
 	struct fs_inode *pf_head, *pf_tail;
 	pthread_t wb_thread, pf_thread;
@@ -231,14 +238,21 @@ void inode_destroy(struct fs_inode *ino);
  * sees EMFILE and the log says why (at most once a minute). */
 int inode_open_errno(struct fs *fs);
 /* The backing file opened for cache I/O (ino->datafd), opened again if it
- * was closed; ino->lk held. Callers use it only while they hold ino->io. */
+ * was closed; ino->lk held. Callers use it only while they hold ino->io.
+ * Out of descriptors it waits for an inode to be freed (fdwait_retry);
+ * the _nowait form returns -EMFILE (or -ENFILE) at once instead. */
 int inode_datafd(struct fs *fs, struct fs_inode *ino);
+int inode_datafd_nowait(struct fs *fs, struct fs_inode *ino);
 /* Close ino->datafd when the file has no open handle (after the last
  * release, after a write-back) and more than fs->datafd_budget are open,
  * unless ino->io is busy: a file not in use then holds one descriptor
  * (its O_PATH inode), not two, and a tar of N files keeps N open, not 2N.
  * Under the budget they stay open: each open would open it again. */
 void inode_close_idle(struct fs *fs, struct fs_inode *ino);
+/* The same whatever the budget, no lock of ino held: true if ino's data
+ * fd was closed (it had one, no open handle, io was free). For the
+ * write-back when out of descriptors (engine.c). */
+bool inode_close_unused(struct fs *fs, struct fs_inode *ino);
 /* Close ino->datafd now (no user: the inode is being freed). */
 void inode_drop_datafd(struct fs *fs, struct fs_inode *ino);
 /* The backing file's attributes as the cache knows them: its size while
@@ -291,6 +305,10 @@ uint64_t itab_count(struct fs *fs);
  * previous scan: a clock hand over the table, an inode touched since the
  * last pass is spared once. For forget.c. */
 size_t itab_idle(struct fs *fs, uint64_t *out, size_t max);
+/* Up to max inodes other than skip that hold a data fd and have no open
+ * handle, each with a ref (a hint: the caller checks under their locks). */
+size_t itab_datafd_holders(struct fs *fs, const struct fs_inode *skip,
+			   struct fs_inode **out, size_t max);
 /* Up to max inodes with a cache object and no write-back or prefetch
  * queued, closed ones (open false) or open ones, each with a ref. */
 /* Refs to up to max inodes of the table (itab_unref each). */
@@ -320,6 +338,15 @@ bool dirty_forget(struct fs *fs, struct fs_inode *ino);
 uint32_t dirty_count(struct fs *fs);
 /* Wait for free cache space (back-pressure): wake write-back, sleep a bit. */
 void dirty_wait_space(struct fs *fs);
+/* A write is about to list ino (no lock of it held): while the list holds
+ * fs->dirty_files_max files and ino is not one of them, have write-back
+ * take them at once, due or not, and wait (10 s at most, then the write
+ * goes on: the bound keeps descriptors free, it is not a correctness
+ * rule). Without it a tree of small files written faster than write-back
+ * (a loaded disk, a long writeback_delay) made every descriptor a listed
+ * file's, nothing the forget thread could free, and write-back itself
+ * could not open a file to write it back: EMFILE to the user. */
+void dirty_wait_files(struct fs *fs, struct fs_inode *ino);
 /* For the write-back thread, wb_lk held: the next file to write back (one
  * due, or any not backing off while writers wait or at unmount); *next
  * gets the earliest due time of the others. */

@@ -61,23 +61,33 @@ void inode_drop_datafd(struct fs *fs, struct fs_inode *ino)
 	atomic_fetch_sub(&fs->datafds, 1);
 }
 
+bool inode_close_unused(struct fs *fs, struct fs_inode *ino)
+{
+	bool closed = false;
+
+	/* busy (a read, write, prefetch or write-back holds io): whoever
+	 * finishes last calls inode_close_idle again, or the next release */
+	if (pthread_rwlock_trywrlock(&ino->io) != 0)
+		return false;
+	pthread_mutex_lock(&ino->lk);
+	if (ino->opens == 0 && ino->datafd >= 0) {
+		inode_drop_datafd(fs, ino);
+		closed = true;
+	}
+	pthread_mutex_unlock(&ino->lk);
+	pthread_rwlock_unlock(&ino->io);
+	return closed;
+}
+
 void inode_close_idle(struct fs *fs, struct fs_inode *ino)
 {
 	/* under the budget, keep it: the next open would open it again */
 	if (atomic_load(&fs->datafds) <= fs->datafd_budget)
 		return;
-	/* busy (a read, write, prefetch or write-back holds io): whoever
-	 * finishes last calls this again, or the next release does */
-	if (pthread_rwlock_trywrlock(&ino->io) != 0)
-		return;
-	pthread_mutex_lock(&ino->lk);
-	if (ino->opens == 0)
-		inode_drop_datafd(fs, ino);
-	pthread_mutex_unlock(&ino->lk);
-	pthread_rwlock_unlock(&ino->io);
+	inode_close_unused(fs, ino);
 }
 
-int inode_datafd(struct fs *fs, struct fs_inode *ino)
+static int datafd_open(struct fs *fs, struct fs_inode *ino, bool wait)
 {
 	char proc[64];
 
@@ -89,13 +99,23 @@ int inode_datafd(struct fs *fs, struct fs_inode *ino)
 	int tries = 0;
 	do
 		ino->datafd = open(proc, O_RDWR | O_CLOEXEC);
-	while (ino->datafd < 0 && fdwait_retry(&fs->fdw, &tries));
+	while (ino->datafd < 0 && wait && fdwait_retry(&fs->fdw, &tries));
 	if (ino->datafd < 0 && errno != EMFILE && errno != ENFILE)
 		ino->datafd = open(proc, O_RDONLY | O_CLOEXEC);
 	if (ino->datafd < 0)
-		return -inode_open_errno(fs);
+		return wait ? -inode_open_errno(fs) : -errno;
 	atomic_fetch_add(&fs->datafds, 1);
 	return ino->datafd;
+}
+
+int inode_datafd(struct fs *fs, struct fs_inode *ino)
+{
+	return datafd_open(fs, ino, true);
+}
+
+int inode_datafd_nowait(struct fs *fs, struct fs_inode *ino)
+{
+	return datafd_open(fs, ino, false);
 }
 
 void inode_fix_attr(struct fs_inode *ino, struct stat *st)

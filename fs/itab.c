@@ -201,33 +201,55 @@ size_t itab_idle(struct fs *fs, uint64_t *out, size_t max)
 	return n;
 }
 
-size_t itab_hold_all(struct fs *fs, struct fs_inode **out, size_t max)
-{
-	size_t n = 0;
-
-	pthread_mutex_lock(&fs->itab_lk);
-	for (size_t h = 0; h < fs->itab_size && n < max; h++)
-		for (struct fs_inode *i = fs->itab[h]; i && n < max; i = i->hnext) {
-			i->refs++;
-			out[n++] = i;
-		}
-	pthread_mutex_unlock(&fs->itab_lk);
-	return n;
-}
-
-size_t itab_obj_holders(struct fs *fs, bool open, struct fs_inode **out,
-			size_t max)
+/* Refs to up to max inodes that match (under itab_lk). */
+static size_t holders(struct fs *fs, bool (*match)(const struct fs_inode *i,
+						   const void *arg),
+		      const void *arg, struct fs_inode **out, size_t max)
 {
 	size_t n = 0;
 
 	pthread_mutex_lock(&fs->itab_lk);
 	for (size_t h = 0; h < fs->itab_size && n < max; h++)
 		for (struct fs_inode *i = fs->itab[h]; i && n < max; i = i->hnext)
-			if (i->obj && !i->opens == !open && !i->on_dirty &&
-			    !i->on_pf) {
+			if (match(i, arg)) {
 				i->refs++;
 				out[n++] = i;
 			}
 	pthread_mutex_unlock(&fs->itab_lk);
 	return n;
+}
+
+static bool any(const struct fs_inode *i, const void *arg)
+{
+	(void)i;
+	(void)arg;
+	return true;
+}
+
+size_t itab_hold_all(struct fs *fs, struct fs_inode **out, size_t max)
+{
+	return holders(fs, any, NULL, out, max);
+}
+
+static bool idle_datafd(const struct fs_inode *i, const void *skip)
+{
+	return i != skip && i->datafd >= 0 && !i->opens;
+}
+
+size_t itab_datafd_holders(struct fs *fs, const struct fs_inode *skip,
+			   struct fs_inode **out, size_t max)
+{
+	return holders(fs, idle_datafd, skip, out, max);
+}
+
+static bool obj_open(const struct fs_inode *i, const void *open)
+{
+	return i->obj && !i->opens == !*(const bool *)open && !i->on_dirty &&
+	       !i->on_pf;
+}
+
+size_t itab_obj_holders(struct fs *fs, bool open, struct fs_inode **out,
+			size_t max)
+{
+	return holders(fs, obj_open, &open, out, max);
 }

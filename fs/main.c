@@ -286,6 +286,9 @@ static void raise_open_files(struct fs *fs)
 	 * the data fds, a quarter is left for open files and directories */
 	fs->inode_high = soft == UINT64_MAX ? UINT64_MAX : soft / 2;
 	fs->inode_low = fs->inode_high - fs->inode_high / 5;
+	/* files waiting for write-back (each holds its O_PATH fd until
+	 * written) up to a quarter, within that half (dirty_wait_files) */
+	fs->dirty_files_max = soft == UINT64_MAX ? 0 : soft / 4;
 	log_info("open files: up to %llu (one per file the kernel holds, "
 		 "three while it is open; past %llu held, the kernel is asked to "
 		 "forget idle ones)", (unsigned long long)soft,
@@ -435,6 +438,7 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "cached_files", bst.objs_used },
 		{ "inodes_held", itab_count(fs) },
 		{ "forget_requests", atomic_load(&s->forget_asks) },
+		{ "writeback_fd_closes", atomic_load(&s->wb_fd_steals) },
 		{ "spliced_write_bytes", atomic_load(&s->spliced) },
 		{ "read_ops", atomic_load(&s->read_ops) },
 		{ "read_bytes", atomic_load(&s->read_bytes) },
