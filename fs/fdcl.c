@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +283,28 @@ static struct fcl_req *pieces(struct fs *fs, uint64_t gid, uint32_t type,
 	return r;
 }
 
+/* The file's name under the mount point (its backing path, through
+ * its O_PATH descriptor), kept among the last FS_LOST_FILES for
+ * nvcachectl stats. */
+static void lost_name(struct fs *fs, struct fs_inode *ino, char *name, size_t len)
+{
+	char link[64], path[PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", ino->fd);
+	ssize_t n = readlink(link, path, sizeof(path) - 1);
+	size_t bl = strlen(fs->cfg.backing);
+	path[n > 0 ? n : 0] = 0;
+	if (n > 0 && !strncmp(path, fs->cfg.backing, bl) && path[bl] == '/')
+		snprintf(name, len, "%s%s", fs->cfg.mountpoint, path + bl);
+	else
+		snprintf(name, len, "inode %llu", (unsigned long long)ino->ino);
+	pthread_mutex_lock(&fs->lost_mx);
+	unsigned last = (fs->nlost + FS_LOST_FILES - 1) % FS_LOST_FILES;
+	if (!fs->nlost || strcmp(fs->lost[last], name) != 0)
+		snprintf(fs->lost[fs->nlost++ % FS_LOST_FILES], sizeof(fs->lost[0]),
+			 "%s", name);
+	pthread_mutex_unlock(&fs->lost_mx);
+}
+
 /* A read's range whose owner could not be reached: its shadow knows
  * whether the owner holds the block dirty (cluster/fmarks.h). -ENOENT
  * (clean there: the backing holds the bytes), or -EIO (dirty there, the
@@ -302,11 +325,12 @@ static int down_owner(struct fs *fs, struct fs_inode *ino, const struct fcl_req 
 		return -ENOENT;
 	}
 	atomic_fetch_add(&fs->st.down_lost, 1);
+	char name[256];
+	lost_name(fs, ino, name, sizeof(name));
 	if (log_limit(&lost_log, 10, note, sizeof(note)))
-		log_err("cluster: node %u is down and holds block %llu of file "
-			"%016llx (inode %llu) %s: EIO%s", fcl_node_id(fs->cl, q->idx),
-			(unsigned long long)q->f.blk, (unsigned long long)q->f.obj,
-			(unsigned long long)ino->ino,
+		log_err("cluster: node %u is down and holds block %llu of %s "
+			"(file %016llx) %s: EIO%s", fcl_node_id(fs->cl, q->idx),
+			(unsigned long long)q->f.blk, name, (unsigned long long)q->f.obj,
 			r ? "(its shadow is down too)" :
 			rf.flags & FRAME_SHADOW_DIRTY ? "dirty, not written back" :
 			"perhaps dirty (its shadow lacks its list)", note);

@@ -153,6 +153,7 @@ struct fs_fdwait {
 	atomic_uint waiters;
 };
 
+#define FS_LOST_FILES 8
 struct fcl;
 struct fs_locks;
 struct fuse_session;
@@ -199,6 +200,11 @@ struct fs {
 	struct log_limit table_full_log;  /* fdata_reclaim_objs's warning */
 	uint64_t datafd_budget;        /* more: close idle ones (inode.c) */
 	struct fs_clwatch *clwatch;    /* cluster mount: clwatch.c */
+	/* cluster mount: the last files a read found dirty on a down node
+	 * (fdcl.c), for nvcachectl stats */
+	pthread_mutex_t lost_mx;
+	char lost[FS_LOST_FILES][256];
+	unsigned nlost;
 };
 
 /* ---- fdwait.c: waiting for a file descriptor ----

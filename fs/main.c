@@ -460,6 +460,14 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		};
 		outbuf_u64s(&o, lkv, sizeof(lkv) / sizeof(lkv[0]));
 	}
+	if (fs->cl) {
+		pthread_mutex_lock(&fs->lost_mx);
+		unsigned n = fs->nlost < FS_LOST_FILES ? fs->nlost : FS_LOST_FILES;
+		for (unsigned k = 0; k < n; k++)
+			outbuf_printf(&o, "down_node_lost_file: %s\n",
+				      fs->lost[(fs->nlost - n + k) % FS_LOST_FILES]);
+		pthread_mutex_unlock(&fs->lost_mx);
+	}
 	outbuf_printf(&o, "killpriv_v2: %s\n", killpriv_granted() ? "yes" : "no");
 	return outbuf_done(&o);
 }
@@ -501,6 +509,7 @@ static int fs_prepare(struct fs *fs)
 			return -1;
 		}
 		fcl_on_restart(fs->cl, fdcl_restarted, fs);
+		pthread_mutex_init(&fs->lost_mx, NULL);
 		raise_open_files(fs);
 		if ((r = itab_open(fs)) < 0) {
 			log_err("backing dir %s: %s", fs->cfg.backing, strerror(-r));

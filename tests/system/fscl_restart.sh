@@ -168,7 +168,11 @@ for k in range(3):
     if got != ref[k << 20:(k + 1) << 20]:
         sys.exit("stripe %d (node %d) reads other bytes" % (k, owners[k % len(owners)]))
 PY
-t_log "node 2 down: its clean blocks read from the backing, its dirty ones fail (EIO)"
+"$(t_bin nvcachectl)" stats "$m3" | grep -qx "down_node_lost_file: $m3/$dirtyf" ||
+  t_fail "nvcachectl stats does not name $m3/$dirtyf: $("$(t_bin nvcachectl)" stats "$m3" | grep down_node)"
+grep -q "node 2 is down and holds block .* of $m3/$dirtyf .*dirty, not written back" "$T_DIR/fs3.log" ||
+  t_fail "the mount's log does not name $dirtyf: $(grep 'is down' "$T_DIR/fs3.log" | tail -1)"
+t_log "node 2 down: its clean blocks read from the backing, its dirty ones fail (EIO, the file named)"
 cluster_node_restart 2 fs2
 wait $writers || t_fail "the writers failed"
 t_wait 10 grep -q "file cache: .* files found in NVRAM" "$T_DIR/node2-fs2.log" ||
