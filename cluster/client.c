@@ -187,8 +187,19 @@ static int send_req(struct cluster_client *c, const void *payload)
 /* Receive the reply to the oldest request in flight into c->rep, *p gets
  * that request. Returns the reply's status as -errno, with *payload_out
  * set when it carries one. */
+static int recv_rep_into(struct cluster_client *c, void *dst, size_t dstlen,
+			 const uint8_t **payload_out, struct pending *p);
+
 static int recv_rep(struct cluster_client *c, const uint8_t **payload_out,
 		    struct pending *p)
+{
+	return recv_rep_into(c, NULL, 0, payload_out, p);
+}
+
+/* The same, a payload of at most dstlen bytes read straight into dst
+ * (conn_recv_into). */
+static int recv_rep_into(struct cluster_client *c, void *dst, size_t dstlen,
+			 const uint8_t **payload_out, struct pending *p)
 {
 	const char *why = "";
 	int rc;
@@ -200,7 +211,7 @@ static int recv_rep(struct cluster_client *c, const uint8_t **payload_out,
 	*p = c->q[c->qhead];
 	c->qhead = (c->qhead + 1) % CLUSTER_CLIENT_MAX_INFLIGHT;
 	c->qn--;
-	rc = conn_recv(&c->c, &c->rep, payload_out, &why);
+	rc = conn_recv_into(&c->c, &c->rep, dst, dstlen, payload_out, &why);
 	if (!rc && c->rep.type == FT_ERROR) {
 		snprintf(c->last_error, sizeof(c->last_error), "%s: %s",
 			 frame_status_name(c->rep.status), c->rep.text);
@@ -830,11 +841,12 @@ int cluster_client_file_wait(struct cluster_client *c, struct frame_fop *rf,
 			     void *buf, size_t buflen)
 {
 	const uint8_t *payload = NULL;
-	struct pending p;
+	struct pending p = { 0 };
 
-	if (!c->broken && c->qn && !frame_type_file(c->q[c->qhead].type))
+	if (!c->broken && (!c->qn || !frame_type_file(c->q[c->qhead].type)))
 		return -EINVAL;
-	int rc = recv_rep(c, &payload, &p);
+	/* a FILE_READ's bytes straight into buf */
+	int rc = recv_rep_into(c, buf, buflen, &payload, &p);
 	if (c->broken)
 		return rc;      /* transport error: nothing came back */
 	if (c->rep.payload_len > buflen) {
@@ -843,7 +855,7 @@ int cluster_client_file_wait(struct cluster_client *c, struct frame_fop *rf,
 			 c->rep.payload_len, buflen);
 		return fail_transport(c, -EPROTO);
 	}
-	if (c->rep.payload_len)
+	if (c->rep.payload_len && payload != buf)
 		memcpy(buf, payload, c->rep.payload_len);
 	if (rf)
 		*rf = c->rep.fop;

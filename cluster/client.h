@@ -249,7 +249,9 @@ int cluster_client_lock(struct cluster_client *c, const struct frame_lock *lk,
 			struct frame_lock *holder);
 /* One request of the file cache (FT_FILE_*, docs/nvcachefs-cluster.md):
  * f is its FileOp, its payload in npl pieces. The reply's FileOp goes to
- * *rf (may be NULL), its payload (a read's bytes, rf->len of them) to buf;
+ * *rf (may be NULL), its payload (a read's bytes, rf->len of them) to buf,
+ * read from the socket straight there (buf's bytes past the reply's, and
+ * all of them after a transport error, are undefined);
  * a reply larger than buflen is -EPROTO and breaks the handle. Returns the
  * reply's status as -errno, or a transport error as the other calls. */
 struct iovec;

@@ -218,6 +218,43 @@ static int read_full(int fd, uint8_t *buf, size_t len)
 int conn_recv(struct conn *c, struct frame_hdr *h, const uint8_t **payload,
 	      const char **why)
 {
+	return conn_recv_into(c, h, NULL, 0, payload, why);
+}
+
+/* Read exactly a + b bytes into two places. -ECONNRESET on EOF. */
+static int read_full2(int fd, uint8_t *a, size_t alen, uint8_t *b, size_t blen)
+{
+	struct iovec iov[2] = { { a, alen }, { b, blen } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	size_t left = alen + blen;
+
+	while (left) {
+		ssize_t n = recvmsg(fd, &mh, MSG_WAITALL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		left -= (size_t)n;
+		while (n > 0 && mh.msg_iovlen) {
+			if ((size_t)n >= mh.msg_iov->iov_len) {
+				n -= (ssize_t)mh.msg_iov->iov_len;
+				mh.msg_iov++;
+				mh.msg_iovlen--;
+			} else {
+				mh.msg_iov->iov_base = (uint8_t *)mh.msg_iov->iov_base + n;
+				mh.msg_iov->iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+int conn_recv_into(struct conn *c, struct frame_hdr *h, void *dst, size_t dstlen,
+		   const uint8_t **payload, const char **why)
+{
 	const char *dummy;
 	uint32_t hl, pl;
 	int rc;
@@ -235,18 +272,31 @@ int conn_recv(struct conn *c, struct frame_hdr *h, const uint8_t **payload,
 		*why = "payload larger than this connection accepts";
 		return -EMSGSIZE;
 	}
-	uint8_t *buf = c->rx;
-	if ((size_t)FRAME_PREFIX + hl + pl > sizeof(c->rx)) {
-		if (!c->big && !(c->big = malloc(FRAME_MAX_HEAD + FRAME_MAX_CONN_PAYLOAD)))
-			return -ENOMEM;
-		memcpy(c->big, c->rx, FRAME_PREFIX);
-		buf = c->big;
+	if (!pl || pl > dstlen) {
+		/* nothing for dst, or more than it holds: where conn_recv
+		 * puts it (the caller sees the length and refuses it) */
+		uint8_t *buf = c->rx;
+		if ((size_t)FRAME_PREFIX + hl + pl > sizeof(c->rx)) {
+			if (!c->big && !(c->big = malloc(FRAME_MAX_HEAD + FRAME_MAX_CONN_PAYLOAD)))
+				return -ENOMEM;
+			memcpy(c->big, c->rx, FRAME_PREFIX);
+			buf = c->big;
+		}
+		rc = read_full(c->fd, buf + FRAME_PREFIX, (size_t)hl + pl);
+		if (rc)
+			return rc;
+		ssize_t n = frame_decode(buf, FRAME_PREFIX + (size_t)hl + pl, h, payload, why);
+		return n < 0 ? (int)n : 0;
 	}
-	rc = read_full(c->fd, buf + FRAME_PREFIX, (size_t)hl + pl);
+	/* the header into rx (hl is at most FRAME_MAX_HEADER), the payload
+	 * where it goes, in one call */
+	rc = read_full2(c->fd, c->rx + FRAME_PREFIX, hl, dst, pl);
 	if (rc)
 		return rc;
-	ssize_t n = frame_decode(buf, FRAME_PREFIX + (size_t)hl + pl, h, payload, why);
-	return n < 0 ? (int)n : 0;
+	rc = frame_decode_split(c->rx, FRAME_PREFIX + (size_t)hl, dst, pl, h, why);
+	if (!rc && payload)
+		*payload = dst;
+	return rc;
 }
 
 void conn_send_error(struct conn *c, uint32_t node_id, uint32_t status,

@@ -62,6 +62,12 @@ int conn_sendv(struct conn *c, const struct frame_hdr *h, const struct iovec *pl
  *                and close. */
 int conn_recv(struct conn *c, struct frame_hdr *h, const uint8_t **payload,
 	      const char **why);
+/* The same, with a payload of at most dstlen bytes read straight into dst
+ * (*payload == dst then): no copy out of the connection's buffer. dst's
+ * bytes are undefined after an error. A larger payload goes where
+ * conn_recv puts it. */
+int conn_recv_into(struct conn *c, struct frame_hdr *h, void *dst, size_t dstlen,
+		   const uint8_t **payload, const char **why);
 /* Send an unsolicited ERROR frame (best effort, errors ignored). */
 void conn_send_error(struct conn *c, uint32_t node_id, uint32_t status,
 		     const char *text);

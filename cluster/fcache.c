@@ -751,24 +751,69 @@ static int range_check(struct fcache *fc, const struct frame_fop *f,
 	return 0;
 }
 
-static int serve_read(struct fcache *fc, const struct frame_fop *f,
-		      struct frame_hdr *r, uint8_t *buf, const void **out)
+/* Zeros: a read's bytes past a block's valid length, a punched range */
+static const uint8_t zeros[FRAME_FILE_MAX_BLOCK];
+
+int fcache_serve_read(struct fcache *fc, const struct frame_hdr *q,
+		      struct frame_hdr *r, struct fcache_read *rd)
 {
+	const struct frame_fop *f = &q->fop;
+	struct bstore_binfo bi;
+	const void *data;
+
+	memset(rd, 0, sizeof(*rd));
+	r->fop = *f;
+	r->fop.base_len = 0;
+	r->fop.len = 0;
+	if (q->type != FT_FILE_READ || f->obj == 0)
+		return -EPROTO;
 	int rc = range_check(fc, f, r);
 	if (rc)
 		return rc;
 	uint64_t lid = lid_of(fc, f->obj);
 	if (!lid)
 		return -ENOENT;
-	rc = bstore_block_read(fc->bs, lid, f->blk, f->off, buf, f->len, NULL);
+	rc = bstore_block_pin(fc->bs, lid, f->blk, &data, &rd->token, &bi);
 	if (rc)
 		return rc;
+	rd->pinned = true;
+	uint32_t n = f->off < bi.valid ? bi.valid - f->off : 0;
+	if (n > f->len)
+		n = f->len;
+	if (n)
+		rd->iov[rd->niov++] = (struct iovec){ (uint8_t *)data + f->off, n };
+	if (n < f->len)
+		rd->iov[rd->niov++] = (struct iovec){ (void *)zeros, f->len - n };
 	r->fop.len = f->len;
 	r->payload_len = f->len;
-	*out = buf;
 	atomic_fetch_add(&fc->reads, 1);
 	atomic_fetch_add(&fc->served_bytes, f->len);
 	return 0;
+}
+
+void fcache_read_done(struct fcache *fc, struct fcache_read *rd)
+{
+	if (rd->pinned)
+		bstore_block_unpin(fc->bs, rd->token);
+	memset(rd, 0, sizeof(*rd));
+}
+
+/* fcache_serve's FILE_READ: the bytes copied into buf */
+static int serve_read(struct fcache *fc, const struct frame_hdr *q,
+		      struct frame_hdr *r, uint8_t *buf, const void **out)
+{
+	struct fcache_read rd;
+	size_t at = 0;
+	int rc = fcache_serve_read(fc, q, r, &rd);
+
+	for (unsigned k = 0; !rc && k < rd.niov; k++) {
+		memcpy(buf + at, rd.iov[k].iov_base, rd.iov[k].iov_len);
+		at += rd.iov[k].iov_len;
+	}
+	fcache_read_done(fc, &rd);
+	if (!rc)
+		*out = buf;
+	return rc;
 }
 
 static int serve_write(struct fcache *fc, const struct frame_fop *f,
@@ -826,7 +871,6 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 static int punch_block(struct fcache *fc, uint64_t lid, uint64_t blk,
 		       uint64_t start, uint64_t a, uint64_t z)
 {
-	static const uint8_t zeros[FRAME_FILE_MAX_BLOCK];
 	struct bstore_binfo bi;
 
 	if (start >= z || start + fc->bsize <= a)
@@ -952,7 +996,7 @@ int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
 	case FT_FILE_GETATTR:
 	case FT_FILE_SETSIZE: return serve_size(fc, q->type, f, r);
 	case FT_FILE_UNLINK: return serve_unlink(fc, f, r);
-	case FT_FILE_READ: return serve_read(fc, f, r, buf, out);
+	case FT_FILE_READ: return serve_read(fc, q, r, buf, out);
 	case FT_FILE_WRITE: return serve_write(fc, f, payload, r);
 	case FT_FILE_TRUNC: return serve_trunc(fc, f);
 	case FT_FILE_WRITEBACK: return serve_writeback(fc, f);

@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "cluster/frame.h"
 
@@ -55,6 +56,26 @@ void fcache_close(struct fcache *fc);
 int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
 		 const uint8_t *payload, struct frame_hdr *r, uint8_t *buf,
 		 const void **out);
+
+/* A FILE_READ answered from where its bytes are: fcache_serve_read fills
+ * r as fcache_serve does and rd->iov with the reply's payload (the
+ * block's bytes in NVRAM, then zeros past its valid length), and keeps
+ * the block pinned until fcache_read_done, which the caller calls once
+ * the reply is sent (also after an error: it is a no-op then). A pinned
+ * block's bytes do not change (bstore writes every change into a new
+ * block and reuses none that is pinned), so the reply and its CRC see
+ * the same bytes; a pinned block is not evicted meanwhile. The file
+ * cache's store charges no emulated NVRAM cost, so nothing is skipped.
+ * Same threads as fcache_serve. */
+struct fcache_read {
+	struct iovec iov[2];
+	unsigned niov;
+	uint32_t token;
+	bool pinned;
+};
+int fcache_serve_read(struct fcache *fc, const struct frame_hdr *q,
+		      struct frame_hdr *r, struct fcache_read *rd);
+void fcache_read_done(struct fcache *fc, struct fcache_read *rd);
 
 /* What names a file or directory the same on every node of a shared
  * file system: its file handle (name_to_handle_at) and inode number (not

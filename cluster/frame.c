@@ -474,6 +474,34 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 	return 0;
 }
 
+/* The checks and the decoding of a frame whose prefix and header are in
+ * head and whose payload (pl bytes) is at payload, wherever that is. */
+static int decode_parts(const uint8_t *head, uint32_t hl, const uint8_t *payload,
+			uint32_t pl, struct frame_hdr *out, const char **why)
+{
+	uint32_t crc = crc32c(0, head, 12);
+	crc = crc32c(crc, head + FRAME_PREFIX, hl);
+	if (pl)
+		crc = crc32c(crc, payload, pl);
+	if (crc != get_be32(head + 12)) {
+		*why = "CRC mismatch";
+		return -EBADMSG;
+	}
+
+	struct arena ar;
+	ar.used = 0;
+	ProtobufCAllocator alloc = {
+		.alloc = arena_alloc, .free = arena_free, .allocator_data = &ar,
+	};
+	Nvcache__Header *m = nvcache__header__unpack(&alloc, hl, head + FRAME_PREFIX);
+	if (!m) {
+		*why = "unparsable header";
+		return -EBADMSG;
+	}
+	/* Nothing to free: the arena dies with this frame. */
+	return header_validate(m, pl, out, why);
+}
+
 ssize_t frame_decode(const uint8_t *buf, size_t len, struct frame_hdr *out,
 		     const uint8_t **payload, const char **why)
 {
@@ -495,30 +523,36 @@ ssize_t frame_decode(const uint8_t *buf, size_t len, struct frame_hdr *out,
 		*why = "truncated frame";
 		return -EAGAIN;
 	}
-	uint32_t crc = crc32c(0, buf, 12);
-	crc = crc32c(crc, buf + FRAME_PREFIX, (size_t)hl + pl);
-	if (crc != get_be32(buf + 12)) {
-		*why = "CRC mismatch";
-		return -EBADMSG;
-	}
-
-	struct arena ar;
-	ar.used = 0;
-	ProtobufCAllocator alloc = {
-		.alloc = arena_alloc, .free = arena_free, .allocator_data = &ar,
-	};
-	Nvcache__Header *m = nvcache__header__unpack(&alloc, hl, buf + FRAME_PREFIX);
-	if (!m) {
-		*why = "unparsable header";
-		return -EBADMSG;
-	}
-	rc = header_validate(m, pl, out, why);
-	/* Nothing to free: the arena dies with this frame. */
+	rc = decode_parts(buf, hl, buf + FRAME_PREFIX + hl, pl, out, why);
 	if (rc)
 		return rc;
 	if (payload)
 		*payload = pl ? buf + FRAME_PREFIX + hl : NULL;
 	return (ssize_t)total;
+}
+
+int frame_decode_split(const uint8_t *head, size_t head_len, const uint8_t *payload,
+		       size_t payload_len, struct frame_hdr *out, const char **why)
+{
+	const char *dummy;
+	uint32_t hl, pl;
+	int rc;
+
+	if (!why)
+		why = &dummy;
+	if (head_len < FRAME_PREFIX) {
+		*why = "truncated frame prefix";
+		return -EAGAIN;
+	}
+	rc = frame_prefix_parse(head, &hl, &pl, why);
+	if (rc)
+		return rc;
+	if (head_len != (size_t)FRAME_PREFIX + hl || payload_len != pl ||
+	    (pl && !payload)) {
+		*why = "frame parts of other lengths than its prefix says";
+		return -EINVAL;
+	}
+	return decode_parts(head, hl, payload, pl, out, why);
 }
 
 ssize_t frame_encode(const struct frame_hdr *h, const void *payload,

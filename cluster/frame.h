@@ -223,6 +223,14 @@ int frame_prefix_parse(const uint8_t prefix[FRAME_PREFIX], uint32_t *hdr_len,
 ssize_t frame_decode(const uint8_t *buf, size_t len, struct frame_hdr *out,
 		     const uint8_t **payload, const char **why);
 
+/* The same for a frame received in two places: head holds the prefix and
+ * the header (FRAME_PREFIX + header length bytes), payload the payload
+ * the prefix announces (payload_len bytes; NULL when 0), e.g. read
+ * straight into where its bytes go. 0, or frame_decode's errors (-EINVAL:
+ * lengths other than the prefix says). */
+int frame_decode_split(const uint8_t *head, size_t head_len, const uint8_t *payload,
+		       size_t payload_len, struct frame_hdr *out, const char **why);
+
 /* Encode prefix + header for h and payload (h->payload_len bytes, may be
  * NULL when 0) into out, which must hold FRAME_MAX_HEAD bytes. The payload
  * is not copied but is covered by the CRC; send it right after. Returns the

@@ -431,8 +431,11 @@ struct inbound {
 	 * first need: not every peer sends them) */
 	uint8_t *batch;
 	struct ow_many *om;
-	/* FT_FILE_READ: the reply's bytes (allocated at the first) */
+	/* FT_FILE_* but READ: the reply's bytes (allocated at the first) */
 	uint8_t *fbuf;
+	/* FT_FILE_READ: the reply's bytes where they are in NVRAM, pinned
+	 * until sent */
+	struct fcache_read frd;
 	/* PAGE_OVERWRITE: the handles to parity nodes leased from the
 	 * node's pool while this connection has overwrites in flight
 	 * (cluster/forward.h); given back by ow_flush */
@@ -992,6 +995,8 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 			rc = -EOPNOTSUPP;
 			snprintf(r->text, sizeof(r->text), "node %u has no file cache "
 				 "(start nvcached with --cache-size)", n->self);
+		} else if (q->type == FT_FILE_READ) {
+			rc = fcache_serve_read(n->fc, q, r, &ib->frd);
 		} else if (!ib->fbuf && !(ib->fbuf = malloc(FRAME_FILE_MAX_BLOCK))) {
 			rc = -ENOMEM;
 		} else {
@@ -1231,7 +1236,12 @@ static void *inbound_main(void *arg)
 		if (ow_flush(ib))
 			break;
 		const void *out = serve(ib, payload, &close_after);
-		rc = conn_send(&ib->c, &ib->rep, out);
+		if (ib->frd.niov && ib->rep.status == FS_OK)
+			rc = conn_sendv(&ib->c, &ib->rep, ib->frd.iov, ib->frd.niov);
+		else
+			rc = conn_send(&ib->c, &ib->rep, out);
+		if (n->fc)
+			fcache_read_done(n->fc, &ib->frd);
 		if (rc || close_after)
 			break;
 	}

@@ -31,6 +31,8 @@
 #define DEFAULT_CACHE (1ull << 30)
 #define DEFAULT_BLOCK (16u << 10)
 #define DEFAULT_STRIPE (1ull << 20)
+/* op_init's max_readahead, 1 MiB (raise_readahead) */
+#define READAHEAD_KIB "1024"
 
 struct cli {
 	char *backing, *nvram, *cache_size, *stripe_unit, *wb_delay, *fsync;
@@ -538,6 +540,65 @@ static int fs_prepare(struct fs *fs)
 	return 0;
 }
 
+/* mountinfo's path field, its octal escapes (\040 for a space) undone in
+ * place */
+static void mountinfo_unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = 0;
+}
+
+/* The kernel reads a FUSE file ahead by at most its device's
+ * read_ahead_kb, 128 KiB, whatever max_readahead says (INIT's value only
+ * lowers it): a 1 MiB sequential read then reaches us as eight 128 KiB
+ * READs, and in cluster mode each is a round trip to the owners and the
+ * home. Root may raise it (/sys/class/bdi/MAJ:MIN, the mount's device
+ * numbers from mountinfo; the newest mount on the path is the last line).
+ * The INIT reply that follows keeps the smaller of this and
+ * max_readahead (op_init: 1 MiB). Without the privilege, reads stay at
+ * the kernel's default. */
+static void raise_readahead(const char *mnt)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[PATH_MAX + 512], dev[32] = "";
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char d[32], path[PATH_MAX], *sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*u %*u %31s %*s %4095s", d, path) != 2 ||
+		    strncmp(sep + 3, "fuse", 4))
+			continue;
+		mountinfo_unescape(path);
+		if (!strcmp(path, mnt))
+			snprintf(dev, sizeof(dev), "%s", d);
+	}
+	fclose(f);
+	if (!dev[0])
+		return;
+	char sys[96];
+	snprintf(sys, sizeof(sys), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	int fd = open(sys, O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && write(fd, READAHEAD_KIB, strlen(READAHEAD_KIB)) > 0;
+	if (fd >= 0)
+		close(fd);
+	if (ok)
+		log_info("read-ahead: %s KiB (%s)", READAHEAD_KIB, sys);
+	else
+		log_info("read-ahead: the kernel's default, %s not writable: "
+			 "sequential reads come in 128 KiB requests", sys);
+}
+
 static void log_mounted(const struct fs_config *cfg)
 {
 	if (cfg->cluster) {
@@ -720,6 +781,7 @@ int main(int argc, char **argv)
 		handlers = true;
 		if (fuse_session_mount(se, fs->cfg.mountpoint) == 0) {
 			log_mounted(&fs->cfg);
+			raise_readahead(fs->cfg.mountpoint);
 			bool up = fuse_daemonize(fs->cfg.foreground) == 0;
 			log_copy_errors_to_stderr(false);
 			ret = fs_run(fs, se, up);

@@ -1,9 +1,10 @@
 /* test_fcache.c - a node's file cache (cluster/fcache.h) driven through
  * fcache_serve with decoded requests: hostile ranges and ids refused
  * before use, byte ranges of one block merged over its backing bytes, the
- * home's size, opens and doomed flag, the backing directory's checks, and
- * the store found again after a reopen, with its open counts reclaimed in
- * a restart's grace; dirty marks told to a shadow (a second cache). */
+ * home's size, opens and doomed flag, a read answered from its pinned
+ * block, the backing directory's checks, and the store found again after
+ * a reopen, with its open counts reclaimed in a restart's grace; dirty
+ * marks told to a shadow (a second cache). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -154,6 +155,72 @@ static void merge(void **state)
 	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 7,
 			 .len = 500 }, NULL, &r), 0);
 	assert_memory_equal(out, want, 500);
+	fcache_close(fc);
+}
+
+/* A FILE_READ answered from the pinned block: its bytes, then zeros past
+ * its valid length; a write while the reply is out goes to another block
+ * and leaves the pinned bytes as they were; errors pin nothing. */
+static void pinned_read(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct fcache_read rd;
+	struct frame_hdr r;
+	static uint8_t pl[1000], got[1000], want[1000];
+	(void)state;
+
+	open_obj(fc, 9, true);
+	memset(pl, 'a', 600);
+	/* 600 bytes of a block past the backing's end (no base bytes) */
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 9,
+			 .blk = 2, .len = 600 }, pl, &r), -ENOENT);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 9,
+			 .blk = 2, .len = 600, .gen = r.fop.gen,
+			 .flags = FRAME_FILE_GEN }, pl, &r), 0);
+	struct frame_hdr q = { .type = FT_FILE_READ,
+			       .fop = { .obj = 9, .blk = 2, .off = 100, .len = 900 } };
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(fcache_serve_read(fc, &q, &r, &rd), 0);
+	assert_int_equal(r.payload_len, 900);
+	assert_int_equal(r.fop.len, 900);
+	assert_int_equal(rd.niov, 2);
+	assert_int_equal(rd.iov[0].iov_len, 500);
+	assert_int_equal(rd.iov[1].iov_len, 400);
+	/* overwritten while pinned: the reply's bytes stay */
+	memset(pl, 'b', 600);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 9,
+			 .blk = 2, .len = 600 }, pl, &r), 0);
+	memcpy(got, rd.iov[0].iov_base, 500);
+	memcpy(got + 500, rd.iov[1].iov_base, 400);
+	memset(want, 'a', 500);
+	memset(want + 500, 0, 400);
+	assert_memory_equal(got, want, 900);
+	fcache_read_done(fc, &rd);
+	assert_int_equal(rd.niov, 0);
+	/* the next read sees the new bytes */
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 9,
+			 .blk = 2, .len = 600 }, NULL, &r), 0);
+	memset(want, 'b', 600);
+	assert_memory_equal(out, want, 600);
+	/* past the block's valid length: zeros only */
+	q.fop.off = 700;
+	q.fop.len = 100;
+	assert_int_equal(fcache_serve_read(fc, &q, &r, &rd), 0);
+	assert_int_equal(rd.niov, 1);
+	assert_int_equal(rd.iov[0].iov_len, 100);
+	assert_true(((const uint8_t *)rd.iov[0].iov_base)[0] == 0 &&
+		    ((const uint8_t *)rd.iov[0].iov_base)[99] == 0);
+	fcache_read_done(fc, &rd);
+	/* absent block, unknown file, range over the block: nothing pinned */
+	q.fop = (struct frame_fop){ .obj = 9, .blk = 5, .len = 10 };
+	assert_int_equal(fcache_serve_read(fc, &q, &r, &rd), -ENOENT);
+	assert_false(rd.pinned);
+	q.fop.obj = 10;
+	assert_int_equal(fcache_serve_read(fc, &q, &r, &rd), -ENOENT);
+	q.fop = (struct frame_fop){ .obj = 9, .blk = 2, .off = 65000, .len = 1000 };
+	assert_int_equal(fcache_serve_read(fc, &q, &r, &rd), -EPROTO);
+	assert_int_equal(rd.niov, 0);
+	fcache_read_done(fc, &rd);
 	fcache_close(fc);
 }
 
@@ -498,6 +565,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(hostile, setup, teardown),
 		cmocka_unit_test_setup_teardown(merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(pinned_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(punch, setup, teardown),
 		cmocka_unit_test_setup_teardown(home, setup, teardown),
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
