@@ -158,6 +158,22 @@ int conn_send(struct conn *c, const struct frame_hdr *h, const void *payload)
 	return conn_sendv(c, h, &iov, h->payload_len ? 1 : 0);
 }
 
+/* Move mh's iovecs past n bytes done (sent or received). */
+static void iov_advance(struct msghdr *mh, size_t n)
+{
+	while (n > 0 && mh->msg_iovlen) {
+		if (n >= mh->msg_iov->iov_len) {
+			n -= mh->msg_iov->iov_len;
+			mh->msg_iov++;
+			mh->msg_iovlen--;
+		} else {
+			mh->msg_iov->iov_base = (uint8_t *)mh->msg_iov->iov_base + n;
+			mh->msg_iov->iov_len -= n;
+			n = 0;
+		}
+	}
+}
+
 int conn_sendv(struct conn *c, const struct frame_hdr *h, const struct iovec *pl,
 	       unsigned npl)
 {
@@ -181,18 +197,7 @@ int conn_sendv(struct conn *c, const struct frame_hdr *h, const struct iovec *pl
 		if (n < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 		left -= (size_t)n;
-		/* advance over what went out */
-		while (n > 0 && mh.msg_iovlen) {
-			if ((size_t)n >= mh.msg_iov->iov_len) {
-				n -= (ssize_t)mh.msg_iov->iov_len;
-				mh.msg_iov++;
-				mh.msg_iovlen--;
-			} else {
-				mh.msg_iov->iov_base = (char *)mh.msg_iov->iov_base + n;
-				mh.msg_iov->iov_len -= (size_t)n;
-				n = 0;
-			}
-		}
+		iov_advance(&mh, (size_t)n);   /* over what went out */
 	}
 	return 0;
 }
@@ -237,17 +242,7 @@ static int read_full2(int fd, uint8_t *a, size_t alen, uint8_t *b, size_t blen)
 		if (n == 0)
 			return -ECONNRESET;
 		left -= (size_t)n;
-		while (n > 0 && mh.msg_iovlen) {
-			if ((size_t)n >= mh.msg_iov->iov_len) {
-				n -= (ssize_t)mh.msg_iov->iov_len;
-				mh.msg_iov++;
-				mh.msg_iovlen--;
-			} else {
-				mh.msg_iov->iov_base = (uint8_t *)mh.msg_iov->iov_base + n;
-				mh.msg_iov->iov_len -= (size_t)n;
-				n = 0;
-			}
-		}
+		iov_advance(&mh, (size_t)n);
 	}
 	return 0;
 }

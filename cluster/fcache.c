@@ -273,19 +273,39 @@ static int mark_send(struct fcache *fc, uint32_t flags, uint64_t obj,
 
 /* Under the block's stripe lock, before a write: the shadow learns the
  * block is dirty, unless it knows already (or is out of reach: counted,
- * and the next resync covers it). */
+ * and the next resync covers it). The next MARK_AHEAD blocks go in the
+ * same SET, those whose stripe lock is free now (held while the SET is
+ * on its way: a write-back cannot take them out before they are in), so
+ * a stream of writes costs one round trip per MARK_AHEAD blocks; a
+ * block told and never written is forgotten at the next write-back. */
+#define MARK_AHEAD 16
 static void mark_dirty(struct fcache *fc, uint64_t gid, uint64_t blk)
 {
+	uint64_t list[MARK_AHEAD];
+	uint32_t n = 0;
+
 	if (fmark_sent_has(fc->sent, gid, blk))
 		return;
+	list[n++] = blk;
+	for (uint64_t b = blk + 1; b < blk + MARK_AHEAD && b > blk; b++)
+		if (fmark_sent_trylock(fc->sent, gid, b, blk)) {
+			if (fmark_sent_has(fc->sent, gid, b))
+				fmark_sent_unlock(fc->sent, gid, b);
+			else
+				list[n++] = b;
+		}
 	uint64_t failed = atomic_load(&fc->shadow_failed_ns);
 	if ((!atomic_load(&fc->shadow_ok) && failed &&
 	     clock_now_ns() - failed < SHADOW_RETRY_NS) ||
-	    mark_send(fc, FRAME_MARK_SET, gid, blk, fmark_next_seq(fc->sent),
-		      NULL, 0, NULL))
+	    mark_send(fc, FRAME_MARK_SET, gid, 0, fmark_next_seq(fc->sent),
+		      list, n, NULL))
 		atomic_fetch_add(&fc->skipped, 1);
-	if (fmark_sent_add(fc->sent, gid, blk) < 0)
-		atomic_store(&fc->shadow_ok, false);
+	for (uint32_t k = 0; k < n; k++) {
+		if (fmark_sent_add(fc->sent, gid, list[k]) < 0)
+			atomic_store(&fc->shadow_ok, false);
+		if (k)
+			fmark_sent_unlock(fc->sent, gid, list[k]);
+	}
 }
 
 /* The blocks the shadow may forget: written back and cleaned, each if
@@ -440,6 +460,15 @@ static int writeback(struct fcache *fc, uint64_t gid)
 	if (bfd < 0)
 		return -EAGAIN;
 	pthread_mutex_lock(&fc->wb_mx);
+	/* every told block out of the set before anything is read
+	 * (fmarks.h): a write after this tells the shadow again, with a
+	 * newer number than seq, and the CLEAR below leaves that mark */
+	uint64_t seq = 0, *told = NULL;
+	size_t ntold = 0;
+	if (fc->mark) {
+		seq = fmark_last_seq(fc->sent);
+		ntold = fmark_sent_take_obj(fc->sent, gid, &told);
+	}
 	if (bstore_obj_get(fc->bs, lid, &rec) < 0 ||
 	    bstore_obj_counts(fc->bs, lid, &nb, &nd) < 0)
 		goto out;
@@ -494,14 +523,6 @@ static int writeback(struct fcache *fc, uint64_t gid)
 	size_t n = nd ? bstore_obj_blocks(fc->bs, lid, true, idx, nd) : 0;
 	n = n < nd ? n : nd;
 	uint64_t bytes = 0;
-	/* out of the told set before they are read (fmarks.h): a write after
-	 * this tells the shadow again, and the CLEAR leaves its newer mark */
-	uint64_t seq = fc->mark ? fmark_last_seq(fc->sent) : 0;
-	for (size_t k = 0; k < n && fc->mark; k++) {
-		fmark_sent_lock(fc->sent, gid, idx[k]);
-		fmark_sent_remove(fc->sent, gid, idx[k]);
-		fmark_sent_unlock(fc->sent, gid, idx[k]);
-	}
 	for (size_t k = 0; k < n && !rc; k++) {
 		struct bstore_binfo bi;
 		ver[k] = 0;
@@ -518,14 +539,11 @@ static int writeback(struct fcache *fc, uint64_t gid)
 		rc = -errno;
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
-	size_t cleaned = 0;
 	for (size_t k = 0; k < n && !rc; k++)
-		if (ver[k] && bstore_block_clean(fc->bs, lid, idx[k], ver[k]) == 0)
-			idx[cleaned++] = idx[k];
+		if (ver[k])
+			bstore_block_clean(fc->bs, lid, idx[k], ver[k]);
 	if (!rc)
 		atomic_fetch_add(&fc->written_back, bytes);
-	if (fc->mark && cleaned)
-		mark_clean(fc, gid, idx, cleaned, seq);
 free_out:
 	free(idx);
 	free(ver);
@@ -533,6 +551,19 @@ free_out:
 out:
 	if (fd >= 0)
 		close(fd);
+	if (ntold) {
+		/* the shadow forgets the told blocks not dirty now: written
+		 * back, or told ahead and never written; a block still dirty
+		 * (its write-back failed, or written since) keeps its mark */
+		size_t k = 0;
+		for (size_t j = 0; j < ntold; j++) {
+			struct bstore_binfo bi;
+			if (bstore_block_info(fc->bs, lid, told[j], &bi) < 0 || !bi.dirty)
+				told[k++] = told[j];
+		}
+		mark_clean(fc, gid, told, k, seq);
+	}
+	free(told);
 	pthread_mutex_unlock(&fc->wb_mx);
 	if (rc) {
 		atomic_fetch_add(&fc->wb_errors, 1);

@@ -213,6 +213,33 @@ void fmark_sent_unlock(struct fmark_sent *s, uint64_t obj, uint64_t blk)
 	pthread_mutex_unlock(&s->stripe[stripe_of(obj, blk)]);
 }
 
+bool fmark_sent_trylock(struct fmark_sent *s, uint64_t obj, uint64_t blk,
+			uint64_t held)
+{
+	size_t i = stripe_of(obj, blk);
+	return i != stripe_of(obj, held) && pthread_mutex_trylock(&s->stripe[i]) == 0;
+}
+
+size_t fmark_sent_take_obj(struct fmark_sent *s, uint64_t obj, uint64_t **out)
+{
+	size_t n = 0;
+
+	*out = NULL;
+	pthread_mutex_lock(&s->mx);
+	struct fm_obj *o = *obj_slot(&s->objs, 0, obj);
+	uint64_t *v = o && o->n ? malloc(o->n * sizeof(*v)) : NULL;
+	for (size_t k = 0; v && k < o->n; k++)
+		v[n++] = o->v[k].blk;
+	pthread_mutex_unlock(&s->mx);
+	for (size_t k = 0; k < n; k++) {
+		fmark_sent_lock(s, obj, v[k]);
+		fmark_sent_remove(s, obj, v[k]);
+		fmark_sent_unlock(s, obj, v[k]);
+	}
+	*out = v;
+	return n;
+}
+
 bool fmark_sent_has(struct fmark_sent *s, uint64_t obj, uint64_t blk)
 {
 	pthread_mutex_lock(&s->mx);

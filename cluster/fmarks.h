@@ -13,11 +13,14 @@
  *    block that is not in the set gets a SET to the shadow (with a new
  *    sequence number) and goes in before the write is made, so the
  *    shadow has the mark before the block is dirty. A write-back first
- *    takes the sequence number (fmark_next_seq's last), then takes each
- *    block out of the set under its stripe's lock, then reads, writes and
- *    cleans it, then CLEARs the blocks it cleaned "if not marked after"
- *    that number: a writer after the take-out sends a newer SET, which
- *    the CLEAR leaves;
+ *    takes the sequence number (fmark_next_seq's last), then takes the
+ *    object's blocks out of the set, each under its stripe's lock, then
+ *    reads, writes and cleans the dirty ones, then CLEARs those of the
+ *    taken blocks that are not dirty then "if not marked after" that
+ *    number: a writer after the take-out sends a newer SET, which the
+ *    CLEAR leaves. A SET may tell blocks ahead of the one written (a
+ *    stream's next ones), each under its own stripe lock: a block told
+ *    and never written is cleared the same way;
  *  - struct fmark_tab, at the shadow: marks per owner node index and
  *    (object, block), each with the highest sequence number set, and per
  *    owner whether its list is whole (synced). An owner sends its whole
@@ -54,11 +57,19 @@ void fmark_sent_free(struct fmark_sent *s);
 /* The stripe lock of (obj, blk). */
 void fmark_sent_lock(struct fmark_sent *s, uint64_t obj, uint64_t blk);
 void fmark_sent_unlock(struct fmark_sent *s, uint64_t obj, uint64_t blk);
+/* The stripe lock of (obj, blk) if it is free now and is not the
+ * stripe of (obj, held), whose lock the caller holds: true when taken. */
+bool fmark_sent_trylock(struct fmark_sent *s, uint64_t obj, uint64_t blk,
+			uint64_t held);
 /* Under the stripe's lock: is it in the set; put it in (0 or -ENOMEM);
  * take it out. */
 bool fmark_sent_has(struct fmark_sent *s, uint64_t obj, uint64_t blk);
 int fmark_sent_add(struct fmark_sent *s, uint64_t obj, uint64_t blk);
 void fmark_sent_remove(struct fmark_sent *s, uint64_t obj, uint64_t blk);
+/* Every block of obj out of the set, each under its stripe's lock (a
+ * write-back's take-out); *out (malloc'ed, free it) gets them. Returns
+ * how many (0: *out NULL). */
+size_t fmark_sent_take_obj(struct fmark_sent *s, uint64_t obj, uint64_t **out);
 /* Every block of obj out (the object was dropped); takes the locks. */
 void fmark_sent_drop_obj(struct fmark_sent *s, uint64_t obj);
 /* Every (obj, blk) in the set, each stripe listed under its lock; fn
