@@ -6,6 +6,8 @@
  *   fcl.c       a cluster mount's connections to the nodes' file caches
  *   locks.c     a cluster mount's fcntl and flock locks, at each file's
  *               home node (called by ops.c only)
+ *   clwatch.c   a cluster mount's thread that notices a restarted node,
+ *               idle or not (fcl_watch, fs_locks_watch)
  *   fdwait.c    requests short of file descriptors wait for an inode to be
  *               freed; the forget thread is woken through it
  *   inode.c     one inode's own state: its locks, data fd, cache object and
