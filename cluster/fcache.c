@@ -46,12 +46,23 @@ struct fobj {
 	struct fobj *next;
 };
 
+/* A replica object at the shadow (replicas=2): the copies of one owner's
+ * dirty blocks of one file, in this node's store under its own record
+ * ("replica:OWNER:GID"), apart from the table the write-back walks. */
+struct robj {
+	uint32_t owner;        /* the owner's node index */
+	uint64_t gid, lid;
+	struct robj *next;
+};
+
 struct fcache {
 	struct bstore *bs;
 	uint32_t bsize;
 	uint64_t digest;
 	uint32_t self;
 	char side[4200];       /* PATH.backing: the attached backing dir */
+	uint32_t replicas;     /* 1 or 2, fixed by the first ATTACH (and
+				* kept in PATH.backing); 0: none yet */
 
 	pthread_mutex_t lk;    /* the table, the backing, the thread's state */
 	pthread_cond_t cv;
@@ -77,6 +88,19 @@ struct fcache {
 	atomic_uint_fast64_t shadow_failed_ns, skipped, mark_errors;
 	uint64_t next_ping_ns;      /* the write-back thread's */
 	struct log_limit mark_log;
+
+	/* replicas=2: the blocks of the node whose shadow this is, and
+	 * how many this node sent to its shadow. rep_mx orders every
+	 * change of the replicas: a CLEAR's drop against a new REPLICA
+	 * of the same block (serve_mark). */
+	pthread_mutex_t rep_mx;
+	struct robj *rtab[NBUCKETS];
+	atomic_uint_fast64_t replicas_sent, replicas_taken, replica_errors,
+		replicas_written;
+	/* per owner index: since when it is down (fcache_owner_down), 0:
+	 * up; its replicas are written back here after orphan_ns */
+	atomic_uint_fast64_t down_since[FMARK_OWNERS];
+	uint64_t orphan_ns;
 };
 
 static struct fobj **slot_of(struct fcache *fc, uint64_t gid)
@@ -107,6 +131,70 @@ static bool gid_get(const char *path, uint64_t *gid)
 		return false;
 	*gid = strtoull(path + 7, &end, 16);
 	return *end == 0 && end == path + 23;
+}
+
+/* A replica record's path: the owner's index and the object's id. */
+static void rid_put(char *path, uint32_t owner, uint64_t gid)
+{
+	snprintf(path, BSTORE_PATH_MAX, "replica:%02x:%016" PRIx64, owner, gid);
+}
+
+static bool rid_get(const char *path, uint32_t *owner, uint64_t *gid)
+{
+	char *end;
+
+	if (strncmp(path, "replica:", 8) != 0 || path[10] != ':')
+		return false;
+	unsigned long o = strtoul(path + 8, &end, 16);
+	if (end != path + 10 || o >= FMARK_OWNERS)
+		return false;
+	*owner = (uint32_t)o;
+	*gid = strtoull(path + 11, &end, 16);
+	return *end == 0 && end == path + 27;
+}
+
+/* Under rep_mx. */
+static struct robj **rslot_of(struct fcache *fc, uint32_t owner, uint64_t gid)
+{
+	struct robj **p = &fc->rtab[(gid ^ gid >> 29 ^ owner) % NBUCKETS];
+
+	while (*p && ((*p)->gid != gid || (*p)->owner != owner))
+		p = &(*p)->next;
+	return p;
+}
+
+static struct robj *rinsert(struct fcache *fc, uint32_t owner, uint64_t gid,
+			    uint64_t lid)
+{
+	struct robj *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->owner = owner;
+	o->gid = gid;
+	o->lid = lid;
+	*rslot_of(fc, owner, gid) = o;
+	return o;
+}
+
+/* Under rep_mx: the replica object goes, blocks and record. */
+static void rdrop(struct fcache *fc, struct robj **p)
+{
+	struct robj *o = *p;
+
+	bstore_obj_delete(fc->bs, o->lid);
+	*p = o->next;
+	free(o);
+}
+
+/* The replica object of owner's gid (0: none). */
+static uint64_t replica_lid(struct fcache *fc, uint32_t owner, uint64_t gid)
+{
+	pthread_mutex_lock(&fc->rep_mx);
+	struct robj *o = owner < FMARK_OWNERS ? *rslot_of(fc, owner, gid) : NULL;
+	uint64_t lid = o ? o->lid : 0;
+	pthread_mutex_unlock(&fc->rep_mx);
+	return lid;
 }
 
 static struct fobj *insert(struct fcache *fc, uint64_t gid, uint64_t lid)
@@ -181,7 +269,8 @@ static int backing_bind(struct fcache *fc, const char *path, bool save)
 		char tmp[4300];
 		snprintf(tmp, sizeof(tmp), "%s.tmp", fc->side);
 		FILE *f = fopen(tmp, "w");
-		if (!f || fprintf(f, "%s\n", path) < 0 || fflush(f) ||
+		if (!f || fprintf(f, "%s\nreplicas=%u\n", path, fc->replicas) < 0 ||
+		    fflush(f) ||
 		    fsync(fileno(f)) || fclose(f) || rename(tmp, fc->side)) {
 			log_warn("file cache: cannot record the backing directory in %s: "
 				 "%s; after a restart write-back waits for a mount",
@@ -217,8 +306,15 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 		return -EPROTO;
 	}
 	memcpy(want.handle, payload + f->len, f->base_len);
+	uint32_t replicas = f->flags & FRAME_FILE_REPLICAS2 ? 2 : 1;
 	pthread_mutex_lock(&fc->lk);
-	if (fc->backing_fd < 0) {
+	if (fc->replicas && fc->replicas != replicas) {
+		/* mixed settings would leave some blocks in one NVRAM only */
+		snprintf(r->text, sizeof(r->text), "node %u serves replicas=%u; "
+			 "this mount asks replicas=%u", fc->self, fc->replicas,
+			 replicas);
+		rc = -ESTALE;
+	} else if (fc->backing_fd < 0) {
 		struct stat st;
 		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode) ||
 		    fcache_ident(AT_FDCWD, path, 0, &have) < 0 || !ident_eq(&have, &want)) {
@@ -226,10 +322,14 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 				 "mount's backing directory %.120s", fc->self, path);
 			rc = -ESTALE;
 		} else {
+			uint32_t had = fc->replicas;
+			fc->replicas = replicas;   /* recorded beside the path */
 			rc = backing_bind(fc, path, true);
-			if (rc)
+			if (rc) {
+				fc->replicas = had;
 				snprintf(r->text, sizeof(r->text), "node %u: %.120s: %s",
 					 fc->self, path, strerror(-rc));
+			}
 			fc->wb_all = true;  /* what a previous run left dirty */
 			pthread_cond_signal(&fc->cv);
 		}
@@ -319,6 +419,63 @@ static void mark_clean(struct fcache *fc, uint64_t gid, const uint64_t *idx,
 	}
 }
 
+/* replicas=2, under the block's stripe lock, after its store write: the
+ * shadow gets the block's valid bytes (and the file's handle, to write
+ * them back itself if this node is lost), and keeps them until a CLEAR
+ * of the block. The stripe lock held through the send makes the
+ * shadow's copy follow the block's writes in their order. 0 (also for
+ * a block no longer dirty: it needs no copy), or -EIO: the shadow did
+ * not take it (logged, limited; the shadow is then taken as not holding
+ * our whole list, and the write-back thread's resync sends it all). */
+static int replica_send(struct fcache *fc, uint64_t lid, uint64_t gid,
+			uint64_t blk)
+{
+	struct bstore_obj rec;
+	struct bstore_binfo bi;
+	uint8_t *buf = malloc(BSTORE_HANDLE_MAX + fc->bsize);
+	uint32_t rf = 0;
+	int rc = buf ? bstore_obj_get(fc->bs, lid, &rec) : -ENOMEM;
+
+	if (!rc)
+		rc = bstore_block_read(fc->bs, lid, blk, 0, buf + rec.handle_len,
+				       fc->bsize, &bi);
+	if (rc == -ENOENT || (!rc && !bi.dirty)) {
+		free(buf);
+		return 0;   /* dropped or written back meanwhile */
+	}
+	if (!rc) {
+		struct frame_fop f = { .obj = gid, .blk = blk, .off = fc->self_idx,
+				       .len = bi.valid, .base_len = rec.handle_len,
+				       .handle_type = rec.handle_type,
+				       .flags = FRAME_MARK_REPLICA };
+		memcpy(buf, rec.handle, rec.handle_len);
+		rc = fc->mark(fc->mark_arg, &f, buf, rec.handle_len + bi.valid, &rf);
+	}
+	free(buf);
+	if (rc) {
+		char note[96];
+		atomic_store(&fc->shadow_ok, false);
+		atomic_store(&fc->shadow_failed_ns, clock_now_ns());
+		atomic_fetch_add(&fc->replica_errors, 1);
+		if (log_limit(&fc->mark_log, 30, note, sizeof(note)))
+			log_warn("file cache: the next node (this node's shadow) did "
+				 "not take a replica of block %" PRIu64 " of object %016"
+				 PRIx64 ": %s; the write fails (replicas=2)%s", blk, gid,
+				 strerror(-rc), note);
+		return -EIO;
+	}
+	atomic_fetch_add(&fc->replicas_sent, 1);
+	return 0;
+}
+
+static uint32_t replicas_of(struct fcache *fc)
+{
+	pthread_mutex_lock(&fc->lk);
+	uint32_t n = fc->replicas;
+	pthread_mutex_unlock(&fc->lk);
+	return n;
+}
+
 /* The object is gone here: its marks too. */
 static void marks_forget(struct fcache *fc, uint64_t gid)
 {
@@ -364,13 +521,16 @@ static void resync_one(void *arg, uint64_t obj, uint64_t blk)
 }
 
 /* The shadow gets our whole list again: SYNC_BEGIN, every block dirty
- * here or told before, SYNC_END. Run by the write-back thread at start,
+ * here or told before (with replicas=2 a replica of each dirty one:
+ * SYNC_BEGIN dropped those it held), SYNC_END. Run by the write-back
+ * thread at start,
  * when the shadow says it lacks it (it restarted), and after a SET
  * failed. A SET skipped meanwhile leaves SYNC_END unsent: next time. */
 static void resync(struct fcache *fc)
 {
 	uint64_t skipped = atomic_load(&fc->skipped);
 	struct resync r = { .fc = fc };
+	bool rep = replicas_of(fc) == 2;
 
 	if (mark_send(fc, FRAME_MARK_SYNC_BEGIN, 0, 0, 0, NULL, 0, NULL))
 		return;
@@ -392,6 +552,8 @@ static void resync(struct fcache *fc)
 			fmark_sent_lock(fc->sent, gid, idx[k]);
 			if (fmark_sent_add(fc->sent, gid, idx[k]) < 0)
 				r.rc = -ENOMEM;
+			if (rep && !r.rc)
+				r.rc = replica_send(fc, ids[i], gid, idx[k]);
 			fmark_sent_unlock(fc->sent, gid, idx[k]);
 		}
 		free(idx);
@@ -573,6 +735,147 @@ out:
 	return rc;
 }
 
+/* ---- a lost owner's replicas ---- */
+
+void fcache_owner_down(struct fcache *fc, uint32_t idx, bool down)
+{
+	if (idx >= FMARK_OWNERS)
+		return;
+	if (!down) {
+		atomic_store(&fc->down_since[idx], 0);
+		return;
+	}
+	uint_fast64_t none = 0;
+	if (atomic_compare_exchange_strong(&fc->down_since[idx], &none, clock_now_ns()))
+		log_debug("file cache: owner index %u is down", idx);
+}
+
+/* Under rep_mx: replica object o's blocks to the backing file (named by
+ * its handle), fsync'ed, then its marks cleared (each if not marked
+ * after it was read: a newer one belongs to a write since) and the copy
+ * dropped. Counts the blocks in *blocks. 0 or -errno (the copy stays;
+ * a file gone from the backing drops it: nowhere to write). */
+static int orphan_one(struct fcache *fc, int bfd, struct robj **p, uint64_t *blocks)
+{
+	struct robj *o = *p;
+	struct bstore_obj rec;
+	uint64_t nb = 0, nd = 0;
+	int rc = bstore_obj_get(fc->bs, o->lid, &rec);
+
+	if (!rc)
+		rc = bstore_obj_counts(fc->bs, o->lid, &nb, &nd);
+	if (rc)
+		return rc;
+	struct {
+		struct file_handle fh;
+		unsigned char b[BSTORE_HANDLE_MAX];
+	} h;
+	h.fh.handle_bytes = rec.handle_len;
+	h.fh.handle_type = (int)rec.handle_type;
+	memcpy(h.fh.f_handle, rec.handle, rec.handle_len);
+	int fd = nb ? open_by_handle_at(bfd, &h.fh, O_WRONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	struct stat st;
+	if (nb && fd < 0) {
+		rc = -errno;
+		if (rc != -ESTALE && rc != -ENOENT)
+			return rc;
+		nb = 0;   /* the file is gone: its copies too */
+	} else if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -EINVAL;
+	}
+	uint64_t *idx = nb ? calloc(nb, sizeof(*idx)) : NULL;
+	uint64_t *seq = nb ? calloc(nb, sizeof(*seq)) : NULL;
+	bool *has = nb ? calloc(nb, sizeof(*has)) : NULL;
+	uint8_t *buf = nb ? malloc(fc->bsize) : NULL;
+	rc = 0;
+	if (nb && (!idx || !seq || !has || !buf))
+		rc = -ENOMEM;
+	size_t n = rc || !nb ? 0 : bstore_obj_blocks(fc->bs, o->lid, false, idx, nb);
+	n = n < nb ? n : nb;
+	for (size_t k = 0; k < n && !rc; k++) {
+		struct bstore_binfo bi;
+		has[k] = fmark_tab_has(fc->marks, o->owner, o->gid, idx[k]);
+		seq[k] = fmark_tab_seq(fc->marks, o->owner, o->gid, idx[k]);
+		if (bstore_block_read(fc->bs, o->lid, idx[k], 0, buf, fc->bsize, &bi) < 0)
+			continue;
+		if (bi.valid && pwrite(fd, buf, bi.valid, (off_t)(idx[k] * fc->bsize)) !=
+				(ssize_t)bi.valid)
+			rc = errno ? -errno : -EIO;
+	}
+	if (!rc && fd >= 0 && fsync(fd) < 0)
+		rc = -errno;
+	for (size_t k = 0; k < n && !rc; k++)
+		if (has[k]) {
+			struct frame_fop f = { .obj = o->gid, .off = o->owner, .len = 8,
+					       .size = seq[k], .flags = FRAME_MARK_CLEAR };
+			uint32_t rf;
+			fmark_tab_apply(fc->marks, &f, (const uint8_t *)&idx[k], &rf);
+		}
+	if (!rc) {
+		*blocks += n;
+		rdrop(fc, p);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(idx);
+	free(seq);
+	free(has);
+	free(buf);
+	return rc;
+}
+
+/* The write-back thread's look at the owners whose shadow this is: one
+ * down for orphan_ns has its replicas written back here (the backing
+ * then holds its acknowledged writes, and a mount reads them there); if
+ * it comes back it writes back its own dirty blocks, the same bytes
+ * (its writes failed while it was down). */
+static void orphans_check(struct fcache *fc, uint64_t now)
+{
+	for (uint32_t i = 0; i < FMARK_OWNERS; i++) {
+		uint64_t since = atomic_load(&fc->down_since[i]);
+		if (!since || now - since < fc->orphan_ns)
+			continue;
+		pthread_mutex_lock(&fc->lk);
+		int bfd = fc->backing_fd;
+		pthread_mutex_unlock(&fc->lk);
+		if (bfd < 0)
+			return;
+		uint64_t blocks = 0;
+		size_t files = 0, failed = 0;
+		int err = 0;
+		pthread_mutex_lock(&fc->rep_mx);
+		for (size_t b = 0; b < NBUCKETS; b++)
+			for (struct robj **p = &fc->rtab[b]; *p;) {
+				if ((*p)->owner != i) {
+					p = &(*p)->next;
+					continue;
+				}
+				int rc = orphan_one(fc, bfd, p, &blocks);
+				if (rc) {
+					/* kept: tried again after orphan_ns */
+					err = rc;
+					failed++;
+					p = &(*p)->next;
+				} else {
+					files++;
+				}
+			}
+		pthread_mutex_unlock(&fc->rep_mx);
+		if (files || failed) {
+			atomic_fetch_add(&fc->replicas_written, blocks);
+			log_warn("file cache: owner index %u down for %" PRIu64 " s: wrote "
+				 "back its replicas kept here, %" PRIu64 " blocks of %zu "
+				 "files%s%s", i, (uint64_t)((now - since) / 1000000000ull), blocks, files,
+				 failed ? "; failed for some, kept: " : "",
+				 failed ? strerror(-err) : "");
+		}
+		/* the next pass (new copies, or the failed ones) after orphan_ns */
+		uint_fast64_t was = since;
+		atomic_compare_exchange_strong(&fc->down_since[i], &was, now);
+	}
+}
+
 /* The write-back thread: background work, so it runs at nice 10 and the
  * requests of every node's mounts (the writers waiting) come first; it
  * still gets what the CPU has left, and a writer held by a full cache
@@ -594,6 +897,11 @@ static void *wb_main(void *arg)
 			if (fc->stop)
 				break;
 		}
+		pthread_mutex_unlock(&fc->lk);
+		orphans_check(fc, clock_now_ns());
+		pthread_mutex_lock(&fc->lk);
+		if (fc->stop)
+			break;
 		uint64_t now = clock_now_ns(), next = now + 1000000000ull;
 		size_t n = 0;
 		bool all = fc->wb_all && fc->backing_fd >= 0;
@@ -801,7 +1109,9 @@ int fcache_serve_read(struct fcache *fc, const struct frame_hdr *q,
 	int rc = range_check(fc, f, r);
 	if (rc)
 		return rc;
-	uint64_t lid = lid_of(fc, f->obj);
+	/* REPLICA: the copy kept for owner index gen (replicas=2) */
+	uint64_t lid = f->flags & FRAME_FILE_REPLICA ? replica_lid(fc, f->gen, f->obj) :
+		       lid_of(fc, f->obj);
 	if (!lid)
 		return -ENOENT;
 	rc = bstore_block_pin(fc->bs, lid, f->blk, &data, &rd->token, &bi);
@@ -869,6 +1179,9 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 		rc = bstore_block_write_src(fc->bs, lid, f->blk, f->off, &src, f->len,
 					    base ? payload : NULL, f->base_len,
 					    flags, f->gen, NULL);
+		/* replicas=2: in the shadow's NVRAM too before the reply */
+		if (fc->mark && !rc && replicas_of(fc) == 2)
+			rc = replica_send(fc, lid, f->obj, f->blk);
 		if (fc->mark)
 			fmark_sent_unlock(fc->sent, f->obj, f->blk);
 		if (rc != -ENOSPC || tries == SPACE_TRIES)
@@ -970,6 +1283,60 @@ static int serve_trunc(struct fcache *fc, const struct frame_fop *f)
 	return rc;
 }
 
+/* A REPLICA: the owner's block (the payload after the handle) kept
+ * dirty (never evicted) in the owner's replica object, made at its
+ * first block. Under rep_mx (let go while waiting for space). */
+static int replica_put(struct fcache *fc, const struct frame_fop *f,
+		       const uint8_t *payload)
+{
+	struct robj **p = rslot_of(fc, f->off, f->obj), *o = *p;
+	int rc = 0;
+
+	if (!o) {
+		struct bstore_obj rec;
+		memset(&rec, 0, sizeof(rec));
+		rec.handle_type = f->handle_type;
+		rec.handle_len = f->base_len;
+		memcpy(rec.handle, payload, f->base_len);
+		rid_put(rec.path, f->off, f->obj);
+		rc = bstore_obj_create(fc->bs, &rec);
+		if (!rc && !(o = rinsert(fc, f->off, f->obj, rec.id))) {
+			bstore_obj_delete(fc->bs, rec.id);
+			rc = -ENOMEM;
+		}
+		if (rc)
+			return rc;
+	}
+	if (!f->len) {
+		/* no valid bytes: what a read finds where nothing is held */
+		rc = bstore_block_drop(fc->bs, o->lid, f->blk);
+		return rc == -ENOENT ? 0 : rc;
+	}
+	for (int tries = 0;; tries++) {
+		rc = bstore_block_write(fc->bs, o->lid, f->blk, 0, payload + f->base_len,
+					f->len, true, false, NULL);
+		if (rc != -ENOSPC || tries == SPACE_TRIES)
+			break;
+		/* every block dirty: our own write back, then again; rep_mx
+		 * let go meanwhile (our write-back's CLEARs go to our own
+		 * shadow, which may be waiting for us the same way) */
+		pthread_mutex_lock(&fc->lk);
+		fc->wb_all = true;
+		pthread_cond_signal(&fc->cv);
+		pthread_mutex_unlock(&fc->lk);
+		pthread_mutex_unlock(&fc->rep_mx);
+		usleep(SPACE_WAIT_MS * 1000);
+		pthread_mutex_lock(&fc->rep_mx);
+		if (!(o = *rslot_of(fc, f->off, f->obj)))
+			return -ESTALE;   /* dropped meanwhile: the owner resyncs */
+	}
+	if (!rc)   /* the owner's block may have shrunk (a truncate) */
+		rc = bstore_block_truncate(fc->bs, o->lid, f->blk, f->len);
+	if (!rc)
+		atomic_fetch_add(&fc->replicas_taken, 1);
+	return rc;
+}
+
 static int serve_mark(struct fcache *fc, const struct frame_fop *f,
 		      const uint8_t *payload, struct frame_hdr *r)
 {
@@ -979,13 +1346,60 @@ static int serve_mark(struct fcache *fc, const struct frame_fop *f,
 	if (rc == -EPROTO)
 		snprintf(r->text, sizeof(r->text), "MARK owner index or flags out of range");
 	r->fop.flags = rf;
+	if (rc)
+		return rc;
+	bool rep = f->flags & FRAME_MARK_REPLICA;
+	if (rep && (!f->obj || (uint64_t)f->len > fc->bsize ||
+		    f->blk > UINT64_MAX / fc->bsize || !f->base_len ||
+		    f->base_len > BSTORE_HANDLE_MAX)) {
+		snprintf(r->text, sizeof(r->text), "REPLICA outside a %u-byte block",
+			 fc->bsize);
+		return -EPROTO;
+	}
+	if (!rep && !(f->flags & (FRAME_MARK_CLEAR | FRAME_MARK_CLEAR_OBJ |
+				  FRAME_MARK_SYNC_BEGIN)))
+		return 0;
+	pthread_mutex_lock(&fc->rep_mx);
+	if (rep) {
+		rc = replica_put(fc, f, payload);
+	} else if (f->flags & FRAME_MARK_SYNC_BEGIN) {
+		/* the owner sends every replica again */
+		for (size_t b = 0; b < NBUCKETS; b++)
+			for (struct robj **p = &fc->rtab[b]; *p;)
+				if ((*p)->owner == f->off)
+					rdrop(fc, p);
+				else
+					p = &(*p)->next;
+	} else {
+		struct robj **p = rslot_of(fc, f->off, f->obj);
+		if (*p && (f->flags & FRAME_MARK_CLEAR_OBJ)) {
+			rdrop(fc, p);
+		} else if (*p) {
+			/* written back at the owner: the copy goes, unless a
+			 * newer mark stayed (a write after the owner's
+			 * take-out, whose REPLICA follows or came already) */
+			for (uint32_t k = 0; k < f->len / 8; k++) {
+				uint64_t blk;
+				memcpy(&blk, payload + 8 * k, 8);
+				if (!fmark_tab_has(fc->marks, f->off, f->obj, blk))
+					bstore_block_drop(fc->bs, (*p)->lid, blk);
+			}
+		}
+	}
+	pthread_mutex_unlock(&fc->rep_mx);
 	return rc;
 }
 
 static int serve_shadow(struct fcache *fc, const struct frame_fop *f,
 			struct frame_hdr *r)
 {
-	r->fop.flags = fmark_tab_query(fc->marks, f->off, f->obj, f->blk);
+	struct bstore_binfo bi;
+	uint32_t fl = fmark_tab_query(fc->marks, f->off, f->obj, f->blk);
+	uint64_t lid = fl & FRAME_SHADOW_DIRTY ? replica_lid(fc, f->off, f->obj) : 0;
+
+	if (lid && bstore_block_info(fc->bs, lid, f->blk, &bi) == 0)
+		fl |= FRAME_SHADOW_REPLICA;
+	r->fop.flags = fl;
 	return 0;
 }
 
@@ -1051,8 +1465,20 @@ static int load_objects(struct fcache *fc)
 	for (size_t k = 0; k < n; k++) {
 		struct bstore_obj rec;
 		uint64_t gid;
+		uint32_t owner;
 		if (bstore_obj_get(fc->bs, ids[k], &rec) < 0)
 			continue;
+		if (rid_get(rec.path, &owner, &gid)) {
+			/* another node's copies: never written back on our
+			 * own account, so not in the write-back's table */
+			if (gid && !*rslot_of(fc, owner, gid)) {
+				if (!rinsert(fc, owner, gid, ids[k])) {
+					free(ids);
+					return -ENOMEM;
+				}
+				continue;
+			}
+		}
 		if (!gid_get(rec.path, &gid) || !gid || find(fc, gid)) {
 			log_warn("file cache: object %" PRIu64 " has no valid id; dropped",
 				 ids[k]);
@@ -1095,7 +1521,19 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o)
 	}
 	pthread_mutex_init(&fc->lk, NULL);
 	pthread_mutex_init(&fc->wb_mx, NULL);
+	pthread_mutex_init(&fc->rep_mx, NULL);
 	clock_cond_init(&fc->cv);
+	fc->orphan_ns = FCACHE_ORPHAN_MS * 1000000ull;
+	const char *orphan = getenv("NVCACHE_REPLICA_ORPHAN_MS");
+	if (orphan && *orphan) {
+		char *end;
+		unsigned long long ms = strtoull(orphan, &end, 10);
+		if (*end || !ms || ms > 86400000ull)
+			log_warn("file cache: NVCACHE_REPLICA_ORPHAN_MS=%s: not 1..86400000 "
+				 "ms; %u ms", orphan, (unsigned)FCACHE_ORPHAN_MS);
+		else
+			fc->orphan_ns = ms * 1000000ull;
+	}
 	rc = fmark_sent_new(&fc->sent);
 	if (!rc)
 		rc = fmark_tab_new(&fc->marks);
@@ -1106,6 +1544,12 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o)
 		char path[4200];
 		if (fgets(path, sizeof(path), f)) {
 			path[strcspn(path, "\n")] = 0;
+			unsigned rp = 1;   /* a file from before replicas: 1 */
+			char line[64];
+			if (fgets(line, sizeof(line), f) &&
+			    sscanf(line, "replicas=%u", &rp) == 1 && rp != 2)
+				rp = 1;
+			fc->replicas = rp;
 			int e = backing_bind(fc, path, false);
 			if (e)
 				log_warn("file cache: backing directory %s: %s; write-back "
@@ -1147,6 +1591,12 @@ void fcache_close(struct fcache *fc)
 			fc->tab[b] = o->next;
 			free(o);
 		}
+	for (size_t b = 0; b < NBUCKETS; b++)
+		while (fc->rtab[b]) {
+			struct robj *o = fc->rtab[b];
+			fc->rtab[b] = o->next;
+			free(o);
+		}
 	if (fc->backing_fd >= 0)
 		close(fc->backing_fd);
 	fmark_sent_free(fc->sent);
@@ -1163,8 +1613,17 @@ uint64_t fcache_grace_end(const struct fcache *fc)
 size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 {
 	struct bstore_stats st;
+	uint64_t held = 0;
 
 	bstore_stats_get(fc->bs, &st);
+	pthread_mutex_lock(&fc->rep_mx);
+	for (size_t b = 0; b < NBUCKETS; b++)
+		for (struct robj *o = fc->rtab[b]; o; o = o->next) {
+			uint64_t nb = 0, nd = 0;
+			if (bstore_obj_counts(fc->bs, o->lid, &nb, &nd) == 0)
+				held += nb;
+		}
+	pthread_mutex_unlock(&fc->rep_mx);
 	int n = snprintf(out, len,
 			 "fcache_used_bytes: %" PRIu64 "\n"
 			 "fcache_dirty_bytes: %" PRIu64 "\n"
@@ -1178,7 +1637,13 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_marks_told: %zu\n"
 			 "fcache_marks_held: %zu\n"
 			 "fcache_mark_errors: %" PRIu64 "\n"
-			 "fcache_shadow_synced: %d\n",
+			 "fcache_shadow_synced: %d\n"
+			 "fcache_replicas: %u\n"
+			 "fcache_replicas_sent: %" PRIu64 "\n"
+			 "fcache_replica_errors: %" PRIu64 "\n"
+			 "fcache_replicas_held: %" PRIu64 "\n"
+			 "fcache_replicas_taken: %" PRIu64 "\n"
+			 "fcache_replicas_written_back: %" PRIu64 "\n",
 			 st.blocks_used * st.block_size, st.blocks_dirty * st.block_size,
 			 st.blocks_total * st.block_size, st.objs_used,
 			 (uint64_t)atomic_load(&fc->written_back),
@@ -1188,6 +1653,11 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 (uint64_t)atomic_load(&fc->wb_errors),
 			 fmark_sent_count(fc->sent), fmark_tab_count(fc->marks),
 			 (uint64_t)atomic_load(&fc->mark_errors),
-			 fc->mark ? (int)atomic_load(&fc->shadow_ok) : -1);
+			 fc->mark ? (int)atomic_load(&fc->shadow_ok) : -1,
+			 replicas_of(fc),
+			 (uint64_t)atomic_load(&fc->replicas_sent),
+			 (uint64_t)atomic_load(&fc->replica_errors), held,
+			 (uint64_t)atomic_load(&fc->replicas_taken),
+			 (uint64_t)atomic_load(&fc->replicas_written));
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
 }

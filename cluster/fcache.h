@@ -101,6 +101,27 @@ typedef int (*fcache_mark_fn)(void *arg, const struct frame_fop *f,
 void fcache_set_shadow(struct fcache *fc, uint32_t self_idx, fcache_mark_fn fn,
 		       void *arg);
 
+/* replicas=2 (docs/nvcachefs-cluster.md): every mount and node of a
+ * cluster agree (the first ATTACH fixes it, PATH.backing keeps it, an
+ * ATTACH with another value is refused). An owner's write sends the
+ * block's valid bytes to its shadow (MARK with REPLICA) under the
+ * block's stripe lock, after the store write and before the reply (the
+ * write fails with -EIO if the shadow does not take them); a resync
+ * sends every dirty block's. The shadow keeps them in its store, dirty,
+ * in a record per (owner index, object) that its write-back never walks,
+ * until a CLEAR of the block (the owner wrote it back), a CLEAR_OBJ or
+ * the owner's SYNC_BEGIN; a SHADOW query answers REPLICA for a dirty
+ * block it holds, and a READ with FRAME_FILE_REPLICA (gen: the owner's
+ * index) reads it.
+ *
+ * A lost owner: the daemon tells the cache whether owner index idx is
+ * down (membership: dead, or never heard from); a shadow whose owner is
+ * down for FCACHE_ORPHAN_MS (the environment's NVCACHE_REPLICA_ORPHAN_MS
+ * at open, for tests) writes its replicas back to the backing files,
+ * clears their marks and drops them. Any thread. */
+#define FCACHE_ORPHAN_MS 10000
+void fcache_owner_down(struct fcache *fc, uint32_t idx, bool down);
+
 /* A restart's grace. The home's open counts and its file locks live in
  * DRAM: a daemon restarted where mounts were attached before (its NVRAM
  * names a backing directory) knows neither. For FCACHE_GRACE_MS the

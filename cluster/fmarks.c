@@ -349,6 +349,14 @@ int fmark_tab_apply(struct fmark_tab *t, const struct frame_fop *f,
 	int rc = 0;
 
 	*reply_flags = 0;
+	if (f->flags == FRAME_MARK_REPLICA && owner < FMARK_OWNERS) {
+		/* a block's bytes, kept by the caller: no mark changes */
+		pthread_mutex_lock(&t->mx);
+		if (t->synced[owner])
+			*reply_flags = FRAME_MARK_SYNCED;
+		pthread_mutex_unlock(&t->mx);
+		return 0;
+	}
 	if (owner >= FMARK_OWNERS || (f->flags & ~known) || f->len % 8 ||
 	    (f->len && !(f->flags & (FRAME_MARK_SET | FRAME_MARK_CLEAR))) ||
 	    (f->len && (f->flags & FRAME_MARK_SET) && (f->flags & FRAME_MARK_CLEAR)))
@@ -398,6 +406,29 @@ uint32_t fmark_tab_query(struct fmark_tab *t, uint32_t owner, uint64_t obj,
 		     pair_find(&t->objs, owner, obj, blk) ? FRAME_SHADOW_DIRTY : 0;
 	pthread_mutex_unlock(&t->mx);
 	return r;
+}
+
+bool fmark_tab_has(struct fmark_tab *t, uint32_t owner, uint64_t obj,
+		   uint64_t blk)
+{
+	if (owner >= FMARK_OWNERS)
+		return false;
+	pthread_mutex_lock(&t->mx);
+	bool has = pair_find(&t->objs, owner, obj, blk) != NULL;
+	pthread_mutex_unlock(&t->mx);
+	return has;
+}
+
+uint64_t fmark_tab_seq(struct fmark_tab *t, uint32_t owner, uint64_t obj,
+		       uint64_t blk)
+{
+	if (owner >= FMARK_OWNERS)
+		return 0;
+	pthread_mutex_lock(&t->mx);
+	struct fm_pair *p = pair_find(&t->objs, owner, obj, blk);
+	uint64_t seq = p ? p->seq : 0;
+	pthread_mutex_unlock(&t->mx);
+	return seq;
 }
 
 size_t fmark_tab_count(struct fmark_tab *t)

@@ -35,6 +35,10 @@
  * failed while the shadow stayed up (a partition), until the owner's
  * next resync (within a second or two).
  *
+ * With replicas=2 the shadow also keeps a copy of each dirty block
+ * (FRAME_MARK_REPLICA, kept by cluster/fcache.c, not here): a mark says
+ * the block is dirty, the copy holds its bytes.
+ *
  * Bounds: a shadow keeps at most FMARK_MAX marks (a full table makes
  * the sending owner not synced: its blocks read as UNKNOWN, EIO).
  *
@@ -92,10 +96,21 @@ void fmark_tab_free(struct fmark_tab *t);
  * bytes, 8 each in the host's order; a SET without one marks f->blk):
  * 0 and *reply_flags (PING: FRAME_MARK_SYNCED or not), or -EPROTO (an
  * owner index or flags out of range), -ENOSPC (the table is full: the
- * owner is made not synced). */
+ * owner is made not synced). A REPLICA (FRAME_MARK_REPLICA alone) changes
+ * no mark: the caller keeps its bytes (cluster/fcache.c); it gets 0 and
+ * the SYNCED flag. */
 int fmark_tab_apply(struct fmark_tab *t, const struct frame_fop *f,
 		    const uint8_t *payload, uint32_t *reply_flags);
 /* FRAME_SHADOW_DIRTY, FRAME_SHADOW_UNKNOWN, or 0 (clean here). */
+/* Whether owner's (obj, blk) is marked, synced or not: a CLEAR that
+ * left a newer mark leaves the block's replica too. */
+bool fmark_tab_has(struct fmark_tab *t, uint32_t owner, uint64_t obj,
+		   uint64_t blk);
+/* The sequence number of owner's mark of (obj, blk), 0: none (a shadow
+ * that wrote a lost owner's replica back clears the mark if not marked
+ * after it, with a CLEAR of its own). */
+uint64_t fmark_tab_seq(struct fmark_tab *t, uint32_t owner, uint64_t obj,
+		       uint64_t blk);
 uint32_t fmark_tab_query(struct fmark_tab *t, uint32_t owner, uint64_t obj,
 			 uint64_t blk);
 size_t fmark_tab_count(struct fmark_tab *t);

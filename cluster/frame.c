@@ -125,6 +125,16 @@ static int file_payload_check(uint32_t type, bool reply, uint32_t status,
 			}
 			break;
 		case FT_FILE_MARK:
+			if (f->flags & FRAME_MARK_REPLICA) {
+				/* the file's handle, then the block's bytes */
+				if (f->flags != FRAME_MARK_REPLICA || !f->base_len ||
+				    f->base_len > FRAME_FILE_MAX_HANDLE) {
+					*why = "MARK REPLICA's flags or handle do not fit";
+					return -EPROTO;
+				}
+				want = (uint64_t)f->base_len + f->len;
+				break;
+			}
 			if (f->len % 8 || (f->len && !(f->flags & (FRAME_MARK_SET |
 							  FRAME_MARK_CLEAR)))) {
 				*why = "MARK's block list does not fit";

@@ -128,6 +128,11 @@ struct frame_lock {
 				* punched too), dirty ones are zeroed */
 #define FRAME_FILE_RECLAIM 512u /* OPEN with HOME: blk handles open on the
 				 * mount since before the home restarted */
+#define FRAME_FILE_REPLICAS2 1024u /* ATTACH: the mount asks replicas=2 (each
+				    * dirty block also in its owner's
+				    * shadow's NVRAM); without: replicas=1 */
+#define FRAME_FILE_REPLICA 2048u /* READ at a shadow: from its replica of
+				  * owner index gen's block */
 /* MARK (owner -> shadow; off: the owner's node index, size: a sequence
  * number, cluster/fmarks.h): */
 #define FRAME_MARK_SET        1u  /* blk of obj (or the payload's blocks)
@@ -139,9 +144,16 @@ struct frame_lock {
 #define FRAME_MARK_SYNC_END   16u /* the owner's marks are whole again */
 #define FRAME_MARK_PING       32u /* reply flags: SYNCED or not */
 #define FRAME_MARK_SYNCED     64u
+#define FRAME_MARK_REPLICA    128u /* alone: block blk of obj is, at the
+				    * owner, the payload's bytes after the
+				    * file's handle (base_len bytes, type
+				    * handle_type): the block's len valid
+				    * bytes, kept until CLEARed */
 /* SHADOW's reply flags (neither: clean, read the backing) */
 #define FRAME_SHADOW_DIRTY    1u
 #define FRAME_SHADOW_UNKNOWN  2u
+#define FRAME_SHADOW_REPLICA  4u  /* the shadow holds a replica of it:
+				   * READ with FRAME_FILE_REPLICA */
 #define FRAME_MARK_MAX_BLOCKS (FRAME_FILE_MAX_BLOCK / 8)
 struct frame_fop {
 	uint64_t obj, blk, size, digest;

@@ -278,6 +278,17 @@ static void *monitor_main(void *arg)
 			 * do: its nvcached alone may have died
 			 * (lockserve_watch ends those of a dead node) */
 		}
+		if (n->fc && n->cfg.n_nodes > 1) {
+			/* the node whose shadow this is: down (dead, or not
+			 * heard from since we started) for long, its
+			 * replicas are written back here (fcache.h) */
+			unsigned me = (unsigned)(n->me - n->cfg.nodes);
+			unsigned prev = (me + n->cfg.n_nodes - 1) % n->cfg.n_nodes;
+			struct member m;
+			if (membership_get(n->mb, n->cfg.nodes[prev].id, &m) == 0)
+				fcache_owner_down(n->fc, prev, m.state == FN_DEAD ||
+						  m.state == FN_UNKNOWN);
+		}
 		if (now_ns() - last_mem >= (uint64_t)n->hb_ms * 1000000ULL) {
 			update_capacity(n);
 			last_mem = now_ns();

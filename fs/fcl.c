@@ -355,7 +355,8 @@ static int attach(struct fcl *c, uint32_t i, const struct fcl_opts *o)
 	}
 	struct frame_fop f = { .obj = id.ino, .len = (uint32_t)strlen(o->backing),
 			       .base_len = id.len, .handle_type = id.type,
-			       .digest = config_digest(&c->cfg) };
+			       .digest = config_digest(&c->cfg),
+			       .flags = o->replicas == 2 ? FRAME_FILE_REPLICAS2 : 0 };
 	struct iovec iov[2] = { { (void *)o->backing, f.len }, { id.handle, id.len } };
 	rc = cluster_client_file_call(cl, FT_FILE_ATTACH, &f, iov, 2, NULL, NULL, 0);
 	if (rc) {
@@ -394,6 +395,12 @@ int fcl_open(struct fcl **out, const struct fcl_opts *o)
 	c->self = o->node;
 	c->unit = o->stripe_unit;
 	c->n = c->cfg.n_nodes;
+	if (o->replicas == 2 && c->n < 2) {
+		log_err("cluster file %s: replicas=2 needs two nodes or more; not "
+			"mounting", o->cluster);
+		free(c);
+		return -EINVAL;
+	}
 	for (uint32_t i = 0; i < c->n; i++) {
 		c->nodes[i].id = c->cfg.nodes[i].id;
 		pthread_mutex_init(&c->nodes[i].lk, NULL);

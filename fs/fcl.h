@@ -24,12 +24,14 @@ struct fcl_opts {
 	uint32_t node;          /* this node's id in it */
 	const char *backing;    /* realpath of the backing directory */
 	uint64_t stripe_unit;   /* 0: auto (one equal part per node) */
+	uint32_t replicas;      /* 1 or 2 (every node's must be the same) */
 };
 
 /* Connect to every node, authenticated, and attach the backing directory
  * to each: refused (-errno, the reason logged) for a node id not in the
  * file, an unreachable node or wrong secret, a node without a file cache,
- * another cluster file or another backing directory. Creates nothing. */
+ * another cluster file or another backing directory, another replicas
+ * setting than the node's (or replicas=2 with one node). Creates nothing. */
 int fcl_open(struct fcl **out, const struct fcl_opts *o);
 void fcl_close(struct fcl *c);
 

@@ -307,8 +307,9 @@ static void lost_name(struct fs *fs, struct fs_inode *ino, char *name, size_t le
 
 /* A read's range whose owner could not be reached: its shadow knows
  * whether the owner holds the block dirty (cluster/fmarks.h). -ENOENT
- * (clean there: the backing holds the bytes), or -EIO (dirty there, the
- * only copy of its newest bytes; or nobody knows), logged. */
+ * (clean there: the backing holds the bytes), 0 (dirty there, and the
+ * shadow's replica of it, replicas=2, read into q->buf), or -EIO (dirty
+ * there, the only copy of its newest bytes; or nobody knows), logged. */
 static int down_owner(struct fs *fs, struct fs_inode *ino, const struct fcl_req *q)
 {
 	static struct log_limit lost_log;
@@ -324,6 +325,28 @@ static int down_owner(struct fs *fs, struct fs_inode *ino, const struct fcl_req 
 		atomic_fetch_add(&fs->st.down_reads, 1);
 		return -ENOENT;
 	}
+	if (!r && (rf.flags & FRAME_SHADOW_DIRTY) && (rf.flags & FRAME_SHADOW_REPLICA)) {
+		/* the owner's bytes, as the shadow keeps them */
+		struct frame_fop rq = q->f, rr = { 0 };
+		rq.flags = FRAME_FILE_REPLICA;
+		rq.gen = q->idx;
+		int e = fcl_call(fs->cl, shadow, FT_FILE_READ, &rq, NULL, 0, &rr,
+				 q->buf, q->f.len);
+		if (e == 0) {
+			atomic_fetch_add(&fs->st.down_replica_reads, 1);
+			return 0;
+		}
+		/* gone since: written back (the mark went first), or the
+		 * owner is back and sends its copies again (marked still) */
+		if (e == -ENOENT)
+			e = fcl_call(fs->cl, shadow, FT_FILE_SHADOW, &f, NULL, 0, &rf,
+				     NULL, 0);
+		if (e == 0 && !rf.flags) {
+			atomic_fetch_add(&fs->st.down_reads, 1);
+			return -ENOENT;
+		}
+		r = e;
+	}
 	atomic_fetch_add(&fs->st.down_lost, 1);
 	char name[256];
 	lost_name(fs, ino, name, sizeof(name));
@@ -331,7 +354,7 @@ static int down_owner(struct fs *fs, struct fs_inode *ino, const struct fcl_req 
 		log_err("cluster: node %u is down and holds block %llu of %s "
 			"(file %016llx) %s: EIO%s", fcl_node_id(fs->cl, q->idx),
 			(unsigned long long)q->f.blk, name, (unsigned long long)q->f.obj,
-			r ? "(its shadow is down too)" :
+			r ? "(its shadow is down too, or lacks its replica)" :
 			rf.flags & FRAME_SHADOW_DIRTY ? "dirty, not written back" :
 			"perhaps dirty (its shadow lacks its list)", note);
 	return -EIO;

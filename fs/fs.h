@@ -70,6 +70,7 @@ struct fs_config {
 	uint32_t block_size;   /* cache block (NVRAM allocation unit) */
 	uint64_t wb_delay_ns;  /* write-back delay after the last close */
 	bool fsync_backing;    /* fsync waits for the backing file too */
+	uint32_t replicas;     /* cluster: 1, or 2 (a copy at the shadow) */
 	bool writeback_cache;  /* FUSE kernel write-back cache (weaker) */
 	bool no_xattr;         /* answer xattr calls ENOSYS (see main.c) */
 	bool foreground;
@@ -140,8 +141,9 @@ struct fs_stats {
 	/* the kernel's READ and WRITE requests answered, and their bytes */
 	atomic_uint_fast64_t read_ops, read_bytes, write_ops, write_bytes;
 	/* cluster mount: ranges of a down node read from the backing (its
-	 * shadow has no mark), and refused (EIO: dirty there, or unknown) */
-	atomic_uint_fast64_t down_reads, down_lost;
+	 * shadow has no mark), refused (EIO: dirty there, or unknown), and
+	 * read from the shadow's replica (replicas=2) */
+	atomic_uint_fast64_t down_reads, down_lost, down_replica_reads;
 };
 
 /* The rendezvous of fdwait.c (fs.fdw). */

@@ -36,6 +36,7 @@
 
 struct cli {
 	char *backing, *nvram, *cache_size, *stripe_unit, *wb_delay, *fsync;
+	char *replicas;
 	char *lat, *flush, *bw, *block, *log, *cluster, *node;
 	int writeback_cache, noxattr, foreground, help, version;
 	char *arg[2];
@@ -51,6 +52,7 @@ static const struct fuse_opt cli_spec[] = {
 	OPT("block_size=%s", block),
 	OPT("writeback_delay=%s", wb_delay),
 	OPT("fsync=%s", fsync),
+	OPT("replicas=%s", replicas),
 	OPT("nvram_lat_ns=%s", lat),
 	OPT("nvram_flush_ns=%s", flush),
 	OPT("nvram_bw=%s", bw),
@@ -131,6 +133,10 @@ static void usage(const char *prog)
 "                         file: each file's stripes live in the nodes'\n"
 "                         nvcached file caches (nvcached --cache-size);\n"
 "                         no NVRAM file here (docs/nvcachefs-cluster.md)\n"
+"  replicas=1|2           cluster: each dirty block in its owner's NVRAM\n"
+"                         (1, default) or also in the next node's (2: a\n"
+"                         node lost for good loses no acknowledged write);\n"
+"                         every mount and node of a cluster agree\n"
 "  log=FILE               without -f: log here (default: syslog when a syslog\n"
 "                         daemon listens, else /var/log/nvcachefs-<mountpoint\n"
 "                         with / as ->.log); errors at mount also on stderr\n"
@@ -258,6 +264,19 @@ static int config_from_cli(struct fs_config *cfg, struct cli *c)
 				"mount (other nodes would read stale bytes)\n");
 			return -1;
 		}
+	}
+	cfg->replicas = 1;
+	if (c->replicas) {
+		if (strcmp(c->replicas, "1") && strcmp(c->replicas, "2")) {
+			fprintf(stderr, "nvcachefs: replicas=%s: 1 or 2\n", c->replicas);
+			return -1;
+		}
+		if (!c->cluster && !strcmp(c->replicas, "2")) {
+			fprintf(stderr, "nvcachefs: replicas=2: a cluster mount's "
+				"option (cluster=FILE)\n");
+			return -1;
+		}
+		cfg->replicas = (uint32_t)(c->replicas[0] - '0');
 	}
 	cfg->writeback_cache = c->writeback_cache;
 	cfg->no_xattr = c->noxattr;
@@ -427,6 +446,7 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "misses", atomic_load(&s->misses) },
 		{ "down_node_backing_reads", atomic_load(&s->down_reads) },
 		{ "down_node_lost_reads", atomic_load(&s->down_lost) },
+		{ "down_node_replica_reads", atomic_load(&s->down_replica_reads) },
 		{ "prefetched_bytes", atomic_load(&s->prefetched) },
 		{ "dirty_bytes", bst.blocks_dirty * bst.block_size },
 		{ "written_back_bytes", atomic_load(&s->written_back) },
@@ -503,7 +523,8 @@ static int fs_prepare(struct fs *fs)
 		/* refused before anything is made */
 		struct fcl_opts co = { .cluster = fs->cfg.cluster, .node = fs->cfg.node,
 				       .backing = fs->cfg.backing,
-				       .stripe_unit = fs->cfg.stripe_unit };
+				       .stripe_unit = fs->cfg.stripe_unit,
+				       .replicas = fs->cfg.replicas };
 		if (fcl_open(&fs->cl, &co) < 0 || check_backing(fs) < 0)
 			return -1;
 		if (fs_locks_open(&fs->locks, fcl_config(fs->cl), fs->cfg.node) < 0) {
@@ -603,11 +624,11 @@ static void log_mounted(const struct fs_config *cfg)
 {
 	if (cfg->cluster) {
 		log_info("mounted %s: backing %s, cluster %s as node %u, stripe "
-			 "unit %s, write-back delay %.1fs, fsync=%s", cfg->mountpoint,
-			 cfg->backing, cfg->cluster, cfg->node,
+			 "unit %s, write-back delay %.1fs, fsync=%s, replicas=%u",
+			 cfg->mountpoint, cfg->backing, cfg->cluster, cfg->node,
 			 cfg->stripe_unit ? "fixed" : "auto (single blocks)",
 			 (double)cfg->wb_delay_ns / 1e9,
-			 cfg->fsync_backing ? "backing" : "nvram");
+			 cfg->fsync_backing ? "backing" : "nvram", cfg->replicas);
 		return;
 	}
 	log_info("mounted %s: backing %s, NVRAM %s (%llu MiB cache, %u KiB "
@@ -738,7 +759,7 @@ static void log_setup(const struct fs_config *cfg, const char *file)
 static void cli_free(struct cli *c)
 {
 	free(c->backing); free(c->nvram); free(c->cache_size);
-	free(c->stripe_unit); free(c->wb_delay); free(c->fsync);
+	free(c->stripe_unit); free(c->wb_delay); free(c->fsync); free(c->replicas);
 	free(c->lat); free(c->flush); free(c->bw); free(c->block); free(c->log);
 	free(c->cluster); free(c->node);
 	free(c->arg[0]); free(c->arg[1]);

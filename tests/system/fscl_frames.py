@@ -51,6 +51,10 @@ kinds = {
     "gap": (30, {OBJ: 5}, b""),
     # dirty marks: a block list that is not whole 8-byte indexes
     "marklist": (MARK, {OBJ: 5, LEN: 12, FLAGS: 1}, b"m" * 12),
+    # a replica (replicas=2) without the file's handle before its bytes
+    "replica": (MARK, {OBJ: 5, LEN: 100, FLAGS: 128}, b"r" * 100),
+    # a replica with a block list's SET
+    "replicaset": (MARK, {OBJ: 5, LEN: 8, BASE: 4, FLAGS: 129}, b"r" * 12),
 }
 t, fop, pl = kinds[sys.argv[1]]
 sys.stdout.buffer.write(frame(t, fop, pl))

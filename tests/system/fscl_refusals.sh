@@ -2,7 +2,7 @@
 # fscl_refusals.sh - a cluster mount refused with the reason, nothing made:
 # a node id not in the cluster file, a wrong secret, cluster files that
 # disagree, a node without a file cache, a backing directory other than the
-# one the nodes serve. Then hostile frames of the file cache's messages:
+# one the nodes serve, another replicas setting. Then hostile frames of the file cache's messages:
 # each is answered "bad frame" and its connection closed, the node logs it
 # and goes on serving the mounts.
 T_TIMEOUT=${T_TIMEOUT:-60}
@@ -34,6 +34,10 @@ sed 's/127.0.0.1:/localhost:/' "$conf" >"$T_DIR/other-names.conf"
 refused "reads another cluster file" "backing=$T_DIR/b,cluster=$T_DIR/other-names.conf,node=1"
 # another backing directory than the nodes serve
 refused "serves another backing directory" "backing=$T_DIR/other,cluster=$conf,node=1"
+# another replicas setting than the nodes' (replicas=1, the first
+# mounts'), and one out of range
+refused "serves replicas=1; this mount asks replicas=2" "backing=$T_DIR/b,cluster=$conf,node=1,replicas=2"
+refused "replicas=3: 1 or 2" "backing=$T_DIR/b,cluster=$conf,node=1,replicas=3"
 # a node without a file cache (its own one-node cluster)
 read -r p3 < <(cluster_free_ports 1)
 printf 'secret secret\nnode 1 127.0.0.1:%s\n' "$p3" >"$T_DIR/bare.conf"
@@ -48,15 +52,15 @@ kill "$bare"
 
 # hostile frames to node 2, after the handshake
 before=$(fscl_stat 2 bad_frames)
-for k in range short read path handle gap marklist; do
+for k in range short read path handle gap marklist replica replicaset; do
   out=$(python3 "$here/fscl_frames.py" $k | "$(t_bin nvcache-client)" --cluster "$conf" --node 2 raw)
   [[ $out == "reply ERROR status=bad frame"* ]] || t_fail "hostile frame '$k': $out"
 done
 after=$(fscl_stat 2 bad_frames)
-[ $((after - before)) -eq 7 ] || t_fail "bad_frames went from $before to $after, not by 7"
+[ $((after - before)) -eq 9 ] || t_fail "bad_frames went from $before to $after, not by 9"
 t_wait 5 grep -q "bad frame from .*file range over the block cap" "$T_DIR/node2-fs.log" || t_fail "no log line for the bad range"
 # the nodes go on: a file through both mounts
 head -c 300000 /dev/urandom >"$T_DIR/ref"
 cp "$T_DIR/ref" "$T_DIR/m1/after" && cmp "$T_DIR/ref" "$T_DIR/m2/after" || t_fail "the nodes stopped serving after the hostile frames"
-t_log "7 hostile file frames refused, the nodes serve on"
+t_log "9 hostile file frames refused, the nodes serve on"
 fscl_stop

@@ -4,7 +4,7 @@
  * home's size, opens and doomed flag, a read answered from its pinned
  * block, the backing directory's checks, and the store found again after
  * a reopen, with its open counts reclaimed in a restart's grace; dirty
- * marks told to a shadow (a second cache). */
+ * marks told to a shadow (a second cache), and its replicas there. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +15,7 @@
 #include "shm_scratch.h"
 
 #include "cluster/fcache.h"
+#include "cluster/fmarks.h"
 #include "common/clock.h"
 
 #include <errno.h>
@@ -568,6 +569,189 @@ static void shadow_marks(void **state)
 	rmdir(dir);
 }
 
+/* What the shadow's replica of owner 0's block blk of obj holds: len
+ * bytes at off into out (0), or its -errno. */
+static int replica_read(uint64_t obj, uint64_t blk, uint32_t off, uint32_t len)
+{
+	struct frame_hdr q = { .type = FT_FILE_READ, .fop = { .obj = obj, .blk = blk,
+			       .off = off, .len = len, .gen = 0,
+			       .flags = FRAME_FILE_REPLICA } }, r = { 0 };
+	const void *o = NULL;
+	pthread_mutex_lock(&shadow_mx);
+	int rc = fcache_serve(shadow_fc, &q, NULL, &r, out, &o);
+	pthread_mutex_unlock(&shadow_mx);
+	return rc;
+}
+
+/* replicas=2: the setting is the first mount's (kept across a restart,
+ * another refused); a write's block is in the shadow's store before the
+ * reply, readable there; a shadow out of reach fails the write with EIO
+ * and gets everything again when back; the owner's write-back drops the
+ * copy; a restarted shadow gets its copies again; the shadow refuses
+ * replicas out of range; a dropped file's copies go; an owner down for
+ * good has its copies written back by the shadow, their marks cleared. */
+static void replicas(void **state)
+{
+	char spath[128], dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[160];
+	static uint8_t pl[256], block[65536];
+	struct frame_hdr r;
+	struct fcache_ident id;
+	(void)state;
+
+	snprintf(spath, sizeof(spath), "%s-shadow", path);
+	unlink(spath);
+	setenv("NVCACHE_REPLICA_ORPHAN_MS", "200", 1);
+	shadow_fc = open_shadow(spath);
+	struct fcache *fc = open_fc();
+	assert_non_null(mkdtemp(dir));
+	struct frame_fop f = attach_req(dir, DIGEST, pl);
+	f.flags = FRAME_FILE_REPLICAS2;
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	f.flags = 0;
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), -ESTALE);
+	assert_non_null(strstr(r.text, "serves replicas=2; this mount asks replicas=1"));
+	/* kept beside the backing path: a restarted node refuses it too */
+	fcache_close(fc);
+	fc = open_fc();
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), -ESTALE);
+	assert_non_null(strstr(r.text, "replicas=2"));
+	f.flags = FRAME_FILE_REPLICAS2;
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	fcache_set_shadow(fc, 0, to_shadow, NULL);
+	assert_true(shadow_wait(7, 2, 0));
+
+	make_file(dir, file, sizeof(file), &id);
+	struct frame_fop op = { .obj = 7, .len = id.len, .handle_type = id.type,
+				.flags = FRAME_FILE_HOME };
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	memset(block, 'r', sizeof(block));
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 2, .len = 65536 }, block, &r), 0);
+	assert_int_equal(shadow_says(7, 2), FRAME_SHADOW_DIRTY | FRAME_SHADOW_REPLICA);
+	/* told ahead, never written: no copy */
+	assert_int_equal(shadow_says(7, 3), FRAME_SHADOW_DIRTY);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 2, .off = 100, .len = 3 }, "abc", &r), 0);
+	assert_int_equal(replica_read(7, 2, 98, 6), 0);
+	assert_memory_equal(out, "rrabcr", 6);
+	assert_int_equal(replica_read(7, 2, 65000, 536), 0);
+	assert_memory_equal(out, block, 536);
+	assert_int_equal(replica_read(7, 3, 0, 10), -ENOENT);
+	assert_int_equal(replica_read(8, 2, 0, 10), -ENOENT);
+
+	/* the shadow out of reach: the write fails; back, it gets all */
+	pthread_mutex_lock(&shadow_mx);
+	struct fcache *away = shadow_fc;
+	shadow_fc = NULL;
+	pthread_mutex_unlock(&shadow_mx);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 2, .off = 200, .len = 3 }, "xyz", &r), -EIO);
+	pthread_mutex_lock(&shadow_mx);
+	shadow_fc = away;
+	pthread_mutex_unlock(&shadow_mx);
+	for (int i = 0; i < 500; i++) {
+		if (replica_read(7, 2, 200, 3) == 0 && !memcmp(out, "xyz", 3))
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(replica_read(7, 2, 200, 3), 0);
+	assert_memory_equal(out, "xyz", 3);
+	assert_true(shadow_wait(7, 2, FRAME_SHADOW_DIRTY | FRAME_SHADOW_REPLICA));
+
+	/* written back: the copy goes with the mark */
+	assert_int_equal(call(fc, FT_FILE_WRITEBACK, (struct frame_fop){ .obj = 7,
+			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
+	assert_int_equal(shadow_says(7, 2), 0);
+	assert_int_equal(replica_read(7, 2, 0, 10), -ENOENT);
+
+	/* dirty again, the shadow restarts: its copy is sent again */
+	memset(block, 's', sizeof(block));
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 4, .len = 65536 }, block, &r), 0);
+	pthread_mutex_lock(&shadow_mx);
+	fcache_close(shadow_fc);
+	shadow_fc = NULL;
+	pthread_mutex_unlock(&shadow_mx);
+	struct fcache *s2 = open_shadow(spath);
+	pthread_mutex_lock(&shadow_mx);
+	shadow_fc = s2;
+	pthread_mutex_unlock(&shadow_mx);
+	assert_int_equal(shadow_says(7, 4), FRAME_SHADOW_UNKNOWN);
+	assert_true(shadow_wait(7, 4, FRAME_SHADOW_DIRTY | FRAME_SHADOW_REPLICA));
+	assert_int_equal(replica_read(7, 4, 0, 65536), 0);
+	assert_memory_equal(out, block, 65536);
+
+	/* hostile replicas: refused before use */
+	const struct frame_fop bad[] = {
+		{ .obj = 7, .blk = 1, .len = 65537, .base_len = 4, .flags = FRAME_MARK_REPLICA },
+		{ .obj = 7, .blk = UINT64_MAX, .len = 8, .base_len = 4, .flags = FRAME_MARK_REPLICA },
+		{ .obj = 7, .blk = 1, .len = 8, .base_len = 0, .flags = FRAME_MARK_REPLICA },
+		{ .obj = 7, .blk = 1, .len = 8, .base_len = 4, .off = FMARK_OWNERS,
+		  .flags = FRAME_MARK_REPLICA },
+		{ .obj = 7, .blk = 1, .len = 8, .base_len = 4,
+		  .flags = FRAME_MARK_REPLICA | FRAME_MARK_SET },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		pthread_mutex_lock(&shadow_mx);
+		int rc = call(shadow_fc, FT_FILE_MARK, bad[i], block, &r);
+		pthread_mutex_unlock(&shadow_mx);
+		assert_int_equal(rc, -EPROTO);
+	}
+
+	/* dropped: the copies go too */
+	struct frame_fop op2 = op;
+	op2.obj = 8;
+	assert_int_equal(call(fc, FT_FILE_OPEN, op2, id.handle, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 8,
+			 .blk = 1, .len = 65536 }, block, &r), 0);
+	assert_int_equal(replica_read(8, 1, 0, 10), 0);
+	assert_int_equal(call(fc, FT_FILE_DROP, (struct frame_fop){ .obj = 8 },
+			 NULL, &r), 0);
+	assert_int_equal(replica_read(8, 1, 0, 10), -ENOENT);
+
+	/* the owner lost for good: its shadow writes the copies back to
+	 * the backing file and clears their marks */
+	memset(block, 'w', sizeof(block));
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 5, .len = 65536 }, block, &r), 0);
+	pthread_mutex_lock(&shadow_mx);
+	assert_int_equal(call(shadow_fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	fcache_owner_down(shadow_fc, 0, true);
+	pthread_mutex_unlock(&shadow_mx);
+	assert_true(shadow_wait(7, 5, 0));
+	assert_int_equal(shadow_says(7, 4), 0);
+	assert_int_equal(replica_read(7, 5, 0, 10), -ENOENT);
+	static uint8_t back[2 * 65536];
+	int bfd = open(file, O_RDONLY);
+	assert_true(bfd >= 0);
+	assert_int_equal(pread(bfd, back, sizeof(back), 4 * 65536), (ssize_t)sizeof(back));
+	close(bfd);
+	assert_memory_equal(back + 65536, block, 65536);
+	memset(block, 's', sizeof(block));
+	assert_memory_equal(back, block, 65536);
+	char stats[4096];
+	pthread_mutex_lock(&shadow_mx);
+	fcache_stats(shadow_fc, stats, sizeof(stats));
+	pthread_mutex_unlock(&shadow_mx);
+	assert_non_null(strstr(stats, "fcache_replicas_written_back: 2\n"));
+	assert_non_null(strstr(stats, "fcache_replicas_held: 0\n"));
+	assert_int_equal(call(fc, FT_FILE_DROP, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	fcache_close(fc);
+	pthread_mutex_lock(&shadow_mx);
+	fcache_close(shadow_fc);
+	shadow_fc = NULL;
+	pthread_mutex_unlock(&shadow_mx);
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s.backing", spath);
+	unlink(side);
+	unlink(spath);
+	unlink(file);
+	rmdir(dir);
+	unsetenv("NVCACHE_REPLICA_ORPHAN_MS");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -579,6 +763,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(shadow_marks, setup, teardown),
+		cmocka_unit_test_setup_teardown(replicas, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -800,6 +800,55 @@ static void encode_refuses_invalid(void **state)
 	assert_int_equal(frame_encode(&h, NULL, buf, sizeof(buf)), -EMSGSIZE);
 }
 
+/* MARK with REPLICA (replicas=2): the file's handle (base_len, 1..128
+ * bytes) then the block's len bytes; alone, never with a block list. */
+static void mark_replica_payloads(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD], pl[FRAME_FILE_MAX_BLOCK + 200];
+	struct frame_hdr h = { .type = FT_FILE_MARK, .request_id = 5 }, d;
+	const uint8_t *dp;
+	(void)state;
+
+	h.fop = (struct frame_fop){ .obj = 9, .blk = 3, .off = 1, .len = 100,
+				    .base_len = 20, .handle_type = 1,
+				    .flags = FRAME_MARK_REPLICA };
+	h.payload_len = 120;
+	ssize_t n = frame_encode(&h, pl, buf, sizeof(buf));
+	assert_true(n > 0);
+	static uint8_t whole[FRAME_MAX_HEAD + sizeof(pl)];
+	memcpy(whole, buf, (size_t)n);
+	memcpy(whole + n, pl, 120);
+	assert_int_equal(frame_decode(whole, (size_t)n + 120, &d, &dp, NULL),
+			 n + 120);
+	assert_int_equal(d.fop.flags, FRAME_MARK_REPLICA);
+	assert_int_equal(d.fop.base_len, 20);
+	/* a whole block and the largest handle */
+	h.fop.len = FRAME_FILE_MAX_BLOCK;
+	h.fop.off = 0;
+	h.fop.base_len = FRAME_FILE_MAX_HANDLE;
+	h.payload_len = FRAME_FILE_MAX_BLOCK + FRAME_FILE_MAX_HANDLE;
+	assert_true(frame_encode(&h, pl, buf, sizeof(buf)) > 0);
+	/* hostile: with a SET, no handle, a handle over the cap, a payload
+	 * without the handle, a block over the cap */
+	const struct { uint32_t flags, len, base_len, payload; } bad[] = {
+		{ FRAME_MARK_REPLICA | FRAME_MARK_SET, 96, 8, 104 },
+		{ FRAME_MARK_REPLICA | FRAME_MARK_CLEAR, 96, 8, 104 },
+		{ FRAME_MARK_REPLICA, 100, 0, 100 },
+		{ FRAME_MARK_REPLICA, 100, FRAME_FILE_MAX_HANDLE + 1,
+		  100 + FRAME_FILE_MAX_HANDLE + 1 },
+		{ FRAME_MARK_REPLICA, 100, 20, 100 },
+		{ FRAME_MARK_REPLICA, FRAME_FILE_MAX_BLOCK + 8, 20,
+		  FRAME_FILE_MAX_BLOCK + 28 },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		h.fop.flags = bad[i].flags;
+		h.fop.len = bad[i].len;
+		h.fop.base_len = bad[i].base_len;
+		h.payload_len = bad[i].payload;
+		assert_true(frame_encode(&h, pl, buf, sizeof(buf)) < 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -816,6 +865,7 @@ int main(void)
 		cmocka_unit_test(store_many_payloads),
 		cmocka_unit_test(overwrite_many_payloads),
 		cmocka_unit_test(encode_refuses_invalid),
+		cmocka_unit_test(mark_replica_payloads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

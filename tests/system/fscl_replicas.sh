@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# fscl_replicas.sh - replicas=2: a node lost for good loses no
+# acknowledged write. Three nodes, every mount with replicas=2 (a mount
+# asking replicas=1 is refused, nothing made). A 3 MiB file (a 1 MiB
+# stripe on each node) written through mount 1 and kept open, so its
+# blocks stay dirty in the owners' NVRAM; node 2's nvcached killed -9,
+# never restarted: mount 3 reads every byte (node 2's stripe from its
+# shadow's replica, node 3), and the shadow then writes node 2's replicas
+# back, so after the close the backing holds every byte.
+T_TIMEOUT=${T_TIMEOUT:-60}
+. "$(dirname "$0")/lib.sh"
+FSCL_N=3
+. "$(dirname "$0")/fscl_common.bash"
+# a shadow writes a down owner's replicas back after 2 s (default 10 s)
+export NVCACHE_REPLICA_ORPHAN_MS=2000
+cluster_start "$FSCL_N" fs
+for i in 1 2 3; do fscl_mount $i replicas=2; done
+m1=$T_DIR/m1 m3=$T_DIR/m3
+
+# mixed settings are refused: a replica would be missing for some writes
+mkdir -p "$T_DIR/mx"
+out=$(timeout 20 "$(t_bin nvcachefs)" "$T_DIR/mx" -f -o "backing=$T_DIR/b,cluster=$conf,node=1" 2>&1) &&
+  t_fail "a replicas=1 mount was let in among replicas=2 nodes"
+grep -q "serves replicas=2; this mount asks replicas=1" <<<"$out" ||
+  t_fail "the refusal does not say why: $out"
+t_is_mounted "$T_DIR/mx" && t_fail "a mount is left on mx"
+[ -z "$(find "$T_DIR/b" -mindepth 1)" ] || t_fail "the refused mount made files"
+t_log "refused: a replicas=1 mount among replicas=2 nodes"
+
+# a file whose home is not node 2 (a down home's files have no size)
+f=""
+for k in $(seq 0 31); do
+  : >"$m1/r$k"
+  lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/r$k") ||
+    t_fail "no layout for $m1/r$k"
+  if [[ $lay != *"home=2 "* ]]; then f=r$k; break; fi
+done
+[ -n "$f" ] || t_fail "32 files all homed at node 2"
+head -c $((3 << 20)) /dev/urandom >"$T_DIR/ref"
+python3 -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.write(fd, open(sys.argv[2], "rb").read())
+open(sys.argv[3], "w").close()
+while not os.path.exists(sys.argv[4]):
+    time.sleep(0.1)
+try:
+    os.close(fd)   # node 2 down: its write-back request fails
+except OSError:
+    pass' "$m1/$f" "$T_DIR/ref" "$T_DIR/written" "$T_DIR/close" &
+writer=$!
+t_cleanup "kill $writer 2>/dev/null"
+t_wait 10 test -e "$T_DIR/written" || t_fail "$f not written"
+# node 3 holds node 2's stripe (16 blocks) as replicas
+[ "$(fscl_stat 3 fcache_replicas_held)" -ge 16 ] ||
+  t_fail "node 3 holds $(fscl_stat 3 fcache_replicas_held) replicas of node 2's blocks, not 16"
+[ "$(fscl_stat 2 fcache_replicas_sent)" -ge 16 ] ||
+  t_fail "node 2 sent $(fscl_stat 2 fcache_replicas_sent) replicas"
+[ "$(fscl_stat 1 fcache_dirty_bytes)" -gt 0 ] || t_fail "nothing dirty at node 1: was $f written back?"
+
+kill -9 "${pid[2]}"
+t_log "node 2's nvcached killed for good"
+python3 - "$m3/$f" "$T_DIR/ref" <<'PY' || t_fail "$f does not read whole through mount 3 while node 2 is down"
+import os, sys
+ref = open(sys.argv[2], "rb").read()
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+got = b""
+while len(got) < len(ref) + 1:
+    b = os.pread(fd, 1 << 20, len(got))
+    if not b:
+        break
+    got += b
+if got != ref:
+    diff = next((i for i in range(min(len(got), len(ref))) if got[i] != ref[i]), min(len(got), len(ref)))
+    sys.exit("%d bytes read of %d, first difference at %d" % (len(got), len(ref), diff))
+PY
+reads=$("$(t_bin nvcachectl)" stats "$m3" | sed -n 's/^down_node_replica_reads: //p')
+[ "${reads:-0}" -gt 0 ] || t_fail "mount 3 read nothing from the replicas"
+t_log "node 2 down: every byte of $f reads through mount 3 ($reads ranges from node 3's replicas)"
+
+# node 3 writes node 2's replicas back (node 2 down for 2 s); after the
+# close every byte is in the backing
+touch "$T_DIR/close"
+wait $writer || t_fail "the writer failed"
+t_wait 20 cmp -s "$T_DIR/ref" "$T_DIR/b/$f" || t_fail "the backing lacks bytes of $f: $(fscl_why)"
+[ "$(fscl_stat 3 fcache_replicas_written_back)" -ge 16 ] ||
+  t_fail "node 3 wrote back $(fscl_stat 3 fcache_replicas_written_back) replicas"
+grep -q "owner index 1 down for .* wrote back its replicas" "$T_DIR/node3-fs.log" ||
+  t_fail "node 3 does not log the write-back of node 2's replicas"
+t_log "node 3 wrote node 2's replicas back: the backing holds every byte"
+fscl_stop
