@@ -1157,6 +1157,15 @@ static int serve_read(struct fcache *fc, const struct frame_hdr *q,
 	return rc;
 }
 
+/* The write-back thread writes back everything now (a full cache). */
+static void wb_kick_all(struct fcache *fc)
+{
+	pthread_mutex_lock(&fc->lk);
+	fc->wb_all = true;
+	pthread_cond_signal(&fc->cv);
+	pthread_mutex_unlock(&fc->lk);
+}
+
 static int serve_write(struct fcache *fc, const struct frame_fop *f,
 		       const uint8_t *payload, struct frame_hdr *r)
 {
@@ -1187,10 +1196,7 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 		if (rc != -ENOSPC || tries == SPACE_TRIES)
 			break;
 		/* every block dirty: write back, then try again */
-		pthread_mutex_lock(&fc->lk);
-		fc->wb_all = true;
-		pthread_cond_signal(&fc->cv);
-		pthread_mutex_unlock(&fc->lk);
+		wb_kick_all(fc);
 		usleep(SPACE_WAIT_MS * 1000);
 	}
 	if (rc == -ENODATA || rc == -ESTALE) {
@@ -1320,10 +1326,7 @@ static int replica_put(struct fcache *fc, const struct frame_fop *f,
 		/* every block dirty: our own write back, then again; rep_mx
 		 * let go meanwhile (our write-back's CLEARs go to our own
 		 * shadow, which may be waiting for us the same way) */
-		pthread_mutex_lock(&fc->lk);
-		fc->wb_all = true;
-		pthread_cond_signal(&fc->cv);
-		pthread_mutex_unlock(&fc->lk);
+		wb_kick_all(fc);
 		pthread_mutex_unlock(&fc->rep_mx);
 		usleep(SPACE_WAIT_MS * 1000);
 		pthread_mutex_lock(&fc->rep_mx);
