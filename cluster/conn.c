@@ -202,24 +202,6 @@ int conn_sendv(struct conn *c, const struct frame_hdr *h, const struct iovec *pl
 	return 0;
 }
 
-/* Read exactly len bytes. -ECONNRESET on EOF. */
-static int read_full(int fd, uint8_t *buf, size_t len)
-{
-	size_t have = 0;
-
-	while (have < len) {
-		ssize_t n = recv(fd, buf + have, len - have, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
-		if (n == 0)
-			return -ECONNRESET;
-		have += (size_t)n;
-	}
-	return 0;
-}
-
 int conn_recv(struct conn *c, struct frame_hdr *h, const uint8_t **payload,
 	      const char **why)
 {
@@ -245,6 +227,12 @@ static int read_full2(int fd, uint8_t *a, size_t alen, uint8_t *b, size_t blen)
 		iov_advance(&mh, (size_t)n);
 	}
 	return 0;
+}
+
+/* Read exactly len bytes. -ECONNRESET on EOF. */
+static int read_full(int fd, uint8_t *buf, size_t len)
+{
+	return read_full2(fd, buf, len, NULL, 0);
 }
 
 int conn_recv_into(struct conn *c, struct frame_hdr *h, void *dst, size_t dstlen,

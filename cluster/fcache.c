@@ -133,6 +133,19 @@ static bool gid_get(const char *path, uint64_t *gid)
 	return *end == 0 && end == path + 23;
 }
 
+/* A record's file handle, as open_by_handle_at takes it. */
+struct rec_handle {
+	struct file_handle fh;
+	unsigned char b[BSTORE_HANDLE_MAX];
+};
+
+static void rec_handle(const struct bstore_obj *rec, struct rec_handle *h)
+{
+	h->fh.handle_bytes = rec->handle_len;
+	h->fh.handle_type = (int)rec->handle_type;
+	memcpy(h->fh.f_handle, rec->handle, rec->handle_len);
+}
+
 /* A replica record's path: the owner's index and the object's id. */
 static void rid_put(char *path, uint32_t owner, uint64_t gid)
 {
@@ -634,13 +647,8 @@ static int writeback(struct fcache *fc, uint64_t gid)
 	if (bstore_obj_get(fc->bs, lid, &rec) < 0 ||
 	    bstore_obj_counts(fc->bs, lid, &nb, &nd) < 0)
 		goto out;
-	struct {
-		struct file_handle fh;
-		unsigned char b[BSTORE_HANDLE_MAX];
-	} h;
-	h.fh.handle_bytes = rec.handle_len;
-	h.fh.handle_type = (int)rec.handle_type;
-	memcpy(h.fh.f_handle, rec.handle, rec.handle_len);
+	struct rec_handle h;
+	rec_handle(&rec, &h);
 	if (!nd) {
 		/* nothing dirty: the backing file is opened for writing only
 		 * if it must grow to the record's size (a file only read
@@ -766,13 +774,8 @@ static int orphan_one(struct fcache *fc, int bfd, struct robj **p, uint64_t *blo
 		rc = bstore_obj_counts(fc->bs, o->lid, &nb, &nd);
 	if (rc)
 		return rc;
-	struct {
-		struct file_handle fh;
-		unsigned char b[BSTORE_HANDLE_MAX];
-	} h;
-	h.fh.handle_bytes = rec.handle_len;
-	h.fh.handle_type = (int)rec.handle_type;
-	memcpy(h.fh.f_handle, rec.handle, rec.handle_len);
+	struct rec_handle h;
+	rec_handle(&rec, &h);
 	int fd = nb ? open_by_handle_at(bfd, &h.fh, O_WRONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
 	struct stat st;
 	if (nb && fd < 0) {

@@ -61,3 +61,25 @@ fscl_why() {
   done
   grep -h "warn\|err" "$T_DIR"/node*.log "$T_DIR"/fs*.log | grep -v "refused peer" | tail -5
 }
+
+# fscl_write_held FILE REF TAG: in the background, REF's bytes written
+# into FILE through a descriptor kept open (dirty in the owners' NVRAM:
+# no write-back while open); $T_DIR/TAG.ready once written; closed when
+# $T_DIR/TAG.close appears (a close that fails, say for a down node's
+# write-back request, is said on stderr and not an error). Sets
+# held_writer to its pid.
+fscl_write_held() {
+  python3 -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.write(fd, open(sys.argv[2], "rb").read())
+open(sys.argv[3] + ".ready", "w").close()
+while not os.path.exists(sys.argv[3] + ".close"):
+    time.sleep(0.1)
+try:
+    os.close(fd)
+except OSError as e:
+    print("close: %s" % e, file=sys.stderr)' "$1" "$2" "$T_DIR/$3" &
+  held_writer=$!
+  t_cleanup "kill $held_writer 2>/dev/null"
+  t_wait 10 test -e "$T_DIR/$3.ready" || t_fail "$1 not written"
+}

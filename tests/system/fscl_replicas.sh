@@ -37,19 +37,8 @@ for k in $(seq 0 31); do
 done
 [ -n "$f" ] || t_fail "32 files all homed at node 2"
 head -c $((3 << 20)) /dev/urandom >"$T_DIR/ref"
-python3 -c 'import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY)
-os.write(fd, open(sys.argv[2], "rb").read())
-open(sys.argv[3], "w").close()
-while not os.path.exists(sys.argv[4]):
-    time.sleep(0.1)
-try:
-    os.close(fd)   # node 2 down: its write-back request fails
-except OSError:
-    pass' "$m1/$f" "$T_DIR/ref" "$T_DIR/written" "$T_DIR/close" &
-writer=$!
-t_cleanup "kill $writer 2>/dev/null"
-t_wait 10 test -e "$T_DIR/written" || t_fail "$f not written"
+fscl_write_held "$m1/$f" "$T_DIR/ref" held   # closed after node 2 is gone
+writer=$held_writer
 # node 3 holds node 2's stripe (16 blocks) as replicas
 [ "$(fscl_stat 3 fcache_replicas_held)" -ge 16 ] ||
   t_fail "node 3 holds $(fscl_stat 3 fcache_replicas_held) replicas of node 2's blocks, not 16"
@@ -80,7 +69,7 @@ t_log "node 2 down: every byte of $f reads through mount 3 ($reads ranges from n
 
 # node 3 writes node 2's replicas back (node 2 down for 2 s); after the
 # close every byte is in the backing
-touch "$T_DIR/close"
+touch "$T_DIR/held.close"
 wait $writer || t_fail "the writer failed"
 t_wait 20 cmp -s "$T_DIR/ref" "$T_DIR/b/$f" || t_fail "the backing lacks bytes of $f: $(fscl_why)"
 [ "$(fscl_stat 3 fcache_replicas_written_back)" -ge 16 ] ||

@@ -86,16 +86,8 @@ head -c $((3 << 20)) /dev/urandom >"$T_DIR/clean.ref"
 head -c $((3 << 20)) /dev/urandom >"$T_DIR/dirty.ref"
 cp "$T_DIR/clean.ref" "$m1/$cleanf"
 t_wait 10 cmp -s "$T_DIR/clean.ref" "$T_DIR/b/$cleanf" || t_fail "$cleanf not written back"
-python3 -c 'import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY)
-os.write(fd, open(sys.argv[2], "rb").read())
-open(sys.argv[3], "w").close()
-while not os.path.exists(sys.argv[4]):
-    time.sleep(0.1)
-os.close(fd)' "$m1/$dirtyf" "$T_DIR/dirty.ref" "$T_DIR/dirty.ready" "$T_DIR/dirty.close" &
-dirtyw=$!
-t_cleanup "kill $dirtyw 2>/dev/null"
-t_wait 10 test -e "$T_DIR/dirty.ready" || t_fail "$dirtyf not written"
+fscl_write_held "$m1/$dirtyf" "$T_DIR/dirty.ref" dirty
+dirtyw=$held_writer
 dlay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/$dirtyf")
 setlk() {  # setlk FILE: an fcntl write lock taken and let go, or the error
   python3 -c 'import fcntl, os, sys
