@@ -390,17 +390,19 @@ static int mark_send(struct fcache *fc, uint32_t flags, uint64_t obj,
  * same SET, those whose stripe lock is free now (held while the SET is
  * on its way: a write-back cannot take them out before they are in), so
  * a stream of writes costs one round trip per MARK_AHEAD blocks; a
- * block told and never written is forgotten at the next write-back. */
+ * block told and never written is forgotten at the next write-back.
+ * The size's mark (FMARK_SIZE_BLK) goes alone. */
 #define MARK_AHEAD 16
 static void mark_dirty(struct fcache *fc, uint64_t gid, uint64_t blk)
 {
 	uint64_t list[MARK_AHEAD];
 	uint32_t n = 0;
+	uint64_t ahead = blk == FMARK_SIZE_BLK ? 1 : MARK_AHEAD;
 
 	if (fmark_sent_has(fc->sent, gid, blk))
 		return;
 	list[n++] = blk;
-	for (uint64_t b = blk + 1; b < blk + MARK_AHEAD && b > blk; b++)
+	for (uint64_t b = blk + 1; b < blk + ahead && b > blk; b++)
 		if (fmark_sent_trylock(fc->sent, gid, b, blk)) {
 			if (fmark_sent_has(fc->sent, gid, b))
 				fmark_sent_unlock(fc->sent, gid, b);
@@ -533,6 +535,28 @@ static void resync_one(void *arg, uint64_t obj, uint64_t blk)
 	r->blk[r->n++] = blk;
 }
 
+/* Whether the record's size is ahead of its backing file's (a home's
+ * size not written back yet): its mark goes in a resync. Without the
+ * backing directory, any size is taken as ahead. */
+static bool size_ahead(struct fcache *fc, const struct bstore_obj *rec)
+{
+	struct rec_handle h;
+	struct stat st;
+
+	pthread_mutex_lock(&fc->lk);
+	int bfd = fc->backing_fd;
+	pthread_mutex_unlock(&fc->lk);
+	if (bfd < 0)
+		return rec->size > 0;
+	rec_handle(rec, &h);
+	int fd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return false;   /* gone: nothing of it is read again */
+	bool ahead = fstat(fd, &st) == 0 && rec->size > (uint64_t)st.st_size;
+	close(fd);
+	return ahead;
+}
+
 /* The shadow gets our whole list again: SYNC_BEGIN, every block dirty
  * here or told before (with replicas=2 a replica of each dirty one:
  * SYNC_BEGIN dropped those it held), SYNC_END. Run by the write-back
@@ -556,8 +580,15 @@ static void resync(struct fcache *fc)
 	for (size_t i = 0; i < no; i++) {
 		struct bstore_obj rec;
 		uint64_t gid, nb = 0, nd = 0;
-		if (bstore_obj_get(fc->bs, ids[i], &rec) < 0 || !gid_get(rec.path, &gid) ||
-		    bstore_obj_counts(fc->bs, ids[i], &nb, &nd) < 0 || !nd)
+		if (bstore_obj_get(fc->bs, ids[i], &rec) < 0 || !gid_get(rec.path, &gid))
+			continue;
+		if (size_ahead(fc, &rec)) {
+			fmark_sent_lock(fc->sent, gid, FMARK_SIZE_BLK);
+			if (fmark_sent_add(fc->sent, gid, FMARK_SIZE_BLK) < 0)
+				r.rc = -ENOMEM;
+			fmark_sent_unlock(fc->sent, gid, FMARK_SIZE_BLK);
+		}
+		if (bstore_obj_counts(fc->bs, ids[i], &nb, &nd) < 0 || !nd)
 			continue;
 		uint64_t *idx = calloc(nd, sizeof(*idx));
 		size_t n = idx ? bstore_obj_blocks(fc->bs, ids[i], true, idx, nd) : 0;
@@ -728,7 +759,8 @@ out:
 		size_t k = 0;
 		for (size_t j = 0; j < ntold; j++) {
 			struct bstore_binfo bi;
-			if (bstore_block_info(fc->bs, lid, told[j], &bi) < 0 || !bi.dirty)
+			if (told[j] == FMARK_SIZE_BLK ? !rc :
+			    bstore_block_info(fc->bs, lid, told[j], &bi) < 0 || !bi.dirty)
 				told[k++] = told[j];
 		}
 		mark_clean(fc, gid, told, k, seq);
@@ -997,13 +1029,21 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
-/* The home's record: size read (set: written) under the table lock. */
+/* The home's record: size read (set: written) under the table lock. A
+ * size that changes is told to the shadow first (its FMARK_SIZE_BLK
+ * mark, fmarks.h), under that mark's stripe lock, which every SETSIZE
+ * of the file holds: a write-back's take-out cannot come between the
+ * look and the change. */
 static int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *f,
 		      struct frame_hdr *r)
 {
 	struct bstore_obj rec;
+	bool tell = fc->mark && type == FT_FILE_SETSIZE, told = false;
 	int rc;
 
+	if (tell)
+		fmark_sent_lock(fc->sent, f->obj, FMARK_SIZE_BLK);
+again:
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = find(fc, f->obj);
 	rc = o ? bstore_obj_get(fc->bs, o->lid, &rec) : -ENOENT;
@@ -1016,6 +1056,12 @@ static int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *
 			       UINT64_MAX : rec.size + f->size;
 		if (want == UINT64_MAX) {
 			rc = -EFBIG;
+		} else if (want != rec.size && tell && !told &&
+			   !fmark_sent_has(fc->sent, f->obj, FMARK_SIZE_BLK)) {
+			pthread_mutex_unlock(&fc->lk);
+			mark_dirty(fc, f->obj, FMARK_SIZE_BLK);
+			told = true;
+			goto again;
 		} else if (want != rec.size) {
 			rec.size = want;
 			rc = bstore_obj_update(fc->bs, &rec);
@@ -1026,6 +1072,8 @@ static int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *
 	if (rc == -ENOENT && type == FT_FILE_SETSIZE)
 		rc = -ESTALE;   /* no record: OPEN first */
 	pthread_mutex_unlock(&fc->lk);
+	if (tell)
+		fmark_sent_unlock(fc->sent, f->obj, FMARK_SIZE_BLK);
 	return rc;
 }
 

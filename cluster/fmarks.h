@@ -51,6 +51,11 @@
 #include "cluster/frame.h"
 
 #define FMARK_MAX (1u << 22)
+/* The pseudo block that marks a file's size at its home: the home's size
+ * of the file may be ahead of the backing file's (set before the size
+ * changes, cleared when the home's write-back has extended the backing
+ * to it). No file reaches it: 2^48 blocks of 64 KiB are 2^64 bytes. */
+#define FMARK_SIZE_BLK (((uint64_t)1 << 48) - 1)
 #define FMARK_OWNERS 256   /* node indexes 0..255 (CONFIG_MAX_NODES) */
 
 /* ---- the owner's side ---- */

@@ -199,6 +199,13 @@ int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
 	return call_one(c, idx, type, f, pl, npl, rf, buf, buflen, &down);
 }
 
+int fcl_call_down(struct fcl *c, uint32_t idx, uint32_t type,
+		  const struct frame_fop *f, const struct iovec *pl, unsigned npl,
+		  struct frame_fop *rf, bool *down)
+{
+	return call_one(c, idx, type, f, pl, npl, rf, NULL, 0, down);
+}
+
 /* fcl_call_many's rounds: every node with requests to do gets up to a
  * pipeline's depth of them sent on its connection, then the replies are
  * taken node by node, so the nodes work at once. Connections are taken in

@@ -56,6 +56,11 @@ uint64_t fcl_unit(const struct fcl *c);
 int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
 	     const struct frame_fop *f, const struct iovec *pl, unsigned npl,
 	     struct frame_fop *rf, void *buf, size_t buflen);
+/* fcl_call without a read buffer, and *down: the node could not be
+ * reached (then -EIO), as opposed to an answer. */
+int fcl_call_down(struct fcl *c, uint32_t idx, uint32_t type,
+		  const struct frame_fop *f, const struct iovec *pl, unsigned npl,
+		  struct frame_fop *rf, bool *down);
 /* Many requests, each to its node (idx), pipelined on one connection per
  * node (CLUSTER_CLIENT_MAX_INFLIGHT in flight): a block range per request,
  * one round trip for a node's ranges of a FUSE request instead of one

@@ -6,6 +6,7 @@
 #include "fs/fcl.h"
 
 #include "cluster/fcache.h"
+#include "cluster/fmarks.h"
 #include "common/crc32c.h"
 #include "common/log.h"
 
@@ -22,6 +23,8 @@
  * another writer may have installed (or written back and dropped) it
  * meanwhile, so a few rounds at most. */
 #define WRITE_ROUNDS 8
+
+static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid);
 
 struct ident {
 	uint64_t gid;
@@ -61,10 +64,13 @@ static uint64_t gid_of(struct fs_inode *ino)
 }
 
 /* OPEN at node idx: the record made there if missing (size: the
- * backing's), an open counted if home. The record's size in *size. */
+ * backing's), an open counted if home. The record's size in *size;
+ * *down (if not NULL): the node could not be reached. */
 static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
-		     bool home, uint64_t *size)
+		     bool home, uint64_t *size, bool *down)
 {
+	bool unreached = false;
+
 	struct ident id;
 	struct stat st;
 	struct frame_fop rf;
@@ -78,7 +84,9 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 			       .size = (uint64_t)st.st_size,
 			       .flags = home ? FRAME_FILE_HOME : 0 };
 	struct iovec iov = { id.h.handle, id.h.len };
-	r = fcl_call(fs->cl, idx, FT_FILE_OPEN, &f, &iov, 1, &rf, NULL, 0);
+	r = fcl_call_down(fs->cl, idx, FT_FILE_OPEN, &f, &iov, 1, &rf, &unreached);
+	if (down)
+		*down = unreached;
 	if (!r && size)
 		*size = rf.size;
 	return r;
@@ -92,7 +100,7 @@ static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_
 	uint32_t home = fcl_home(fs->cl, f->obj);
 	int r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
 
-	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL)))
+	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL, NULL)))
 		r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
 	return r;
 }
@@ -118,6 +126,8 @@ void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r)
 		uint32_t opens = ino->opens;
 		uint64_t gid = ino->gid;
 		pthread_mutex_unlock(&ino->lk);
+		/* (other threads wait for the node meanwhile: no open or
+		 * release of this file changes these until we are done) */
 		if (!opens || !gid || fcl_home(fs->cl, gid) != idx)
 			continue;
 		int e = ident_get(ino, &id);
@@ -141,6 +151,10 @@ void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r)
 		} else {
 			files++;
 			handles += opens;
+			/* opened while it was down: counted there now */
+			pthread_mutex_lock(&ino->lk);
+			ino->opens_uncounted = 0;
+			pthread_mutex_unlock(&ino->lk);
 		}
 	}
 	for (size_t k = 0; k < n; k++)
@@ -163,14 +177,30 @@ int fdcl_inode_init(struct fs *fs, struct fs_inode *ino)
 
 int fdcl_open(struct fs *fs, struct fs_inode *ino)
 {
+	static struct log_limit down_log;
 	uint64_t gid = gid_of(ino);
-	int r = send_open(fs, ino, fcl_home(fs->cl, gid), true, NULL);
+	uint32_t home = fcl_home(fs->cl, gid);
+	bool down = false, uncounted = false;
+	char note[96];
+	int r = send_open(fs, ino, home, true, NULL, &down);
 
+	if (r < 0 && down && home_down(fs, ino, gid) == -ENOENT) {
+		/* its size is the backing's: readable meanwhile; a
+		 * restarted home counts this open (fdcl_restarted) */
+		r = 0;
+		uncounted = true;
+		if (log_limit(&down_log, 30, note, sizeof(note)))
+			log_warn("cluster: node %u, home of file %016llx, is down: "
+				 "opened with the backing's size (its writes fail "
+				 "until the node is back)%s", fcl_node_id(fs->cl, home),
+				 (unsigned long long)gid, note);
+	}
 	if (r < 0)
 		return r;
 	itab_ref(fs, ino);
 	pthread_mutex_lock(&ino->lk);
 	ino->opens++;
+	ino->opens_uncounted += uncounted;
 	pthread_mutex_unlock(&ino->lk);
 	return 0;
 }
@@ -179,9 +209,16 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino)
 {
 	uint64_t gid = gid_of(ino);
 	struct frame_fop f = { .obj = gid }, rf = { 0 };
-	int r = fcl_call(fs->cl, fcl_home(fs->cl, gid), FT_FILE_CLOSE, &f, NULL, 0,
-			 &rf, NULL, 0);
+	int r = -EIO;
 
+	/* an open the home never counted is not closed there */
+	pthread_mutex_lock(&ino->lk);
+	bool uncounted = ino->opens_uncounted > 0;
+	ino->opens_uncounted -= uncounted;
+	pthread_mutex_unlock(&ino->lk);
+	if (!uncounted)
+		r = fcl_call(fs->cl, fcl_home(fs->cl, gid), FT_FILE_CLOSE, &f, NULL, 0,
+			     &rf, NULL, 0);
 	if (!r && (rf.flags & FRAME_FILE_DOOMED)) {
 		fcl_call_all(fs->cl, FT_FILE_DROP, &f);
 		atomic_fetch_add(&fs->st.dropped_unlinked, 1);
@@ -202,25 +239,32 @@ int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size)
 {
 	uint64_t gid = gid_of(ino);
 	struct frame_fop f = { .obj = gid }, rf;
+	bool down;
 
 	if (!gid)
 		return -ENOENT;
-	int r = fcl_call(fs->cl, fcl_home(fs->cl, gid), FT_FILE_GETATTR, &f, NULL, 0,
-			 &rf, NULL, 0);
+	int r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_GETATTR, &f,
+			      NULL, 0, &rf, &down);
+	if (down)
+		return home_down(fs, ino, gid);
 	if (!r)
 		*size = rf.size;
 	return r;
 }
 
-void fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
+int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
 {
 	uint64_t size;
+	int r;
 
-	if (!S_ISREG(st->st_mode) || fdcl_size(fs, ino, &size) < 0)
-		return;
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	if ((r = fdcl_size(fs, ino, &size)) < 0)
+		return r == -EIO ? r : 0;   /* -ENOENT: the backing's holds */
 	st->st_size = (off_t)size;
 	if ((uint64_t)st->st_blocks * 512 < size)
 		st->st_blocks = (blkcnt_t)((size + 511) / 512);
+	return 0;
 }
 
 /* n bytes of the backing file at pos (zeros past its end) */
@@ -285,8 +329,8 @@ static struct fcl_req *pieces(struct fs *fs, uint64_t gid, uint32_t type,
 
 /* The file's name under the mount point (its backing path, through
  * its O_PATH descriptor), kept among the last FS_LOST_FILES for
- * nvcachectl stats. */
-static void lost_name(struct fs *fs, struct fs_inode *ino, char *name, size_t len)
+ * nvcachectl stats. True: another file than the last one kept. */
+static bool lost_name(struct fs *fs, struct fs_inode *ino, char *name, size_t len)
 {
 	char link[64], path[PATH_MAX];
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", ino->fd);
@@ -299,10 +343,12 @@ static void lost_name(struct fs *fs, struct fs_inode *ino, char *name, size_t le
 		snprintf(name, len, "inode %llu", (unsigned long long)ino->ino);
 	pthread_mutex_lock(&fs->lost_mx);
 	unsigned last = (fs->nlost + FS_LOST_FILES - 1) % FS_LOST_FILES;
-	if (!fs->nlost || strcmp(fs->lost[last], name) != 0)
+	bool other = !fs->nlost || strcmp(fs->lost[last], name) != 0;
+	if (other)
 		snprintf(fs->lost[fs->nlost++ % FS_LOST_FILES], sizeof(fs->lost[0]),
 			 "%s", name);
 	pthread_mutex_unlock(&fs->lost_mx);
+	return other;
 }
 
 /* A read's range whose owner could not be reached: its shadow knows
@@ -349,15 +395,29 @@ static int down_owner(struct fs *fs, struct fs_inode *ino, const struct fcl_req 
 	}
 	atomic_fetch_add(&fs->st.down_lost, 1);
 	char name[256];
-	lost_name(fs, ino, name, sizeof(name));
-	if (log_limit(&lost_log, 10, note, sizeof(note)))
-		log_err("cluster: node %u is down and holds block %llu of %s "
+	/* each file named once at least; a file's repeats limited */
+	note[0] = 0;
+	if (lost_name(fs, ino, name, sizeof(name)) ||
+	    log_limit(&lost_log, 10, note, sizeof(note)))
+		log_err("cluster: node %u is down and holds %s %llu of %s "
 			"(file %016llx) %s: EIO%s", fcl_node_id(fs->cl, q->idx),
+			q->f.blk == FMARK_SIZE_BLK ? "the size, block" : "block",
 			(unsigned long long)q->f.blk, name, (unsigned long long)q->f.obj,
 			r ? "(its shadow is down too, or lacks its replica)" :
 			rf.flags & FRAME_SHADOW_DIRTY ? "dirty, not written back" :
 			"perhaps dirty (its shadow lacks its list)", note);
 	return -EIO;
+}
+
+/* The home of gid could not be reached: its shadow knows whether the
+ * home's size of the file is ahead of the backing's (FMARK_SIZE_BLK).
+ * -ENOENT (not: the backing's size holds) or -EIO (it is, or nobody
+ * knows; logged with the file's name). */
+static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid)
+{
+	struct fcl_req q = { .idx = fcl_home(fs->cl, gid),
+			     .f = { .obj = gid, .blk = FMARK_SIZE_BLK } };
+	return down_owner(fs, ino, &q);
 }
 
 ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
@@ -378,6 +438,8 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	q[0].type = FT_FILE_GETATTR;
 	q[0].f.obj = gid;
 	fcl_call_many(fs->cl, q, n);
+	if (q[0].down)
+		q[0].rc = home_down(fs, ino, gid);
 	if (q[0].rc == -ENOENT) {
 		/* never cached: the backing's size holds */
 		struct stat st;
@@ -433,7 +495,7 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		if (r == -ESTALE && !opened) {
 			/* no record there yet: the handle for its write-back */
 			opened = true;
-			r = send_open(fs, ino, owner, false, NULL);
+			r = send_open(fs, ino, owner, false, NULL, NULL);
 			if (r < 0)
 				return r;
 			continue;

@@ -116,6 +116,10 @@ struct fs_inode {
 	struct timespec mtime;
 	uint64_t wgen;         /* bumped by every write */
 	uint64_t gid;          /* cluster mount: the file's id, 0 = not yet (lk) */
+	/* cluster mount: opens made while the home was down, not counted
+	 * there; a release takes one of these first and tells the home
+	 * nothing (lk). A restarted home counts them (fdcl_restarted). */
+	uint32_t opens_uncounted;
 	/* cluster mount: a process here took an fcntl lock on it, so a
 	 * close (FUSE flush) releases the closer's locks at the home */
 	atomic_bool locked;
@@ -449,15 +453,19 @@ void fdata_trim(struct fs *fs, struct fs_inode *ino, uint64_t size);
  * file caches, its size and open count at its home; this node keeps none
  * of it (docs/nvcachefs-cluster.md). ---- */
 int fdcl_inode_init(struct fs *fs, struct fs_inode *ino);
-/* The home counts the open (and makes the file's record). */
+/* The home counts the open (and makes the file's record); a home that
+ * is down: opened uncounted if its shadow says the file's size is the
+ * backing's, else -EIO. */
 int fdcl_open(struct fs *fs, struct fs_inode *ino);
 /* The home's last close cluster-wide: every owner writes back after the
  * delay, or, for a file unlinked while open, drops it. */
 void fdcl_release(struct fs *fs, struct fs_inode *ino);
-/* The size the home keeps; -ENOENT: no record (the backing's holds). */
+/* The size the home keeps; -ENOENT: no record, or the home is down and
+ * its shadow says its size is the backing's (the backing's holds);
+ * -EIO: the home is down with the only copy of the size. */
 int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size);
-/* st of a regular file gets the home's size. */
-void fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st);
+/* st of a regular file gets the home's size; -EIO as fdcl_size's. */
+int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st);
 ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		  size_t len, char *buf);
 ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,

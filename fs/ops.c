@@ -50,12 +50,12 @@ static struct fs_inode *I(fuse_req_t req, fuse_ino_t n)
 }
 
 /* The attributes the kernel gets: the backing's, with the cache's size
- * and mtime (on a cluster mount, the size the file's home keeps). */
-static void fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
+ * and mtime (on a cluster mount, the size the file's home keeps: -EIO
+ * while the home is down with the only copy of it). */
+static int fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
 {
 	inode_fix_attr(ino, st);
-	if (fs->cl)
-		fdcl_fix_attr(fs, ino, st);
+	return fs->cl ? fdcl_fix_attr(fs, ino, st) : 0;
 }
 
 static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
@@ -86,7 +86,12 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 		e->ino = FUSE_ROOT_ID;
 		return 0;
 	}
-	fix_attr(fs, ino, &e->attr);
+	if ((r = fix_attr(fs, ino, &e->attr)) < 0) {
+		/* no size to give (its home is down with it): not the
+		 * backing's either, which may be stale */
+		itab_forget(fs, ino, 1);
+		return r;
+	}
 	e->ino = (fuse_ino_t)(uintptr_t)ino;
 	return 0;
 }
@@ -266,7 +271,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 
 	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return (void)fuse_reply_err(req, errno);
-	fix_attr(FS(req), ino, &st);
+	int r = fix_attr(FS(req), ino, &st);
+	if (r < 0)
+		return (void)fuse_reply_err(req, -r);
 	fuse_reply_attr(req, &st, TIMEOUT(FS(req)));
 }
 
@@ -632,7 +639,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		itab_forget(fs, ino, 1);
 		return (void)fuse_reply_err(req, -r);
 	}
-	fix_attr(fs, ino, &e.attr);
+	if (fix_attr(fs, ino, &e.attr) < 0)
+		e.attr_timeout = 0;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		/* the caller went away */
 	}

@@ -72,10 +72,10 @@ for k in $(seq 0 63); do
     [ -n "$held" ] || held=lk$k
     others+=("lk$k")
   fi
-  [ "${#home2[@]}" -ge 3 ] && [ "${#others[@]}" -ge 3 ] && break
+  [ "${#home2[@]}" -ge 5 ] && [ "${#others[@]}" -ge 3 ] && break
 done
-# three files homed at node 2 leave (2/3)^64 odds of failing a few times
-[ "${#home2[@]}" -ge 3 ] || t_fail "fewer than 3 files of 64 have node 2 as their home"
+# five files homed at node 2 of 64: a failure in a million runs
+[ "${#home2[@]}" -ge 5 ] || t_fail "fewer than 5 files of 64 have node 2 as their home"
 [ "${#others[@]}" -ge 3 ] || t_fail "fewer than 3 files of 64 have another home than node 2"
 lockf=$m1/${home2[0]}
 # homed elsewhere, 3 MiB over 1 MiB stripes: a stripe on each node; one
@@ -89,6 +89,15 @@ t_wait 10 cmp -s "$T_DIR/clean.ref" "$T_DIR/b/$cleanf" || t_fail "$cleanf not wr
 fscl_write_held "$m1/$dirtyf" "$T_DIR/dirty.ref" dirty
 dirtyw=$held_writer
 dlay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/$dirtyf")
+# homed at node 2: one written and closed (written back, its size too),
+# one kept open (its size is only at node 2 until written back)
+hcleanf=${home2[3]} hsizef=${home2[4]}
+head -c $((3 << 20)) /dev/urandom >"$T_DIR/hclean.ref"
+head -c $((5 << 19)) /dev/urandom >"$T_DIR/hsize.ref"
+cp "$T_DIR/hclean.ref" "$m1/$hcleanf"
+t_wait 10 cmp -s "$T_DIR/hclean.ref" "$T_DIR/b/$hcleanf" || t_fail "$hcleanf not written back"
+fscl_write_held "$m1/$hsizef" "$T_DIR/hsize.ref" hsize
+hsizew=$held_writer
 setlk() {  # setlk FILE: an fcntl write lock taken and let go, or the error
   python3 -c 'import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR)
@@ -165,6 +174,23 @@ PY
 grep -q "node 2 is down and holds block .* of $m3/$dirtyf .*dirty, not written back" "$T_DIR/fs3.log" ||
   t_fail "the mount's log does not name $dirtyf: $(grep 'is down' "$T_DIR/fs3.log" | tail -1)"
 t_log "node 2 down: its clean blocks read from the backing, its dirty ones fail (EIO, the file named)"
+# a file whose home is node 2: readable if its size is the backing's,
+# else EIO (stat and open), never the backing's stale size
+cmp "$T_DIR/hclean.ref" "$m3/$hcleanf" ||
+  t_fail "a file homed at the down node 2, written back, does not read whole"
+python3 - "$m3/$hsizef" <<'PY' || t_fail "a file whose size only the down node 2 has was not refused"
+import errno, os, sys
+for what, call in (("stat", os.stat), ("open", lambda p: os.open(p, os.O_RDONLY))):
+    try:
+        r = call(sys.argv[1])
+        sys.exit("%s of a file whose size is at the down node 2 gave %r" % (what, r))
+    except OSError as e:
+        if e.errno != errno.EIO:
+            sys.exit("%s: %s, not EIO" % (what, e))
+PY
+grep -q "node 2 is down and holds the size, block .* of $m3/$hsizef " "$T_DIR/fs3.log" ||
+  t_fail "the mount's log does not name $hsizef: $(grep 'is down' "$T_DIR/fs3.log" | tail -1)"
+t_log "node 2 down: a file homed there reads whole if written back, else EIO (the file named)"
 cluster_node_restart 2 fs2
 wait $writers || t_fail "the writers failed"
 t_wait 10 grep -q "file cache: .* files found in NVRAM" "$T_DIR/node2-fs2.log" ||
@@ -187,8 +213,10 @@ rm "$m3/${home2[2]}"
 touch "$T_DIR/reread"
 wait $holder2 || t_fail "$(tail -1 "$T_DIR/holder2.err") (node 2's restart lost its open count)"
 t_log "the restarted home got back its locks and open counts from an idle mount"
-touch "$T_DIR/dirty.close"
+touch "$T_DIR/dirty.close" "$T_DIR/hsize.close"
 wait $dirtyw || t_fail "the writer of $dirtyf failed"
+wait $hsizew || t_fail "the writer of $hsizef failed"
+cmp "$T_DIR/hsize.ref" "$m3/$hsizef" || t_fail "$hsizef does not read whole after node 2's restart"
 
 # each chunk holds its last acknowledged round, or a later one (a write
 # that failed may still have reached its owner); read through node 2
@@ -228,6 +256,8 @@ t_log "every acknowledged write reads back through another mount ($failed failed
 t_wait 15 check "$T_DIR/b/w1" "$T_DIR/b/w3" || { check "$T_DIR/b/w1" "$T_DIR/b/w3"; t_fail "the backing lacks acknowledged writes"; }
 t_wait 15 cmp -s "$T_DIR/dirty.ref" "$T_DIR/b/$dirtyf" ||
   t_fail "the file node 2 held dirty while down did not reach the backing whole"
+t_wait 15 cmp -s "$T_DIR/hsize.ref" "$T_DIR/b/$hsizef" ||
+  t_fail "the file whose size node 2 held did not reach the backing whole"
 t_log "the backing holds every acknowledged write"
 
 # fsync=backing (mount 3): once fsync returns, every owner has written

@@ -487,6 +487,19 @@ static bool shadow_wait(uint64_t obj, uint64_t blk, uint32_t want)
 	return false;
 }
 
+/* Until fc's shadow holds its whole list (its resync done). */
+static bool synced_wait(struct fcache *fc)
+{
+	char stats[4096];
+	for (int i = 0; i < 500; i++) {
+		fcache_stats(fc, stats, sizeof(stats));
+		if (strstr(stats, "fcache_shadow_synced: 1\n"))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 static struct fcache *open_shadow(const char *p)
 {
 	struct fcache_opts o = { .path = p, .size = 8 << 20, .digest = DIGEST,
@@ -537,6 +550,49 @@ static void shadow_marks(void **state)
 			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
 	assert_int_equal(shadow_says(7, 2), 0);
 	assert_int_equal(shadow_says(7, 3), 0);
+	/* the home's size: marked before it changes (ahead of the
+	 * backing's, the home has the only copy), alone (nothing told
+	 * ahead), kept while it changes, cleared by the write-back that
+	 * extends the backing to it; a size that stays tells nothing */
+	struct stat st;
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), 0);
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, (struct frame_fop){ .obj = 7,
+			 .size = 5 * 65536 + 5, .flags = FRAME_FILE_EXTEND }, NULL, &r), 0);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), FRAME_SHADOW_DIRTY);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK + 1), 0);
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, (struct frame_fop){ .obj = 7,
+			 .size = 6 * 65536, .flags = FRAME_FILE_EXTEND }, NULL, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_WRITEBACK, (struct frame_fop){ .obj = 7,
+			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(st.st_size, 6 * 65536);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), 0);
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, (struct frame_fop){ .obj = 7,
+			 .size = 100, .flags = FRAME_FILE_EXTEND }, NULL, &r), 0);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), 0);
+	/* ahead again, then the home restarts: its DRAM list is gone, its
+	 * resync finds the record's size ahead of the backing's, and its
+	 * write-back of what it recovered extends the backing and clears
+	 * the mark: never clear while the backing is short */
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, (struct frame_fop){ .obj = 7,
+			 .size = 7 * 65536, .flags = FRAME_FILE_EXTEND }, NULL, &r), 0);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), FRAME_SHADOW_DIRTY);
+	fcache_close(fc);
+	fc = open_fc();
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	fcache_set_shadow(fc, 0, to_shadow, NULL);
+	assert_true(synced_wait(fc));
+	for (int i = 0; i < 300; i++) {
+		uint32_t says = shadow_says(7, FMARK_SIZE_BLK);
+		assert_int_equal(stat(file, &st), 0);
+		if (says != FRAME_SHADOW_DIRTY)
+			assert_int_equal(st.st_size, 7 * 65536);
+		if (!says)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(st.st_size, 7 * 65536);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), 0);
 	/* dirty again, then the shadow restarts: unknown until the owner
 	 * (its write-back thread's ping) tells it again */
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
