@@ -63,6 +63,10 @@ struct fcache {
 	char side[4200];       /* PATH.backing: the attached backing dir */
 	uint32_t replicas;     /* 1 or 2, fixed by the first ATTACH (and
 				* kept in PATH.backing); 0: none yet */
+	/* the mounts' stripe_unit in bytes, 0: auto; fixed by the first
+	 * ATTACH with replicas and kept beside it (unit_set) */
+	uint64_t unit;
+	bool unit_set;
 
 	pthread_mutex_t lk;    /* the table, the backing, the thread's state */
 	pthread_cond_t cv;
@@ -266,6 +270,24 @@ static bool ident_eq(const struct fcache_ident *a, const struct fcache_ident *b)
 	       !memcmp(a->handle, b->handle, a->len);
 }
 
+/* PATH.backing: the backing directory and the cluster-wide settings,
+ * for a restart (write-back without a mount; ATTACHes checked). */
+static void side_save(struct fcache *fc, const char *path)
+{
+	char tmp[4300];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", fc->side);
+	FILE *f = fopen(tmp, "w");
+	if (!f || fprintf(f, "%s\nreplicas=%u\nstripe_unit=%" PRIu64 "\n", path,
+			  fc->replicas, fc->unit) < 0 ||
+	    fflush(f) || fsync(fileno(f)) || fclose(f) || rename(tmp, fc->side)) {
+		log_warn("file cache: cannot record the backing directory in %s: "
+			 "%s; after a restart write-back waits for a mount",
+			 fc->side, strerror(errno));
+		if (f)
+			fclose(f);
+	}
+}
+
 static int backing_bind(struct fcache *fc, const char *path, bool save)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -278,23 +300,22 @@ static int backing_bind(struct fcache *fc, const char *path, bool save)
 		return rc;
 	}
 	fc->backing_fd = fd;
-	if (save) {
-		char tmp[4300];
-		snprintf(tmp, sizeof(tmp), "%s.tmp", fc->side);
-		FILE *f = fopen(tmp, "w");
-		if (!f || fprintf(f, "%s\nreplicas=%u\n", path, fc->replicas) < 0 ||
-		    fflush(f) ||
-		    fsync(fileno(f)) || fclose(f) || rename(tmp, fc->side)) {
-			log_warn("file cache: cannot record the backing directory in %s: "
-				 "%s; after a restart write-back waits for a mount",
-				 fc->side, strerror(errno));
-			if (f)
-				fclose(f);
-		}
-		f = NULL;
-	}
+	if (save)
+		side_save(fc, path);
 	log_info("file cache: backing directory %s", path);
 	return 0;
+}
+
+/* "auto" or the unit in K or M, as the mount option says it */
+static const char *unit_name(uint64_t unit, char *buf, size_t len)
+{
+	if (!unit)
+		snprintf(buf, len, "auto");
+	else if (!(unit % (1u << 20)))
+		snprintf(buf, len, "%" PRIu64 "M", unit >> 20);
+	else
+		snprintf(buf, len, "%" PRIu64 "K", unit >> 10);
+	return buf;
 }
 
 static int serve_attach(struct fcache *fc, const struct frame_fop *f,
@@ -320,12 +341,21 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 	}
 	memcpy(want.handle, payload + f->len, f->base_len);
 	uint32_t replicas = f->flags & FRAME_FILE_REPLICAS2 ? 2 : 1;
+	char had_u[32], want_u[32];
 	pthread_mutex_lock(&fc->lk);
 	if (fc->replicas && fc->replicas != replicas) {
 		/* mixed settings would leave some blocks in one NVRAM only */
 		snprintf(r->text, sizeof(r->text), "node %u serves replicas=%u; "
 			 "this mount asks replicas=%u", fc->self, fc->replicas,
 			 replicas);
+		rc = -ESTALE;
+	} else if (fc->unit_set && fc->unit != f->blk) {
+		/* mounts that cut files otherwise would send one block to
+		 * two owners */
+		snprintf(r->text, sizeof(r->text), "node %u serves stripe_unit=%s; "
+			 "this mount asks stripe_unit=%s", fc->self,
+			 unit_name(fc->unit, had_u, sizeof(had_u)),
+			 unit_name(f->blk, want_u, sizeof(want_u)));
 		rc = -ESTALE;
 	} else if (fc->backing_fd < 0) {
 		struct stat st;
@@ -337,7 +367,9 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 		} else {
 			uint32_t had = fc->replicas;
 			fc->replicas = replicas;   /* recorded beside the path */
+			fc->unit = f->blk;
 			rc = backing_bind(fc, path, true);
+			fc->unit_set = !rc;
 			if (rc) {
 				fc->replicas = had;
 				snprintf(r->text, sizeof(r->text), "node %u: %.120s: %s",
@@ -350,6 +382,11 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 		snprintf(r->text, sizeof(r->text), "node %u serves another backing "
 			 "directory than %.120s", fc->self, path);
 		rc = -ESTALE;
+	} else if (!fc->unit_set) {
+		/* a side file from before the setting was kept */
+		fc->unit = f->blk;
+		fc->unit_set = true;
+		side_save(fc, path);
 	}
 	pthread_mutex_unlock(&fc->lk);
 	return rc;
@@ -976,11 +1013,16 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 	struct bstore_obj rec;
 	int rc = 0;
 
+	if (f->off > FCACHE_UNIT_MAX) {
+		snprintf(r->text, sizeof(r->text), "OPEN stripe unit out of range");
+		return -EPROTO;
+	}
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = find(fc, f->obj);
 	if (!o) {
 		memset(&rec, 0, sizeof(rec));
 		rec.size = f->size;
+		rec.uflags = f->off;   /* the file's stripe unit, in blocks */
 		rec.handle_type = f->handle_type;
 		rec.handle_len = f->len;
 		memcpy(rec.handle, payload, f->len);
@@ -997,8 +1039,13 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 			snprintf(r->text, sizeof(r->text), "object id clash: another "
 				 "file holds this id");
 			rc = -EEXIST;
+		} else if (!rc && !rec.uflags && f->off) {
+			rec.uflags = f->off;   /* the first OPEN that offers one */
+			rc = bstore_obj_update(fc->bs, &rec);
 		}
 	}
+	if (!rc)
+		r->fop.off = rec.uflags;
 	if (!rc && (f->flags & FRAME_FILE_HOME)) {
 		uint64_t n = f->flags & FRAME_FILE_RECLAIM ? f->blk : 1;
 		if (n > RECLAIM_MAX || o->opens + n > UINT32_MAX) {
@@ -1067,8 +1114,10 @@ again:
 			rc = bstore_obj_update(fc->bs, &rec);
 		}
 	}
-	if (!rc)
+	if (!rc) {
 		r->fop.size = f->flags & FRAME_FILE_APPEND ? was : rec.size;
+		r->fop.off = rec.uflags;
+	}
 	if (rc == -ENOENT && type == FT_FILE_SETSIZE)
 		rc = -ESTALE;   /* no record: OPEN first */
 	pthread_mutex_unlock(&fc->lk);
@@ -1604,6 +1653,13 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o)
 			    sscanf(line, "replicas=%u", &rp) == 1 && rp != 2)
 				rp = 1;
 			fc->replicas = rp;
+			/* a file from before it: the next ATTACH sets it */
+			uint64_t u;
+			if (fgets(line, sizeof(line), f) &&
+			    sscanf(line, "stripe_unit=%" SCNu64, &u) == 1) {
+				fc->unit = u;
+				fc->unit_set = true;
+			}
 			int e = backing_bind(fc, path, false);
 			if (e)
 				log_warn("file cache: backing directory %s: %s; write-back "

@@ -34,6 +34,15 @@
 
 #define FCACHE_BLOCK (64 * 1024)
 
+/* Striping. The mounts' stripe_unit is cluster-wide: the first ATTACH
+ * fixes a node's (FileOp blk: bytes, 0 for auto), PATH.backing keeps it,
+ * an ATTACH with another is refused. Each file's unit, in blocks, is
+ * fixed by the first OPEN that offers one (off) where its record is made
+ * and kept in the record; OPEN and GETATTR replies carry it (off): at
+ * the home, every mount learns the file's unit from there (with auto:
+ * one equal part per node of the size its first OPEN saw). */
+#define FCACHE_UNIT_MAX (1u << 24)   /* blocks: 1 TiB */
+
 struct fcache;
 
 struct fcache_opts {

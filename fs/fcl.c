@@ -49,14 +49,23 @@ uint32_t fcl_nodes(const struct fcl *c) { return c->n; }
 const struct cluster_config *fcl_config(const struct fcl *c) { return &c->cfg; }
 uint32_t fcl_block(const struct fcl *c) { (void)c; return 64 * 1024; }
 
-uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk)
+uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk, uint64_t unit)
 {
 	struct stripe_map m;
 
-	if (stripe_map_init(&m, c->unit, c->n, (uint32_t)(gid % c->n), 0,
+	if (stripe_map_init(&m, unit, c->n, (uint32_t)(gid % c->n), 0,
 			    fcl_block(c)) < 0)
 		return 0;
 	return stripe_owner(&m, blk * fcl_block(c));
+}
+
+uint64_t fcl_auto_unit(const struct fcl *c, uint64_t size)
+{
+	struct stripe_map m;
+
+	if (!size || stripe_map_init(&m, 0, c->n, 0, size, fcl_block(c)) < 0)
+		return FCL_UNIT_EMPTY;
+	return m.unit;
 }
 
 uint32_t fcl_node_id(const struct fcl *c, uint32_t idx) { return c->nodes[idx].id; }
@@ -362,7 +371,7 @@ static int attach(struct fcl *c, uint32_t i, const struct fcl_opts *o)
 	}
 	struct frame_fop f = { .obj = id.ino, .len = (uint32_t)strlen(o->backing),
 			       .base_len = id.len, .handle_type = id.type,
-			       .digest = config_digest(&c->cfg),
+			       .digest = config_digest(&c->cfg), .blk = o->stripe_unit,
 			       .flags = o->replicas == 2 ? FRAME_FILE_REPLICAS2 : 0 };
 	struct iovec iov[2] = { { (void *)o->backing, f.len }, { id.handle, id.len } };
 	rc = cluster_client_file_call(cl, FT_FILE_ATTACH, &f, iov, 2, NULL, NULL, 0);

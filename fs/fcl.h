@@ -23,7 +23,8 @@ struct fcl_opts {
 	const char *cluster;    /* the cluster file */
 	uint32_t node;          /* this node's id in it */
 	const char *backing;    /* realpath of the backing directory */
-	uint64_t stripe_unit;   /* 0: auto (one equal part per node) */
+	uint64_t stripe_unit;   /* 0: auto (one equal part per node); every
+				 * node's mounts must say the same */
 	uint32_t replicas;      /* 1 or 2 (every node's must be the same) */
 };
 
@@ -42,13 +43,20 @@ uint32_t fcl_block(const struct fcl *c);
 /* The node that knows which of node idx's blocks are dirty: the next
  * one (cluster/fmarks.h). */
 uint32_t fcl_shadow(const struct fcl *c, uint32_t idx);
-/* The node index (0..nodes-1) owning block blk of object gid: stripes of
- * stripe_unit dealt round robin from node gid % nodes, the home, which
- * keeps the file's record. (stripe_unit=auto needs a size every node
- * agrees on before the first write: it deals single blocks for now.) */
-uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk);
+/* The node index (0..nodes-1) owning block blk of object gid cut in
+ * stripes of unit bytes (the file's: a multiple of the block), dealt
+ * round robin from node gid % nodes, the home, which keeps the file's
+ * record. */
+uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk, uint64_t unit);
 uint32_t fcl_home(const struct fcl *c, uint64_t gid);
-/* Node index idx's id in the cluster file; the stripe unit (0: auto). */
+/* stripe_unit=auto: the unit of a file of size bytes, one equal part per
+ * node rounded up to the block; a file empty gets FCL_UNIT_EMPTY (its
+ * final size is not known). The file's home fixes a file's unit
+ * (cluster/fcache.h): this is only what a mount offers. */
+#define FCL_UNIT_EMPTY (1u << 20)
+uint64_t fcl_auto_unit(const struct fcl *c, uint64_t size);
+/* Node index idx's id in the cluster file; the mounts' stripe unit (0:
+ * auto, each file's own). */
 uint32_t fcl_node_id(const struct fcl *c, uint32_t idx);
 uint64_t fcl_unit(const struct fcl *c);
 

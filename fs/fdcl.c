@@ -63,9 +63,50 @@ static uint64_t gid_of(struct fs_inode *ino)
 	return id.gid;
 }
 
+/* The file's stripe unit in bytes: the mounts' (fixed), or with
+ * stripe_unit=auto the one its home fixed, as learnt; 0: not learnt. */
+static uint64_t unit_of(struct fs *fs, struct fs_inode *ino)
+{
+	uint64_t u = fcl_unit(fs->cl);
+
+	if (u)
+		return u;
+	pthread_mutex_lock(&ino->lk);
+	u = ino->sunit;
+	pthread_mutex_unlock(&ino->lk);
+	return u;
+}
+
+/* The home's reply said the file's unit (blocks; 0: it has none yet). */
+static void unit_learn(struct fs *fs, struct fs_inode *ino, uint32_t blocks)
+{
+	if (!blocks || fcl_unit(fs->cl))
+		return;
+	pthread_mutex_lock(&ino->lk);
+	ino->sunit = (uint64_t)blocks * fcl_block(fs->cl);
+	pthread_mutex_unlock(&ino->lk);
+}
+
+/* The unit for a file's I/O: learnt, or asked from the home (GETATTR);
+ * a file its home has no record of is held by no node, so any cut is
+ * right for it until its first open makes one: auto's. */
+static uint64_t unit_need(struct fs *fs, struct fs_inode *ino)
+{
+	uint64_t u = unit_of(fs, ino), size;
+	struct stat st;
+
+	if (u)
+		return u;
+	if (fdcl_size(fs, ino, &size) == 0 && (u = unit_of(fs, ino)))
+		return u;
+	return fcl_auto_unit(fs->cl, fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0 ? 0 :
+			     (uint64_t)st.st_size);
+}
+
 /* OPEN at node idx: the record made there if missing (size: the
- * backing's), an open counted if home. The record's size in *size;
- * *down (if not NULL): the node could not be reached. */
+ * backing's; stripe unit: the file's, or auto's for that size), an open
+ * counted if home. The record's size in *size; *down (if not NULL):
+ * the node could not be reached. */
 static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 		     bool home, uint64_t *size, bool *down)
 {
@@ -80,13 +121,19 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 		return r;
 	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0)
 		return -errno;
+	uint64_t unit = unit_of(fs, ino);
+	if (!unit)
+		unit = fcl_auto_unit(fs->cl, (uint64_t)st.st_size);
 	struct frame_fop f = { .obj = id.gid, .len = id.h.len, .handle_type = id.h.type,
 			       .size = (uint64_t)st.st_size,
+			       .off = (uint32_t)(unit / fcl_block(fs->cl)),
 			       .flags = home ? FRAME_FILE_HOME : 0 };
 	struct iovec iov = { id.h.handle, id.h.len };
 	r = fcl_call_down(fs->cl, idx, FT_FILE_OPEN, &f, &iov, 1, &rf, &unreached);
 	if (down)
 		*down = unreached;
+	if (!r && idx == fcl_home(fs->cl, id.gid))
+		unit_learn(fs, ino, rf.off);
 	if (!r && size)
 		*size = rf.size;
 	return r;
@@ -184,7 +231,14 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino)
 	char note[96];
 	int r = send_open(fs, ino, home, true, NULL, &down);
 
-	if (r < 0 && down && home_down(fs, ino, gid) == -ENOENT) {
+	if (r < 0 && down && !unit_of(fs, ino)) {
+		/* stripe_unit=auto: how the file is cut is its home's */
+		if (log_limit(&down_log, 30, note, sizeof(note)))
+			log_err("cluster: node %u, home of file %016llx, is down, and "
+				"only it knows the file's stripe unit (stripe_unit=auto; "
+				"this mount has not opened it before): EIO%s",
+				fcl_node_id(fs->cl, home), (unsigned long long)gid, note);
+	} else if (r < 0 && down && home_down(fs, ino, gid) == -ENOENT) {
 		/* its size is the backing's: readable meanwhile; a
 		 * restarted home counts this open (fdcl_restarted) */
 		r = 0;
@@ -247,8 +301,10 @@ int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size)
 			      NULL, 0, &rf, &down);
 	if (down)
 		return home_down(fs, ino, gid);
-	if (!r)
+	if (!r) {
 		*size = rf.size;
+		unit_learn(fs, ino, rf.off);
+	}
 	return r;
 }
 
@@ -295,9 +351,9 @@ static int backing_read(struct fs *fs, struct fs_inode *ino, uint64_t pos,
 /* The pieces of [off, off+len) cut at block edges, as requests of type
  * to their owners (data: the bytes of a write, or where a read's go),
  * after `first` zeroed requests left for the caller; *n in all. */
-static struct fcl_req *pieces(struct fs *fs, uint64_t gid, uint32_t type,
-			      uint64_t off, size_t len, char *data, unsigned first,
-			      unsigned *n)
+static struct fcl_req *pieces(struct fs *fs, uint64_t gid, uint64_t unit,
+			      uint32_t type, uint64_t off, size_t len, char *data,
+			      unsigned first, unsigned *n)
 {
 	uint32_t B = fcl_block(fs->cl);
 	unsigned max = (unsigned)(len / B + 2) + first, k = first;
@@ -310,7 +366,7 @@ static struct fcl_req *pieces(struct fs *fs, uint64_t gid, uint32_t type,
 		uint64_t pos = off + done, blk = pos / B;
 		uint32_t boff = (uint32_t)(pos % B);
 		uint32_t m = B - boff < len - done ? B - boff : (uint32_t)(len - done);
-		r[k].idx = fcl_owner(fs->cl, gid, blk);
+		r[k].idx = fcl_owner(fs->cl, gid, blk, unit);
 		r[k].type = type;
 		r[k].f = (struct frame_fop){ .obj = gid, .blk = blk, .off = boff, .len = m };
 		if (type == FT_FILE_WRITE) {
@@ -431,7 +487,8 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	if (!gid)
 		return -EOPNOTSUPP;
 	/* the size from the home, in the same round as the blocks */
-	struct fcl_req *q = pieces(fs, gid, FT_FILE_READ, off, len, buf, 1, &n);
+	struct fcl_req *q = pieces(fs, gid, unit_need(fs, ino), FT_FILE_READ, off, len,
+				   buf, 1, &n);
 	if (!q)
 		return -ENOMEM;
 	q[0].idx = fcl_home(fs->cl, gid);
@@ -481,7 +538,8 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		       uint64_t blk, uint32_t boff, const char *data, uint32_t n,
 		       char *base)
 {
-	uint32_t B = fcl_block(fs->cl), owner = fcl_owner(fs->cl, gid, blk);
+	uint32_t B = fcl_block(fs->cl);
+	uint32_t owner = fcl_owner(fs->cl, gid, blk, unit_need(fs, ino));
 	struct frame_fop f = { .obj = gid, .blk = blk, .off = boff, .len = n };
 	struct frame_fop rf = { 0 };
 	uint32_t base_len = 0;
@@ -530,7 +588,8 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		r = src->fill(src->ctx, tmp, (uint32_t)len);
 		data = tmp;
 	}
-	struct fcl_req *q = r ? NULL : pieces(fs, gid, FT_FILE_WRITE, off, len, data, 0, &n);
+	struct fcl_req *q = r ? NULL : pieces(fs, gid, unit_need(fs, ino), FT_FILE_WRITE,
+					      off, len, data, 0, &n);
 	if (!r && !q)
 		r = -ENOMEM;
 	if (q)
@@ -685,8 +744,7 @@ int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len)
 		return -ENODATA;
 	k = snprintf(buf, len, "id=%016llx block=%u stripe_unit=%llu home=%u nodes=",
 		     (unsigned long long)gid, fcl_block(fs->cl),
-		     (unsigned long long)(fcl_unit(fs->cl) ? fcl_unit(fs->cl) :
-					  fcl_block(fs->cl)),
+		     (unsigned long long)unit_need(fs, ino),
 		     fcl_node_id(fs->cl, fcl_home(fs->cl, gid)));
 	/* the stripes' owners in turn, from stripe 0 */
 	for (uint32_t i = 0; i < n && k > 0 && (size_t)k < len; i++)

@@ -120,6 +120,9 @@ struct fs_inode {
 	 * there; a release takes one of these first and tells the home
 	 * nothing (lk). A restarted home counts them (fdcl_restarted). */
 	uint32_t opens_uncounted;
+	/* cluster mount with stripe_unit=auto: the file's stripe unit in
+	 * bytes, as its home fixed it, 0 = not learnt yet (lk) */
+	uint64_t sunit;
 	/* cluster mount: a process here took an fcntl lock on it, so a
 	 * close (FUSE flush) releases the closer's locks at the home */
 	atomic_bool locked;

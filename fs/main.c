@@ -115,7 +115,9 @@ static void usage(const char *prog)
 "  cache_size=SIZE        file data held in NVRAM (default 1G, or a quarter of\n"
 "                         RAM if less); must match an existing NVRAM file\n"
 "  stripe_unit=SIZE|auto  stripe unit over the cache managers (default 1M;\n"
-"                         auto = one equal part of a file per manager)\n"
+"                         auto = one equal part of a file per manager, of\n"
+"                         its size when first cached; with cluster=, every\n"
+"                         mount of the cluster must say the same)\n"
 "  block_size=SIZE        NVRAM cache block (default 16K, 4K..1M)\n"
 "  writeback_delay=SECS   delay between a file's last close and its\n"
 "                         write-back (default 1, may be fractional)\n"
@@ -623,10 +625,13 @@ static void raise_readahead(const char *mnt)
 static void log_mounted(const struct fs_config *cfg)
 {
 	if (cfg->cluster) {
+		char unit[64] = "auto (one equal part of a file per node)";
+		if (cfg->stripe_unit)
+			snprintf(unit, sizeof(unit), "%llu KiB",
+				 (unsigned long long)(cfg->stripe_unit >> 10));
 		log_info("mounted %s: backing %s, cluster %s as node %u, stripe "
 			 "unit %s, write-back delay %.1fs, fsync=%s, replicas=%u",
-			 cfg->mountpoint, cfg->backing, cfg->cluster, cfg->node,
-			 cfg->stripe_unit ? "fixed" : "auto (single blocks)",
+			 cfg->mountpoint, cfg->backing, cfg->cluster, cfg->node, unit,
 			 (double)cfg->wb_delay_ns / 1e9,
 			 cfg->fsync_backing ? "backing" : "nvram", cfg->replicas);
 		return;

@@ -2,7 +2,7 @@
 # fscl_refusals.sh - a cluster mount refused with the reason, nothing made:
 # a node id not in the cluster file, a wrong secret, cluster files that
 # disagree, a node without a file cache, a backing directory other than the
-# one the nodes serve, another replicas setting. Then hostile frames of the file cache's messages:
+# one the nodes serve, another replicas setting or stripe unit. Then hostile frames of the file cache's messages:
 # each is answered "bad frame" and its connection closed, the node logs it
 # and goes on serving the mounts.
 T_TIMEOUT=${T_TIMEOUT:-60}
@@ -38,6 +38,9 @@ refused "serves another backing directory" "backing=$T_DIR/other,cluster=$conf,n
 # mounts'), and one out of range
 refused "serves replicas=1; this mount asks replicas=2" "backing=$T_DIR/b,cluster=$conf,node=1,replicas=2"
 refused "replicas=3: 1 or 2" "backing=$T_DIR/b,cluster=$conf,node=1,replicas=3"
+# another stripe unit than the nodes' (1M, the first mounts' default):
+# a block would have two owners
+refused "serves stripe_unit=1M; this mount asks stripe_unit=auto" "backing=$T_DIR/b,cluster=$conf,node=1,stripe_unit=auto"
 # a node without a file cache (its own one-node cluster)
 read -r p3 < <(cluster_free_ports 1)
 printf 'secret secret\nnode 1 127.0.0.1:%s\n' "$p3" >"$T_DIR/bare.conf"

@@ -7,6 +7,10 @@
 # never restarted: mount 3 reads every byte (node 2's stripe from its
 # shadow's replica, node 3), and the shadow then writes node 2's replicas
 # back, so after the close the backing holds every byte.
+# The same cluster runs stripe_unit=auto (the setup is shared): a file
+# that exists before it is first cached is cut into one equal part per
+# node, a new one into 1 MiB stripes; every mount cuts it as its home
+# says; a mount asking another stripe unit is refused.
 T_TIMEOUT=${T_TIMEOUT:-60}
 . "$(dirname "$0")/lib.sh"
 FSCL_N=3
@@ -14,18 +18,50 @@ FSCL_N=3
 # a shadow writes a down owner's replicas back after 2 s (default 10 s)
 export NVCACHE_REPLICA_ORPHAN_MS=2000
 cluster_start "$FSCL_N" fs
-for i in 1 2 3; do fscl_mount $i replicas=2; done
+for i in 1 2 3; do fscl_mount $i replicas=2,stripe_unit=auto; done
 m1=$T_DIR/m1 m3=$T_DIR/m3
 
 # mixed settings are refused: a replica would be missing for some writes
 mkdir -p "$T_DIR/mx"
-out=$(timeout 20 "$(t_bin nvcachefs)" "$T_DIR/mx" -f -o "backing=$T_DIR/b,cluster=$conf,node=1" 2>&1) &&
-  t_fail "a replicas=1 mount was let in among replicas=2 nodes"
-grep -q "serves replicas=2; this mount asks replicas=1" <<<"$out" ||
-  t_fail "the refusal does not say why: $out"
-t_is_mounted "$T_DIR/mx" && t_fail "a mount is left on mx"
-[ -z "$(find "$T_DIR/b" -mindepth 1)" ] || t_fail "the refused mount made files"
-t_log "refused: a replicas=1 mount among replicas=2 nodes"
+for opts in "stripe_unit=auto" "replicas=2"; do
+  out=$(timeout 20 "$(t_bin nvcachefs)" "$T_DIR/mx" -f -o "backing=$T_DIR/b,cluster=$conf,node=1,$opts" 2>&1) &&
+    t_fail "a mount with $opts was let in among replicas=2,stripe_unit=auto nodes"
+  grep -q "serves replicas=2; this mount asks replicas=1\|serves stripe_unit=auto; this mount asks stripe_unit=1M" <<<"$out" ||
+    t_fail "the refusal does not say why: $out"
+  t_is_mounted "$T_DIR/mx" && t_fail "a mount is left on mx"
+  [ -z "$(find "$T_DIR/b" -mindepth 1)" ] || t_fail "the refused mount made files"
+done
+t_log "refused: a replicas=1 mount, and a stripe_unit=1M one, among replicas=2,stripe_unit=auto nodes"
+
+# stripe_unit=auto: a file of 3.5 MiB before it is first cached, in three
+# parts of 1,245,184 bytes (19 blocks, the third shorter); written
+# across a part's edge through mount 1, read through mounts 2 and 3
+head -c $((7 << 19)) /dev/urandom >"$T_DIR/b/pre"
+lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$T_DIR/m2/pre")
+[[ $lay == *" stripe_unit=1245184 "* ]] || t_fail "a 3.5 MiB file over 3 nodes (auto) is cut as $lay"
+python3 - "$T_DIR/m1/pre" "$T_DIR/m2/pre" "$T_DIR/m3/pre" "$T_DIR/b/pre" <<'PY' || t_fail "stripe_unit=auto: mounts disagree on a file's bytes"
+import os, sys
+w, r2, r3, b = sys.argv[1:]
+ref = bytearray(open(b, "rb").read())
+data = os.urandom(200000)
+at = 1245184 - 100000          # across the first part's edge
+fd = os.open(w, os.O_WRONLY)
+os.pwrite(fd, data, at)
+ref[at:at + len(data)] = data
+for p in (r2, r3):
+    rd = os.open(p, os.O_RDONLY)
+    os.posix_fadvise(rd, 0, 0, os.POSIX_FADV_DONTNEED)
+    got = b"".join(os.pread(rd, 1 << 20, o) for o in range(0, len(ref), 1 << 20))
+    os.close(rd)
+    if got != bytes(ref):
+        sys.exit("%s reads other bytes than were written through another mount" % p)
+os.close(fd)
+PY
+for i in 1 2 3; do
+  lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$T_DIR/m$i/pre")
+  [[ $lay == *" stripe_unit=1245184 "* ]] || t_fail "mount $i cuts the file as $lay"
+done
+t_log "stripe_unit=auto: a 3.5 MiB file in three equal parts, the same on every mount"
 
 # a file whose home is not node 2 (a down home's files have no size)
 f=""
@@ -33,6 +69,7 @@ for k in $(seq 0 31); do
   : >"$m1/r$k"
   lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/r$k") ||
     t_fail "no layout for $m1/r$k"
+  [[ $lay == *" stripe_unit=1048576 "* ]] || t_fail "a new file (auto) is cut as $lay, not in 1 MiB stripes"
   if [[ $lay != *"home=2 "* ]]; then f=r$k; break; fi
 done
 [ -n "$f" ] || t_fail "32 files all homed at node 2"

@@ -388,6 +388,65 @@ static void make_file(const char *dir, char *file, size_t len,
 	assert_int_equal(fcache_ident(AT_FDCWD, file, 0, id), 0);
 }
 
+/* Striping: the first ATTACH fixes the stripe unit (another refused,
+ * also after a restart); a file's unit is the first OPEN's offer, kept
+ * in its record and said in OPEN and GETATTR replies; an offer out of
+ * range is refused. */
+static void stripe_units(void **state)
+{
+	char dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[128];
+	static uint8_t pl[256];
+	struct fcache_ident id;
+	struct frame_hdr r;
+	(void)state;
+
+	struct fcache *fc = open_fc();
+	assert_non_null(mkdtemp(dir));
+	struct frame_fop f = attach_req(dir, DIGEST, pl);
+	f.blk = 1 << 20;
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	f.blk = 0;
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), -ESTALE);
+	assert_non_null(strstr(r.text, "serves stripe_unit=1M; this mount asks stripe_unit=auto"));
+	fcache_close(fc);
+	fc = open_fc();
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), -ESTALE);
+	f.blk = 4 << 20;
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), -ESTALE);
+	assert_non_null(strstr(r.text, "this mount asks stripe_unit=4M"));
+	f.blk = 1 << 20;
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+
+	make_file(dir, file, sizeof(file), &id);
+	struct frame_fop op = { .obj = 7, .len = id.len, .handle_type = id.type,
+				.off = 19, .flags = FRAME_FILE_HOME };
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 7 },
+			      NULL, &r), -ENOENT);
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	assert_int_equal(r.fop.off, 19);
+	op.off = 5;   /* another mount saw another size: the first holds */
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	assert_int_equal(r.fop.off, 19);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 7 },
+			      NULL, &r), 0);
+	assert_int_equal(r.fop.off, 19);
+	op.off = FCACHE_UNIT_MAX + 1;
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), -EPROTO);
+	/* kept in the record across a restart */
+	fcache_close(fc);
+	fc = open_fc();
+	op.off = 3;
+	op.flags |= FRAME_FILE_RECLAIM;
+	op.blk = 2;
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	assert_int_equal(r.fop.off, 19);
+	fcache_close(fc);
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	unlink(file);
+	rmdir(dir);
+}
+
 /* A restart where a mount was attached: the open counts (DRAM) are gone
  * until the mounts reclaim them; an unlink waits for the grace to end,
  * then counts what was reclaimed (doomed: still open). */
@@ -819,6 +878,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(shadow_marks, setup, teardown),
+		cmocka_unit_test_setup_teardown(stripe_units, setup, teardown),
 		cmocka_unit_test_setup_teardown(replicas, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
