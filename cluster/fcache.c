@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define NBUCKETS 4096
@@ -43,6 +44,7 @@ struct fobj {
 	uint32_t opens;        /* at the home: handles open cluster-wide */
 	bool doomed;           /* unlinked while open: never written back */
 	uint64_t wb_due_ns;    /* 0: no write-back scheduled */
+	bool labeled;          /* its unit is on its backing file (auto) */
 	struct fobj *next;
 };
 
@@ -54,6 +56,10 @@ struct robj {
 	uint64_t gid, lid;
 	struct robj *next;
 };
+/* A replica record's uflags: its size field holds the owner's size of
+ * the file (the owner is its home; MARK REPLICA of FMARK_SIZE_BLK), kept
+ * while the size's mark is. */
+#define RSIZE_KNOWN 1u
 
 struct fcache {
 	struct bstore *bs;
@@ -528,6 +534,38 @@ static uint32_t replicas_of(struct fcache *fc)
 	return n;
 }
 
+/* replicas=2, under the FMARK_SIZE_BLK stripe lock, after the record's
+ * size changed (a home's SETSIZE) or in a resync: the shadow keeps the
+ * size (MARK REPLICA of FMARK_SIZE_BLK, payload the handle and the size,
+ * 8 bytes in the host's order), so a home lost for good loses no size
+ * either. 0 or -EIO, as replica_send. */
+static int size_replica_send(struct fcache *fc, const struct bstore_obj *rec,
+			     uint64_t gid, uint64_t size)
+{
+	uint8_t buf[BSTORE_HANDLE_MAX + 8];
+	uint32_t rf = 0;
+	struct frame_fop f = { .obj = gid, .blk = FMARK_SIZE_BLK, .off = fc->self_idx,
+			       .len = 8, .base_len = rec->handle_len,
+			       .handle_type = rec->handle_type,
+			       .flags = FRAME_MARK_REPLICA };
+
+	memcpy(buf, rec->handle, rec->handle_len);
+	memcpy(buf + rec->handle_len, &size, 8);
+	int rc = fc->mark(fc->mark_arg, &f, buf, rec->handle_len + 8, &rf);
+	if (rc) {
+		char note[96];
+		atomic_store(&fc->shadow_ok, false);
+		atomic_store(&fc->shadow_failed_ns, clock_now_ns());
+		atomic_fetch_add(&fc->replica_errors, 1);
+		if (log_limit(&fc->mark_log, 30, note, sizeof(note)))
+			log_warn("file cache: the next node (this node's shadow) did "
+				 "not take the size of object %016" PRIx64 ": %s; the "
+				 "write fails (replicas=2)%s", gid, strerror(-rc), note);
+		return -EIO;
+	}
+	return 0;
+}
+
 /* The object is gone here: its marks too. */
 static void marks_forget(struct fcache *fc, uint64_t gid)
 {
@@ -623,6 +661,9 @@ static void resync(struct fcache *fc)
 			fmark_sent_lock(fc->sent, gid, FMARK_SIZE_BLK);
 			if (fmark_sent_add(fc->sent, gid, FMARK_SIZE_BLK) < 0)
 				r.rc = -ENOMEM;
+			/* the size as it is now (a SETSIZE waits for the lock) */
+			if (rep && !r.rc && bstore_obj_get(fc->bs, ids[i], &rec) == 0)
+				r.rc = size_replica_send(fc, &rec, gid, rec.size);
 			fmark_sent_unlock(fc->sent, gid, FMARK_SIZE_BLK);
 		}
 		if (bstore_obj_counts(fc->bs, ids[i], &nb, &nd) < 0 || !nd)
@@ -845,13 +886,16 @@ static int orphan_one(struct fcache *fc, int bfd, struct robj **p, uint64_t *blo
 		return rc;
 	struct rec_handle h;
 	rec_handle(&rec, &h);
-	int fd = nb ? open_by_handle_at(bfd, &h.fh, O_WRONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	bool sized = rec.uflags & RSIZE_KNOWN;   /* the home's size kept here */
+	int fd = nb || sized ? open_by_handle_at(bfd, &h.fh, O_WRONLY | O_NOFOLLOW |
+						 O_CLOEXEC) : -1;
 	struct stat st;
-	if (nb && fd < 0) {
+	if ((nb || sized) && fd < 0) {
 		rc = -errno;
 		if (rc != -ESTALE && rc != -ENOENT)
 			return rc;
 		nb = 0;   /* the file is gone: its copies too */
+		sized = false;
 	} else if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
 		close(fd);
 		return -EINVAL;
@@ -875,8 +919,22 @@ static int orphan_one(struct fcache *fc, int bfd, struct robj **p, uint64_t *blo
 				(ssize_t)bi.valid)
 			rc = errno ? -errno : -EIO;
 	}
+	/* the size the home had, which the blocks alone may not make
+	 * (a file extended by truncate): marked as the blocks are */
+	bool size_has = sized && fmark_tab_has(fc->marks, o->owner, o->gid, FMARK_SIZE_BLK);
+	uint64_t size_seq = fmark_tab_seq(fc->marks, o->owner, o->gid, FMARK_SIZE_BLK);
+	if (!rc && sized && (fstat(fd, &st) < 0 ||
+			     ((uint64_t)st.st_size < rec.size && ftruncate(fd, (off_t)rec.size) < 0)))
+		rc = -errno;
 	if (!rc && fd >= 0 && fsync(fd) < 0)
 		rc = -errno;
+	if (!rc && size_has) {
+		uint64_t sb = FMARK_SIZE_BLK;
+		struct frame_fop f = { .obj = o->gid, .off = o->owner, .len = 8,
+				       .size = size_seq, .flags = FRAME_MARK_CLEAR };
+		uint32_t rf;
+		fmark_tab_apply(fc->marks, &f, (const uint8_t *)&sb, &rf);
+	}
 	for (size_t k = 0; k < n && !rc; k++)
 		if (has[k]) {
 			struct frame_fop f = { .obj = o->gid, .off = o->owner, .len = 8,
@@ -1007,6 +1065,29 @@ static void *wb_main(void *arg)
 
 /* ---- the messages ---- */
 
+/* stripe_unit=auto: the unit the home fixed for a file goes on its
+ * backing file too (FCACHE_UNIT_XATTR), where a mount reads it while the
+ * home is down. A backing without user xattrs: logged once. */
+static void unit_label(struct fcache *fc, int bfd, const struct bstore_obj *rec)
+{
+	static atomic_bool warned;
+	struct rec_handle h;
+	char v[24];
+
+	rec_handle(rec, &h);
+	int fd = open_by_handle_at(bfd, &h.fh, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+				   O_NONBLOCK);
+	int n = snprintf(v, sizeof(v), "%" PRIu64, (uint64_t)rec->uflags * fc->bsize);
+	if (fd >= 0 && fsetxattr(fd, FCACHE_UNIT_XATTR, v, (size_t)n, 0) < 0 &&
+	    !atomic_exchange(&warned, true))
+		log_warn("file cache: the backing file system takes no %s (%s): "
+			 "with stripe_unit=auto, a file whose home is down opens "
+			 "only on mounts that knew its unit", FCACHE_UNIT_XATTR,
+			 strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 static int serve_open(struct fcache *fc, const struct frame_fop *f,
 		      const uint8_t *payload, struct frame_hdr *r)
 {
@@ -1046,6 +1127,12 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 	}
 	if (!rc)
 		r->fop.off = rec.uflags;
+	/* once a run per file, at its first counted open (its record may
+	 * have been made by another OPEN first) */
+	bool label = !rc && (f->flags & FRAME_FILE_HOME) && !o->labeled &&
+		     fc->unit_set && !fc->unit && rec.uflags;
+	if (label)
+		o->labeled = true;
 	if (!rc && (f->flags & FRAME_FILE_HOME)) {
 		uint64_t n = f->flags & FRAME_FILE_RECLAIM ? f->blk : 1;
 		if (n > RECLAIM_MAX || o->opens + n > UINT32_MAX) {
@@ -1056,7 +1143,10 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 			r->fop.size = rec.size;
 		}
 	}
+	int bfd = fc->backing_fd;
 	pthread_mutex_unlock(&fc->lk);
+	if (label && bfd >= 0)
+		unit_label(fc, bfd, &rec);
 	return rc;
 }
 
@@ -1085,7 +1175,7 @@ static int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *
 		      struct frame_hdr *r)
 {
 	struct bstore_obj rec;
-	bool tell = fc->mark && type == FT_FILE_SETSIZE, told = false;
+	bool tell = fc->mark && type == FT_FILE_SETSIZE, told = false, copy = false;
 	int rc;
 
 	if (tell)
@@ -1112,6 +1202,7 @@ again:
 		} else if (want != rec.size) {
 			rec.size = want;
 			rc = bstore_obj_update(fc->bs, &rec);
+			copy = !rc && tell && fc->replicas == 2;
 		}
 	}
 	if (!rc) {
@@ -1121,6 +1212,10 @@ again:
 	if (rc == -ENOENT && type == FT_FILE_SETSIZE)
 		rc = -ESTALE;   /* no record: OPEN first */
 	pthread_mutex_unlock(&fc->lk);
+	/* replicas=2: the new size in the shadow too before the reply (in
+	 * the order of the changes: the stripe lock is held) */
+	if (copy)
+		rc = size_replica_send(fc, &rec, f->obj, rec.size);
 	if (tell)
 		fmark_sent_unlock(fc->sent, f->obj, FMARK_SIZE_BLK);
 	return rc;
@@ -1413,6 +1508,21 @@ static int replica_put(struct fcache *fc, const struct frame_fop *f,
 		if (rc)
 			return rc;
 	}
+	if (f->blk == FMARK_SIZE_BLK) {
+		/* the home's size of the file, not a block */
+		struct bstore_obj rec;
+		uint64_t size;
+		if (f->len != 8)
+			return -EPROTO;
+		memcpy(&size, payload + f->base_len, 8);
+		rc = bstore_obj_get(fc->bs, o->lid, &rec);
+		if (!rc) {
+			rec.size = size;
+			rec.uflags |= RSIZE_KNOWN;
+			rc = bstore_obj_update(fc->bs, &rec);
+		}
+		return rc;
+	}
 	if (!f->len) {
 		/* no valid bytes: what a read finds where nothing is held */
 		rc = bstore_block_drop(fc->bs, o->lid, f->blk);
@@ -1438,6 +1548,17 @@ static int replica_put(struct fcache *fc, const struct frame_fop *f,
 	if (!rc)
 		atomic_fetch_add(&fc->replicas_taken, 1);
 	return rc;
+}
+
+/* The replica record's size is no longer the owner's (written back). */
+static void rsize_forget(struct fcache *fc, uint64_t lid)
+{
+	struct bstore_obj rec;
+
+	if (bstore_obj_get(fc->bs, lid, &rec) == 0 && (rec.uflags & RSIZE_KNOWN)) {
+		rec.uflags &= ~RSIZE_KNOWN;
+		bstore_obj_update(fc->bs, &rec);
+	}
 }
 
 static int serve_mark(struct fcache *fc, const struct frame_fop *f,
@@ -1484,7 +1605,11 @@ static int serve_mark(struct fcache *fc, const struct frame_fop *f,
 			for (uint32_t k = 0; k < f->len / 8; k++) {
 				uint64_t blk;
 				memcpy(&blk, payload + 8 * k, 8);
-				if (!fmark_tab_has(fc->marks, f->off, f->obj, blk))
+				if (fmark_tab_has(fc->marks, f->off, f->obj, blk))
+					continue;
+				if (blk == FMARK_SIZE_BLK)
+					rsize_forget(fc, (*p)->lid);
+				else
 					bstore_block_drop(fc->bs, (*p)->lid, blk);
 			}
 		}
@@ -1497,11 +1622,19 @@ static int serve_shadow(struct fcache *fc, const struct frame_fop *f,
 			struct frame_hdr *r)
 {
 	struct bstore_binfo bi;
+	struct bstore_obj rec;
 	uint32_t fl = fmark_tab_query(fc->marks, f->off, f->obj, f->blk);
 	uint64_t lid = fl & FRAME_SHADOW_DIRTY ? replica_lid(fc, f->off, f->obj) : 0;
 
-	if (lid && bstore_block_info(fc->bs, lid, f->blk, &bi) == 0)
+	if (lid && f->blk == FMARK_SIZE_BLK) {
+		/* the home's size, kept here (replicas=2) */
+		if (bstore_obj_get(fc->bs, lid, &rec) == 0 && (rec.uflags & RSIZE_KNOWN)) {
+			fl |= FRAME_SHADOW_REPLICA;
+			r->fop.size = rec.size;
+		}
+	} else if (lid && bstore_block_info(fc->bs, lid, f->blk, &bi) == 0) {
 		fl |= FRAME_SHADOW_REPLICA;
+	}
 	r->fop.flags = fl;
 	return 0;
 }

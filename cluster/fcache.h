@@ -42,6 +42,10 @@
  * the home, every mount learns the file's unit from there (with auto:
  * one equal part per node of the size its first OPEN saw). */
 #define FCACHE_UNIT_MAX (1u << 24)   /* blocks: 1 TiB */
+/* With auto, the home also writes a file's unit (bytes, decimal) on its
+ * backing file when it makes the record, for mounts that must open the
+ * file while its home is down. */
+#define FCACHE_UNIT_XATTR "user.nvcache.stripe_unit"
 
 struct fcache;
 

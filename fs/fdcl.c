@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 /* A block the owner does not hold: its backing bytes go with the write;
@@ -24,7 +26,8 @@
  * meanwhile, so a few rounds at most. */
 #define WRITE_ROUNDS 8
 
-static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid);
+static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid,
+		     uint64_t *size);
 
 struct ident {
 	uint64_t gid;
@@ -85,6 +88,24 @@ static void unit_learn(struct fs *fs, struct fs_inode *ino, uint32_t blocks)
 	pthread_mutex_lock(&ino->lk);
 	ino->sunit = (uint64_t)blocks * fcl_block(fs->cl);
 	pthread_mutex_unlock(&ino->lk);
+}
+
+/* stripe_unit=auto and the home down: the unit it wrote on the backing
+ * file when it fixed it (FCACHE_UNIT_XATTR), learnt; 0: none there. */
+static uint64_t unit_from_backing(struct fs *fs, struct fs_inode *ino)
+{
+	char link[64], v[24];
+	uint64_t u = 0, B = fcl_block(fs->cl);
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", ino->fd);
+	ssize_t n = getxattr(link, FCACHE_UNIT_XATTR, v, sizeof(v) - 1);
+	if (n <= 0)
+		return 0;
+	v[n] = 0;
+	if (sscanf(v, "%" SCNu64, &u) != 1 || !u || u % B || u / B > FCACHE_UNIT_MAX)
+		return 0;   /* not ours to trust: as if none */
+	unit_learn(fs, ino, (uint32_t)(u / B));
+	return u;
 }
 
 /* The unit for a file's I/O: learnt, or asked from the home (GETATTR);
@@ -231,23 +252,26 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino)
 	char note[96];
 	int r = send_open(fs, ino, home, true, NULL, &down);
 
-	if (r < 0 && down && !unit_of(fs, ino)) {
+	if (r < 0 && down && !unit_of(fs, ino) && !unit_from_backing(fs, ino)) {
 		/* stripe_unit=auto: how the file is cut is its home's */
 		if (log_limit(&down_log, 30, note, sizeof(note)))
 			log_err("cluster: node %u, home of file %016llx, is down, and "
 				"only it knows the file's stripe unit (stripe_unit=auto; "
 				"this mount has not opened it before): EIO%s",
 				fcl_node_id(fs->cl, home), (unsigned long long)gid, note);
-	} else if (r < 0 && down && home_down(fs, ino, gid) == -ENOENT) {
-		/* its size is the backing's: readable meanwhile; a
-		 * restarted home counts this open (fdcl_restarted) */
-		r = 0;
+	} else if (r < 0 && down && ((r = home_down(fs, ino, gid, NULL)) == -ENOENT ||
+					    r == 0)) {
+		/* its size is the backing's (or its shadow's copy): readable
+		 * meanwhile; a restarted home counts this open
+		 * (fdcl_restarted) */
 		uncounted = true;
 		if (log_limit(&down_log, 30, note, sizeof(note)))
 			log_warn("cluster: node %u, home of file %016llx, is down: "
-				 "opened with the backing's size (its writes fail "
+				 "opened with its size from %s (its writes fail "
 				 "until the node is back)%s", fcl_node_id(fs->cl, home),
-				 (unsigned long long)gid, note);
+				 (unsigned long long)gid,
+				 r ? "the backing" : "the home's shadow", note);
+		r = 0;
 	}
 	if (r < 0)
 		return r;
@@ -270,9 +294,17 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino)
 	bool uncounted = ino->opens_uncounted > 0;
 	ino->opens_uncounted -= uncounted;
 	pthread_mutex_unlock(&ino->lk);
+	bool down = false;
 	if (!uncounted)
-		r = fcl_call(fs->cl, fcl_home(fs->cl, gid), FT_FILE_CLOSE, &f, NULL, 0,
-			     &rf, NULL, 0);
+		r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_CLOSE, &f, NULL,
+				  0, &rf, &down);
+	if (uncounted || down) {
+		/* the home cannot say: the owners write back, as after a
+		 * last close (early at worst; a home lost for good would
+		 * leave the other owners' dirty blocks in their NVRAM) */
+		r = 0;
+		rf.flags = FRAME_FILE_LAST;
+	}
 	if (!r && (rf.flags & FRAME_FILE_DOOMED)) {
 		fcl_call_all(fs->cl, FT_FILE_DROP, &f);
 		atomic_fetch_add(&fs->st.dropped_unlinked, 1);
@@ -300,7 +332,7 @@ int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size)
 	int r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_GETATTR, &f,
 			      NULL, 0, &rf, &down);
 	if (down)
-		return home_down(fs, ino, gid);
+		return home_down(fs, ino, gid, size);
 	if (!r) {
 		*size = rf.size;
 		unit_learn(fs, ino, rf.off);
@@ -410,9 +442,10 @@ static bool lost_name(struct fs *fs, struct fs_inode *ino, char *name, size_t le
 /* A read's range whose owner could not be reached: its shadow knows
  * whether the owner holds the block dirty (cluster/fmarks.h). -ENOENT
  * (clean there: the backing holds the bytes), 0 (dirty there, and the
- * shadow's replica of it, replicas=2, read into q->buf), or -EIO (dirty
+ * shadow's replica of it, replicas=2, read into q->buf; for
+ * FMARK_SIZE_BLK the size it keeps, in q->rf.size), or -EIO (dirty
  * there, the only copy of its newest bytes; or nobody knows), logged. */
-static int down_owner(struct fs *fs, struct fs_inode *ino, const struct fcl_req *q)
+static int down_owner(struct fs *fs, struct fs_inode *ino, struct fcl_req *q)
 {
 	static struct log_limit lost_log;
 	uint32_t shadow = fcl_shadow(fs->cl, q->idx);
@@ -426,6 +459,13 @@ static int down_owner(struct fs *fs, struct fs_inode *ino, const struct fcl_req 
 	if (!r && !rf.flags) {
 		atomic_fetch_add(&fs->st.down_reads, 1);
 		return -ENOENT;
+	}
+	if (!r && q->f.blk == FMARK_SIZE_BLK && (rf.flags & FRAME_SHADOW_DIRTY) &&
+	    (rf.flags & FRAME_SHADOW_REPLICA)) {
+		/* the home's size, as its shadow keeps it (replicas=2) */
+		q->rf.size = rf.size;
+		atomic_fetch_add(&fs->st.down_replica_reads, 1);
+		return 0;
 	}
 	if (!r && (rf.flags & FRAME_SHADOW_DIRTY) && (rf.flags & FRAME_SHADOW_REPLICA)) {
 		/* the owner's bytes, as the shadow keeps them */
@@ -467,13 +507,18 @@ static int down_owner(struct fs *fs, struct fs_inode *ino, const struct fcl_req 
 
 /* The home of gid could not be reached: its shadow knows whether the
  * home's size of the file is ahead of the backing's (FMARK_SIZE_BLK).
- * -ENOENT (not: the backing's size holds) or -EIO (it is, or nobody
- * knows; logged with the file's name). */
-static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid)
+ * -ENOENT (not: the backing's size holds), 0 (it is, and the shadow
+ * keeps it, replicas=2: in *size), or -EIO (it is, or nobody knows;
+ * logged with the file's name). */
+static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid,
+		     uint64_t *size)
 {
 	struct fcl_req q = { .idx = fcl_home(fs->cl, gid),
 			     .f = { .obj = gid, .blk = FMARK_SIZE_BLK } };
-	return down_owner(fs, ino, &q);
+	int r = down_owner(fs, ino, &q);
+	if (!r && size)
+		*size = q.rf.size;
+	return r;
 }
 
 ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
@@ -496,7 +541,7 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	q[0].f.obj = gid;
 	fcl_call_many(fs->cl, q, n);
 	if (q[0].down)
-		q[0].rc = home_down(fs, ino, gid);
+		q[0].rc = home_down(fs, ino, gid, &q[0].rf.size);
 	if (q[0].rc == -ENOENT) {
 		/* never cached: the backing's size holds */
 		struct stat st;

@@ -6,7 +6,10 @@
 # blocks stay dirty in the owners' NVRAM; node 2's nvcached killed -9,
 # never restarted: mount 3 reads every byte (node 2's stripe from its
 # shadow's replica, node 3), and the shadow then writes node 2's replicas
-# back, so after the close the backing holds every byte.
+# back, so after the close the backing holds every byte. A file homed at
+# node 2, open through mount 1: mount 3, which never opened it, reads it
+# whole (its size kept by node 3, its unit on the backing file), and its
+# close writes it back though its home is gone.
 # The same cluster runs stripe_unit=auto (the setup is shared): a file
 # that exists before it is first cached is cut into one equal part per
 # node, a new one into 1 MiB stripes; every mount cuts it as its home
@@ -63,19 +66,24 @@ for i in 1 2 3; do
 done
 t_log "stripe_unit=auto: a 3.5 MiB file in three equal parts, the same on every mount"
 
-# a file whose home is not node 2 (a down home's files have no size)
-f=""
-for k in $(seq 0 31); do
+# a file whose home is not node 2, and one whose home is node 2 (its
+# size, only at node 2 while it is open, is copied to node 3 too)
+f="" g=""
+for k in $(seq 0 63); do
   : >"$m1/r$k"
   lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/r$k") ||
     t_fail "no layout for $m1/r$k"
   [[ $lay == *" stripe_unit=1048576 "* ]] || t_fail "a new file (auto) is cut as $lay, not in 1 MiB stripes"
-  if [[ $lay != *"home=2 "* ]]; then f=r$k; break; fi
+  if [[ $lay != *"home=2 "* ]]; then [ -n "$f" ] || f=r$k; else [ -n "$g" ] || g=r$k; fi
+  [ -n "$f" ] && [ -n "$g" ] && break
 done
-[ -n "$f" ] || t_fail "32 files all homed at node 2"
+[ -n "$f" ] && [ -n "$g" ] || t_fail "64 files all homed at node 2, or none"
 head -c $((3 << 20)) /dev/urandom >"$T_DIR/ref"
+head -c $((5 << 19)) /dev/urandom >"$T_DIR/gref"
 fscl_write_held "$m1/$f" "$T_DIR/ref" held   # closed after node 2 is gone
 writer=$held_writer
+fscl_write_held "$m1/$g" "$T_DIR/gref" gheld
+gwriter=$held_writer
 # node 3 holds node 2's stripe (16 blocks) as replicas
 [ "$(fscl_stat 3 fcache_replicas_held)" -ge 16 ] ||
   t_fail "node 3 holds $(fscl_stat 3 fcache_replicas_held) replicas of node 2's blocks, not 16"
@@ -103,12 +111,17 @@ PY
 reads=$("$(t_bin nvcachectl)" stats "$m3" | sed -n 's/^down_node_replica_reads: //p')
 [ "${reads:-0}" -gt 0 ] || t_fail "mount 3 read nothing from the replicas"
 t_log "node 2 down: every byte of $f reads through mount 3 ($reads ranges from node 3's replicas)"
+# (mount 3 never opened it: the unit from the backing file's xattr)
+cmp "$T_DIR/gref" "$m3/$g" || t_fail "$g, homed at the lost node 2, does not read whole through mount 3"
+t_log "node 2 down: $g, homed there, reads whole through mount 3 (its size from node 3)"
 
 # node 3 writes node 2's replicas back (node 2 down for 2 s); after the
 # close every byte is in the backing
-touch "$T_DIR/held.close"
+touch "$T_DIR/held.close" "$T_DIR/gheld.close"
 wait $writer || t_fail "the writer failed"
+wait $gwriter || t_fail "the writer of $g failed"
 t_wait 20 cmp -s "$T_DIR/ref" "$T_DIR/b/$f" || t_fail "the backing lacks bytes of $f: $(fscl_why)"
+t_wait 20 cmp -s "$T_DIR/gref" "$T_DIR/b/$g" || t_fail "the backing lacks bytes of $g, homed at the lost node: $(fscl_why)"
 [ "$(fscl_stat 3 fcache_replicas_written_back)" -ge 16 ] ||
   t_fail "node 3 wrote back $(fscl_stat 3 fcache_replicas_written_back) replicas"
 grep -q "owner index 1 down for .* wrote back its replicas" "$T_DIR/node3-fs.log" ||

@@ -536,6 +536,17 @@ static uint32_t shadow_says(uint64_t obj, uint64_t blk)
 	return r.fop.flags;
 }
 
+/* The home's size of obj as its shadow keeps it (replicas=2). */
+static uint64_t shadow_size(uint64_t obj)
+{
+	struct frame_hdr r;
+	pthread_mutex_lock(&shadow_mx);
+	assert_int_equal(call(shadow_fc, FT_FILE_SHADOW, (struct frame_fop){ .obj = obj,
+			 .blk = FMARK_SIZE_BLK, .off = 0 }, NULL, &r), 0);
+	pthread_mutex_unlock(&shadow_mx);
+	return r.fop.size;
+}
+
 static bool shadow_wait(uint64_t obj, uint64_t blk, uint32_t want)
 {
 	for (int i = 0; i < 500; i++) {
@@ -753,6 +764,12 @@ static void replicas(void **state)
 	assert_memory_equal(out, block, 536);
 	assert_int_equal(replica_read(7, 3, 0, 10), -ENOENT);
 	assert_int_equal(replica_read(8, 2, 0, 10), -ENOENT);
+	/* the home's size is copied too, before the reply */
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, (struct frame_fop){ .obj = 7,
+			 .size = 3 * 65536 + 10, .flags = FRAME_FILE_EXTEND }, NULL, &r), 0);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK),
+			 FRAME_SHADOW_DIRTY | FRAME_SHADOW_REPLICA);
+	assert_int_equal(shadow_size(7), 3 * 65536 + 10);
 
 	/* the shadow out of reach: the write fails; back, it gets all */
 	pthread_mutex_lock(&shadow_mx);
@@ -778,6 +795,7 @@ static void replicas(void **state)
 			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
 	assert_int_equal(shadow_says(7, 2), 0);
 	assert_int_equal(replica_read(7, 2, 0, 10), -ENOENT);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), 0);
 
 	/* dirty again, the shadow restarts: its copy is sent again */
 	memset(block, 's', sizeof(block));
@@ -829,12 +847,21 @@ static void replicas(void **state)
 	memset(block, 'w', sizeof(block));
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
 			 .blk = 5, .len = 65536 }, block, &r), 0);
+	/* the file extended past its blocks (a truncate up): the size
+	 * kept at the shadow makes the backing file's too */
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, (struct frame_fop){ .obj = 7,
+			 .size = 9 * 65536 + 7, .flags = FRAME_FILE_EXTEND }, NULL, &r), 0);
+	assert_int_equal(shadow_size(7), 9 * 65536 + 7);
 	pthread_mutex_lock(&shadow_mx);
 	assert_int_equal(call(shadow_fc, FT_FILE_ATTACH, f, pl, &r), 0);
 	fcache_owner_down(shadow_fc, 0, true);
 	pthread_mutex_unlock(&shadow_mx);
 	assert_true(shadow_wait(7, 5, 0));
 	assert_int_equal(shadow_says(7, 4), 0);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), 0);
+	struct stat st;
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(st.st_size, 9 * 65536 + 7);
 	assert_int_equal(replica_read(7, 5, 0, 10), -ENOENT);
 	static uint8_t back[2 * 65536];
 	int bfd = open(file, O_RDONLY);
