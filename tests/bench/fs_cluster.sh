@@ -23,7 +23,8 @@
 #   (median of)  FSB_CL_FIO_SECONDS=8  FSB_CL_FIO_MIB=32 (file per job)
 #   FSB_CL_PROBES=200 (coherence rounds)  FSB_SLOW=1 (backing = fsb_slowpfs)
 #   FSB_CL_SYSTEMS=REGEX (which besides GlusterFS, the anchor: moosefs,
-#   backing, nvcachefs, nvcachefs-cluster; default all)
+#   backing, nvcachefs, nvcachefs-cluster, nvcachefs-cluster-r2 (with
+#   replicas=2); default all)
 #   FSB_CL_IOR=PATH (the ior program; default the build's tests/mpi/ior)
 T_TIMEOUT=${T_TIMEOUT:-3600}
 . "$(dirname "$0")/../system/lib.sh"
@@ -236,11 +237,14 @@ if wanted nvcachefs; then
 fi
 
 # --- cross-node nvcachefs: 4 nvcached + 4 mounts over one backing dir --------
-# nvcl_up: returns 1 with the reason in NVCL_WHY where this build lacks the
-# mode or it does not start. The nodes' file caches are in $T_SHM, as the
-# one-node mount's NVRAM is, where nvcached can be told so.
+# nvcl_up TAG OPTS: a fresh cluster (its own NVRAM files, backing
+# directory and ports: replicas and stripe_unit are fixed by a node's
+# first mount), every mount with OPTS; returns 1 with the reason in
+# NVCL_WHY where this build lacks the mode or it does not start. The
+# nodes' file caches are in $T_SHM, as the one-node mount's NVRAM is,
+# where nvcached can be told so.
 nvcl_up() {
-  local nvfs nvd ports i cnv=()
+  local tag=$1 opts=$2 nvfs nvd ports i cnv=()
   nvfs=$(t_bin nvcachefs) nvd=$(t_bin nvcached)
   "$nvfs" --help 2>&1 | grep -q 'cluster=' ||
     { NVCL_WHY="the built nvcachefs has no cluster= option (cross-node mode not built)"; return 1; }
@@ -251,27 +255,28 @@ nvcl_up() {
   read -r -a ports < <(cluster_free_ports 4)
   { echo "secret secret"
     for i in 1 2 3 4; do echo "node $i 127.0.0.1:${ports[$((i - 1))]}"; done; } >"$T_DIR/cluster.conf"
-  NVCL_PIDS=() NVCL_MNTS=()
+  NVCL_PIDS=() NVCL_MNTS=() NVCL_FSPIDS=() NVCL_TAG=$tag
+  mkdir -p "$back/nvcl$tag"
   for i in 1 2 3 4; do
-    "$nvd" --help 2>&1 | grep -q -- '--cache-nvram' && cnv=(--cache-nvram "$T_SHM/fcache$i.nvram")
+    "$nvd" --help 2>&1 | grep -q -- '--cache-nvram' && cnv=(--cache-nvram "$T_SHM/fcache$tag$i.nvram")
     "$nvd" --cluster "$T_DIR/cluster.conf" --node $i --cache-size "$cache" "${cnv[@]}" -f --no-mlock \
-      >"$T_DIR/nvcached$i.log" 2>&1 &
+      >"$T_DIR/nvcached$tag$i.log" 2>&1 &
     NVCL_PIDS+=($!)
     t_cleanup "kill $!"
   done
   for i in 1 2 3 4; do
     t_wait 20 cluster_sees $i 3 ||
-      { NVCL_WHY="nvcached $i does not see its peers: $(tail -2 "$T_DIR/nvcached$i.log")"; return 1; }
+      { NVCL_WHY="nvcached $i does not see its peers: $(tail -2 "$T_DIR/nvcached$tag$i.log")"; return 1; }
   done
   for i in 1 2 3 4; do
-    mkdir -p "$T_DIR/nvcl$i"
-    "$nvfs" "$T_DIR/nvcl$i" -o "backing=$back/nvcl,cluster=$T_DIR/cluster.conf,node=$i" -f \
-      >"$T_DIR/nvcl$i.log" 2>&1 &
+    mkdir -p "$T_DIR/nvcl$tag$i"
+    "$nvfs" "$T_DIR/nvcl$tag$i" -o "backing=$back/nvcl$tag,cluster=$T_DIR/cluster.conf,node=$i${opts:+,$opts}" -f \
+      >"$T_DIR/nvcl$tag$i.log" 2>&1 &
     NVCL_FSPIDS+=($!)
-    NVCL_MNTS+=("$T_DIR/nvcl$i")
-    t_cleanup "t_umount '$T_DIR/nvcl$i'; kill $!"
-    t_wait 30 t_is_mounted "$T_DIR/nvcl$i" ||
-      { NVCL_WHY="mount $i with cluster= failed: $(tail -2 "$T_DIR/nvcl$i.log")"; return 1; }
+    NVCL_MNTS+=("$T_DIR/nvcl$tag$i")
+    t_cleanup "t_umount '$T_DIR/nvcl$tag$i'; kill $!"
+    t_wait 30 t_is_mounted "$T_DIR/nvcl$tag$i" ||
+      { NVCL_WHY="mount $i with cluster= failed: $(tail -2 "$T_DIR/nvcl$tag$i.log")"; return 1; }
   done
 }
 
@@ -285,18 +290,24 @@ nvcl_down() {
     fi
   done
   for i in "${NVCL_PIDS[@]}"; do kill "$i" 2>/dev/null; wait "$i" 2>/dev/null; done
+  rm -f "$T_SHM/fcache$NVCL_TAG"*.nvram*   # the next cluster's room in /dev/shm
 }
 
-NVCL_FSPIDS=() NVCL_MNTS=() NVCL_PIDS=()
-if ! wanted nvcachefs-cluster; then
-  :
-elif nvcl_up; then
-  MNTS=("${NVCL_MNTS[@]}")
-  MEM_PIDS=("${NVCL_PIDS[@]}") STAT_TARGETS=("--node 1" "--node 2" "--node 3" "--node 4")
-  measure nvcachefs-cluster
-else
-  skipped nvcachefs-cluster "$NVCL_WHY"
-fi
-nvcl_down
+# the default, then replicas=2 (every block sent to the next node too
+# before a write returns: what a node lost for good costs)
+for variant in "nvcachefs-cluster||" "nvcachefs-cluster-r2|r2|replicas=2"; do
+  IFS='|' read -r sys tag opts <<<"$variant"
+  NVCL_FSPIDS=() NVCL_MNTS=() NVCL_PIDS=() NVCL_TAG=$tag
+  if ! wanted "$sys"; then
+    continue
+  elif nvcl_up "$tag" "$opts"; then
+    MNTS=("${NVCL_MNTS[@]}")
+    MEM_PIDS=("${NVCL_PIDS[@]}") STAT_TARGETS=("--node 1" "--node 2" "--node 3" "--node 4")
+    measure "$sys"
+  else
+    skipped "$sys" "$NVCL_WHY"
+  fi
+  nvcl_down
+done
 
 exit 0
