@@ -477,6 +477,24 @@ static void mark_clean(struct fcache *fc, uint64_t gid, const uint64_t *idx,
 	}
 }
 
+/* The shadow did not take a copy (what: of which datum of object gid):
+ * logged, limited; the shadow is taken as not holding our whole list,
+ * so the write-back thread's resync sends it all. Returns -EIO, for the
+ * write that needed the copy to fail. */
+static int replica_failed(struct fcache *fc, int rc, const char *what, uint64_t gid)
+{
+	char note[96];
+
+	atomic_store(&fc->shadow_ok, false);
+	atomic_store(&fc->shadow_failed_ns, clock_now_ns());
+	atomic_fetch_add(&fc->replica_errors, 1);
+	if (log_limit(&fc->mark_log, 30, note, sizeof(note)))
+		log_warn("file cache: the next node (this node's shadow) did not "
+			 "take %s of object %016" PRIx64 ": %s; the write fails "
+			 "(replicas=2)%s", what, gid, strerror(-rc), note);
+	return -EIO;
+}
+
 /* replicas=2, under the block's stripe lock, after its store write: the
  * shadow gets the block's valid bytes (and the file's handle, to write
  * them back itself if this node is lost), and keeps them until a CLEAR
@@ -511,16 +529,9 @@ static int replica_send(struct fcache *fc, uint64_t lid, uint64_t gid,
 	}
 	free(buf);
 	if (rc) {
-		char note[96];
-		atomic_store(&fc->shadow_ok, false);
-		atomic_store(&fc->shadow_failed_ns, clock_now_ns());
-		atomic_fetch_add(&fc->replica_errors, 1);
-		if (log_limit(&fc->mark_log, 30, note, sizeof(note)))
-			log_warn("file cache: the next node (this node's shadow) did "
-				 "not take a replica of block %" PRIu64 " of object %016"
-				 PRIx64 ": %s; the write fails (replicas=2)%s", blk, gid,
-				 strerror(-rc), note);
-		return -EIO;
+		char what[48];
+		snprintf(what, sizeof(what), "a replica of block %" PRIu64, blk);
+		return replica_failed(fc, rc, what, gid);
 	}
 	atomic_fetch_add(&fc->replicas_sent, 1);
 	return 0;
@@ -552,18 +563,7 @@ static int size_replica_send(struct fcache *fc, const struct bstore_obj *rec,
 	memcpy(buf, rec->handle, rec->handle_len);
 	memcpy(buf + rec->handle_len, &size, 8);
 	int rc = fc->mark(fc->mark_arg, &f, buf, rec->handle_len + 8, &rf);
-	if (rc) {
-		char note[96];
-		atomic_store(&fc->shadow_ok, false);
-		atomic_store(&fc->shadow_failed_ns, clock_now_ns());
-		atomic_fetch_add(&fc->replica_errors, 1);
-		if (log_limit(&fc->mark_log, 30, note, sizeof(note)))
-			log_warn("file cache: the next node (this node's shadow) did "
-				 "not take the size of object %016" PRIx64 ": %s; the "
-				 "write fails (replicas=2)%s", gid, strerror(-rc), note);
-		return -EIO;
-	}
-	return 0;
+	return rc ? replica_failed(fc, rc, "the size", gid) : 0;
 }
 
 /* The object is gone here: its marks too. */

@@ -81,22 +81,23 @@ lockf=$m1/${home2[0]}
 # homed elsewhere, 3 MiB over 1 MiB stripes: a stripe on each node; one
 # written and closed (written back, then clean in the owners' NVRAM), one
 # kept open (dirty: no write-back while open)
+# clean_and_held CLEANF DIRTYF TAG BYTES: CLEANF written through mount 1
+# and written back, DIRTYF written (BYTES of $T_DIR/TAG.ref) and held open
+clean_and_held() {
+  head -c $((3 << 20)) /dev/urandom >"$T_DIR/c$3.ref"
+  head -c "$4" /dev/urandom >"$T_DIR/$3.ref"
+  cp "$T_DIR/c$3.ref" "$m1/$1"
+  t_wait 10 cmp -s "$T_DIR/c$3.ref" "$T_DIR/b/$1" || t_fail "$1 not written back"
+  fscl_write_held "$m1/$2" "$T_DIR/$3.ref" "$3"
+}
 cleanf=${others[1]} dirtyf=${others[2]}
-head -c $((3 << 20)) /dev/urandom >"$T_DIR/clean.ref"
-head -c $((3 << 20)) /dev/urandom >"$T_DIR/dirty.ref"
-cp "$T_DIR/clean.ref" "$m1/$cleanf"
-t_wait 10 cmp -s "$T_DIR/clean.ref" "$T_DIR/b/$cleanf" || t_fail "$cleanf not written back"
-fscl_write_held "$m1/$dirtyf" "$T_DIR/dirty.ref" dirty
+clean_and_held "$cleanf" "$dirtyf" dirty $((3 << 20))
 dirtyw=$held_writer
 dlay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/$dirtyf")
 # homed at node 2: one written and closed (written back, its size too),
 # one kept open (its size is only at node 2 until written back)
 hcleanf=${home2[3]} hsizef=${home2[4]}
-head -c $((3 << 20)) /dev/urandom >"$T_DIR/hclean.ref"
-head -c $((5 << 19)) /dev/urandom >"$T_DIR/hsize.ref"
-cp "$T_DIR/hclean.ref" "$m1/$hcleanf"
-t_wait 10 cmp -s "$T_DIR/hclean.ref" "$T_DIR/b/$hcleanf" || t_fail "$hcleanf not written back"
-fscl_write_held "$m1/$hsizef" "$T_DIR/hsize.ref" hsize
+clean_and_held "$hcleanf" "$hsizef" hsize $((5 << 19))
 hsizew=$held_writer
 setlk() {  # setlk FILE: an fcntl write lock taken and let go, or the error
   python3 -c 'import fcntl, os, sys
@@ -149,7 +150,7 @@ sleep 0.5
 seen_dead() { [ "$(cluster_stat 1 nodes_dead)" = 1 ]; }
 t_wait 10 seen_dead || t_fail "node 1 never declared node 2 dead"
 # node 2 down: its clean blocks from the backing, its dirty ones EIO
-cmp "$T_DIR/clean.ref" "$m3/$cleanf" ||
+cmp "$T_DIR/cdirty.ref" "$m3/$cleanf" ||
   t_fail "a file node 2 holds clean does not read whole while node 2 is down"
 python3 - "$m3/$dirtyf" "$T_DIR/dirty.ref" "$dlay" <<'PY' || t_fail "a file node 2 holds dirty read wrong while node 2 was down"
 import errno, os, sys
@@ -176,7 +177,7 @@ grep -q "node 2 is down and holds block .* of $m3/$dirtyf .*dirty, not written b
 t_log "node 2 down: its clean blocks read from the backing, its dirty ones fail (EIO, the file named)"
 # a file whose home is node 2: readable if its size is the backing's,
 # else EIO (stat and open), never the backing's stale size
-cmp "$T_DIR/hclean.ref" "$m3/$hcleanf" ||
+cmp "$T_DIR/chsize.ref" "$m3/$hcleanf" ||
   t_fail "a file homed at the down node 2, written back, does not read whole"
 python3 - "$m3/$hsizef" <<'PY' || t_fail "a file whose size only the down node 2 has was not refused"
 import errno, os, sys
