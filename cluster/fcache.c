@@ -1412,9 +1412,11 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 
 /* Block blk (at start) of object lid within the punched range [a, z):
  * inside it, or clean (the backing is punched too), it goes; else the
- * range's bytes of it that it holds become zeros, still dirty. */
+ * range's bytes of it that it holds become zeros, still dirty. A copy
+ * (replicas=2) never goes: its owner's mark of it stays until the
+ * owner's write-back, and a mark without a copy reads as lost. */
 static int punch_block(struct fcache *fc, uint64_t lid, uint64_t blk,
-		       uint64_t start, uint64_t a, uint64_t z)
+		       uint64_t start, uint64_t a, uint64_t z, bool copy)
 {
 	struct bstore_binfo bi;
 
@@ -1422,7 +1424,7 @@ static int punch_block(struct fcache *fc, uint64_t lid, uint64_t blk,
 		return 0;
 	if (bstore_block_info(fc->bs, lid, blk, &bi) < 0)
 		return 0;   /* gone meanwhile */
-	if ((start >= a && start + fc->bsize <= z) || !bi.dirty) {
+	if (!copy && ((start >= a && start + fc->bsize <= z) || !bi.dirty)) {
 		int rc = bstore_block_drop(fc->bs, lid, blk);
 		return rc == -ENOENT ? 0 : rc;
 	}
@@ -1442,9 +1444,39 @@ static int punch_block(struct fcache *fc, uint64_t lid, uint64_t blk,
  * way has written what it read before the blocks change, so the mount's
  * truncate or punch of the backing file, after this reply, is the last
  * word on those bytes there. */
+/* TRUNC's change to the blocks of object lid (copy: a replica object):
+ * past f->size dropped and the edge block cut, or with punch
+ * [f->size, f->blk) made zeros. */
+static int trunc_blocks(struct fcache *fc, uint64_t lid, const struct frame_fop *f,
+			bool punch, bool copy)
+{
+	uint64_t nb = 0, nd = 0;
+	int rc = 0;
+
+	if (bstore_obj_counts(fc->bs, lid, &nb, &nd) < 0 || !nb)
+		return 0;
+	uint64_t *idx = calloc(nb, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	size_t n = bstore_obj_blocks(fc->bs, lid, false, idx, nb);
+	n = n < nb ? n : nb;
+	for (size_t k = 0; k < n && !rc; k++) {
+		uint64_t start = idx[k] * fc->bsize;
+		if (punch)
+			rc = punch_block(fc, lid, idx[k], start, f->size, f->blk, copy);
+		else if (start >= f->size)
+			bstore_block_drop(fc->bs, lid, idx[k]);
+		else if (f->size - start < fc->bsize)
+			bstore_block_truncate(fc->bs, lid, idx[k],
+					      (uint32_t)(f->size - start));
+	}
+	free(idx);
+	return rc;
+}
+
 static int serve_trunc(struct fcache *fc, const struct frame_fop *f)
 {
-	uint64_t lid = lid_of(fc, f->obj), nb = 0, nd = 0;
+	uint64_t lid = lid_of(fc, f->obj);
 	bool punch = f->flags & FRAME_FILE_PUNCH;
 	int rc = 0;
 
@@ -1461,26 +1493,27 @@ static int serve_trunc(struct fcache *fc, const struct frame_fop *f)
 		}
 		pthread_mutex_unlock(&fc->lk);
 	}
-	if (!lid || bstore_obj_counts(fc->bs, lid, &nb, &nd) < 0 || !nb)
-		return 0;
-	uint64_t *idx = calloc(nb, sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
-	pthread_mutex_lock(&fc->wb_mx);
-	size_t n = bstore_obj_blocks(fc->bs, lid, false, idx, nb);
-	n = n < nb ? n : nb;
-	for (size_t k = 0; k < n && !rc; k++) {
-		uint64_t start = idx[k] * fc->bsize;
-		if (punch)
-			rc = punch_block(fc, lid, idx[k], start, f->size, f->blk);
-		else if (start >= f->size)
-			bstore_block_drop(fc->bs, lid, idx[k]);
-		else if (f->size - start < fc->bsize)
-			bstore_block_truncate(fc->bs, lid, idx[k],
-					      (uint32_t)(f->size - start));
+	/* replicas=2: the copies this node keeps of the file's blocks
+	 * (every owner's) change as the owners' blocks do, else a lost
+	 * owner's copies would bring truncated or punched bytes back */
+	pthread_mutex_lock(&fc->rep_mx);
+	for (uint32_t owner = 0; owner < FMARK_OWNERS && !rc; owner++) {
+		struct robj *o = *rslot_of(fc, owner, f->obj);
+		if (o)
+			rc = trunc_blocks(fc, o->lid, f, punch, true);
+		struct bstore_obj rec;
+		if (o && !rc && !punch && bstore_obj_get(fc->bs, o->lid, &rec) == 0 &&
+		    (rec.uflags & RSIZE_KNOWN) && rec.size > f->size) {
+			rec.size = f->size;
+			bstore_obj_update(fc->bs, &rec);
+		}
 	}
+	pthread_mutex_unlock(&fc->rep_mx);
+	if (rc || !lid)
+		return rc;
+	pthread_mutex_lock(&fc->wb_mx);
+	rc = trunc_blocks(fc, lid, f, punch, false);
 	pthread_mutex_unlock(&fc->wb_mx);
-	free(idx);
 	return rc;
 }
 

@@ -831,6 +831,37 @@ static void replicas(void **state)
 		assert_int_equal(rc, -EPROTO);
 	}
 
+	/* a truncate or a punch (sent to every node) changes the copies as
+	 * the owner's blocks: a lost owner's copies bring nothing back */
+	memset(block, 't', sizeof(block));
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 6, .len = 65536 }, block, &r), 0);
+	pthread_mutex_lock(&shadow_mx);
+	assert_int_equal(call(shadow_fc, FT_FILE_TRUNC, (struct frame_fop){ .obj = 7,
+			 .size = 6 * 65536 + 100, .blk = 6 * 65536 + 200,
+			 .flags = FRAME_FILE_PUNCH }, NULL, &r), 0);
+	pthread_mutex_unlock(&shadow_mx);
+	assert_int_equal(replica_read(7, 6, 98, 4), 0);
+	assert_memory_equal(out, "tt\0\0", 4);
+	assert_int_equal(replica_read(7, 6, 300, 2), 0);
+	assert_memory_equal(out, "tt", 2);
+	pthread_mutex_lock(&shadow_mx);
+	assert_int_equal(call(shadow_fc, FT_FILE_TRUNC, (struct frame_fop){ .obj = 7,
+			 .size = 6 * 65536 + 250 }, NULL, &r), 0);
+	pthread_mutex_unlock(&shadow_mx);
+	assert_int_equal(replica_read(7, 6, 248, 4), 0);
+	assert_memory_equal(out, "tt\0\0", 4);   /* cut at 250 */
+	/* a punch of the whole block keeps a copy, of zeros (the owner's
+	 * mark stays until its write-back: a mark without a copy reads as
+	 * lost) */
+	pthread_mutex_lock(&shadow_mx);
+	assert_int_equal(call(shadow_fc, FT_FILE_TRUNC, (struct frame_fop){ .obj = 7,
+			 .size = 6 * 65536, .blk = 7 * 65536,
+			 .flags = FRAME_FILE_PUNCH }, NULL, &r), 0);
+	pthread_mutex_unlock(&shadow_mx);
+	assert_int_equal(replica_read(7, 6, 0, 2), 0);
+	assert_memory_equal(out, "\0\0", 2);
+
 	/* dropped: the copies go too */
 	struct frame_fop op2 = op;
 	op2.obj = 8;
@@ -875,7 +906,8 @@ static void replicas(void **state)
 	pthread_mutex_lock(&shadow_mx);
 	fcache_stats(shadow_fc, stats, sizeof(stats));
 	pthread_mutex_unlock(&shadow_mx);
-	assert_non_null(strstr(stats, "fcache_replicas_written_back: 2\n"));
+	/* blocks 4, 5 and 6 (its copy punched to zeros) */
+	assert_non_null(strstr(stats, "fcache_replicas_written_back: 3\n"));
 	assert_non_null(strstr(stats, "fcache_replicas_held: 0\n"));
 	assert_int_equal(call(fc, FT_FILE_DROP, (struct frame_fop){ .obj = 7 },
 			 NULL, &r), 0);
