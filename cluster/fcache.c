@@ -389,7 +389,8 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 			 "directory than %.120s", fc->self, path);
 		rc = -ESTALE;
 	} else if (!fc->unit_set) {
-		/* a side file from before the setting was kept */
+		/* a side file without the stripe unit (an older nvcached
+		 * wrote it): this ATTACH fixes it */
 		fc->unit = f->blk;
 		fc->unit_set = true;
 		side_save(fc, path);
@@ -833,13 +834,21 @@ out:
 	if (ntold) {
 		/* the shadow forgets the told blocks not dirty now: written
 		 * back, or told ahead and never written; a block still dirty
-		 * (its write-back failed, or written since) keeps its mark */
+		 * (its write-back failed, or written since) keeps its mark,
+		 * and goes back in the told set, so that the write-back that
+		 * cleans it clears the mark */
 		size_t k = 0;
 		for (size_t j = 0; j < ntold; j++) {
 			struct bstore_binfo bi;
 			if (told[j] == FMARK_SIZE_BLK ? !rc :
-			    bstore_block_info(fc->bs, lid, told[j], &bi) < 0 || !bi.dirty)
+			    bstore_block_info(fc->bs, lid, told[j], &bi) < 0 || !bi.dirty) {
 				told[k++] = told[j];
+				continue;
+			}
+			fmark_sent_lock(fc->sent, gid, told[j]);
+			if (fmark_sent_add(fc->sent, gid, told[j]) < 0)
+				atomic_store(&fc->shadow_ok, false);
+			fmark_sent_unlock(fc->sent, gid, told[j]);
 		}
 		mark_clean(fc, gid, told, k, seq);
 	}
