@@ -599,6 +599,18 @@ static void shadow_restart(const char *p)
 	pthread_mutex_unlock(&shadow_mx);
 }
 
+/* An owner (returned) and its shadow (shadow_fc, on a fresh NVRAM file
+ * named in spath), and a fresh backing directory made from dir's
+ * template. */
+static struct fcache *pair_open(char *spath, size_t len, char *dir)
+{
+	snprintf(spath, len, "%s-shadow", path);
+	unlink(spath);
+	shadow_fc = open_shadow(spath);
+	assert_non_null(mkdtemp(dir));
+	return open_fc();
+}
+
 /* The file's immutable flag set or cleared (FS_IOC_SETFLAGS): false
  * where the file system has none (the caller then checks less). */
 static bool set_immutable(const char *p, bool on)
@@ -623,11 +635,7 @@ static void shadow_marks(void **state)
 	struct fcache_ident id;
 	(void)state;
 
-	snprintf(spath, sizeof(spath), "%s-shadow", path);
-	unlink(spath);
-	shadow_fc = open_shadow(spath);
-	struct fcache *fc = open_fc();
-	assert_non_null(mkdtemp(dir));
+	struct fcache *fc = pair_open(spath, sizeof(spath), dir);
 	struct frame_fop f = attach_req(dir, DIGEST, pl);
 	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
 	assert_int_equal(shadow_says(7, 2), FRAME_SHADOW_UNKNOWN);
@@ -747,12 +755,8 @@ static void replicas(void **state)
 	struct fcache_ident id;
 	(void)state;
 
-	snprintf(spath, sizeof(spath), "%s-shadow", path);
-	unlink(spath);
 	setenv("NVCACHE_REPLICA_ORPHAN_MS", "200", 1);
-	shadow_fc = open_shadow(spath);
-	struct fcache *fc = open_fc();
-	assert_non_null(mkdtemp(dir));
+	struct fcache *fc = pair_open(spath, sizeof(spath), dir);
 	struct frame_fop f = attach_req(dir, DIGEST, pl);
 	f.flags = FRAME_FILE_REPLICAS2;
 	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
