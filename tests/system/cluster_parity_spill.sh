@@ -68,7 +68,9 @@ run_mode() {
   t_log "$mode: after node $victim died: unreadable/wrong pages: $res; spilled now $(st remote_slots_spilled), $(st remote_spills) in all"
   [ "$res" = "0 0" ] || mfail "pages unreadable or wrong after one node died: $res"
   [ "$(st remote_write_errors)" = 0 ] || mfail "$(st remote_write_errors) write errors"
-  [ "$(st remote_spills)" -gt 2048 ] || mfail "only $(st remote_spills) pages spilled: the survivors had room for the last writes (test setup)"
+  # the last 8 MiB (2048 pages) find no room on the survivors; how many
+  # rebuilt pages spill too depends on where the kill fell (parity-dist)
+  [ "$(st remote_spills)" -ge 2048 ] || mfail "only $(st remote_spills) pages spilled: the survivors had room for the last writes (test setup)"
   grep -q "short of room.*in the spill file" "$log" || mfail "no short-of-room warning naming the spill file"
 
   # Room returns (the node comes back, empty): the spilled pages move back.
