@@ -17,10 +17,15 @@
 # node's file), psync, one job per node. Then a coherence probe per
 # system: a same-size overwrite through mount 1, read through mount 2.
 # Prints a BENCH line per figure once a system is measured, with the ratio
-# against GlusterFS (MiB/s or IOPS: higher is better).
+# against GlusterFS (MiB/s or IOPS: higher is better). The cross-node
+# nvcachefs runs alternate with GlusterFS round by round (GlusterFS stays
+# up; odd rounds it goes first, even rounds second): their ratios are to
+# GlusterFS's runs of the same rounds, and "paired" is the median of the
+# rounds' own ratios, which a change in the machine's load between
+# systems does not move as it moves medians measured minutes apart.
 #
 #   FSB_CL_MIB=128 (MiB a rank; the issue's size is 256)  FSB_CL_REPS=3
-#   (median of)  FSB_CL_FIO_SECONDS=8  FSB_CL_FIO_MIB=32 (file per job)
+#   (median of)  FSB_CL_FIO_REPS=3 (paired fio rounds)  FSB_CL_FIO_SECONDS=8  FSB_CL_FIO_MIB=32 (file per job)
 #   FSB_CL_PROBES=200 (coherence rounds)  FSB_SLOW=1 (backing = fsb_slowpfs)
 #   FSB_CL_SYSTEMS=REGEX (which besides GlusterFS, the anchor: moosefs,
 #   backing, nvcachefs, nvcachefs-cluster, nvcachefs-cluster-r2 (with
@@ -51,29 +56,65 @@ cache=$((mib * 4 * 2 < 1024 ? 1024 : mib * 4 * 2))M
 workloads=(n1_1m nn_1m n1_47008)
 declare -A wl_args=([n1_1m]="--layout n1 --xfer 1048576" [nn_1m]="--layout nn --xfer 1048576"
                     [n1_47008]="--layout n1 --xfer 47008")
-declare -A R       # R[system.figure] = value
+declare -A R G P   # R[system.figure] = value; G, P: paired GlusterFS, ratio
+PAIRED=
 seed=$((RANDOM + 1))
 echo "fs_cluster: 4 ranks, ${mib} MiB a rank, median of $reps; fio ${fio_s} s a phase, ${fio_mib} MiB a job; $probes coherence rounds; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : 0}'; }
 
-# ior_run SYS WL: R[SYS.WL.write], R[SYS.WL.read] in MiB/s (medians).
-ior_run() {
-  local sys=$1 wl=$2 r out ws=() rs=()
-  for ((r = 0; r < reps; r++)); do
-    seed=$((seed + 1))
-    # shellcheck disable=SC2086
-    out=$(mpiexec -n 4 "$ior" ${wl_args[$wl]} --mib "$mib" --seed "$seed" \
-          --name "ior-$wl-$seed" "${MNTS[@]}" 2>&1) ||
-      t_fail "$sys $wl: ior failed (exit $?; a wrong byte or an I/O error): $out"
-    echo "$sys $wl: $(echo "$out" | tr '\n' ' ')"
-    cache_stats "$sys"
-    ws+=("$(echo "$out" | awk '$2 == "write" {print $(NF-1)}')")
-    rs+=("$(echo "$out" | awk '$2 == "read" {print $(NF-3)}')")
-  done
-  R[$sys.$wl.write]=$(echo "${ws[*]}" | median)
-  R[$sys.$wl.read]=$(echo "${rs[*]}" | median)
+# ior_one SYS WL: one run of workload WL over MNTS; prints "WRITE READ"
+# (MiB/s).
+ior_one() {
+  local sys=$1 wl=$2 out
+  # shellcheck disable=SC2086
+  out=$(mpiexec -n 4 "$ior" ${wl_args[$wl]} --mib "$mib" --seed "$seed" \
+        --name "ior-$wl-$seed" "${MNTS[@]}" 2>&1) ||
+    t_fail "$sys $wl: ior failed (exit $?; a wrong byte or an I/O error): $out"
+  echo "$sys $wl: $(echo "$out" | tr '\n' ' ')" >&2
+  cache_stats "$sys" >&2
+  echo "$(echo "$out" | awk '$2 == "write" {print $(NF-1)}') $(echo "$out" | awk '$2 == "read" {print $(NF-3)}')"
 }
+
+# on_gluster ONE SYS ARGS...: ONE gluster ARGS... over GlusterFS's mounts
+# (a subshell: MNTS and STAT_TARGETS stay the caller's).
+on_gluster() {
+  MNTS=("${GMNTS[@]}") STAT_TARGETS=()
+  "$1" gluster "${@:3}"
+}
+
+# paired SYS KEY ONE...: CMD (ONE..., printing "WRITE READ") for SYS, and
+# when PAIRED for GlusterFS in the same round, reps rounds (GlusterFS
+# first in odd rounds, SYS first in even ones, so that a drift in the
+# machine's load falls on both): R[SYS.KEY.write|read] the medians, and
+# when paired G[...] GlusterFS's medians over those rounds and P[...] the
+# median of the rounds' own ratios.
+paired() {
+  local sys=$1 key=$2 r a b ws=() rs=() gw=() gr=() pw=() pr=()
+  shift 2
+  for ((r = 0; r < reps; r++)); do
+    seed=$((seed + 1))   # the same bytes for both in a round
+    if [ -n "$PAIRED" ] && ((r % 2 == 0)); then a=$(on_gluster "$@"); fi
+    b=$("$@")
+    if [ -n "$PAIRED" ] && ((r % 2 == 1)); then a=$(on_gluster "$@"); fi
+    ws+=("${b% *}") rs+=("${b#* }")
+    if [ -n "$PAIRED" ]; then
+      gw+=("${a% *}") gr+=("${a#* }")
+      pw+=("$(awk -v x="${b% *}" -v y="${a% *}" 'BEGIN {printf "%.3f", (y > 0 ? x / y : 0)}')")
+      pr+=("$(awk -v x="${b#* }" -v y="${a#* }" 'BEGIN {printf "%.3f", (y > 0 ? x / y : 0)}')")
+    fi
+  done
+  R[$sys.$key.write]=$(echo "${ws[*]}" | median)
+  R[$sys.$key.read]=$(echo "${rs[*]}" | median)
+  if [ -n "$PAIRED" ]; then
+    G[$sys.$key.write]=$(echo "${gw[*]}" | median) G[$sys.$key.read]=$(echo "${gr[*]}" | median)
+    P[$sys.$key.write]=$(echo "${pw[*]}" | median) P[$sys.$key.read]=$(echo "${pr[*]}" | median)
+    echo "$sys $key: rounds' ratios to GlusterFS: write ${pw[*]}, read ${pr[*]}"
+  fi
+}
+
+# ior_run SYS WL: R[SYS.WL.write], R[SYS.WL.read] in MiB/s (medians).
+ior_run() { paired "$1" "$2" ior_one "$1" "$2"; }
 
 # cache_stats SYS: for the log, the cache's counters that explain a slow
 # write (back-pressure, write-back under way) after each run.
@@ -103,11 +144,11 @@ cache_block_size() {
   echo "${bs:-0}"
 }
 
-# fio_run SYS: 4 KiB random writes (job i in mount i, own file, fsync at
+# fio_one SYS: 4 KiB random writes (job i in mount i, own file, fsync at
 # the end), then random reads (job i reads job (i+1)%4's file through its
-# own mount): R[SYS.rand4k.write], R[SYS.rand4k.read] in IOPS.
-fio_run() {
-  local sys=$1 rw key shift_ i args
+# own mount); prints "WRITE READ" (IOPS).
+fio_one() {
+  local sys=$1 rw key shift_ i args iops=()
   for rw in randwrite randread; do
     args=(--ioengine=psync --bs=4k --rw=$rw --size=${fio_mib}M --runtime="$fio_s"
           --time_based --group_reporting --output-format=json)
@@ -119,11 +160,20 @@ fio_run() {
     key=${rw#rand}
     fio "${args[@]}" >"$T_DIR/fio-$sys-$rw.json" 2>"$T_DIR/fio.err" ||
       t_fail "$sys: fio $rw failed: $(tail -3 "$T_DIR/fio.err")"
-    R[$sys.rand4k.$key]=$(python3 -c 'import json, sys
-print(round(json.load(open(sys.argv[1]))["jobs"][0][sys.argv[2]]["iops"]))' "$T_DIR/fio-$sys-$rw.json" "$key")
+    iops+=("$(python3 -c 'import json, sys
+print(round(json.load(open(sys.argv[1]))["jobs"][0][sys.argv[2]]["iops"]))' "$T_DIR/fio-$sys-$rw.json" "$key")")
   done
-  echo "$sys rand4k: ${R[$sys.rand4k.write]} / ${R[$sys.rand4k.read]} IOPS"
   rm -f "${MNTS[0]}"/fio.[0-3]
+  echo "$sys rand4k: ${iops[0]} / ${iops[1]} IOPS" >&2
+  echo "${iops[*]}"
+}
+
+# fio_run SYS: R[SYS.rand4k.write], R[SYS.rand4k.read] in IOPS (one
+# round; FSB_CL_FIO_REPS rounds when paired).
+fio_run() {
+  local reps=1
+  [ -n "$PAIRED" ] && reps=${FSB_CL_FIO_REPS:-3}
+  paired "$1" rand4k fio_one "$1"
 }
 
 # anon_kib PID...: the sum of their anonymous resident memory (KiB).
@@ -143,6 +193,7 @@ anon_kib() {
 # that file holds in NVRAM.
 measure() {
   local sys=$1 wl before after used bs t used_all=0
+  PAIRED=${2:-}
   before=$(anon_kib "${MEM_PIDS[@]}")
   for wl in "${workloads[@]}"; do ior_run "$sys" "$wl"; done
   if [ ${#MEM_PIDS[@]} -gt 0 ]; then
@@ -169,6 +220,7 @@ measure() {
     t_fail "$sys: coherence probe failed"
   echo "$sys coherence: ${R[$sys.stale]} stale reads of $probes (overwrite through ${MNTS[0]}, read through ${MNTS[1]})"
   report "$sys"
+  PAIRED=
 }
 
 # report SYS: its BENCH lines, ratios against GlusterFS (measured first).
@@ -181,6 +233,9 @@ report() {
       name=fs_cluster.$wl.$ph.${mib}M.$sys
       if [ "$sys" = gluster ]; then
         echo "BENCH $name ${R[$sys.$wl.$ph]} $unit"
+      elif [ -n "$PAIRED" ]; then
+        # GlusterFS in the same rounds; "paired": the rounds' own ratios
+        echo "$(fsb_line "$name" "${R[$sys.$wl.$ph]}" "$unit" gluster "${G[$sys.$wl.$ph]}") paired ${P[$sys.$wl.$ph]}"
       else
         fsb_line "$name" "${R[$sys.$wl.$ph]}" "$unit" gluster "${R[gluster.$wl.$ph]}"
       fi
@@ -199,9 +254,10 @@ skipped() { echo "BENCH fs_cluster.$1 skipped: $2"; }
 # --- GlusterFS (the anchor: without it, nothing to compare) -----------------
 MEM_PIDS=() STAT_TARGETS=()
 dfs_gluster_up "$T_DIR/gluster" || t_skip "GlusterFS: $DFS_WHY"
-MNTS=("${DFS_MNTS[@]}")
+MNTS=("${DFS_MNTS[@]}") GMNTS=("${DFS_MNTS[@]}")
 measure gluster
-dfs_gluster_down
+# GlusterFS stays up: the cross-node nvcachefs runs below alternate with
+# it, round by round
 
 # --- MooseFS -----------------------------------------------------------------
 if ! wanted moosefs; then
@@ -303,11 +359,13 @@ for variant in "nvcachefs-cluster||" "nvcachefs-cluster-r2|r2|replicas=2"; do
   elif nvcl_up "$tag" "$opts"; then
     MNTS=("${NVCL_MNTS[@]}")
     MEM_PIDS=("${NVCL_PIDS[@]}") STAT_TARGETS=("--node 1" "--node 2" "--node 3" "--node 4")
-    measure "$sys"
+    measure "$sys" paired
   else
     skipped "$sys" "$NVCL_WHY"
   fi
   nvcl_down
 done
 
+DFS_MNTS=("${GMNTS[@]}")
+dfs_gluster_down
 exit 0
