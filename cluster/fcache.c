@@ -45,6 +45,12 @@ struct fobj {
 	bool doomed;           /* unlinked while open: never written back */
 	uint64_t wb_due_ns;    /* 0: no write-back scheduled */
 	bool labeled;          /* its unit is on its backing file (auto) */
+	/* at the home: the file's mtime (ns since the epoch, this node's
+	 * clock) as of its last write, truncate or time set through a
+	 * mount; 0: none, the backing file's holds. The owners' write-backs
+	 * move the backing file's, so while the file is cached this one is
+	 * the file's (DRAM: after a restart the backing's holds again) */
+	uint64_t mtime_ns;
 	struct fobj *next;
 };
 
@@ -1175,6 +1181,33 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* SETSIZE with MTIME: a time set on the file through a mount (utimens),
+ * kept as the file's from here on; the owners' write-backs that follow
+ * move the backing file's, not this. */
+static int serve_mtime(struct fcache *fc, const struct frame_fop *f,
+		       struct frame_hdr *r)
+{
+	int rc = -ESTALE;   /* no record: the backing's time is the file's */
+
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, f->obj);
+	if (o) {
+		o->mtime_ns = f->size == FRAME_MTIME_NONE ? 0 : f->size ? f->size : wall_ns();
+		r->fop.blk = o->mtime_ns;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&fc->lk);
+	return rc;
+}
+
 /* The home's record: size read (set: written) under the table lock. A
  * size that changes is told to the shadow first (its FMARK_SIZE_BLK
  * mark, fmarks.h), under that mark's stripe lock, which every SETSIZE
@@ -1187,6 +1220,8 @@ static int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *
 	bool tell = fc->mark && type == FT_FILE_SETSIZE, told = false, copy = false;
 	int rc;
 
+	if (type == FT_FILE_SETSIZE && (f->flags & FRAME_FILE_MTIME))
+		return serve_mtime(fc, f, r);
 	if (tell)
 		fmark_sent_lock(fc->sent, f->obj, FMARK_SIZE_BLK);
 again:
@@ -1213,10 +1248,13 @@ again:
 			rc = bstore_obj_update(fc->bs, &rec);
 			copy = !rc && tell && fc->replicas == 2;
 		}
+		if (!rc)   /* a write, an append or a truncate */
+			o->mtime_ns = wall_ns();
 	}
 	if (!rc) {
 		r->fop.size = f->flags & FRAME_FILE_APPEND ? was : rec.size;
 		r->fop.off = rec.uflags;
+		r->fop.blk = o->mtime_ns;
 	}
 	if (rc == -ENOENT && type == FT_FILE_SETSIZE)
 		rc = -ESTALE;   /* no record: OPEN first */

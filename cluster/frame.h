@@ -133,6 +133,14 @@ struct frame_lock {
 				    * shadow's NVRAM); without: replicas=1 */
 #define FRAME_FILE_REPLICA 2048u /* READ at a shadow: from its replica of
 				  * owner index gen's block */
+#define FRAME_FILE_MTIME  4096u /* SETSIZE: the file's mtime becomes size
+				 * (ns since the epoch; 0: the home's clock
+				 * now; FRAME_MTIME_NONE: the backing
+				 * file's), its size stays. The reply of
+				 * every SETSIZE and GETATTR: blk the mtime
+				 * the home keeps (0: none, the backing
+				 * file's holds) */
+#define FRAME_MTIME_NONE UINT64_MAX
 /* MARK (owner -> shadow; off: the owner's node index, size: a sequence
  * number, cluster/fmarks.h): */
 #define FRAME_MARK_SET        1u  /* blk of obj (or the payload's blocks)

@@ -321,12 +321,16 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino)
 	itab_unref(fs, ino);
 }
 
-int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size)
+/* fdcl_size, and the mtime the home keeps in *mtime_ns (0: none, the
+ * backing's holds; also while the home is down). */
+static int home_attr(struct fs *fs, struct fs_inode *ino, uint64_t *size,
+		     uint64_t *mtime_ns)
 {
 	uint64_t gid = gid_of(ino);
 	struct frame_fop f = { .obj = gid }, rf;
 	bool down;
 
+	*mtime_ns = 0;
 	if (!gid)
 		return -ENOENT;
 	int r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_GETATTR, &f,
@@ -335,24 +339,65 @@ int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size)
 		return home_down(fs, ino, gid, size);
 	if (!r) {
 		*size = rf.size;
+		*mtime_ns = rf.blk;
 		unit_learn(fs, ino, rf.off);
 	}
 	return r;
 }
 
+int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size)
+{
+	uint64_t mtime_ns;
+
+	return home_attr(fs, ino, size, &mtime_ns);
+}
+
 int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
 {
-	uint64_t size;
+	uint64_t size, mtime_ns;
 	int r;
 
 	if (!S_ISREG(st->st_mode))
 		return 0;
-	if ((r = fdcl_size(fs, ino, &size)) < 0)
+	if ((r = home_attr(fs, ino, &size, &mtime_ns)) < 0)
 		return r == -EIO ? r : 0;   /* -ENOENT: the backing's holds */
 	st->st_size = (off_t)size;
 	if ((uint64_t)st->st_blocks * 512 < size)
 		st->st_blocks = (blkcnt_t)((size + 511) / 512);
+	if (mtime_ns && mtime_ns != FRAME_MTIME_NONE) {
+		/* the last change through any mount (the owners' write-backs
+		 * moved the backing's); a change moves ctime as well */
+		st->st_mtim.tv_sec = (time_t)(mtime_ns / 1000000000ull);
+		st->st_mtim.tv_nsec = (long)(mtime_ns % 1000000000ull);
+		if (st->st_ctim.tv_sec < st->st_mtim.tv_sec ||
+		    (st->st_ctim.tv_sec == st->st_mtim.tv_sec &&
+		     st->st_ctim.tv_nsec < st->st_mtim.tv_nsec))
+			st->st_ctim = st->st_mtim;
+	}
 	return 0;
+}
+
+int fdcl_set_mtime(struct fs *fs, struct fs_inode *ino, const struct timespec *t)
+{
+	uint64_t gid = gid_of(ino);
+	struct frame_fop f = { .obj = gid, .flags = FRAME_FILE_MTIME }, rf;
+
+	if (!gid || t->tv_nsec == UTIME_OMIT)
+		return 0;
+	if (t->tv_nsec == UTIME_NOW)
+		f.size = 0;                  /* the home's clock */
+	else if (t->tv_sec < 0)
+		f.size = FRAME_MTIME_NONE;   /* before 1970: the backing's holds */
+	else
+		f.size = (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+	if (!f.size && t->tv_nsec != UTIME_NOW)
+		f.size = 1;                  /* the epoch itself (0 says now) */
+	bool down;
+	int r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_SETSIZE, &f,
+			      NULL, 0, &rf, &down);
+	/* no record there, or the home down (restarted, it keeps no time):
+	 * the backing's, just set, holds */
+	return r == -ESTALE || down ? 0 : r;
 }
 
 /* n bytes of the backing file at pos (zeros past its end) */

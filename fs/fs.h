@@ -467,8 +467,13 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino);
  * its shadow says its size is the backing's (the backing's holds);
  * -EIO: the home is down with the only copy of the size. */
 int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size);
-/* st of a regular file gets the home's size; -EIO as fdcl_size's. */
+/* st of a regular file gets the home's size, and its mtime when the home
+ * keeps one (the file's last write, truncate or time set through a
+ * mount); -EIO as fdcl_size's. */
 int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st);
+/* A time set on the file (utimens; UTIME_NOW, UTIME_OMIT too) becomes the
+ * mtime its home keeps, which write-backs do not move. */
+int fdcl_set_mtime(struct fs *fs, struct fs_inode *ino, const struct timespec *t);
 ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		  size_t len, char *buf);
 ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,

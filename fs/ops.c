@@ -351,6 +351,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr,
 			tv[1] = attr->st_mtim;
 		r = inode_utimens(ino, fi ? ((struct handle *)(uintptr_t)fi->fh)->fd : -1,
 				  proc, tv);
+		if (r == 0 && fs->cl && ino != &fs->root)   /* no record: 0 */
+			r = fdcl_set_mtime(fs, ino, &tv[1]);
 		if (r < 0) {
 			errno = -r;
 			goto err;

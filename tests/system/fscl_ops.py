@@ -63,6 +63,45 @@ def namespace(b, m):
     os.unlink(os.path.join(a, "ns2"))
     expect(not os.path.exists(os.path.join(c, "ns2")), "unlinked on 1, still there on 2")
 
+def mtime(b, m):
+    """a write on A (file open, nothing written back) moves the mtime B
+    sees; a time set on B holds on every mount after the write-back,
+    which moves the backing file's own"""
+    p = [os.path.join(x, "mt") for x in m[:3]]
+    fa = open(p[0], "wb")
+    fa.write(b"x" * 1000)
+    fa.flush()
+    old = 981173106                         # 2001-02-03 04:05:06 UTC
+    os.utime(p[0], (old, old))
+    expect(int(os.stat(p[1]).st_mtime) == old, "a time set on 1 is not seen on 2: %d" %
+           int(os.stat(p[1]).st_mtime))
+    t0 = time.time()
+    fa.write(os.urandom(70000))            # across a block's edge
+    fa.flush()
+    expect(os.stat(os.path.join(b, "mt")).st_size == 0 and
+           int(os.stat(os.path.join(b, "mt")).st_mtime) == old,
+           "written back while open: the test cannot tell NVRAM from backing")
+    seen = os.stat(p[1]).st_mtime
+    expect(seen >= t0 - 1, "a write on 1 (still open there) is not in the mtime on 2: %.3f, "
+           "written at %.3f" % (seen, t0))
+    expect(os.stat(p[1]).st_ctime >= seen - 0.001, "ctime before mtime on 2")
+    t2 = 1014955506                         # 2002-03-01 04:05:06 UTC
+    os.utime(p[1], (t2, t2))
+    expect(int(os.stat(p[2]).st_mtime) == t2, "a time set on 2 is not seen on 3")
+    fa.close()
+    # the owners write back after the last close: the backing's mtime moves
+    data = read_all(p[2])
+    for _ in range(100):
+        if read_all(os.path.join(b, "mt")) == data:
+            break
+        time.sleep(0.1)
+    expect(read_all(os.path.join(b, "mt")) == data, "not written back after the close")
+    for k in range(3):
+        got = int(os.stat(p[k]).st_mtime)
+        expect(got == t2, "after the write-back mount %d shows mtime %d, not the %d set on 2" %
+               (k + 1, got, t2))
+    os.unlink(p[0])
+
 def writer(path, start, step, count, seed):
     fd = os.open(path, os.O_WRONLY)
     for i in range(count):
@@ -178,6 +217,7 @@ def append(b, m):
            "concurrent appends: records lost or torn")
 
 STEPS = {"append": append, "doomed": doomed, "close_to_open": close_to_open, "namespace": namespace,
+         "mtime": mtime,
          "interleave": interleave, "sync_barrier_sync": sync_barrier_sync}
 
 if __name__ == "__main__":
