@@ -35,6 +35,8 @@
 #define SHADOW_RETRY_NS (1000000000ull)
 /* At most this many handles reclaimed in one OPEN (a mount's count). */
 #define RECLAIM_MAX (1u << 24)
+/* At most this many idle records go at once when the table is full. */
+#define RECLAIM_BATCH 64
 
 /* One object this node knows: its store id and, at its home, the file's
  * cluster-wide state that lives only as long as its open handles. */
@@ -87,11 +89,12 @@ struct fcache {
 	struct fcache_ident bid;  /* the backing directory's */
 	bool stop, wb_all;
 	uint64_t grace_end_ns; /* reclaims only, before this (fcache.h) */
+	size_t reclaim_at;     /* records_reclaim's next bucket */
 	pthread_t thread;
 	pthread_mutex_t wb_mx; /* one write-back pass at a time */
 
 	atomic_uint_fast64_t served_bytes, written_back, wb_errors, dropped,
-		writes, reads;
+		writes, reads, reclaimed;
 
 	/* dirty marks (fmarks.h): this node's, told to its shadow, and
 	 * those of the node whose shadow this is */
@@ -204,6 +207,16 @@ static struct robj *rinsert(struct fcache *fc, uint32_t owner, uint64_t gid,
 	o->lid = lid;
 	*rslot_of(fc, owner, gid) = o;
 	return o;
+}
+
+/* A replica record holding no copy: no block, no size. */
+static bool replica_empty(struct fcache *fc, uint64_t lid)
+{
+	struct bstore_obj rec;
+	uint64_t nb = 1;
+
+	return bstore_obj_counts(fc->bs, lid, &nb, NULL) == 0 && !nb &&
+	       bstore_obj_get(fc->bs, lid, &rec) == 0 && !(rec.uflags & RSIZE_KNOWN);
 }
 
 /* Under rep_mx: the replica object goes, blocks and record. */
@@ -423,7 +436,15 @@ static int mark_send(struct fcache *fc, uint32_t flags, uint64_t obj,
 		atomic_store(&fc->shadow_ok, false);
 		atomic_store(&fc->shadow_failed_ns, clock_now_ns());
 		atomic_fetch_add(&fc->mark_errors, 1);
-		if (log_limit(&fc->mark_log, 30, note, sizeof(note)))
+		/* with no dirty block here (a cluster starting, its nodes
+		 * one by one) nothing is at stake yet */
+		struct bstore_stats st;
+		bstore_stats_get(fc->bs, &st);
+		if (!st.blocks_dirty)
+			log_debug("file cache: the next node (this node's shadow) "
+				  "did not take our dirty marks: %s (none dirty here)",
+				  strerror(-rc));
+		else if (log_limit(&fc->mark_log, 30, note, sizeof(note)))
 			log_warn("file cache: the next node (this node's shadow) "
 				 "did not take our dirty marks: %s; while it cannot, "
 				 "a read of our blocks while we are down fails%s",
@@ -1103,6 +1124,165 @@ static void unit_label(struct fcache *fc, int bfd, const struct bstore_obj *rec)
 		close(fd);
 }
 
+/* The unit the file's home wrote on the backing file (FCACHE_UNIT_XATTR),
+ * in blocks; 0: none there (or not a valid one). pfd: the file, any
+ * mode (O_PATH too). */
+static uint64_t unit_on_backing(struct fcache *fc, int pfd)
+{
+	char link[40], v[24];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+	ssize_t n = getxattr(link, FCACHE_UNIT_XATTR, v, sizeof(v) - 1);
+	if (n <= 0)
+		return 0;
+	v[n] = 0;
+	char *end;
+	unsigned long long u = strtoull(v, &end, 10);
+	if (*end || !u || u % fc->bsize || u / fc->bsize > FCACHE_UNIT_MAX)
+		return 0;
+	return u / fc->bsize;
+}
+
+/* The write-back thread writes back everything now (a full cache). */
+static void wb_kick_all(struct fcache *fc)
+{
+	pthread_mutex_lock(&fc->lk);
+	fc->wb_all = true;
+	pthread_cond_signal(&fc->cv);
+	pthread_mutex_unlock(&fc->lk);
+}
+
+/* ---- a full object table: records no longer needed go ---- */
+
+/* Under fc->lk: whether o's record may go now. Its file is open
+ * nowhere (at the home: opens counts every mount's; an owner's record
+ * has none, and a write that finds it gone makes it again: STALE, then
+ * OPEN), holds no dirty block here (bstore_obj_delete_clean checks that
+ * again, atomically), has no write-back due, and what the record alone
+ * knows is on the backing file: its size is not ahead of the backing
+ * file's, and with stripe_unit=auto its unit is there too (an OPEN that
+ * makes the record again takes it from there, so no mount cuts the file
+ * another way). A file gone from the backing: nothing to keep. */
+static bool record_idle(struct fcache *fc, const struct fobj *o, uint64_t now)
+{
+	struct bstore_obj rec;
+	struct rec_handle h;
+	struct stat st;
+	uint64_t nb = 0, nd = 0;
+
+	if (o->opens || o->doomed || o->wb_due_ns || now < fc->grace_end_ns ||
+	    fc->backing_fd < 0 || bstore_obj_counts(fc->bs, o->lid, &nb, &nd) || nd ||
+	    bstore_obj_get(fc->bs, o->lid, &rec))
+		return false;
+	rec_handle(&rec, &h);
+	int pfd = open_by_handle_at(fc->backing_fd, &h.fh, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return errno == ESTALE || errno == ENOENT;
+	bool idle = fstat(pfd, &st) == 0 && rec.size <= (uint64_t)st.st_size &&
+		    (!(fc->unit_set && !fc->unit && rec.uflags) ||
+		     unit_on_backing(fc, pfd) == rec.uflags);
+	close(pfd);
+	return idle;
+}
+
+/* Under fc->lk: up to max idle records go (record_idle), their ids in
+ * gone[] for the caller to tell the shadow (marks_forget, once fc->lk
+ * is let go); returns how many. The scan starts where the last one
+ * stopped, so the table's records take turns. */
+static size_t records_reclaim(struct fcache *fc, uint64_t *gone, size_t max)
+{
+	uint64_t now = clock_now_ns();
+	size_t n = 0;
+
+	for (size_t k = 0; k < NBUCKETS && n < max; k++) {
+		size_t b = (fc->reclaim_at + k) % NBUCKETS;
+		for (struct fobj **p = &fc->tab[b]; *p && n < max;) {
+			struct fobj *o = *p;
+			if (record_idle(fc, o, now) &&
+			    bstore_obj_delete_clean(fc->bs, o->lid) == 0) {
+				gone[n++] = o->gid;
+				*p = o->next;
+				free(o);
+				continue;
+			}
+			p = &o->next;
+		}
+		if (n >= max)
+			fc->reclaim_at = b;
+	}
+	if (n)
+		atomic_fetch_add(&fc->reclaimed, n);
+	return n;
+}
+
+/* Under rep_mx: the replica records that hold no copy any more (every
+ * block cleared, no size kept) go. Returns how many. */
+static size_t replicas_reclaim(struct fcache *fc)
+{
+	size_t n = 0;
+
+	for (size_t b = 0; b < NBUCKETS; b++)
+		for (struct robj **p = &fc->rtab[b]; *p;) {
+			if (replica_empty(fc, (*p)->lid)) {
+				rdrop(fc, p);
+				n++;
+			} else {
+				p = &(*p)->next;
+			}
+		}
+	if (n)
+		atomic_fetch_add(&fc->reclaimed, n);
+	return n;
+}
+
+/* A record for the file in rec (an OPEN's, or a replica's): its id in
+ * rec->id. The table full: replica records holding nothing go, then idle
+ * records (records_reclaim); with none idle, write-back runs (a file
+ * written back and closed becomes idle) and this waits, as a write does
+ * for a block (back-pressure), up to SPACE_TRIES times. Holding rep_mx
+ * (a replica's, then: rep_held) or nothing; takes fc->lk itself. */
+static int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held)
+{
+	uint64_t gone[RECLAIM_BATCH];
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		rc = bstore_obj_create(fc->bs, rec);
+		if (rc != -ENOSPC || tries == SPACE_TRIES)
+			return rc;
+		if (!rep_held)
+			pthread_mutex_lock(&fc->rep_mx);
+		size_t nr = replicas_reclaim(fc);
+		if (!rep_held)
+			pthread_mutex_unlock(&fc->rep_mx);
+		pthread_mutex_lock(&fc->lk);
+		size_t n = records_reclaim(fc, gone, RECLAIM_BATCH);
+		pthread_mutex_unlock(&fc->lk);
+		/* (no dirty block, so no mark at the shadow but stale ones;
+		 * not told while rep_mx is held: the shadow may be waiting
+		 * for ours the same way, round the ring) */
+		for (size_t k = 0; k < n; k++)
+			if (rep_held)
+				fmark_sent_drop_obj(fc->sent, gone[k]);
+			else
+				marks_forget(fc, gone[k]);
+		if (!n && !nr) {
+			if (!tries)
+				log_info("file cache: the object table is full (%u "
+					 "files and copies); writing back so that "
+					 "closed files' records can go",
+					 bstore_geom(fc->bs)->nobjs);
+			wb_kick_all(fc);
+			/* rep_mx let go meanwhile: the owners' CLEARs free
+			 * copies (the caller looks again) */
+			if (rep_held)
+				pthread_mutex_unlock(&fc->rep_mx);
+			usleep(SPACE_WAIT_MS * 1000);
+			if (rep_held)
+				pthread_mutex_lock(&fc->rep_mx);
+		}
+	}
+}
+
 static int serve_open(struct fcache *fc, const struct frame_fop *f,
 		      const uint8_t *payload, struct frame_hdr *r)
 {
@@ -1123,8 +1303,30 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 		rec.handle_len = f->len;
 		memcpy(rec.handle, payload, f->len);
 		gid_put(rec.path, f->obj);
-		rc = bstore_obj_create(fc->bs, &rec);
-		if (!rc && !(o = insert(fc, f->obj, rec.id))) {
+		bool autou = fc->unit_set && !fc->unit;
+		int bfd = fc->backing_fd;
+		pthread_mutex_unlock(&fc->lk);
+		if (autou && bfd >= 0) {
+			/* a unit its home fixed before (a record that went,
+			 * or NVRAM lost) holds over the mount's offer */
+			struct rec_handle h;
+			rec_handle(&rec, &h);
+			int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
+			uint64_t u = pfd >= 0 ? unit_on_backing(fc, pfd) : 0;
+			if (pfd >= 0)
+				close(pfd);
+			if (u)
+				rec.uflags = u;
+		}
+		rc = record_create(fc, &rec, false);
+		pthread_mutex_lock(&fc->lk);
+		struct fobj *had = find(fc, f->obj);
+		if (!rc && had) {
+			/* another OPEN made it meanwhile */
+			bstore_obj_delete(fc->bs, rec.id);
+			o = had;
+			rc = bstore_obj_get(fc->bs, o->lid, &rec);
+		} else if (!rc && !(o = insert(fc, f->obj, rec.id))) {
 			bstore_obj_delete(fc->bs, rec.id);
 			rc = -ENOMEM;
 		}
@@ -1399,15 +1601,6 @@ static int serve_read(struct fcache *fc, const struct frame_hdr *q,
 	return rc;
 }
 
-/* The write-back thread writes back everything now (a full cache). */
-static void wb_kick_all(struct fcache *fc)
-{
-	pthread_mutex_lock(&fc->lk);
-	fc->wb_all = true;
-	pthread_cond_signal(&fc->cv);
-	pthread_mutex_unlock(&fc->lk);
-}
-
 static int serve_write(struct fcache *fc, const struct frame_fop *f,
 		       const uint8_t *payload, struct frame_hdr *r)
 {
@@ -1580,8 +1773,10 @@ static int replica_put(struct fcache *fc, const struct frame_fop *f,
 		rec.handle_len = f->base_len;
 		memcpy(rec.handle, payload, f->base_len);
 		rid_put(rec.path, f->off, f->obj);
-		rc = bstore_obj_create(fc->bs, &rec);
-		if (!rc && !(o = rinsert(fc, f->off, f->obj, rec.id))) {
+		rc = record_create(fc, &rec, true);
+		if (!rc && (o = *rslot_of(fc, f->off, f->obj)) != NULL) {
+			bstore_obj_delete(fc->bs, rec.id);   /* made meanwhile */
+		} else if (!rc && !(o = rinsert(fc, f->off, f->obj, rec.id))) {
 			bstore_obj_delete(fc->bs, rec.id);
 			rc = -ENOMEM;
 		}
@@ -1692,6 +1887,11 @@ static int serve_mark(struct fcache *fc, const struct frame_fop *f,
 				else
 					bstore_block_drop(fc->bs, (*p)->lid, blk);
 			}
+			/* its record too, once it keeps nothing: a shadow
+			 * would otherwise keep one for every file its owner
+			 * ever wrote */
+			if (replica_empty(fc, (*p)->lid))
+				rdrop(fc, p);
 		}
 	}
 	pthread_mutex_unlock(&fc->rep_mx);
@@ -1956,6 +2156,8 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_served_bytes: %" PRIu64 "\n"
 			 "fcache_writes: %" PRIu64 "\n"
 			 "fcache_dropped_files: %" PRIu64 "\n"
+			 "fcache_records_total: %" PRIu64 "\n"
+			 "fcache_records_reclaimed: %" PRIu64 "\n"
 			 "fcache_writeback_errors: %" PRIu64 "\n"
 			 "fcache_marks_told: %zu\n"
 			 "fcache_marks_held: %zu\n"
@@ -1973,6 +2175,7 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 (uint64_t)atomic_load(&fc->served_bytes),
 			 (uint64_t)atomic_load(&fc->writes),
 			 (uint64_t)atomic_load(&fc->dropped),
+			 st.objs_total, (uint64_t)atomic_load(&fc->reclaimed),
 			 (uint64_t)atomic_load(&fc->wb_errors),
 			 fmark_sent_count(fc->sent), fmark_tab_count(fc->marks),
 			 (uint64_t)atomic_load(&fc->mark_errors),

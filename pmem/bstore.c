@@ -792,7 +792,7 @@ int bstore_obj_get(struct bstore *bs, uint64_t id, struct bstore_obj *o)
 	return ret;
 }
 
-int bstore_obj_delete(struct bstore *bs, uint64_t id)
+static int obj_delete(struct bstore *bs, uint64_t id, bool clean_only)
 {
 	struct oslot *os;
 	uint32_t s;
@@ -800,7 +800,9 @@ int bstore_obj_delete(struct bstore *bs, uint64_t id)
 
 	pthread_mutex_lock(&bs->lk);
 	os = obj_find(bs, id, &s);
-	if (os) {
+	if (os && clean_only && os->ndirty) {
+		ret = -EBUSY;
+	} else if (os) {
 		struct orec r = os->rec;
 		orec_commit(bs, s, &r, OREC_DEAD); /* the commit point */
 		while (os->head != NIL)
@@ -815,6 +817,16 @@ int bstore_obj_delete(struct bstore *bs, uint64_t id)
 	}
 	pthread_mutex_unlock(&bs->lk);
 	return ret;
+}
+
+int bstore_obj_delete(struct bstore *bs, uint64_t id)
+{
+	return obj_delete(bs, id, false);
+}
+
+int bstore_obj_delete_clean(struct bstore *bs, uint64_t id)
+{
+	return obj_delete(bs, id, true);
 }
 
 size_t bstore_obj_list(struct bstore *bs, uint64_t *ids, size_t max)

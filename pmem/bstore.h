@@ -107,6 +107,10 @@ int bstore_obj_get(struct bstore *bs, uint64_t id, struct bstore_obj *o);
 /* Drop the object and all its blocks (dirty ones too), crash-atomically:
  * the object is first marked dead, so recovery finishes the job. */
 int bstore_obj_delete(struct bstore *bs, uint64_t id);
+/* The same, only while it holds no dirty block (the look and the drop in
+ * one step: a write committing a dirty block meanwhile keeps it):
+ * -EBUSY otherwise. A write to the dropped id fails (-ENOENT). */
+int bstore_obj_delete_clean(struct bstore *bs, uint64_t id);
 /* Ids of all objects, at most max of them; returns the total count. */
 size_t bstore_obj_list(struct bstore *bs, uint64_t *ids, size_t max);
 /* Number of blocks and of dirty blocks an object has. */

@@ -13,7 +13,8 @@
 # The same cluster runs stripe_unit=auto (the setup is shared): a file
 # that exists before it is first cached is cut into one equal part per
 # node, a new one into 1 MiB stripes; every mount cuts it as its home
-# says; a mount asking another stripe unit is refused.
+# says; a mount asking another stripe unit is refused. And more small
+# files than a node's object table holds: idle records go (never ENOSPC).
 T_TIMEOUT=${T_TIMEOUT:-60}
 . "$(dirname "$0")/lib.sh"
 FSCL_N=3
@@ -65,6 +66,30 @@ for i in 1 2 3; do
   [[ $lay == *" stripe_unit=1245184 "* ]] || t_fail "mount $i cuts the file as $lay"
 done
 t_log "stripe_unit=auto: a 3.5 MiB file in three equal parts, the same on every mount"
+
+# More files than a node's object table holds (64 MiB of cache: 256
+# records; each file is a record at its home and, while dirty, one at
+# its home's shadow): closed and written back, their records go, and no
+# write fails (before: ENOSPC once 256 were made)
+total=$(fscl_stat 1 fcache_records_total)
+nf=$((total * 3))
+mkdir "$m1/many"
+python3 - "$nf" "$T_DIR/m1/many" "$T_DIR/m2/many" "$T_DIR/m3/many" <<'PY' || t_fail "$nf small files over 3 nodes of $total records each"
+import os, sys
+n, mnts = int(sys.argv[1]), sys.argv[2:]
+for k in range(n):
+    with open(os.path.join(mnts[k % 3], "f%d" % k), "wb") as f:
+        f.write(b"%08d" % k * 500)
+for k in range(n):
+    got = open(os.path.join(mnts[(k + 1) % 3], "f%d" % k), "rb").read()
+    if got != b"%08d" % k * 500:
+        sys.exit("file %d reads back wrong through another mount" % k)
+PY
+rec=0
+for i in 1 2 3; do rec=$((rec + $(fscl_stat $i fcache_records_reclaimed))); done
+[ "$rec" -gt 0 ] || t_fail "no record went, yet $nf files fit in tables of $total"
+rm -rf "$m1/many"
+t_log "$nf files over 3 nodes of $total records each: $rec idle records went, every file read back"
 
 # a file whose home is not node 2, and one whose home is node 2 (its
 # size, only at node 2 while it is open, is copied to node 3 too)

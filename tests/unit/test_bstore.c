@@ -133,6 +133,9 @@ static void write_read_reopen(void **state)
 	assert_int_equal(bstore_block_truncate(bs, id, 8, 500), 0);
 	assert_int_equal(bstore_block_info(bs, id, 8, &bi), 0);
 	assert_int_equal(bi.valid, 500);
+	/* a dirty block keeps the object from a clean-only delete */
+	assert_int_equal(bstore_obj_delete_clean(bs, id), -EBUSY);
+	assert_int_equal(bstore_obj_get(bs, id, &o), 0);
 	assert_int_equal(bstore_block_drop(bs, id, 8), 0);
 	assert_int_equal(bstore_block_info(bs, id, 8, &bi), -ENOENT);
 	bstore_close(bs);
@@ -141,7 +144,9 @@ static void write_read_reopen(void **state)
 	assert_int_equal(bstore_block_info(bs, id, 7, &bi), 0);
 	assert_false(bi.dirty);
 	assert_int_equal(bstore_block_info(bs, id, 8, &bi), -ENOENT);
-	assert_int_equal(bstore_obj_delete(bs, id), 0);
+	/* only a clean block left: it goes, and a write to it fails */
+	assert_int_equal(bstore_obj_delete_clean(bs, id), 0);
+	assert_int_equal(bstore_block_write(bs, id, 7, 0, in, 10, true, false, NULL), -ENOENT);
 	assert_int_equal(bstore_obj_list(bs, idx, 4), 0);
 	bstore_close(bs);
 	bs = open_store(path, 32);
