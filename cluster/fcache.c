@@ -752,6 +752,30 @@ void fcache_set_shadow(struct fcache *fc, uint32_t self_idx, fcache_mark_fn fn,
 
 /* ---- write-back ---- */
 
+/* The backing file fd at least size bytes long, never shorter: other
+ * nodes write their blocks past its end meanwhile (parallel
+ * write-back), and an ftruncate to a size looked at before their writes
+ * would cut those off, written back and clean here, so lost. fallocate
+ * (mode 0) only ever grows a file and keeps every byte; where the file
+ * system has none, the size is looked at again right before the
+ * ftruncate (a window of one system call). */
+static int backing_grow(int fd, uint64_t size)
+{
+	struct stat st;
+
+	if (!size)
+		return 0;
+	if (fallocate(fd, 0, (off_t)size - 1, 1) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size < size && ftruncate(fd, (off_t)size) < 0)
+		return -errno;
+	return 0;
+}
+
 /* Write the object's dirty blocks to its backing file and fsync it (the
  * home also extends the file to its size). 0, or -errno (the blocks stay
  * dirty; a file that no longer exists is dropped: nothing is written). */
@@ -841,9 +865,8 @@ static int writeback(struct fcache *fc, uint64_t gid)
 			rc = errno ? -errno : -EIO;
 		bytes += bi.valid;
 	}
-	if (!rc && rec.size && (uint64_t)fst.st_size < rec.size &&
-	    ftruncate(fd, (off_t)rec.size) < 0)
-		rc = -errno;
+	if (!rc && rec.size && (uint64_t)fst.st_size < rec.size)
+		rc = backing_grow(fd, rec.size);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	for (size_t k = 0; k < n && !rc; k++)
@@ -959,9 +982,8 @@ static int orphan_one(struct fcache *fc, int bfd, struct robj **p, uint64_t *blo
 	 * (a file extended by truncate): marked as the blocks are */
 	bool size_has = sized && fmark_tab_has(fc->marks, o->owner, o->gid, FMARK_SIZE_BLK);
 	uint64_t size_seq = fmark_tab_seq(fc->marks, o->owner, o->gid, FMARK_SIZE_BLK);
-	if (!rc && sized && (fstat(fd, &st) < 0 ||
-			     ((uint64_t)st.st_size < rec.size && ftruncate(fd, (off_t)rec.size) < 0)))
-		rc = -errno;
+	if (!rc && sized)
+		rc = backing_grow(fd, rec.size);
 	if (!rc && fd >= 0 && fsync(fd) < 0)
 		rc = -errno;
 	if (!rc && size_has) {
@@ -1042,6 +1064,14 @@ static void orphans_check(struct fcache *fc, uint64_t now)
 	}
 }
 
+/* Under fc->lk: o's record holds dirty blocks here. */
+static bool obj_dirty(struct fcache *fc, const struct fobj *o)
+{
+	uint64_t nd = 0;
+
+	return bstore_obj_counts(fc->bs, o->lid, NULL, &nd) == 0 && nd;
+}
+
 /* The write-back thread: background work, so it runs at nice 10 and the
  * requests of every node's mounts (the writers waiting) come first; it
  * still gets what the CPU has left, and a writer held by a full cache
@@ -1076,13 +1106,19 @@ static void *wb_main(void *arg)
 			for (struct fobj *o = fc->tab[b]; o && n < 64; o = o->next) {
 				if (o->doomed)
 					continue;
-				if (all || (o->wb_due_ns && o->wb_due_ns <= now)) {
+				if ((o->wb_due_ns && o->wb_due_ns <= now) ||
+				    (all && obj_dirty(fc, o))) {
 					o->wb_due_ns = 0;
 					due[n++] = o->gid;
 				} else if (o->wb_due_ns && o->wb_due_ns < next) {
 					next = o->wb_due_ns;
 				}
 			}
+		/* a full cache: the files holding dirty blocks, 64 a pass,
+		 * until none is left (the table may hold many more files,
+		 * clean, than one pass takes) */
+		if (all && n == 64)
+			fc->wb_all = true;
 		if (n) {
 			pthread_mutex_unlock(&fc->lk);
 			for (size_t k = 0; k < n; k++)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# fscl_full.sh - full file caches: two nodes with 4 MiB caches take a
-# 40 MiB file written through one mount. A node whose every block is dirty
+# fscl_full.sh - full file caches: two nodes with 4 MiB caches, holding
+# the records of 600 small files, take a 40 MiB file written through one
+# mount. A node whose every block is dirty
 # writes back and the writer waits (back-pressure), never ENOSPC; the file
 # reads back whole through the other mount and reaches the backing.
 T_TIMEOUT=${T_TIMEOUT:-60}
@@ -8,6 +9,19 @@ T_TIMEOUT=${T_TIMEOUT:-60}
 FSCL_N=2 FSCL_CACHE=4M
 . "$(dirname "$0")/fscl_common.bash"
 fscl_start
+# Many small files first (closed, written back: clean records that fill
+# the nodes' object tables of 256), so that the big file's record is one
+# among hundreds when the caches fill: write-back under back-pressure
+# must find it there (it took the table's first 64 records, clean ones,
+# and the writer got ENOSPC).
+python3 - "$T_DIR/m1/s" "$T_DIR/m2/s" <<'PY' || t_fail "600 small files over 2 nodes"
+import os, sys
+for d in sys.argv[1:]:
+    os.makedirs(d, exist_ok=True)
+for k in range(600):
+    with open(os.path.join(sys.argv[1 + k % 2], "f%d" % k), "wb") as f:
+        f.write(b"%06d" % k * 100)
+PY
 head -c 40M /dev/urandom >"$T_DIR/ref"
 dd if="$T_DIR/ref" of="$T_DIR/m1/big" bs=1M conv=fsync 2>"$T_DIR/dd.err" ||
   t_fail "writing 40 MiB through 2 x 4 MiB of cache failed: $(cat "$T_DIR/dd.err")"
