@@ -1189,7 +1189,8 @@ static void wb_kick_all(struct fcache *fc)
 
 /* ---- a full object table: records no longer needed go ---- */
 
-/* Under fc->lk: whether o's record may go now. Its file is open
+/* Under fc->lk: whether o's record may go now (and if so, the mtime it
+ * keeps is put on the backing file). Its file is open
  * nowhere (at the home: opens counts every mount's; an owner's record
  * has none, and a write that finds it gone makes it again: STALE, then
  * OPEN), holds no dirty block here (bstore_obj_delete_clean checks that
@@ -1216,6 +1217,19 @@ static bool record_idle(struct fcache *fc, const struct fobj *o, uint64_t now)
 	bool idle = fstat(pfd, &st) == 0 && rec.size <= (uint64_t)st.st_size &&
 		    (!(fc->unit_set && !fc->unit && rec.uflags) ||
 		     unit_on_backing(fc, pfd) == rec.uflags);
+	if (idle && o->mtime_ns) {
+		/* the mtime the home keeps goes with the record: onto the
+		 * backing file, which the write-backs moved */
+		char link[40];
+		struct timespec tv[2] = {
+			{ .tv_nsec = UTIME_OMIT },
+			{ .tv_sec = (time_t)(o->mtime_ns / 1000000000ull),
+			  .tv_nsec = (long)(o->mtime_ns % 1000000000ull) } };
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+		if (utimensat(AT_FDCWD, link, tv, 0) < 0)
+			log_debug("file cache: the mtime of object %016" PRIx64
+				  " onto its backing file: %s", o->gid, strerror(errno));
+	}
 	close(pfd);
 	return idle;
 }
