@@ -53,7 +53,25 @@ struct fobj {
 	 * move the backing file's, so while the file is cached this one is
 	 * the file's (DRAM: after a restart the backing's holds again) */
 	uint64_t mtime_ns;
+	/* at the home: whose opens (a mount's run id, struct minst; 0: a
+	 * mount that sends none) make up opens */
+	struct hold *hold;
 	struct fobj *next;
+};
+
+struct hold {
+	uint64_t inst;
+	uint32_t n;
+	struct hold *next;
+};
+
+/* A mount's run (fcache_mount_conn): its connections here, and since
+ * when it has none. */
+struct minst {
+	uint64_t inst;
+	uint32_t conns;
+	uint64_t gone_ns;
+	struct minst *next;
 };
 
 /* A replica object at the shadow (replicas=2): the copies of one owner's
@@ -120,6 +138,16 @@ struct fcache {
 	 * up; its replicas are written back here after orphan_ns */
 	atomic_uint_fast64_t down_since[FMARK_OWNERS];
 	uint64_t orphan_ns;
+
+	/* mounts' runs (under lk), how long one may have no connection
+	 * before its opens are released, and the way to the other nodes
+	 * for the write-backs and drops that follows */
+	struct minst *mounts;
+	uint64_t mount_gone_ns;
+	atomic_uint_fast64_t mounts_gone, opens_released;
+	uint32_t n_nodes;
+	fcache_call_fn call;
+	void *call_arg;
 };
 
 static struct fobj **slot_of(struct fcache *fc, uint64_t gid)
@@ -253,6 +281,28 @@ static struct fobj *insert(struct fcache *fc, uint64_t gid, uint64_t lid)
 	return o;
 }
 
+static void fobj_free(struct fobj *o)
+{
+	while (o->hold) {
+		struct hold *h = o->hold;
+		o->hold = h->next;
+		free(h);
+	}
+	free(o);
+}
+
+/* o's holder entry of mount run inst (NULL: none; *pp its link). */
+static struct hold *hold_find(struct fobj *o, uint64_t inst, struct hold ***pp)
+{
+	struct hold **p = &o->hold;
+
+	while (*p && (*p)->inst != inst)
+		p = &(*p)->next;
+	if (pp)
+		*pp = p;
+	return *p;
+}
+
 static void forget(struct fcache *fc, uint64_t gid)
 {
 	struct fobj **p = slot_of(fc, gid);
@@ -260,7 +310,7 @@ static void forget(struct fcache *fc, uint64_t gid)
 
 	if (o) {
 		*p = o->next;
-		free(o);
+		fobj_free(o);
 	}
 }
 
@@ -750,6 +800,116 @@ void fcache_set_shadow(struct fcache *fc, uint32_t self_idx, fcache_mark_fn fn,
 	pthread_mutex_unlock(&fc->lk);
 }
 
+void fcache_set_peers(struct fcache *fc, uint32_t n_nodes, fcache_call_fn fn,
+		      void *arg)
+{
+	pthread_mutex_lock(&fc->lk);
+	fc->n_nodes = n_nodes;
+	fc->call = fn;
+	fc->call_arg = arg;
+	pthread_mutex_unlock(&fc->lk);
+}
+
+void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up)
+{
+	pthread_mutex_lock(&fc->lk);
+	struct minst **p = &fc->mounts;
+	while (*p && (*p)->inst != inst)
+		p = &(*p)->next;
+	if (!*p && up && (*p = calloc(1, sizeof(**p))))
+		(*p)->inst = inst;
+	if (*p && up) {
+		(*p)->conns++;
+		(*p)->gone_ns = 0;
+	} else if (*p && (*p)->conns && !--(*p)->conns) {
+		(*p)->gone_ns = clock_now_ns();
+	}
+	pthread_mutex_unlock(&fc->lk);
+}
+
+/* A file left open nowhere by a gone mount: what its last close would
+ * have had done (fdcl_release): written back by every owner now, or
+ * dropped everywhere if unlinked while open. */
+struct left { uint64_t gid; bool doomed; };
+
+static void drop_obj(struct fcache *fc, uint64_t gid);
+static int serve_writeback(struct fcache *fc, const struct frame_fop *f);
+
+static void left_done(struct fcache *fc, const struct left *l)
+{
+	uint32_t type = l->doomed ? FT_FILE_DROP : FT_FILE_WRITEBACK;
+	struct frame_fop f = { .obj = l->gid };   /* size 0: no delay */
+
+	for (uint32_t i = 0; i < fc->n_nodes; i++) {
+		if (i == fc->self_idx)
+			continue;
+		int rc = fc->call ? fc->call(fc->call_arg, i, type, &f) : -ENOTCONN;
+		if (rc)
+			log_warn("file cache: object %016" PRIx64 ", left open by a "
+				 "gone mount: node index %u not told to %s: %s; it "
+				 "does at its next write-back pass or close", l->gid, i,
+				 l->doomed ? "drop it" : "write it back", strerror(-rc));
+	}
+	if (l->doomed)
+		drop_obj(fc, l->gid);
+	else
+		serve_writeback(fc, &f);
+}
+
+/* The write-back thread: the runs without a connection for
+ * mount_gone_ns lose their opens (fcache_mount_conn). */
+static void mounts_check(struct fcache *fc, uint64_t now)
+{
+	struct left *left = NULL;
+	size_t nleft = 0, cap = 0;
+	uint64_t opens = 0, runs = 0;
+
+	pthread_mutex_lock(&fc->lk);
+	for (struct minst **p = &fc->mounts; *p;) {
+		struct minst *m = *p;
+		if (m->conns || !m->gone_ns || now - m->gone_ns < fc->mount_gone_ns) {
+			p = &m->next;
+			continue;
+		}
+		for (size_t b = 0; b < NBUCKETS; b++)
+			for (struct fobj *o = fc->tab[b]; o; o = o->next) {
+				struct hold **hp, *h = hold_find(o, m->inst, &hp);
+				if (!h)
+					continue;
+				opens += h->n;
+				o->opens -= h->n < o->opens ? h->n : o->opens;
+				*hp = h->next;
+				free(h);
+				if (o->opens)
+					continue;
+				if (nleft == cap) {
+					size_t nc = cap ? 2 * cap : 16;
+					struct left *x = realloc(left, nc * sizeof(*x));
+					if (!x)
+						continue;   /* its owners write back under pressure */
+					left = x;
+					cap = nc;
+				}
+				left[nleft++] = (struct left){ o->gid, o->doomed };
+			}
+		*p = m->next;
+		free(m);
+		runs++;
+	}
+	pthread_mutex_unlock(&fc->lk);
+	if (!runs)
+		return;
+	atomic_fetch_add(&fc->mounts_gone, runs);
+	atomic_fetch_add(&fc->opens_released, opens);
+	log_warn("file cache: %" PRIu64 " mount(s) gone (no connection for %" PRIu64
+		 " s): their %" PRIu64 " open handle(s) released; %zu file(s) open "
+		 "nowhere now, written back (or dropped, unlinked) by every owner",
+		 runs, (uint64_t)(fc->mount_gone_ns / 1000000000ull), opens, nleft);
+	for (size_t k = 0; k < nleft; k++)
+		left_done(fc, &left[k]);
+	free(left);
+}
+
 /* ---- write-back ---- */
 
 /* The backing file fd at least size bytes long, never shorter: other
@@ -1095,6 +1255,7 @@ static void *wb_main(void *arg)
 		}
 		pthread_mutex_unlock(&fc->lk);
 		orphans_check(fc, clock_now_ns());
+		mounts_check(fc, clock_now_ns());
 		pthread_mutex_lock(&fc->lk);
 		if (fc->stop)
 			break;
@@ -1251,7 +1412,7 @@ static size_t records_reclaim(struct fcache *fc, uint64_t *gone, size_t max)
 			    bstore_obj_delete_clean(fc->bs, o->lid) == 0) {
 				gone[n++] = o->gid;
 				*p = o->next;
-				free(o);
+				fobj_free(o);
 				continue;
 			}
 			p = &o->next;
@@ -1402,10 +1563,15 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 		o->labeled = true;
 	if (!rc && (f->flags & FRAME_FILE_HOME)) {
 		uint64_t n = f->flags & FRAME_FILE_RECLAIM ? f->blk : 1;
+		struct hold **hp, *h = hold_find(o, f->digest, &hp);
 		if (n > RECLAIM_MAX || o->opens + n > UINT32_MAX) {
 			snprintf(r->text, sizeof(r->text), "open count out of range");
 			rc = -EPROTO;
+		} else if (!h && !(h = *hp = calloc(1, sizeof(*h)))) {
+			rc = -ENOMEM;
 		} else {
+			h->inst = f->digest;
+			h->n += (uint32_t)n;
 			o->opens += (uint32_t)n;
 			r->fop.size = rec.size;
 		}
@@ -1424,10 +1590,19 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = find(fc, f->obj);
-	if (!o || !o->opens) {
+	struct hold **hp = NULL, *h = o ? hold_find(o, f->digest, &hp) : NULL;
+	if (!o || !o->opens || !h) {
+		/* (no holder: this mount's opens were released, it had
+		 * been gone; the other mounts' are not its to close) */
 		rc = -ENOENT;
-	} else if (!--o->opens) {
-		r->fop.flags = FRAME_FILE_LAST | (o->doomed ? FRAME_FILE_DOOMED : 0);
+	} else {
+		if (!--h->n) {
+			*hp = h->next;
+			free(h);
+		}
+		if (!--o->opens)
+			r->fop.flags = FRAME_FILE_LAST |
+				       (o->doomed ? FRAME_FILE_DOOMED : 0);
 	}
 	pthread_mutex_unlock(&fc->lk);
 	return rc;
@@ -2062,6 +2237,22 @@ static int load_objects(struct fcache *fc)
 	return 0;
 }
 
+/* A time in ms from the environment, 1..86400000 (else def_ms, said),
+ * in ns. */
+static uint64_t env_ms(const char *name, uint64_t def_ms)
+{
+	const char *v = getenv(name);
+	if (v && *v) {
+		char *end;
+		unsigned long long ms = strtoull(v, &end, 10);
+		if (!*end && ms && ms <= 86400000ull)
+			return ms * 1000000ull;
+		log_warn("file cache: %s=%s: not 1..86400000 ms; %" PRIu64 " ms",
+			 name, v, def_ms);
+	}
+	return def_ms * 1000000ull;
+}
+
 int fcache_open(struct fcache **out, const struct fcache_opts *o)
 {
 	struct fcache *fc = calloc(1, sizeof(*fc));
@@ -2089,17 +2280,8 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o)
 	pthread_mutex_init(&fc->wb_mx, NULL);
 	pthread_mutex_init(&fc->rep_mx, NULL);
 	clock_cond_init(&fc->cv);
-	fc->orphan_ns = FCACHE_ORPHAN_MS * 1000000ull;
-	const char *orphan = getenv("NVCACHE_REPLICA_ORPHAN_MS");
-	if (orphan && *orphan) {
-		char *end;
-		unsigned long long ms = strtoull(orphan, &end, 10);
-		if (*end || !ms || ms > 86400000ull)
-			log_warn("file cache: NVCACHE_REPLICA_ORPHAN_MS=%s: not 1..86400000 "
-				 "ms; %u ms", orphan, (unsigned)FCACHE_ORPHAN_MS);
-		else
-			fc->orphan_ns = ms * 1000000ull;
-	}
+	fc->orphan_ns = env_ms("NVCACHE_REPLICA_ORPHAN_MS", FCACHE_ORPHAN_MS);
+	fc->mount_gone_ns = env_ms("NVCACHE_MOUNT_GONE_MS", FCACHE_MOUNT_GONE_MS);
 	rc = fmark_sent_new(&fc->sent);
 	if (!rc)
 		rc = fmark_tab_new(&fc->marks);
@@ -2162,8 +2344,13 @@ void fcache_close(struct fcache *fc)
 		while (fc->tab[b]) {
 			struct fobj *o = fc->tab[b];
 			fc->tab[b] = o->next;
-			free(o);
+			fobj_free(o);
 		}
+	while (fc->mounts) {
+		struct minst *m = fc->mounts;
+		fc->mounts = m->next;
+		free(m);
+	}
 	for (size_t b = 0; b < NBUCKETS; b++)
 		while (fc->rtab[b]) {
 			struct robj *o = fc->rtab[b];
@@ -2208,6 +2395,8 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_dropped_files: %" PRIu64 "\n"
 			 "fcache_records_total: %" PRIu64 "\n"
 			 "fcache_records_reclaimed: %" PRIu64 "\n"
+			 "fcache_mounts_gone: %" PRIu64 "\n"
+			 "fcache_opens_released: %" PRIu64 "\n"
 			 "fcache_writeback_errors: %" PRIu64 "\n"
 			 "fcache_marks_told: %zu\n"
 			 "fcache_marks_held: %zu\n"
@@ -2226,6 +2415,8 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 (uint64_t)atomic_load(&fc->writes),
 			 (uint64_t)atomic_load(&fc->dropped),
 			 st.objs_total, (uint64_t)atomic_load(&fc->reclaimed),
+			 (uint64_t)atomic_load(&fc->mounts_gone),
+			 (uint64_t)atomic_load(&fc->opens_released),
 			 (uint64_t)atomic_load(&fc->wb_errors),
 			 fmark_sent_count(fc->sent), fmark_tab_count(fc->marks),
 			 (uint64_t)atomic_load(&fc->mark_errors),

@@ -114,6 +114,24 @@ typedef int (*fcache_mark_fn)(void *arg, const struct frame_fop *f,
 void fcache_set_shadow(struct fcache *fc, uint32_t self_idx, fcache_mark_fn fn,
 		       void *arg);
 
+/* Mounts that die. Every file request of a mount but ATTACH carries its
+ * run's id (FileOp digest, random; 0: none), and the home counts each
+ * open under it. A connection that carried an id holds that run here:
+ * fcache_mount_conn(fc, inst, true) on its first such request, (false)
+ * when it ends. A run with no connection for NVCACHE_MOUNT_GONE_MS
+ * (default 20000) is gone (its daemon killed, or its node lost): its
+ * opens are released as its closes would have been, and a file then
+ * open nowhere is written back by every owner now (fn sends WRITEBACK
+ * to the others), or, unlinked while open, dropped everywhere (DROP). A
+ * CLOSE of a released open answers NOT_FOUND. fn(arg, idx, type, f)
+ * sends one file request to node index idx (n_nodes of them, this one
+ * at self_idx as fcache_set_shadow's): 0 or -errno. */
+typedef int (*fcache_call_fn)(void *arg, uint32_t idx, uint32_t type,
+			      const struct frame_fop *f);
+void fcache_set_peers(struct fcache *fc, uint32_t n_nodes, fcache_call_fn fn,
+		      void *arg);
+void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up);
+
 /* replicas=2 (docs/nvcachefs-cluster.md): every mount and node of a
  * cluster agree (the first ATTACH fixes it, PATH.backing keeps it, an
  * ATTACH with another value is refused). An owner's write sends the
@@ -133,6 +151,8 @@ void fcache_set_shadow(struct fcache *fc, uint32_t self_idx, fcache_mark_fn fn,
  * at open, for tests) writes its replicas back to the backing files,
  * clears their marks and drops them. Any thread. */
 #define FCACHE_ORPHAN_MS 10000
+/* fcache_mount_conn: a mount run without a connection this long is gone */
+#define FCACHE_MOUNT_GONE_MS 20000
 void fcache_owner_down(struct fcache *fc, uint32_t idx, bool down);
 
 /* A restart's grace. The home's open counts and its file locks live in

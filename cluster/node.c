@@ -458,9 +458,20 @@ struct inbound {
 	struct frame_hdr orep;
 	/* FILE_LOCK: the mount session this connection carries */
 	struct lockserve_conn lk;
+	/* file requests: the mount run this connection holds at the file
+	 * cache (fcache_mount_conn), 0: none yet */
+	uint64_t finst;
 };
 
 static ssize_t ctl_stats(struct node *n, char *out, size_t outlen);
+
+/* The connection holds its mount's run at the file cache until it ends;
+ * keepalive ends it if the mount's machine goes silent (as for locks). */
+static void mount_bind(struct node *n, struct inbound *ib)
+{
+	fcache_mount_conn(n->fc, ib->finst, true);
+	lockserve_watch(ib->c.fd);
+}
 
 /* One chunk of the stats text for a NODE_STATS request at offset off;
  * fills r's payload fields and returns the payload (or NULL with *rc). */
@@ -1006,11 +1017,21 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 			rc = -EOPNOTSUPP;
 			snprintf(r->text, sizeof(r->text), "node %u has no file cache "
 				 "(start nvcached with --cache-size)", n->self);
+		} else if (q->type != FT_FILE_ATTACH && q->fop.digest &&
+			   ib->finst != q->fop.digest && ib->finst) {
+			rc = -EPROTO;
+			snprintf(r->text, sizeof(r->text), "a file request of another "
+				 "mount run on this connection");
 		} else if (q->type == FT_FILE_READ) {
+			if (!ib->finst && (ib->finst = q->fop.digest))
+				mount_bind(n, ib);
 			rc = fcache_serve_read(n->fc, q, r, &ib->frd);
 		} else if (!ib->fbuf && !(ib->fbuf = malloc(FRAME_FILE_MAX_BLOCK))) {
 			rc = -ENOMEM;
 		} else {
+			if (q->type != FT_FILE_ATTACH && !ib->finst &&
+			    (ib->finst = q->fop.digest))
+				mount_bind(n, ib);
 			rc = fcache_serve(n->fc, q, payload, r, ib->fbuf, &out);
 		}
 		break;
@@ -1264,6 +1285,8 @@ out:
 	pthread_mutex_unlock(&n->lock);
 	conn_close(&ib->c);
 	lockserve_end(n->locks, &ib->lk);
+	if (ib->finst)
+		fcache_mount_conn(n->fc, ib->finst, false);
 	free(ib->stats);
 	free(ib->batch);
 	free(ib->fbuf);
@@ -1390,6 +1413,24 @@ static int send_mark(void *arg, const struct frame_fop *f, const void *pl,
 	peerpool_put(n->fwd, &l, rc == -ECONNRESET || rc == -EPIPE ||
 		     rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -EPROTO);
 	*rflags = rf.flags;
+	return rc;
+}
+
+/* fcache_call_fn: one file request to node index idx, over the pool of
+ * connections to the other nodes. */
+static int send_file(void *arg, uint32_t idx, uint32_t type, const struct frame_fop *f)
+{
+	struct node *n = arg;
+	struct peerpool_lease l = { 0 };
+	struct frame_fop rf = { 0 };
+	char err[256];
+
+	int rc = peerpool_get(n->fwd, idx, 2000, &l, err, sizeof(err));
+	if (rc)
+		return rc;
+	rc = cluster_client_file_call(l.cl, type, f, NULL, 0, &rf, NULL, 0);
+	peerpool_put(n->fwd, &l, rc == -ECONNRESET || rc == -EPIPE ||
+		     rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -EPROTO);
 	return rc;
 }
 
@@ -1520,6 +1561,8 @@ int node_start(struct node **out, const struct node_opts *o)
 		locksvc_grace(n->locks, fcache_grace_end(n->fc));
 	if (n->fc && n->cfg.n_nodes > 1)
 		fcache_set_shadow(n->fc, (uint32_t)(n->me - n->cfg.nodes), send_mark, n);
+	if (n->fc)
+		fcache_set_peers(n->fc, n->cfg.n_nodes, send_file, n);
 	if (o->tier) {
 		n->tier_bytes = o->tier->pages * PAGESTORE_PAGE;
 		n->mem_offer = n->tier_bytes;   /* until meminfo is read */

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define POOL 4
 #define CALL_TIMEOUT_MS 30000
@@ -32,12 +35,17 @@ struct fcl_node {
 
 struct fcl_reclaim {
 	struct cluster_client *cl;
+	uint64_t inst;   /* the mount's (struct fcl) */
 	int rc;
 };
 
 struct fcl {
 	struct cluster_config cfg;
 	uint32_t self;
+	/* this mount's run, random: in every file request but ATTACH
+	 * (digest), so that a home releases the opens of a mount whose
+	 * connections all ended (it died) (cluster/fcache.h) */
+	uint64_t inst;
 	uint64_t unit;
 	uint32_t n;
 	fcl_restart_fn restart_fn;
@@ -98,7 +106,7 @@ static int restarted(struct fcl *c, uint32_t idx, struct cluster_client *cl,
 		     uint64_t was)
 {
 	struct fcl_node *nd = &c->nodes[idx];
-	struct fcl_reclaim r = { .cl = cl };
+	struct fcl_reclaim r = { .cl = cl, .inst = c->inst };
 
 	log_info("cluster: node %u restarted; counting this mount's open files "
 		 "there again", nd->id);
@@ -181,11 +189,14 @@ static int call_one(struct fcl *c, uint32_t idx, uint32_t type,
 	*down = true;
 	/* a connection the node closed (a restart) fails at once: one retry
 	 * on a fresh one */
+	struct frame_fop fi = *f;
+	if (type != FT_FILE_ATTACH)
+		fi.digest = c->inst;
 	for (int tries = 0; tries < 2; tries++) {
 		rc = conn_get(c, nd, &cl);
 		if (rc)
 			return -EIO;
-		rc = cluster_client_file_call(cl, type, f, pl, npl, rf, buf, buflen);
+		rc = cluster_client_file_call(cl, type, &fi, pl, npl, rf, buf, buflen);
 		bool broken = transport_error(rc);
 		if (broken)
 			log_warn("cluster: node %u: %s: %s", nd->id,
@@ -275,6 +286,8 @@ void fcl_call_many(struct fcl *c, struct fcl_req *r, unsigned n)
 	for (unsigned k = 0; k < n; k++) {
 		r[k].rc = r[k].idx < c->n ? 1 : -EINVAL;
 		r[k].down = false;
+		if (r[k].type != FT_FILE_ATTACH)
+			r[k].f.digest = c->inst;
 	}
 	while (more)
 		call_round(c, r, n, &more);
@@ -298,7 +311,9 @@ int fcl_reclaim_call(struct fcl_reclaim *r, uint32_t type,
 {
 	if (transport_error(r->rc))
 		return r->rc;
-	int rc = cluster_client_file_call(r->cl, type, f, pl, npl, rf, NULL, 0);
+	struct frame_fop fi = *f;
+	fi.digest = r->inst;
+	int rc = cluster_client_file_call(r->cl, type, &fi, pl, npl, rf, NULL, 0);
 	if (transport_error(rc))
 		r->rc = rc;
 	return rc;
@@ -408,6 +423,8 @@ int fcl_open(struct fcl **out, const struct fcl_opts *o)
 		free(c);
 		return -ENOENT;
 	}
+	while (!c->inst && getrandom(&c->inst, sizeof(c->inst), 0) != (ssize_t)sizeof(c->inst))
+		c->inst = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ o->node;
 	c->self = o->node;
 	c->unit = o->stripe_unit;
 	c->n = c->cfg.n_nodes;

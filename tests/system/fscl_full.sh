@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # fscl_full.sh - full file caches: two nodes with 4 MiB caches, holding
 # the records of 600 small files, take a 40 MiB file written through one
-# mount. A node whose every block is dirty
-# writes back and the writer waits (back-pressure), never ENOSPC; the file
-# reads back whole through the other mount and reaches the backing.
+# mount. A node whose every block is dirty writes back and the writer
+# waits (back-pressure), never ENOSPC; the file reads back whole through
+# the other mount and reaches the backing. Then a mount killed -9 while
+# it holds a file open: the nodes release its opens and write the file
+# back, and the mount restarted reads it.
 T_TIMEOUT=${T_TIMEOUT:-60}
+# a mount with no connection for 1 s is gone (default 20 s)
+export NVCACHE_MOUNT_GONE_MS=1000
 . "$(dirname "$0")/lib.sh"
 FSCL_N=2 FSCL_CACHE=4M
 . "$(dirname "$0")/fscl_common.bash"
@@ -30,4 +34,23 @@ wb=$(( $(fscl_stat 1 fcache_written_back_bytes) + $(fscl_stat 2 fcache_written_b
 cmp "$T_DIR/ref" "$T_DIR/m2/big" || t_fail "the file reads back wrong through the other mount"
 t_wait 10 cmp -s "$T_DIR/ref" "$T_DIR/b/big" || t_fail "the backing lacks bytes of the file"
 t_log "40 MiB through 2 x 4 MiB of cache: $((wb >> 20)) MiB written back under back-pressure, all read back"
+
+# kill -9 of a mount holding a file open, dirty in both nodes' NVRAM:
+# its opens are released once its connections are gone, and the owners
+# write the file back (before: counted open for good, never written)
+head -c 3M /dev/urandom >"$T_DIR/href"
+: >"$T_DIR/m2/held"
+fscl_write_held "$T_DIR/m2/held" "$T_DIR/href" held
+[ "$(stat -c %s "$T_DIR/b/held")" = 0 ] || t_fail "held: written back while open (test setup)"
+kill -9 "${mpid[2]}"
+wait "${mpid[2]}" 2>/dev/null
+kill "$held_writer" 2>/dev/null
+fusermount3 -uz "$T_DIR/m2"
+t_wait 15 cmp -s "$T_DIR/href" "$T_DIR/b/held" ||
+  t_fail "a file held open by a killed mount never reaches the backing: $(fscl_why)"
+gone=$(( $(fscl_stat 1 fcache_mounts_gone) + $(fscl_stat 2 fcache_mounts_gone) ))
+[ "$gone" -ge 1 ] || t_fail "no node counted the killed mount gone"
+fscl_mount 2
+cmp -s "$T_DIR/href" "$T_DIR/m2/held" || t_fail "held: the restarted mount reads other bytes"
+t_log "a mount killed holding a file open: its opens released, the file written back whole"
 fscl_stop
