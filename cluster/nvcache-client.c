@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,8 @@ static void usage(FILE *f)
 "  drop FIRST COUNT            drop them\n"
 "  raw                         authenticate, send stdin as raw bytes, print\n"
 "                              the node's answer (for protocol tests)\n"
+"  raw-all                     the same, every answer, a line each, until\n"
+"                              the node closes or is silent for the timeout\n"
 "\n"
 "Exit status: 0 success, 1 failure (the reason on stderr), 2 usage.\n");
 }
@@ -116,7 +119,7 @@ static int cmd_pages(struct cluster_client *c, const char *cmd, uint64_t first,
 	return 0;
 }
 
-static int cmd_raw(const struct cluster_config *cfg, uint32_t node, int tmo)
+static int cmd_raw(const struct cluster_config *cfg, uint32_t node, int tmo, bool all)
 {
 	static uint8_t buf[1 << 20];
 	static struct conn c;
@@ -141,15 +144,25 @@ static int cmd_raw(const struct cluster_config *cfg, uint32_t node, int tmo)
 		printf("closed before all was sent\n");
 		return 0;
 	}
-	shutdown(c.fd, SHUT_WR); /* a truncated frame ends here */
-	rc = conn_recv(&c, &r, NULL, &why);
-	if (rc == -ECONNRESET)
-		printf("closed\n");
-	else if (rc)
-		printf("bad answer: %s\n", *why ? why : strerror(-rc));
-	else
-		printf("reply %s%s status=%s text=%s\n", frame_type_name(r.type),
-		       r.reply ? " (reply)" : "", frame_status_name(r.status), r.text);
+	/* a truncated frame ends here; with all, the requests are served
+	 * (a node drops what a client that hung up still waits for) */
+	if (!all)
+		shutdown(c.fd, SHUT_WR);
+	/* the first answer; with all, a line per answer, in order, until
+	 * the node closes or says nothing more within the timeout */
+	do {
+		rc = conn_recv(&c, &r, NULL, &why);
+		if (all && rc == -ETIMEDOUT)
+			break;
+		if (rc == -ECONNRESET)
+			printf("closed\n");
+		else if (rc)
+			printf("bad answer: %s\n", *why ? why : strerror(-rc));
+		else
+			printf("reply %s%s status=%s text=%s\n", frame_type_name(r.type),
+			       r.reply ? " (reply)" : "", frame_status_name(r.status),
+			       r.text);
+	} while (all && !rc);
 	conn_close(&c);
 	return 0;
 }
@@ -203,8 +216,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	const char *cmd = argv[optind];
-	if (!strcmp(cmd, "raw"))
-		return cmd_raw(&cfg, (uint32_t)node, (int)tmo);
+	if (!strcmp(cmd, "raw") || !strcmp(cmd, "raw-all"))
+		return cmd_raw(&cfg, (uint32_t)node, (int)tmo, !strcmp(cmd, "raw-all"));
 
 	struct cluster_client *cl;
 	if (cluster_client_open_node(&cl, &cfg, (uint32_t)node, 0, owner, (int)tmo,

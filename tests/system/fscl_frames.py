@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """fscl_frames.py KIND - one cluster frame of the file cache's messages on
 stdout (prefix, header, payload, right CRC32C) with a hostile field, for
-`nvcache-client raw` (fscl_refusals.sh). KIND names what is wrong."""
+`nvcache-client raw` (fscl_refusals.sh). KIND names what is wrong;
+"tworuns" writes three frames (the last ends the connection), for
+`raw-all`."""
 import struct, sys
 
 def crc32c(data, crc=0):
@@ -34,8 +36,8 @@ def frame(mtype, fop, payload):
     crc = crc32c(pre + hdr + payload)
     return pre + struct.pack(">I", crc) + hdr + payload
 
-OBJ, BLK, OFF, LEN, SIZE, FLAGS, GEN, BASE = 1, 2, 3, 4, 5, 6, 7, 8
-WRITE, READ, ATTACH, OPEN, MARK = 47, 46, 40, 41, 51
+OBJ, BLK, OFF, LEN, SIZE, FLAGS, GEN, BASE, RUN = 1, 2, 3, 4, 5, 6, 7, 8, 9
+WRITE, READ, ATTACH, OPEN, GETATTR, MARK = 47, 46, 40, 41, 43, 51
 kinds = {
     # a range past the frame layer's block cap
     "range": (WRITE, {OBJ: 5, OFF: 131000, LEN: 1000}, b"x" * 1000),
@@ -56,5 +58,12 @@ kinds = {
     # a replica with a block list's SET
     "replicaset": (MARK, {OBJ: 5, LEN: 8, BASE: 4, FLAGS: 129}, b"r" * 12),
 }
+if sys.argv[1] == "tworuns":
+    # two mounts' run ids (digest) on one connection: the first holds it
+    for run in (11, 12):
+        sys.stdout.buffer.write(frame(GETATTR, {OBJ: 5, RUN: run}, b""))
+    # then a bad one: its answer ends the connection (raw-all stops)
+    sys.stdout.buffer.write(frame(30, {OBJ: 5}, b""))
+    sys.exit(0)
 t, fop, pl = kinds[sys.argv[1]]
 sys.stdout.buffer.write(frame(t, fop, pl))

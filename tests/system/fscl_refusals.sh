@@ -2,9 +2,11 @@
 # fscl_refusals.sh - a cluster mount refused with the reason, nothing made:
 # a node id not in the cluster file, a wrong secret, cluster files that
 # disagree, a node without a file cache, a backing directory other than the
-# one the nodes serve, another replicas setting or stripe unit. Then hostile frames of the file cache's messages:
-# each is answered "bad frame" and its connection closed, the node logs it
-# and goes on serving the mounts.
+# one the nodes serve, another replicas setting or stripe unit. Then
+# hostile frames of the file cache's messages: each is answered "bad
+# frame" and its connection closed, the node logs it and goes on serving
+# the mounts; and file requests of two mount runs on one connection: the
+# second is refused.
 T_TIMEOUT=${T_TIMEOUT:-60}
 . "$(dirname "$0")/lib.sh"
 FSCL_N=2
@@ -62,6 +64,12 @@ done
 after=$(fscl_stat 2 bad_frames)
 [ $((after - before)) -eq 9 ] || t_fail "bad_frames went from $before to $after, not by 9"
 t_wait 5 grep -q "bad frame from .*file range over the block cap" "$T_DIR/node2-fs.log" || t_fail "no log line for the bad range"
+# one connection, file requests of two mount runs: the second is refused
+# (a connection holds one mount's run: fcache_mount_conn)
+out=$(python3 "$here/fscl_frames.py" tworuns | "$(t_bin nvcache-client)" --cluster "$conf" --node 2 raw-all)
+[[ $(sed -n 1p <<<"$out") == *"status=not found"* &&
+   $(sed -n 2p <<<"$out") == *"status=bad frame text=a file request of another mount run"* ]] ||
+  t_fail "two mount runs on one connection: $out"
 # the nodes go on: a file through both mounts
 head -c 300000 /dev/urandom >"$T_DIR/ref"
 cp "$T_DIR/ref" "$T_DIR/m1/after" && cmp "$T_DIR/ref" "$T_DIR/m2/after" || t_fail "the nodes stopped serving after the hostile frames"
