@@ -902,9 +902,9 @@ static void mounts_check(struct fcache *fc, uint64_t now)
 	atomic_fetch_add(&fc->mounts_gone, runs);
 	atomic_fetch_add(&fc->opens_released, opens);
 	log_warn("file cache: %" PRIu64 " mount(s) gone (no connection for %" PRIu64
-		 " s): their %" PRIu64 " open handle(s) released; %zu file(s) open "
+		 " ms): their %" PRIu64 " open handle(s) released; %zu file(s) open "
 		 "nowhere now, written back (or dropped, unlinked) by every owner",
-		 runs, (uint64_t)(fc->mount_gone_ns / 1000000000ull), opens, nleft);
+		 runs, (uint64_t)(fc->mount_gone_ns / 1000000ull), opens, nleft);
 	for (size_t k = 0; k < nleft; k++)
 		left_done(fc, &left[k]);
 	free(left);
@@ -1592,8 +1592,8 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 	struct fobj *o = find(fc, f->obj);
 	struct hold **hp = NULL, *h = o ? hold_find(o, f->digest, &hp) : NULL;
 	if (!o || !o->opens || !h) {
-		/* (no holder: this mount's opens were released, it had
-		 * been gone; the other mounts' are not its to close) */
+		/* (no holder: this mount's opens were released as a gone
+		 * mount's; the other mounts' are not its to close) */
 		rc = -ENOENT;
 	} else {
 		if (!--h->n) {
@@ -1904,11 +1904,6 @@ static int punch_block(struct fcache *fc, uint64_t lid, uint64_t blk,
 	return rc == -ENOENT ? 0 : rc;
 }
 
-/* Drop the blocks past f->size (a truncate), or, with PUNCH, make
- * [f->size, f->blk) zeros. Under the write-back lock: a write-back under
- * way has written what it read before the blocks change, so the mount's
- * truncate or punch of the backing file, after this reply, is the last
- * word on those bytes there. */
 /* TRUNC's change to the blocks of object lid (copy: a replica object):
  * past f->size dropped and the edge block cut, or with punch
  * [f->size, f->blk) made zeros. */
@@ -1939,6 +1934,11 @@ static int trunc_blocks(struct fcache *fc, uint64_t lid, const struct frame_fop 
 	return rc;
 }
 
+/* Drop the blocks past f->size (a truncate), or, with PUNCH, make
+ * [f->size, f->blk) zeros. Under the write-back lock: a write-back under
+ * way has written what it read before the blocks change, so the mount's
+ * truncate or punch of the backing file, after this reply, is the last
+ * word on those bytes there. */
 static int serve_trunc(struct fcache *fc, const struct frame_fop *f)
 {
 	uint64_t lid = lid_of(fc, f->obj);

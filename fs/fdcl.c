@@ -361,19 +361,13 @@ int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
 		return 0;
 	if ((r = home_attr(fs, ino, &size, &mtime_ns)) < 0)
 		return r == -EIO ? r : 0;   /* -ENOENT: the backing's holds */
-	st->st_size = (off_t)size;
-	if ((uint64_t)st->st_blocks * 512 < size)
-		st->st_blocks = (blkcnt_t)((size + 511) / 512);
-	if (mtime_ns && mtime_ns != FRAME_MTIME_NONE) {
-		/* the last change through any mount (the owners' write-backs
-		 * moved the backing's); a change moves ctime as well */
-		st->st_mtim.tv_sec = (time_t)(mtime_ns / 1000000000ull);
-		st->st_mtim.tv_nsec = (long)(mtime_ns % 1000000000ull);
-		if (st->st_ctim.tv_sec < st->st_mtim.tv_sec ||
-		    (st->st_ctim.tv_sec == st->st_mtim.tv_sec &&
-		     st->st_ctim.tv_nsec < st->st_mtim.tv_nsec))
-			st->st_ctim = st->st_mtim;
-	}
+	stat_set_size(st, size);
+	/* the last change through any mount (the owners' write-backs move
+	 * the backing's) */
+	if (mtime_ns)
+		stat_set_mtime(st, (struct timespec){
+			.tv_sec = (time_t)(mtime_ns / 1000000000ull),
+			.tv_nsec = (long)(mtime_ns % 1000000000ull) });
 	return 0;
 }
 

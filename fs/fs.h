@@ -275,6 +275,10 @@ void inode_drop_datafd(struct fs *fs, struct fs_inode *ino);
 /* The backing file's attributes as the cache knows them: its size while
  * writes are in NVRAM, the mtime of its last write. */
 void inode_fix_attr(struct fs_inode *ino, struct stat *st);
+/* st's mtime becomes t, and its ctime at least t (a change moves both). */
+void stat_set_mtime(struct stat *st, struct timespec t);
+/* st's size becomes size, with st_blocks at least enough to hold it. */
+void stat_set_size(struct stat *st, uint64_t size);
 /* utimensat of the file (through fd if >= 0, else proc, a /proc/self/fd
  * path), and the cache's mtime with it. 0 or -errno. */
 int inode_utimens(struct fs_inode *ino, int fd, const char *proc,

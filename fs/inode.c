@@ -118,21 +118,28 @@ int inode_datafd_nowait(struct fs *fs, struct fs_inode *ino)
 	return datafd_open(fs, ino, false);
 }
 
+void stat_set_mtime(struct stat *st, struct timespec t)
+{
+	st->st_mtim = t;
+	if (st->st_ctim.tv_sec < t.tv_sec ||
+	    (st->st_ctim.tv_sec == t.tv_sec && st->st_ctim.tv_nsec < t.tv_nsec))
+		st->st_ctim = t;
+}
+
+void stat_set_size(struct stat *st, uint64_t size)
+{
+	st->st_size = (off_t)size;
+	if ((uint64_t)st->st_blocks * 512 < size)
+		st->st_blocks = (blkcnt_t)((size + 511) / 512);
+}
+
 void inode_fix_attr(struct fs_inode *ino, struct stat *st)
 {
 	pthread_mutex_lock(&ino->lk);
-	if (ino->mtime_dirty) {
-		st->st_mtim = ino->mtime;
-		if (st->st_ctim.tv_sec < ino->mtime.tv_sec ||
-		    (st->st_ctim.tv_sec == ino->mtime.tv_sec &&
-		     st->st_ctim.tv_nsec < ino->mtime.tv_nsec))
-			st->st_ctim = ino->mtime;
-	}
-	if (ino->sized && S_ISREG(st->st_mode)) {
-		st->st_size = (off_t)ino->size;
-		if ((uint64_t)st->st_blocks * 512 < ino->size)
-			st->st_blocks = (blkcnt_t)((ino->size + 511) / 512);
-	}
+	if (ino->mtime_dirty)
+		stat_set_mtime(st, ino->mtime);
+	if (ino->sized && S_ISREG(st->st_mode))
+		stat_set_size(st, ino->size);
 	pthread_mutex_unlock(&ino->lk);
 }
 

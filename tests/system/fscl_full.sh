@@ -16,8 +16,9 @@ fscl_start
 # Many small files first (closed, written back: clean records that fill
 # the nodes' object tables of 256), so that the big file's record is one
 # among hundreds when the caches fill: write-back under back-pressure
-# must find it there (it took the table's first 64 records, clean ones,
-# and the writer got ENOSPC).
+# must find it there, not only among the table's first records, and the
+# parallel write-backs of the two owners must not cut each other's
+# blocks off the backing file.
 python3 - "$T_DIR/m1/s" "$T_DIR/m2/s" <<'PY' || t_fail "600 small files over 2 nodes"
 import os, sys
 for d in sys.argv[1:]:
@@ -37,7 +38,7 @@ t_log "40 MiB through 2 x 4 MiB of cache: $((wb >> 20)) MiB written back under b
 
 # kill -9 of a mount holding a file open, dirty in both nodes' NVRAM:
 # its opens are released once its connections are gone, and the owners
-# write the file back (before: counted open for good, never written)
+# write the file back
 head -c 3M /dev/urandom >"$T_DIR/href"
 : >"$T_DIR/m2/held"
 fscl_write_held "$T_DIR/m2/held" "$T_DIR/href" held

@@ -70,7 +70,7 @@ t_log "stripe_unit=auto: a 3.5 MiB file in three equal parts, the same on every 
 # More files than a node's object table holds (64 MiB of cache: 256
 # records; each file is a record at its home and, while dirty, one at
 # its home's shadow): closed and written back, their records go, and no
-# write fails (before: ENOSPC once 256 were made)
+# write fails
 total=$(fscl_stat 1 fcache_records_total)
 nf=$((total * 3))
 mkdir "$m1/many"
