@@ -63,14 +63,17 @@ fscl_why() {
 }
 
 # fscl_write_held FILE REF TAG: in the background, REF's bytes written
-# into FILE through a descriptor kept open (dirty in the owners' NVRAM:
-# no write-back while open); $T_DIR/TAG.ready once written; closed when
-# $T_DIR/TAG.close appears (a close that fails, say for a down node's
-# write-back request, is said on stderr and not an error). Sets
-# held_writer to its pid.
+# into FILE (made if absent) through a descriptor kept open (dirty in the
+# owners' NVRAM: no write-back while open); $T_DIR/TAG.ready once
+# written; closed when $T_DIR/TAG.close appears (a close that fails, say
+# for a down node's write-back request, is said on stderr and not an
+# error). Sets held_writer to its pid. A FILE made before was closed,
+# which had its owners write it back after the mounts' writeback_delay:
+# that write-back passes first, or it would take REF's bytes too.
 fscl_write_held() {
+  [ -e "$1" ] && sleep "$(awk "BEGIN { print ${FSCL_WB_DELAY:-0.3} + 1 }")"
   python3 -c 'import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
 os.write(fd, open(sys.argv[2], "rb").read())
 open(sys.argv[3] + ".ready", "w").close()
 while not os.path.exists(sys.argv[3] + ".close"):

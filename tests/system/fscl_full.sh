@@ -40,7 +40,6 @@ t_log "40 MiB through 2 x 4 MiB of cache: $((wb >> 20)) MiB written back under b
 # its opens are released once its connections are gone, and the owners
 # write the file back
 head -c 3M /dev/urandom >"$T_DIR/href"
-: >"$T_DIR/m2/held"
 fscl_write_held "$T_DIR/m2/held" "$T_DIR/href" held
 [ "$(stat -c %s "$T_DIR/b/held")" = 0 ] || t_fail "held: written back while open (test setup)"
 kill -9 "${mpid[2]}"
