@@ -53,6 +53,10 @@ struct fobj {
 	 * move the backing file's, so while the file is cached this one is
 	 * the file's (DRAM: after a restart the backing's holds again) */
 	uint64_t mtime_ns;
+	/* size epoch (fcache.h): at the home, the file's (set when the
+	 * record is made here, moved by every shrinking SETSIZE); at
+	 * another owner, the newest it knows (0: none yet, ask the home) */
+	uint64_t epoch;
 	/* at the home: whose opens (a mount's run id, struct minst; 0: a
 	 * mount that sends none) make up opens */
 	struct hold *hold;
@@ -145,6 +149,9 @@ struct fcache {
 	struct minst *mounts;
 	uint64_t mount_gone_ns;
 	atomic_uint_fast64_t mounts_gone, opens_released;
+	/* READs and WRITEs with BOUND: answered BOUND_OK, or not; and the
+	 * GETATTRs to homes for an epoch this node did not know */
+	atomic_uint_fast64_t bounds_ok, bounds_refused, epochs_asked;
 	uint32_t n_nodes;
 	fcache_call_fn call;
 	void *call_arg;
@@ -843,7 +850,7 @@ static void left_done(struct fcache *fc, const struct left *l)
 	for (uint32_t i = 0; i < fc->n_nodes; i++) {
 		if (i == fc->self_idx)
 			continue;
-		int rc = fc->call ? fc->call(fc->call_arg, i, type, &f) : -ENOTCONN;
+		int rc = fc->call ? fc->call(fc->call_arg, i, type, &f, NULL) : -ENOTCONN;
 		if (rc)
 			log_warn("file cache: object %016" PRIx64 ", left open by a "
 				 "gone mount: node index %u not told to %s: %s; it "
@@ -1494,6 +1501,86 @@ static int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_hel
 	}
 }
 
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- size epochs (fcache.h) ---- */
+
+/* The home of gid is this node (or no peers are set: a node alone) */
+static bool at_home(const struct fcache *fc, uint64_t gid)
+{
+	return !fc->n_nodes || gid % fc->n_nodes == fc->self_idx;
+}
+
+/* At the home, under fc->lk: o's epoch, given at its first use (a shrink
+ * before the record was made here came before it) */
+static uint64_t home_epoch(struct fobj *o)
+{
+	if (!o->epoch)
+		o->epoch = wall_ns();
+	return o->epoch;
+}
+
+/* A READ or WRITE with BOUND at epoch e, once served: whether no shrink
+ * of gid came after e, as far as this node knows; an owner that knows
+ * no epoch of the file yet asks its home first. Looked at after the
+ * block was read or written: a shrink seen after that came later. */
+static bool bound_holds(struct fcache *fc, uint64_t gid, uint64_t e)
+{
+	bool home = at_home(fc, gid);
+	uint64_t known = 0, lid = 0;
+
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, gid), *was = o;
+	if (o) {
+		known = home ? home_epoch(o) : o->epoch;
+		lid = o->lid;
+	}
+	pthread_mutex_unlock(&fc->lk);
+	if (!o || !e) {
+		atomic_fetch_add(&fc->bounds_refused, 1);
+		return false;
+	}
+	if (!known) {
+		struct frame_fop f = { .obj = gid }, rf = { 0 };
+		atomic_fetch_add(&fc->epochs_asked, 1);
+		if (!fc->call || fc->call(fc->call_arg, (uint32_t)(gid % fc->n_nodes),
+					  FT_FILE_GETATTR, &f, &rf) || !rf.epoch) {
+			atomic_fetch_add(&fc->bounds_refused, 1);
+			return false;
+		}
+		/* only for the record that was there before the question: a
+		 * record made since may have missed a shrink after it */
+		pthread_mutex_lock(&fc->lk);
+		o = find(fc, gid);
+		if (o && o == was && o->lid == lid && o->epoch < rf.epoch)
+			o->epoch = rf.epoch;
+		known = o && o == was && o->lid == lid ? o->epoch : 0;
+		pthread_mutex_unlock(&fc->lk);
+		if (!known) {
+			atomic_fetch_add(&fc->bounds_refused, 1);
+			return false;
+		}
+	}
+	atomic_fetch_add(e >= known ? &fc->bounds_ok : &fc->bounds_refused, 1);
+	return e >= known;
+}
+
+/* A reply to a READ or WRITE: BOUND_OK if the request's bound holds */
+static void bound_answer(struct fcache *fc, const struct frame_fop *f,
+			 struct frame_hdr *r)
+{
+	r->fop.flags &= ~(FRAME_FILE_BOUND | FRAME_FILE_BOUND_OK);
+	r->fop.epoch = 0;
+	if ((f->flags & FRAME_FILE_BOUND) && bound_holds(fc, f->obj, f->epoch))
+		r->fop.flags |= FRAME_FILE_BOUND_OK;
+}
+
 static int serve_open(struct fcache *fc, const struct frame_fop *f,
 		      const uint8_t *payload, struct frame_hdr *r)
 {
@@ -1574,6 +1661,7 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 			h->n += (uint32_t)n;
 			o->opens += (uint32_t)n;
 			r->fop.size = rec.size;
+			r->fop.epoch = home_epoch(o);
 		}
 	}
 	int bfd = fc->backing_fd;
@@ -1606,14 +1694,6 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 	}
 	pthread_mutex_unlock(&fc->lk);
 	return rc;
-}
-
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* SETSIZE with MTIME: a time set on the file through a mount (utimens),
@@ -1671,9 +1751,12 @@ again:
 			told = true;
 			goto again;
 		} else if (want != rec.size) {
+			uint64_t e = want < rec.size ? home_epoch(o) + 1 : 0;
 			rec.size = want;
 			rc = bstore_obj_update(fc->bs, &rec);
 			copy = !rc && tell && fc->replicas == 2;
+			if (!rc && e)   /* a shrink: the bounds given before end */
+				o->epoch = wall_ns() > e ? wall_ns() : e;
 		}
 		if (!rc)   /* a write, an append or a truncate */
 			o->mtime_ns = wall_ns();
@@ -1682,6 +1765,7 @@ again:
 		r->fop.size = f->flags & FRAME_FILE_APPEND ? was : rec.size;
 		r->fop.off = rec.uflags;
 		r->fop.blk = o->mtime_ns;
+		r->fop.epoch = home_epoch(o);
 	}
 	if (rc == -ENOENT && type == FT_FILE_SETSIZE)
 		rc = -ESTALE;   /* no record: OPEN first */
@@ -1773,6 +1857,8 @@ int fcache_serve_read(struct fcache *fc, const struct frame_hdr *q,
 	r->fop = *f;
 	r->fop.base_len = 0;
 	r->fop.len = 0;
+	r->fop.flags &= ~(FRAME_FILE_BOUND | FRAME_FILE_BOUND_OK);
+	r->fop.epoch = 0;
 	if (q->type != FT_FILE_READ || f->obj == 0)
 		return -EPROTO;
 	int rc = range_check(fc, f, r);
@@ -1784,6 +1870,8 @@ int fcache_serve_read(struct fcache *fc, const struct frame_hdr *q,
 	if (!lid)
 		return -ENOENT;
 	rc = bstore_block_pin(fc->bs, lid, f->blk, &data, &rd->token, &bi);
+	if (rc == -ENOENT)
+		bound_answer(fc, f, r);   /* the backing's bytes: the size still */
 	if (rc)
 		return rc;
 	rd->pinned = true;
@@ -1796,6 +1884,7 @@ int fcache_serve_read(struct fcache *fc, const struct frame_hdr *q,
 		rd->iov[rd->niov++] = (struct iovec){ (void *)zeros, f->len - n };
 	r->fop.len = f->len;
 	r->payload_len = f->len;
+	bound_answer(fc, f, r);
 	atomic_fetch_add(&fc->reads, 1);
 	atomic_fetch_add(&fc->served_bytes, f->len);
 	return 0;
@@ -1871,6 +1960,7 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 		if (o && !o->wb_due_ns)
 			o->wb_due_ns = clock_now_ns() + DIRTY_EXPIRE_NS;
 		pthread_mutex_unlock(&fc->lk);
+		bound_answer(fc, f, r);
 	}
 	return rc;
 }
@@ -1949,9 +2039,12 @@ static int serve_trunc(struct fcache *fc, const struct frame_fop *f)
 		return -EINVAL;
 	if (lid && !punch) {
 		/* every record's size follows: an owner's write-back extends
-		 * the backing file to it */
+		 * the backing file to it; and the shrink's epoch is known */
 		struct bstore_obj rec;
 		pthread_mutex_lock(&fc->lk);
+		struct fobj *o = find(fc, f->obj);
+		if (o && !at_home(fc, f->obj) && o->epoch < f->epoch)
+			o->epoch = f->epoch;
 		if (bstore_obj_get(fc->bs, lid, &rec) == 0 && rec.size > f->size) {
 			rec.size = f->size;
 			bstore_obj_update(fc->bs, &rec);
@@ -2397,6 +2490,9 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_records_reclaimed: %" PRIu64 "\n"
 			 "fcache_mounts_gone: %" PRIu64 "\n"
 			 "fcache_opens_released: %" PRIu64 "\n"
+			 "fcache_bounds_ok: %" PRIu64 "\n"
+			 "fcache_bounds_refused: %" PRIu64 "\n"
+			 "fcache_epochs_asked: %" PRIu64 "\n"
 			 "fcache_writeback_errors: %" PRIu64 "\n"
 			 "fcache_marks_told: %zu\n"
 			 "fcache_marks_held: %zu\n"
@@ -2417,6 +2513,9 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 st.objs_total, (uint64_t)atomic_load(&fc->reclaimed),
 			 (uint64_t)atomic_load(&fc->mounts_gone),
 			 (uint64_t)atomic_load(&fc->opens_released),
+			 (uint64_t)atomic_load(&fc->bounds_ok),
+			 (uint64_t)atomic_load(&fc->bounds_refused),
+			 (uint64_t)atomic_load(&fc->epochs_asked),
 			 (uint64_t)atomic_load(&fc->wb_errors),
 			 fmark_sent_count(fc->sent), fmark_tab_count(fc->marks),
 			 (uint64_t)atomic_load(&fc->mark_errors),

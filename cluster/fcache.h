@@ -123,14 +123,31 @@ void fcache_set_shadow(struct fcache *fc, uint32_t self_idx, fcache_mark_fn fn,
  * opens are released as its closes would have been, and a file then
  * open nowhere is written back by every owner now (fn sends WRITEBACK
  * to the others), or, unlinked while open, dropped everywhere (DROP). A
- * CLOSE of a released open answers NOT_FOUND. fn(arg, idx, type, f)
+ * CLOSE of a released open answers NOT_FOUND. fn(arg, idx, type, f, rf)
  * sends one file request to node index idx (n_nodes of them, this one
- * at self_idx as fcache_set_shadow's): 0 or -errno. */
+ * at self_idx as fcache_set_shadow's): 0 (the reply's FileOp in *rf if
+ * rf is not NULL) or -errno. */
 typedef int (*fcache_call_fn)(void *arg, uint32_t idx, uint32_t type,
-			      const struct frame_fop *f);
+			      const struct frame_fop *f, struct frame_fop *rf);
 void fcache_set_peers(struct fcache *fc, uint32_t n_nodes, fcache_call_fn fn,
 		      void *arg);
 void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up);
+
+/* Size epochs: a small read or write needs no word with the home.
+ * A file's size at its home only grows, but for a truncate that lowers
+ * it; each such SETSIZE gives the file a new epoch (the home's clock in
+ * ns, above the last), as does the making of the home's record (a
+ * restart too). The home's OPEN (HOME), GETATTR and SETSIZE replies
+ * carry size and epoch: the size is a lower bound of the file's for as
+ * long as the epoch is the file's. A mount sends a READ or WRITE whose
+ * range ends within its bound with BOUND and the epoch; the owner
+ * answers BOUND_OK if it knows of no newer epoch, and the mount then
+ * needs no GETATTR to clip the read, nor SETSIZE to extend for the
+ * write. An owner learns epochs from the shrinking TRUNCs, which the
+ * truncating mount sends every node after the home's SETSIZE (with its
+ * reply's epoch), and, when its record is new (made, or loaded at
+ * start), by a GETATTR to the home (fn) before its first BOUND_OK: a
+ * shrink it never saw came before the epoch the home then says. */
 
 /* replicas=2 (docs/nvcachefs-cluster.md): every mount and node of a
  * cluster agree (the first ATTACH fixes it, PATH.backing keeps it, an

@@ -472,6 +472,7 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 		h->fop.base_len = m->file->base_len;
 		h->fop.digest = m->file->digest;
 		h->fop.handle_type = m->file->handle_type;
+		h->fop.epoch = m->file->epoch;
 		return file_payload_check(type, m->reply, status, &h->fop,
 					  payload_len, why);
 	default:
@@ -730,6 +731,7 @@ ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
 		fop.base_len = h->fop.base_len;
 		fop.digest = h->fop.digest;
 		fop.handle_type = h->fop.handle_type;
+		fop.epoch = h->fop.epoch;
 		m.file = &fop;
 		break;
 	default:

@@ -141,6 +141,12 @@ struct frame_lock {
 				 * the home keeps (0: none, the backing
 				 * file's holds) */
 #define FRAME_MTIME_NONE UINT64_MAX
+#define FRAME_FILE_BOUND  8192u /* READ, WRITE: the mount takes the file's
+				 * size to be at least the range's end, as
+				 * the home said at size epoch f.epoch
+				 * (cluster/fcache.h); the owner answers
+				 * BOUND_OK if no shrink came after it */
+#define FRAME_FILE_BOUND_OK 16384u /* reply of a READ or WRITE with BOUND */
 /* MARK (owner -> shadow; off: the owner's node index, size: a sequence
  * number, cluster/fmarks.h): */
 #define FRAME_MARK_SET        1u  /* blk of obj (or the payload's blocks)
@@ -164,7 +170,7 @@ struct frame_lock {
 				   * READ with FRAME_FILE_REPLICA */
 #define FRAME_MARK_MAX_BLOCKS (FRAME_FILE_MAX_BLOCK / 8)
 struct frame_fop {
-	uint64_t obj, blk, size, digest;
+	uint64_t obj, blk, size, digest, epoch;
 	uint32_t off, len, flags, gen, base_len, handle_type;
 };
 bool frame_type_file(uint32_t type);

@@ -1418,7 +1418,8 @@ static int send_mark(void *arg, const struct frame_fop *f, const void *pl,
 
 /* fcache_call_fn: one file request to node index idx, over the pool of
  * connections to the other nodes. */
-static int send_file(void *arg, uint32_t idx, uint32_t type, const struct frame_fop *f)
+static int send_file(void *arg, uint32_t idx, uint32_t type, const struct frame_fop *f,
+		     struct frame_fop *rfp)
 {
 	struct node *n = arg;
 	struct peerpool_lease l = { 0 };
@@ -1428,7 +1429,7 @@ static int send_file(void *arg, uint32_t idx, uint32_t type, const struct frame_
 	int rc = peerpool_get(n->fwd, idx, 2000, &l, err, sizeof(err));
 	if (rc)
 		return rc;
-	rc = cluster_client_file_call(l.cl, type, f, NULL, 0, &rf, NULL, 0);
+	rc = cluster_client_file_call(l.cl, type, f, NULL, 0, rfp ? rfp : &rf, NULL, 0);
 	peerpool_put(n->fwd, &l, rc == -ECONNRESET || rc == -EPIPE ||
 		     rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -EPROTO);
 	return rc;

@@ -7,6 +7,7 @@
 
 #include "cluster/fcache.h"
 #include "cluster/fmarks.h"
+#include "common/clock.h"
 #include "common/crc32c.h"
 #include "common/log.h"
 
@@ -25,6 +26,16 @@
  * another writer may have installed (or written back and dropped) it
  * meanwhile, so a few rounds at most. */
 #define WRITE_ROUNDS 8
+
+/* A write that relied on the bound leaves the home's mtime of the file
+ * as it was; one SETSIZE a second at most sets it again while writes go
+ * on, and a close, fsync or stat from here sets it at once. */
+#define MTIME_EVERY_NS 1000000000ull
+
+/* After a bounded read an owner could not vouch for (it has no record of
+ * the file: read from the backing), this many reads ask the home in the
+ * same round, as without a bound, before one tries again. */
+#define PLAIN_READS 16
 
 static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		     uint64_t *size);
@@ -78,6 +89,61 @@ static uint64_t unit_of(struct fs *fs, struct fs_inode *ino)
 	u = ino->sunit;
 	pthread_mutex_unlock(&ino->lk);
 	return u;
+}
+
+/* ---- size bounds (cluster/fcache.h, "Size epochs") ---- */
+
+/* A home's reply (OPEN with HOME, GETATTR, SETSIZE) of size and epoch:
+ * the bound reads and writes within it rely on. A newer epoch replaces
+ * the bound (a shrink came); within one, sizes only grow. */
+static void bound_learn(struct fs_inode *ino, const struct frame_fop *rf)
+{
+	if (!rf->epoch)
+		return;
+	pthread_mutex_lock(&ino->lk);
+	if (rf->epoch > ino->cl_epoch ||
+	    (rf->epoch == ino->cl_epoch && rf->size > ino->cl_bound)) {
+		ino->cl_epoch = rf->epoch;
+		ino->cl_bound = rf->size;
+	}
+	pthread_mutex_unlock(&ino->lk);
+}
+
+/* The n requests of q, a range ending at end: with BOUND and the epoch if
+ * the range lies within the bound. Whether they go so. */
+static bool bound_mark(struct fs_inode *ino, uint64_t end, struct fcl_req *q,
+		       unsigned n)
+{
+	pthread_mutex_lock(&ino->lk);
+	uint64_t e = end <= ino->cl_bound ? ino->cl_epoch : 0;
+	pthread_mutex_unlock(&ino->lk);
+	for (unsigned k = 0; e && k < n; k++) {
+		q[k].f.flags |= FRAME_FILE_BOUND;
+		q[k].f.epoch = e;
+	}
+	return e != 0;
+}
+
+/* Every one of the n answered (a read's -ENOENT too: the backing holds
+ * the bytes) and its owner said the bound holds. */
+static bool bound_vouched(const struct fcl_req *q, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		if ((q[k].rc && q[k].rc != -ENOENT) ||
+		    !(q[k].rf.flags & FRAME_FILE_BOUND_OK))
+			return false;
+	return n > 0;
+}
+
+/* A SETSIZE from here set the file's mtime at the home: at (clock_now_ns)
+ * to a write's time; 0: to a time set (utimens), which the next write
+ * moves at once. */
+static void mtime_paid(struct fs_inode *ino, uint64_t at)
+{
+	pthread_mutex_lock(&ino->lk);
+	ino->cl_mtime_at = at;
+	ino->cl_mtime_owed = false;
+	pthread_mutex_unlock(&ino->lk);
 }
 
 /* The home's reply said the file's unit (blocks; 0: it has none yet). */
@@ -153,8 +219,10 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 	r = fcl_call_down(fs->cl, idx, FT_FILE_OPEN, &f, &iov, 1, &rf, &unreached);
 	if (down)
 		*down = unreached;
-	if (!r && idx == fcl_home(fs->cl, id.gid))
+	if (!r && idx == fcl_home(fs->cl, id.gid)) {
 		unit_learn(fs, ino, rf.off);
+		bound_learn(ino, &rf);
+	}
 	if (!r && size)
 		*size = rf.size;
 	return r;
@@ -166,11 +234,30 @@ static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_
 			struct frame_fop *rf)
 {
 	uint32_t home = fcl_home(fs->cl, f->obj);
-	int r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
+	struct frame_fop own;
 
+	if (!rf)
+		rf = &own;
+	int r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
 	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL, NULL)))
 		r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
+	if (!r) {
+		bound_learn(ino, rf);
+		mtime_paid(ino, clock_now_ns());   /* every SETSIZE sets it */
+	}
 	return r;
+}
+
+/* The mtime a write that relied on the bound left unset at the home, set
+ * now (the home's clock): at a close, an fsync, a stat from here. */
+static void mtime_pay(struct fs *fs, struct fs_inode *ino)
+{
+	pthread_mutex_lock(&ino->lk);
+	bool owed = ino->cl_mtime_owed;
+	pthread_mutex_unlock(&ino->lk);
+	struct frame_fop f = { .obj = gid_of(ino), .flags = FRAME_FILE_EXTEND };
+	if (owed && f.obj)
+		home_setsize(fs, ino, &f, NULL);   /* size 0: it stays */
 }
 
 void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r)
@@ -341,6 +428,7 @@ static int home_attr(struct fs *fs, struct fs_inode *ino, uint64_t *size,
 		*size = rf.size;
 		*mtime_ns = rf.blk;
 		unit_learn(fs, ino, rf.off);
+		bound_learn(ino, &rf);
 	}
 	return r;
 }
@@ -359,6 +447,7 @@ int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
 
 	if (!S_ISREG(st->st_mode))
 		return 0;
+	mtime_pay(fs, ino);   /* this mount's writes show in its own stat */
 	if ((r = home_attr(fs, ino, &size, &mtime_ns)) < 0)
 		return r == -EIO ? r : 0;   /* -ENOENT: the backing's holds */
 	stat_set_size(st, size);
@@ -386,6 +475,7 @@ int fdcl_set_mtime(struct fs *fs, struct fs_inode *ino, const struct timespec *t
 		f.size = (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
 	if (!f.size && t->tv_nsec != UTIME_NOW)
 		f.size = 1;                  /* the epoch itself (0 says now) */
+	mtime_paid(ino, 0);   /* a time set wins over one the writes before owe */
 	bool down;
 	int r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_SETSIZE, &f,
 			      NULL, 0, &rf, &down);
@@ -570,7 +660,9 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 
 	if (!gid)
 		return -EOPNOTSUPP;
-	/* the size from the home, in the same round as the blocks */
+	/* the size from the home, in the same round as the blocks, unless
+	 * the range is within the bound and its owners vouch for it; then
+	 * only if one could not */
 	struct fcl_req *q = pieces(fs, gid, unit_need(fs, ino), FT_FILE_READ, off, len,
 				   buf, 1, &n);
 	if (!q)
@@ -578,7 +670,23 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	q[0].idx = fcl_home(fs->cl, gid);
 	q[0].type = FT_FILE_GETATTR;
 	q[0].f.obj = gid;
-	fcl_call_many(fs->cl, q, n);
+	pthread_mutex_lock(&ino->lk);
+	bool plain = ino->cl_plain_reads > 0;
+	ino->cl_plain_reads -= plain;
+	pthread_mutex_unlock(&ino->lk);
+	bool bounded = !plain && bound_mark(ino, off + len, q + 1, n - 1);
+	fcl_call_many(fs->cl, q + bounded, n - bounded);
+	if (bounded && bound_vouched(q + 1, n - 1)) {
+		q[0].rc = 0;
+		q[0].rf.size = off + len;   /* at least: all that is asked */
+	} else if (bounded) {
+		pthread_mutex_lock(&ino->lk);
+		ino->cl_plain_reads = PLAIN_READS;
+		pthread_mutex_unlock(&ino->lk);
+		fcl_call_many(fs->cl, q, 1);
+	}
+	if (!q[0].rc)
+		bound_learn(ino, &q[0].rf);   /* (vouched: no epoch, nothing) */
 	if (q[0].down)
 		q[0].rc = home_down(fs, ino, gid, &q[0].rf.size);
 	if (q[0].rc == -ENOENT) {
@@ -676,8 +784,18 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 					      off, len, data, 0, &n);
 	if (!r && !q)
 		r = -ENOMEM;
+	bool bounded = q && bound_mark(ino, off + len, q, n);
 	if (q)
 		fcl_call_many(fs->cl, q, n);
+	/* within the bound, its owners vouching for it: no SETSIZE, the
+	 * size needs none, the home's mtime one a second at most */
+	bool vouched = bounded && bound_vouched(q, n);
+	if (vouched) {
+		pthread_mutex_lock(&ino->lk);
+		vouched = clock_now_ns() - ino->cl_mtime_at < MTIME_EVERY_NS;
+		ino->cl_mtime_owed |= vouched;
+		pthread_mutex_unlock(&ino->lk);
+	}
 	/* in order: the bytes written are the prefix that succeeded; a
 	 * block its owner lacks (or an owner without the file's record)
 	 * goes again with what it needs */
@@ -691,7 +809,7 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		if (!r)
 			done += q[k].f.len;
 	}
-	if (done) {
+	if (done && !(vouched && done == len)) {
 		struct frame_fop f = { .obj = gid, .size = off + done,
 				       .flags = FRAME_FILE_EXTEND };
 		int e = home_setsize(fs, ino, &f, NULL);
@@ -717,8 +835,11 @@ int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 	if (size > fs->max_file_size)
 		return -EFBIG;
 	/* the home's size first (every node sees it), then the blocks past
-	 * it go, then the backing file is cut */
-	r = home_setsize(fs, ino, &f, NULL);
+	 * it go, then the backing file is cut; the owners learn the epoch a
+	 * shrink began (the bounds given before it end) */
+	struct frame_fop rf = { 0 };
+	r = home_setsize(fs, ino, &f, &rf);
+	f.epoch = rf.epoch;
 	if (!r)
 		r = fcl_call_all(fs->cl, FT_FILE_TRUNC, &f);
 	if (r < 0)
@@ -781,6 +902,11 @@ void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
 	home_setsize(fs, ino, &f, NULL);
 }
 
+void fdcl_flush(struct fs *fs, struct fs_inode *ino)
+{
+	mtime_pay(fs, ino);
+}
+
 void fdcl_doom(struct fs *fs, struct fs_inode *ino)
 {
 	uint64_t gid = gid_of(ino);
@@ -802,6 +928,7 @@ int fdcl_fsync(struct fs *fs, struct fs_inode *ino)
 	uint64_t gid = gid_of(ino);
 	struct frame_fop f = { .obj = gid, .flags = FRAME_FILE_SYNC };
 
+	mtime_pay(fs, ino);
 	if (!fs->cfg.fsync_backing || !gid)
 		return 0;
 	return fcl_call_all(fs->cl, FT_FILE_WRITEBACK, &f);

@@ -123,6 +123,18 @@ struct fs_inode {
 	/* cluster mount with stripe_unit=auto: the file's stripe unit in
 	 * bytes, as its home fixed it, 0 = not learnt yet (lk) */
 	uint64_t sunit;
+	/* cluster mount, size epochs (cluster/fcache.h): the file's size was
+	 * at least cl_bound at its home's epoch cl_epoch (0: none learnt);
+	 * reads and writes within it go with BOUND (lk) */
+	uint64_t cl_bound, cl_epoch;
+	/* cluster mount: when (clock_now_ns) a SETSIZE from here last set
+	 * the file's mtime at its home; a write since that did not (it
+	 * relied on the bound) owes it one (lk) */
+	uint64_t cl_mtime_at;
+	bool cl_mtime_owed;
+	/* cluster mount: reads left that ask the home for the size in the
+	 * same round, after a bound an owner could not vouch for (lk) */
+	uint32_t cl_plain_reads;
 	/* cluster mount: a process here took an fcntl lock on it, so a
 	 * close (FUSE flush) releases the closer's locks at the home */
 	atomic_bool locked;
@@ -496,6 +508,9 @@ void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size);
  * cannot (nothing done; fdata_punch writes zeros instead). */
 int fdcl_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 	       uint64_t off, uint64_t len);
+/* A close (FUSE flush): the home's mtime of the file set if a write
+ * from here left it unset (it relied on the size bound, fdcl.c). */
+void fdcl_flush(struct fs *fs, struct fs_inode *ino);
 /* The file lost its last link: dropped everywhere now, or at its last
  * close cluster-wide if open anywhere. */
 void fdcl_doom(struct fs *fs, struct fs_inode *ino);

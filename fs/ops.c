@@ -700,6 +700,8 @@ static void op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	if (fs->locks && atomic_load(&ino->locked) &&
 	    fdcl_lock_target(fs, ino, &home, &gid) == 0)
 		fs_locks_release(fs->locks, home, gid, false, fi->lock_owner);
+	if (fs->cl)
+		fdcl_flush(fs, ino);
 	fuse_reply_err(req, 0);
 }
 

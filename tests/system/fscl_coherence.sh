@@ -2,7 +2,8 @@
 # fscl_coherence.sh - nvcachefs across four nodes on this machine (each an
 # nvcached with a file cache and a mount, one backing directory): close-to-
 # open, one namespace with sizes from NVRAM before any write-back, mtimes
-# of writes and of times set through any mount whatever write-back does, two
+# of writes and of times set through any mount whatever write-back does,
+# the end of a mount's size bound at another mount's truncate, two
 # nodes writing interleaved 100-byte ranges of the same blocks, MPI-IO's
 # sync-barrier-sync, O_APPEND from three nodes (in turn and at once),
 # write-back of every byte by the blocks' owners after
@@ -44,6 +45,7 @@ no_dirty() { [ "$(sum fcache_dirty_bytes)" = 0 ]; }
 step close_to_open
 step namespace
 step mtime
+step stale_bound
 step interleave
 step sync_barrier_sync
 step append

@@ -3,7 +3,7 @@
 cluster file system tests (fscl_coherence.sh), each across two or more
 mounts of one cluster over the backing directory BACKING. Exits 1 with
 the reason on the first wrong result."""
-import multiprocessing, os, random, sys, time
+import mmap, multiprocessing, os, random, sys, time
 
 def fail(msg):
     print("FAIL: " + msg, file=sys.stderr)
@@ -101,6 +101,61 @@ def mtime(b, m):
         expect(got == t2, "after the write-back mount %d shows mtime %d, not the %d set on 2" %
                (k + 1, got, t2))
     os.unlink(p[0])
+
+def stale_bound(b, m):
+    """a mount's size bound (cluster/fcache.h, size epochs) ends at
+    another mount's truncate: A holds the file open with O_DIRECT (past
+    its page cache) when B cuts it; A's write within A's old size grows
+    the file again, A's read past the cut finds its end, and a write that
+    relied on the bound still moves the mtime B sees once A closes"""
+    pa, pb = os.path.join(m[0], "sb"), os.path.join(m[1], "sb")
+    data = os.urandom(1 << 20)
+    with open(pa, "wb") as f:
+        f.write(data)
+    fd = os.open(pa, os.O_RDWR | os.O_DIRECT)
+    buf = mmap.mmap(-1, 4096)
+    expect(os.preadv(fd, [buf], 8192) == 4096 and buf[:] == data[8192:12288],
+           "an O_DIRECT read on 1 within the file")
+    os.truncate(pb, 100000)
+    # past the cut, in the block the cut kept part of (the owner has it:
+    # nothing else makes the write ask the home)
+    at = 28 * 4096
+    buf[:] = w = os.urandom(4096)
+    expect(os.pwritev(fd, [buf], at) == 4096, "a write on 1 after the cut on 2")
+    size = os.stat(pb).st_size
+    expect(size == at + 4096, "cut to 100000 on 2, then written at %d on 1 (the file "
+           "open there before the cut): size %d on 2, not %d" % (at, size, at + 4096))
+    expect(read_all(pb) == data[:100000] + bytes(at - 100000) + w,
+           "cut on 2, then written on 1: the bytes on 2 differ")
+    os.truncate(pb, 100000)
+    got = os.preadv(fd, [buf], 204800)
+    expect(got == 0, "a read on 1 at 200 KiB after the cut to 100000 on 2 gave %d bytes, "
+           "not the end of the file" % got)
+    time.sleep(0.05)   # the cut's own mtime is older than t0
+    t0 = time.time_ns()
+    buf[:] = os.urandom(4096)
+    expect(os.pwritev(fd, [buf], 0) == 4096, "an overwrite on 1 within the file")
+    os.close(fd)
+    seen = os.stat(pb).st_mtime_ns
+    expect(seen >= t0, "an overwrite on 1, then its close: mtime %d on 2, written "
+           "at %d" % (seen, t0))
+    os.unlink(pa)
+    # an owner with no record of the file at the cut knows no epoch of
+    # it when a record is made there later: it asks the home before it
+    # vouches for A's bound
+    pa, pb = os.path.join(m[0], "sb2"), os.path.join(m[1], "sb2")
+    fd = os.open(pa, os.O_RDWR | os.O_CREAT | os.O_DIRECT, 0o644)
+    os.ftruncate(fd, 2 << 20)   # A's bound 2 MiB; no stripe holds a byte
+    os.truncate(pb, 0)          # the second stripe's owner has no record
+    with open(pb, "r+b") as f:  # now it has, made by B's write
+        f.seek(1536 << 10)
+        f.write(b"c" * 4096)
+    got = os.preadv(fd, [buf], 1800 << 10)
+    expect(got == 0, "a read on 1 at 1800 KiB of a file cut on 2, then written "
+           "there up to %d, gave %d bytes, not the end of the file" %
+           ((1536 << 10) + 4096, got))
+    os.close(fd)
+    os.unlink(pa)
 
 def writer(path, start, step, count, seed):
     fd = os.open(path, os.O_WRONLY)
@@ -217,7 +272,7 @@ def append(b, m):
            "concurrent appends: records lost or torn")
 
 STEPS = {"append": append, "doomed": doomed, "close_to_open": close_to_open, "namespace": namespace,
-         "mtime": mtime,
+         "mtime": mtime, "stale_bound": stale_bound,
          "interleave": interleave, "sync_barrier_sync": sync_barrier_sync}
 
 if __name__ == "__main__":

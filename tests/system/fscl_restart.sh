@@ -214,6 +214,13 @@ rm "$m3/${home2[2]}"
 touch "$T_DIR/reread"
 wait $holder2 || t_fail "$(tail -1 "$T_DIR/holder2.err") (node 2's restart lost its open count)"
 t_log "the restarted home got back its locks and open counts from an idle mount"
+# that read relied on the size the mount learnt before the restart: the
+# other owners, which knew no epoch of the file, asked node 2, whose new
+# epoch ended the bound (cluster/fcache.h): it was read and clipped
+# with a GETATTR, as the bytes compared above show
+asked=0
+for i in 1 3 4; do asked=$((asked + $(fscl_stat $i fcache_epochs_asked))); done
+[ "$asked" -gt 0 ] || t_fail "no owner asked a home for a file's size epoch"
 touch "$T_DIR/dirty.close" "$T_DIR/hsize.close"
 wait $dirtyw || t_fail "the writer of $dirtyf failed"
 wait $hsizew || t_fail "the writer of $hsizef failed"

@@ -330,6 +330,62 @@ static void home(void **state)
 	fcache_close(fc);
 }
 
+/* Size epochs (fcache.h): the home gives one with the size; a shrink
+ * gives a newer one; a READ or WRITE with BOUND is vouched for (BOUND_OK)
+ * only at an epoch no older than the newest, and a request's own
+ * BOUND_OK never comes back. (fscl_restart.sh: a restart's epoch.) */
+static void size_epochs(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	static uint8_t data[65536];
+	(void)state;
+
+	assert_int_equal(call(fc, FT_FILE_OPEN, (struct frame_fop){ .obj = 9,
+			 .len = 4, .flags = FRAME_FILE_HOME }, "hndl", &r), 0);
+	uint64_t e0 = r.fop.epoch;
+	assert_true(e0 > 0);
+	struct frame_fop f = { .obj = 9, .size = 100000, .flags = FRAME_FILE_EXTEND };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	assert_true(r.fop.epoch == e0 && r.fop.size == 100000);   /* growth */
+	struct frame_fop rd = { .obj = 9, .blk = 1, .len = 4096,
+				.flags = FRAME_FILE_BOUND, .epoch = e0 };
+	/* no block held: the backing's bytes, the bound vouched for still */
+	assert_int_equal(call(fc, FT_FILE_READ, rd, NULL, &r), -ENOENT);
+	assert_true(r.fop.flags & FRAME_FILE_BOUND_OK);
+	struct frame_fop wr = { .obj = 9, .len = 65536, .flags = FRAME_FILE_BOUND,
+				.epoch = e0 };
+	assert_int_equal(call(fc, FT_FILE_WRITE, wr, data, &r), 0);
+	assert_true(r.fop.flags & FRAME_FILE_BOUND_OK);
+	f = (struct frame_fop){ .obj = 9, .size = 200000 };   /* grows: no new epoch */
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	assert_int_equal(r.fop.epoch, e0);
+	f.size = 1000;                                        /* a shrink */
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	uint64_t e1 = r.fop.epoch;
+	assert_true(e1 > e0);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_true(r.fop.epoch == e1 && r.fop.size == 1000);
+	assert_int_equal(call(fc, FT_FILE_READ, rd, NULL, &r), -ENOENT);
+	assert_false(r.fop.flags & FRAME_FILE_BOUND_OK);
+	rd.blk = 0;
+	assert_int_equal(call(fc, FT_FILE_READ, rd, NULL, &r), 0);
+	assert_false(r.fop.flags & FRAME_FILE_BOUND_OK);
+	assert_int_equal(call(fc, FT_FILE_WRITE, wr, data, &r), 0);
+	assert_false(r.fop.flags & FRAME_FILE_BOUND_OK);
+	rd.epoch = wr.epoch = e1;
+	assert_int_equal(call(fc, FT_FILE_READ, rd, NULL, &r), 0);
+	assert_true(r.fop.flags & FRAME_FILE_BOUND_OK);
+	assert_int_equal(call(fc, FT_FILE_WRITE, wr, data, &r), 0);
+	assert_true(r.fop.flags & FRAME_FILE_BOUND_OK);
+	/* without BOUND, or with a BOUND_OK of its own: none */
+	rd.flags = FRAME_FILE_BOUND_OK;
+	assert_int_equal(call(fc, FT_FILE_READ, rd, NULL, &r), 0);
+	assert_false(r.fop.flags & (FRAME_FILE_BOUND_OK | FRAME_FILE_BOUND));
+	fcache_close(fc);
+}
+
 /* an ATTACH's FileOp and payload for dir (the digest given) */
 static struct frame_fop attach_req(const char *dir, uint64_t digest, uint8_t *pl)
 {
@@ -951,6 +1007,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(pinned_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(punch, setup, teardown),
 		cmocka_unit_test_setup_teardown(home, setup, teardown),
+		cmocka_unit_test_setup_teardown(size_epochs, setup, teardown),
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(shadow_marks, setup, teardown),

@@ -122,7 +122,7 @@ static void roundtrip_every_type(void **state)
 				h.fop = (struct frame_fop){ .obj = ~0ULL - t, .blk = 7,
 					.off = 1000, .len = 100, .size = 1ULL << 40,
 					.flags = FRAME_FILE_HOME, .gen = 3, .digest = 99,
-					.handle_type = 1 };
+					.epoch = ~0ULL - 5, .handle_type = 1 };
 				bool w = t == FT_FILE_WRITE && !reply;
 				bool named = !reply && (t == FT_FILE_ATTACH || t == FT_FILE_OPEN);
 				h.fop.base_len = w ? 1000 : 0;
