@@ -126,10 +126,10 @@ static bool bound_mark(struct fs_inode *ino, uint64_t end, struct fcl_req *q,
 
 /* Every one of the n answered (a read's -ENOENT too: the backing holds
  * the bytes) and its owner said the bound holds. */
-static bool bound_vouched(const struct fcl_req *q, unsigned n)
+static bool bound_vouched(const struct fcl_req *q, unsigned n, bool read)
 {
 	for (unsigned k = 0; k < n; k++)
-		if ((q[k].rc && q[k].rc != -ENOENT) ||
+		if ((q[k].rc && !(read && q[k].rc == -ENOENT)) ||
 		    !(q[k].rf.flags & FRAME_FILE_BOUND_OK))
 			return false;
 	return n > 0;
@@ -676,7 +676,7 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	pthread_mutex_unlock(&ino->lk);
 	bool bounded = !plain && bound_mark(ino, off + len, q + 1, n - 1);
 	fcl_call_many(fs->cl, q + bounded, n - bounded);
-	if (bounded && bound_vouched(q + 1, n - 1)) {
+	if (bounded && bound_vouched(q + 1, n - 1, true)) {
 		q[0].rc = 0;
 		q[0].rf.size = off + len;   /* at least: all that is asked */
 	} else if (bounded) {
@@ -789,7 +789,7 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		fcl_call_many(fs->cl, q, n);
 	/* within the bound, its owners vouching for it: no SETSIZE, the
 	 * size needs none, the home's mtime one a second at most */
-	bool vouched = bounded && bound_vouched(q, n);
+	bool vouched = bounded && bound_vouched(q, n, false);
 	if (vouched) {
 		pthread_mutex_lock(&ino->lk);
 		vouched = clock_now_ns() - ino->cl_mtime_at < MTIME_EVERY_NS;
