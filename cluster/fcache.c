@@ -1526,11 +1526,10 @@ static uint64_t home_epoch(struct fobj *o)
 	return o->epoch;
 }
 
-/* A READ or WRITE with BOUND at epoch e, once served: whether no shrink
- * of gid came after e, as far as this node knows; an owner that knows
- * no epoch of the file yet asks its home first. Looked at after the
- * block was read or written: a shrink seen after that came later. */
-static bool bound_holds(struct fcache *fc, uint64_t gid, uint64_t e)
+/* The newest epoch of gid this node knows (0: no record, or none to be
+ * had); an owner that knows none yet asks the file's home, with no lock
+ * held (a read does it before it pins its block). */
+static uint64_t epoch_known(struct fcache *fc, uint64_t gid)
 {
 	bool home = at_home(fc, gid);
 	uint64_t known = 0, lid = 0;
@@ -1542,33 +1541,35 @@ static bool bound_holds(struct fcache *fc, uint64_t gid, uint64_t e)
 		lid = o->lid;
 	}
 	pthread_mutex_unlock(&fc->lk);
-	if (!o || !e) {
-		atomic_fetch_add(&fc->bounds_refused, 1);
-		return false;
-	}
-	if (!known) {
-		struct frame_fop f = { .obj = gid }, rf = { 0 };
-		atomic_fetch_add(&fc->epochs_asked, 1);
-		if (!fc->call || fc->call(fc->call_arg, (uint32_t)(gid % fc->n_nodes),
-					  FT_FILE_GETATTR, &f, &rf) || !rf.epoch) {
-			atomic_fetch_add(&fc->bounds_refused, 1);
-			return false;
-		}
-		/* only for the record that was there before the question: a
-		 * record made since may have missed a shrink after it */
-		pthread_mutex_lock(&fc->lk);
-		o = find(fc, gid);
-		if (o && o == was && o->lid == lid && o->epoch < rf.epoch)
-			o->epoch = rf.epoch;
-		known = o && o == was && o->lid == lid ? o->epoch : 0;
-		pthread_mutex_unlock(&fc->lk);
-		if (!known) {
-			atomic_fetch_add(&fc->bounds_refused, 1);
-			return false;
-		}
-	}
-	atomic_fetch_add(e >= known ? &fc->bounds_ok : &fc->bounds_refused, 1);
-	return e >= known;
+	if (!o || known)
+		return known;
+	struct frame_fop f = { .obj = gid }, rf = { 0 };
+	atomic_fetch_add(&fc->epochs_asked, 1);
+	if (!fc->call || fc->call(fc->call_arg, (uint32_t)(gid % fc->n_nodes),
+				  FT_FILE_GETATTR, &f, &rf) || !rf.epoch)
+		return 0;
+	/* only for the record that was there before the question: a record
+	 * made since may have missed a shrink after it */
+	pthread_mutex_lock(&fc->lk);
+	o = find(fc, gid);
+	bool same = o && o == was && o->lid == lid;
+	if (same && o->epoch < rf.epoch)
+		o->epoch = rf.epoch;
+	known = same ? o->epoch : 0;
+	pthread_mutex_unlock(&fc->lk);
+	return known;
+}
+
+/* A READ or WRITE with BOUND at epoch e, once served: whether no shrink
+ * of gid came after e, as far as this node knows. Looked at after the
+ * block was read or written: a shrink seen after that came later. */
+static bool bound_holds(struct fcache *fc, uint64_t gid, uint64_t e)
+{
+	uint64_t known = e ? epoch_known(fc, gid) : 0;
+	bool ok = known && e >= known;
+
+	atomic_fetch_add(ok ? &fc->bounds_ok : &fc->bounds_refused, 1);
+	return ok;
 }
 
 /* A reply to a READ or WRITE: BOUND_OK if the request's bound holds */
@@ -1869,6 +1870,8 @@ int fcache_serve_read(struct fcache *fc, const struct frame_hdr *q,
 		       lid_of(fc, f->obj);
 	if (!lid)
 		return -ENOENT;
+	if (f->flags & FRAME_FILE_BOUND)
+		epoch_known(fc, f->obj);   /* asked now, if need be: not pinned */
 	rc = bstore_block_pin(fc->bs, lid, f->blk, &data, &rd->token, &bi);
 	if (rc == -ENOENT)
 		bound_answer(fc, f, r);   /* the backing's bytes: the size still */
