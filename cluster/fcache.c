@@ -29,6 +29,8 @@
  * before it asks for the write-back of a closed file leaves nothing dirty
  * for good (as a page cache's dirty_expire). */
 #define DIRTY_EXPIRE_NS (30ull * 1000000000ull)
+/* epoch_known: how long an owner trusts a file's epoch it learnt */
+#define EPOCH_TRUST_NS 1000000000ull
 /* The shadow is asked whether it holds this node's whole list of marks
  * this often; after a SET that failed, writers try again after this. */
 #define SHADOW_PING_NS (2ull * 1000000000ull)
@@ -53,10 +55,15 @@ struct fobj {
 	 * move the backing file's, so while the file is cached this one is
 	 * the file's (DRAM: after a restart the backing's holds again) */
 	uint64_t mtime_ns;
-	/* size epoch (fcache.h): at the home, the file's (set when the
-	 * record is made here, moved by every shrinking SETSIZE); at
-	 * another owner, the newest it knows (0: none yet, ask the home) */
-	uint64_t epoch;
+	/* at the home: when (this node's clock, ns) mtime_ns last changed */
+	uint64_t mtime_at;
+	/* size epoch (fcache.h): at the home, the file's (set at its first
+	 * use after the record is made here, moved by every change that
+	 * lowers the record's size); at another owner, the newest it knows
+	 * (0: none yet, ask the home), trusted for EPOCH_TRUST_NS from
+	 * epoch_at (clock_now_ns), and after a question to the home that
+	 * failed at asked_fail, none is asked for as long */
+	uint64_t epoch, epoch_at, asked_fail;
 	/* at the home: whose opens (a mount's run id, struct minst; 0: a
 	 * mount that sends none) make up opens */
 	struct hold *hold;
@@ -1526,36 +1533,61 @@ static uint64_t home_epoch(struct fobj *o)
 	return o->epoch;
 }
 
+/* At the home, under fc->lk: the record's size went down, so the bounds
+ * given before end (a new epoch, above the last). */
+static void home_shrunk(struct fobj *o)
+{
+	uint64_t e = home_epoch(o) + 1, now = wall_ns();
+
+	o->epoch = now > e ? now : e;
+}
+
 /* The newest epoch of gid this node knows (0: no record, or none to be
- * had); an owner that knows none yet asks the file's home, with no lock
- * held (a read does it before it pins its block). */
+ * had). An owner asks the file's home, with no lock held (a read does it
+ * before it pins its block), when it knows none, or knew it longer than
+ * EPOCH_TRUST_NS ago: a shrink whose TRUNC never came here (the
+ * truncating mount died between the home and the owners, or its TRUNC
+ * to this node failed) ends the bounds here within that time. A home
+ * that could not be asked is not asked again for as long (no bound
+ * holds meanwhile). */
 static uint64_t epoch_known(struct fcache *fc, uint64_t gid)
 {
 	bool home = at_home(fc, gid);
-	uint64_t known = 0, lid = 0;
+	uint64_t known = 0, lid = 0, now = clock_now_ns();
 
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = find(fc, gid), *was = o;
-	if (o) {
-		known = home ? home_epoch(o) : o->epoch;
+	bool ask = false;
+	if (o && home) {
+		known = home_epoch(o);
+	} else if (o) {
 		lid = o->lid;
+		bool fresh = o->epoch && now - o->epoch_at < EPOCH_TRUST_NS;
+		bool failed = o->asked_fail && now - o->asked_fail < EPOCH_TRUST_NS;
+		known = fresh ? o->epoch : 0;
+		ask = !fresh && !failed;
 	}
 	pthread_mutex_unlock(&fc->lk);
-	if (!o || known)
+	if (!ask)
 		return known;
 	struct frame_fop f = { .obj = gid }, rf = { 0 };
 	atomic_fetch_add(&fc->epochs_asked, 1);
-	if (!fc->call || fc->call(fc->call_arg, (uint32_t)(gid % fc->n_nodes),
-				  FT_FILE_GETATTR, &f, &rf) || !rf.epoch)
-		return 0;
+	int rc = fc->call ? fc->call(fc->call_arg, (uint32_t)(gid % fc->n_nodes),
+				     FT_FILE_GETATTR, &f, &rf) : -ENOTCONN;
 	/* only for the record that was there before the question: a record
 	 * made since may have missed a shrink after it */
 	pthread_mutex_lock(&fc->lk);
 	o = find(fc, gid);
 	bool same = o && o == was && o->lid == lid;
-	if (same && o->epoch < rf.epoch)
-		o->epoch = rf.epoch;
-	known = same ? o->epoch : 0;
+	if (same && (rc || !rf.epoch)) {
+		o->asked_fail = now;
+	} else if (same) {
+		if (o->epoch < rf.epoch)
+			o->epoch = rf.epoch;
+		o->epoch_at = now;
+		o->asked_fail = 0;
+		known = o->epoch;
+	}
 	pthread_mutex_unlock(&fc->lk);
 	return known;
 }
@@ -1699,16 +1731,22 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 
 /* SETSIZE with MTIME: a time set on the file through a mount (utimens),
  * kept as the file's from here on; the owners' write-backs that follow
- * move the backing file's, not this. */
+ * move the backing file's, not this. With MTIME_PAY, the time of a
+ * mount's last write that did not tell the home (a size bound's,
+ * fcache.h): taken only if nothing changed the mtime here since. */
 static int serve_mtime(struct fcache *fc, const struct frame_fop *f,
 		       struct frame_hdr *r)
 {
 	int rc = -ESTALE;   /* no record: the backing's time is the file's */
+	bool pay = f->flags & FRAME_FILE_MTIME_PAY;
 
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = find(fc, f->obj);
-	if (o) {
+	if (o && (!pay || (o->mtime_at <= f->size && f->size != FRAME_MTIME_NONE))) {
 		o->mtime_ns = f->size == FRAME_MTIME_NONE ? 0 : f->size ? f->size : wall_ns();
+		o->mtime_at = wall_ns();
+	}
+	if (o) {
 		r->fop.blk = o->mtime_ns;
 		rc = 0;
 	}
@@ -1752,15 +1790,15 @@ again:
 			told = true;
 			goto again;
 		} else if (want != rec.size) {
-			uint64_t e = want < rec.size ? home_epoch(o) + 1 : 0;
+			bool shrink = want < rec.size;
 			rec.size = want;
 			rc = bstore_obj_update(fc->bs, &rec);
 			copy = !rc && tell && fc->replicas == 2;
-			if (!rc && e)   /* a shrink: the bounds given before end */
-				o->epoch = wall_ns() > e ? wall_ns() : e;
+			if (!rc && shrink)
+				home_shrunk(o);
 		}
 		if (!rc)   /* a write, an append or a truncate */
-			o->mtime_ns = wall_ns();
+			o->mtime_ns = o->mtime_at = wall_ns();
 	}
 	if (!rc) {
 		r->fop.size = f->flags & FRAME_FILE_APPEND ? was : rec.size;
@@ -2045,12 +2083,18 @@ static int serve_trunc(struct fcache *fc, const struct frame_fop *f)
 		 * the backing file to it; and the shrink's epoch is known */
 		struct bstore_obj rec;
 		pthread_mutex_lock(&fc->lk);
+		/* (a record that knows no epoch asks the home: a shrink
+		 * newer than this one's may have passed before it was made) */
 		struct fobj *o = find(fc, f->obj);
-		if (o && !at_home(fc, f->obj) && o->epoch < f->epoch)
+		bool home = at_home(fc, f->obj);
+		if (o && !home && o->epoch && o->epoch < f->epoch)
 			o->epoch = f->epoch;
 		if (bstore_obj_get(fc->bs, lid, &rec) == 0 && rec.size > f->size) {
 			rec.size = f->size;
-			bstore_obj_update(fc->bs, &rec);
+			/* at the home, a size that goes down (its SETSIZE came
+			 * first; a write grew it since): a new epoch too */
+			if (bstore_obj_update(fc->bs, &rec) == 0 && o && home)
+				home_shrunk(o);
 		}
 		pthread_mutex_unlock(&fc->lk);
 	}

@@ -147,6 +147,9 @@ struct frame_lock {
 				 * (cluster/fcache.h); the owner answers
 				 * BOUND_OK if no shrink came after it */
 #define FRAME_FILE_BOUND_OK 16384u /* reply of a READ or WRITE with BOUND */
+#define FRAME_FILE_MTIME_PAY 32768u /* SETSIZE with MTIME: size is a write's
+				     * time, taken only if the home's mtime
+				     * did not change since (fcache.h) */
 /* MARK (owner -> shadow; off: the owner's node index, size: a sequence
  * number, cluster/fmarks.h): */
 #define FRAME_MARK_SET        1u  /* blk of obj (or the payload's blocks)

@@ -95,13 +95,14 @@ static uint64_t unit_of(struct fs *fs, struct fs_inode *ino)
 
 /* A home's reply (OPEN with HOME, GETATTR, SETSIZE) of size and epoch:
  * the bound reads and writes within it rely on. A newer epoch replaces
- * the bound (a shrink came); within one, sizes only grow. */
-static void bound_learn(struct fs_inode *ino, const struct frame_fop *rf)
+ * the bound (a shrink came); within one, sizes only grow, but an open
+ * (open: true) takes the home's word as it is (close-to-open). */
+static void bound_learn(struct fs_inode *ino, const struct frame_fop *rf, bool open)
 {
 	if (!rf->epoch)
 		return;
 	pthread_mutex_lock(&ino->lk);
-	if (rf->epoch > ino->cl_epoch ||
+	if (rf->epoch > ino->cl_epoch || (open && rf->epoch == ino->cl_epoch) ||
 	    (rf->epoch == ino->cl_epoch && rf->size > ino->cl_bound)) {
 		ino->cl_epoch = rf->epoch;
 		ino->cl_bound = rf->size;
@@ -135,14 +136,25 @@ static bool bound_vouched(const struct fcl_req *q, unsigned n, bool read)
 	return n > 0;
 }
 
+/* The time of the last write the home's mtime owes (0: none). */
+static uint64_t mtime_owed(struct fs_inode *ino)
+{
+	pthread_mutex_lock(&ino->lk);
+	uint64_t t = ino->cl_owed_ns;
+	pthread_mutex_unlock(&ino->lk);
+	return t;
+}
+
 /* A SETSIZE from here set the file's mtime at the home: at (clock_now_ns)
- * to a write's time; 0: to a time set (utimens), which the next write
- * moves at once. */
-static void mtime_paid(struct fs_inode *ino, uint64_t at)
+ * to a write's time, 0: to a time set (utimens), which the next write
+ * moves at once; the debt of the writes up to owed (mtime_owed before
+ * it was sent) paid, not that of a write since. */
+static void mtime_paid(struct fs_inode *ino, uint64_t at, uint64_t owed)
 {
 	pthread_mutex_lock(&ino->lk);
 	ino->cl_mtime_at = at;
-	ino->cl_mtime_owed = false;
+	if (ino->cl_owed_ns == owed)
+		ino->cl_owed_ns = 0;
 	pthread_mutex_unlock(&ino->lk);
 }
 
@@ -221,7 +233,7 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 		*down = unreached;
 	if (!r && idx == fcl_home(fs->cl, id.gid)) {
 		unit_learn(fs, ino, rf.off);
-		bound_learn(ino, &rf);
+		bound_learn(ino, &rf, home);
 	}
 	if (!r && size)
 		*size = rf.size;
@@ -238,26 +250,34 @@ static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_
 
 	if (!rf)
 		rf = &own;
+	uint64_t owed = mtime_owed(ino);
 	int r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
 	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL, NULL)))
 		r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
 	if (!r) {
-		bound_learn(ino, rf);
-		mtime_paid(ino, clock_now_ns());   /* every SETSIZE sets it */
+		bound_learn(ino, rf, false);
+		mtime_paid(ino, clock_now_ns(), owed);   /* every SETSIZE sets it */
 	}
 	return r;
 }
 
-/* The mtime a write that relied on the bound left unset at the home, set
- * now (the home's clock): at a close, an fsync, a stat from here. */
+/* The mtime a write that relied on the bound left unset at the home:
+ * the time of the last such write, which the home takes unless its mtime
+ * changed since (a time set through another mount after it wins). At a
+ * close, an fsync, a stat from here. */
 static void mtime_pay(struct fs *fs, struct fs_inode *ino)
 {
-	pthread_mutex_lock(&ino->lk);
-	bool owed = ino->cl_mtime_owed;
-	pthread_mutex_unlock(&ino->lk);
-	struct frame_fop f = { .obj = gid_of(ino), .flags = FRAME_FILE_EXTEND };
-	if (owed && f.obj)
-		home_setsize(fs, ino, &f, NULL);   /* size 0: it stays */
+	uint64_t owed = mtime_owed(ino);
+	struct frame_fop f = { .obj = gid_of(ino), .size = owed,
+			       .flags = FRAME_FILE_MTIME | FRAME_FILE_MTIME_PAY }, rf;
+
+	if (!owed || !f.obj)
+		return;
+	int r = fcl_call(fs->cl, fcl_home(fs->cl, f.obj), FT_FILE_SETSIZE, &f, NULL, 0,
+			 &rf, NULL, 0);
+	/* (no record there: the backing's time, moved by the write-back) */
+	if (!r || r == -ESTALE)
+		mtime_paid(ino, clock_now_ns(), owed);
 }
 
 void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r)
@@ -428,7 +448,7 @@ static int home_attr(struct fs *fs, struct fs_inode *ino, uint64_t *size,
 		*size = rf.size;
 		*mtime_ns = rf.blk;
 		unit_learn(fs, ino, rf.off);
-		bound_learn(ino, &rf);
+		bound_learn(ino, &rf, false);
 	}
 	return r;
 }
@@ -475,7 +495,8 @@ int fdcl_set_mtime(struct fs *fs, struct fs_inode *ino, const struct timespec *t
 		f.size = (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
 	if (!f.size && t->tv_nsec != UTIME_NOW)
 		f.size = 1;                  /* the epoch itself (0 says now) */
-	mtime_paid(ino, 0);   /* a time set wins over one the writes before owe */
+	/* a time set wins over the one the writes before it owe */
+	mtime_paid(ino, 0, mtime_owed(ino));
 	bool down;
 	int r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_SETSIZE, &f,
 			      NULL, 0, &rf, &down);
@@ -674,7 +695,7 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	bool plain = ino->cl_plain_reads > 0;
 	ino->cl_plain_reads -= plain;
 	pthread_mutex_unlock(&ino->lk);
-	bool bounded = !plain && bound_mark(ino, off + len, q + 1, n - 1);
+	bool bounded = !plain && n > 1 && bound_mark(ino, off + len, q + 1, n - 1);
 	fcl_call_many(fs->cl, q + bounded, n - bounded);
 	if (bounded && bound_vouched(q + 1, n - 1, true)) {
 		q[0].rc = 0;
@@ -686,7 +707,7 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		fcl_call_many(fs->cl, q, 1);
 	}
 	if (!q[0].rc)
-		bound_learn(ino, &q[0].rf);   /* (vouched: no epoch, nothing) */
+		bound_learn(ino, &q[0].rf, false);   /* (vouched: no epoch, nothing) */
 	if (q[0].down)
 		q[0].rc = home_down(fs, ino, gid, &q[0].rf.size);
 	if (q[0].rc == -ENOENT) {
@@ -791,9 +812,13 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	 * size needs none, the home's mtime one a second at most */
 	bool vouched = bounded && bound_vouched(q, n, false);
 	if (vouched) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
 		pthread_mutex_lock(&ino->lk);
 		vouched = clock_now_ns() - ino->cl_mtime_at < MTIME_EVERY_NS;
-		ino->cl_mtime_owed |= vouched;
+		if (vouched)
+			ino->cl_owed_ns = (uint64_t)now.tv_sec * 1000000000ull +
+					  (uint64_t)now.tv_nsec;
 		pthread_mutex_unlock(&ino->lk);
 	}
 	/* in order: the bytes written are the prefix that succeeded; a

@@ -128,10 +128,10 @@ struct fs_inode {
 	 * reads and writes within it go with BOUND (lk) */
 	uint64_t cl_bound, cl_epoch;
 	/* cluster mount: when (clock_now_ns) a SETSIZE from here last set
-	 * the file's mtime at its home; a write since that did not (it
-	 * relied on the bound) owes it one (lk) */
-	uint64_t cl_mtime_at;
-	bool cl_mtime_owed;
+	 * the file's mtime at its home; the time (CLOCK_REALTIME ns) of the
+	 * last write since that did not (it relied on the bound), which the
+	 * home is owed, 0: none (lk) */
+	uint64_t cl_mtime_at, cl_owed_ns;
 	/* cluster mount: reads left that ask the home for the size in the
 	 * same round, after a bound an owner could not vouch for (lk) */
 	uint32_t cl_plain_reads;

@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -383,6 +384,45 @@ static void size_epochs(void **state)
 	rd.flags = FRAME_FILE_BOUND_OK;
 	assert_int_equal(call(fc, FT_FILE_READ, rd, NULL, &r), 0);
 	assert_false(r.fop.flags & (FRAME_FILE_BOUND_OK | FRAME_FILE_BOUND));
+	/* a write grew the file between a truncate's SETSIZE and its TRUNC
+	 * here, the home: the TRUNC lowers the size again, and that too
+	 * ends the bounds given meanwhile */
+	f = (struct frame_fop){ .obj = 9, .size = 300000, .flags = FRAME_FILE_EXTEND };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	f = (struct frame_fop){ .obj = 9, .size = 1000 };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	uint64_t e2 = r.fop.epoch;
+	assert_true(e2 > e1);
+	f = (struct frame_fop){ .obj = 9, .size = 200000, .flags = FRAME_FILE_EXTEND };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	assert_true(r.fop.size == 200000 && r.fop.epoch == e2);
+	assert_int_equal(call(fc, FT_FILE_TRUNC, (struct frame_fop){ .obj = 9,
+			 .size = 1000, .epoch = e2 }, NULL, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 9 },
+			 NULL, &r), 0);
+	assert_true(r.fop.size == 1000 && r.fop.epoch > e2);
+	rd = (struct frame_fop){ .obj = 9, .blk = 2, .len = 4096,
+				 .flags = FRAME_FILE_BOUND, .epoch = e2 };
+	call(fc, FT_FILE_READ, rd, NULL, &r);
+	assert_false(r.fop.flags & FRAME_FILE_BOUND_OK);
+	/* the mtime a mount owes for writes that relied on the bound (their
+	 * time, MTIME_PAY): taken if nothing changed it since, not over a
+	 * time set after those writes */
+	uint64_t before = (uint64_t)time(NULL) * 1000000000ull - 5000000000ull;
+	f = (struct frame_fop){ .obj = 9, .size = before,
+				.flags = FRAME_FILE_MTIME | FRAME_FILE_MTIME_PAY };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	assert_true(r.fop.blk > before);            /* the truncate's, newer */
+	f.size = before + 60000000000ull;           /* a write a minute on */
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	assert_int_equal(r.fop.blk, before + 60000000000ull);
+	f = (struct frame_fop){ .obj = 9, .size = 981173106000000000ull,
+				.flags = FRAME_FILE_MTIME };      /* utimens, 2001 */
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	f = (struct frame_fop){ .obj = 9, .size = before,
+				.flags = FRAME_FILE_MTIME | FRAME_FILE_MTIME_PAY };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
+	assert_int_equal(r.fop.blk, 981173106000000000ull);
 	fcache_close(fc);
 }
 
