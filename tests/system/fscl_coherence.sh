@@ -46,6 +46,44 @@ step close_to_open
 step namespace
 step mtime
 step stale_bound
+# a truncating mount that dies between the home and the owners: the
+# home's size went down and no owner heard of it. A mount that held the
+# file open before writes past the cut, within its old size, over a
+# second after the block's owner learnt the epoch: it trusts one no
+# longer than that, so the write grows the file again. (The mount's own
+# SETSIZE, which sets the home's mtime once a second, comes between the
+# owner's learning and the cut: the write could skip the home.)
+python3 - "${m[0]}/orph" "${m[1]}/orph" "$T_DIR/orph" <<'PY' &
+import mmap, os, sys, time
+pa, pb, tag = sys.argv[1:]
+buf = mmap.mmap(-1, 4096)
+with open(pa, "wb") as f:
+    f.write(os.urandom(2 << 20))
+fd = os.open(pa, os.O_RDWR | os.O_DIRECT)
+t1 = time.time()
+os.pwritev(fd, [buf], (1 << 20) + 8192)   # the second stripe's owner learns the epoch
+time.sleep(0.5)
+os.pwritev(fd, [buf], 2 << 20)            # grows the file: a SETSIZE
+open(tag + ".ready", "w").close()
+while not os.path.exists(tag + ".go"):
+    time.sleep(0.01)
+time.sleep(max(0, t1 + 1.2 - time.time()))
+os.pwritev(fd, [buf], 3 << 19)
+size = os.stat(pb).st_size
+os.close(fd)
+sys.exit(0 if size == (3 << 19) + 4096 else "size %d on mount 2, not %d" % (size, (3 << 19) + 4096))
+PY
+orph=$!
+t_wait 10 test -e "$T_DIR/orph.ready" || t_fail "orph: not written"
+lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[0]}/orph")
+id=${lay#id=}; id=${id%% *}; home=${lay#*home=}; home=${home%% *}
+python3 "$here/fscl_frames.py" setsize "$id" 100000 |
+  timeout 20 "$(t_bin nvcache-client)" --cluster "$conf" --node "$home" raw-all >"$T_DIR/orph.out" 2>&1
+grep -q "SETSIZE (reply) status=ok" "$T_DIR/orph.out" ||
+  t_fail "orph: the home did not take the SETSIZE: $(cat "$T_DIR/orph.out"; tail -n 3 "$T_DIR"/node*-fs.log)"
+touch "$T_DIR/orph.go"
+wait $orph || t_fail "a write past a cut no owner heard of, within the old size, left the size cut ($lay; $(cat "$T_DIR/orph.out"))"
+t_log "a cut no owner heard of: the bounds before it end within a second"
 step interleave
 step sync_barrier_sync
 step append

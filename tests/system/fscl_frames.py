@@ -3,7 +3,8 @@
 stdout (prefix, header, payload, right CRC32C) with a hostile field, for
 `nvcache-client raw` (fscl_refusals.sh). KIND names what is wrong;
 "tworuns" writes three frames (the last ends the connection), for
-`raw-all`."""
+`raw-all`; "setsize OBJ SIZE" (OBJ in hex) a well-formed SETSIZE, then
+such a last frame."""
 import struct, sys
 
 def crc32c(data, crc=0):
@@ -58,6 +59,13 @@ kinds = {
     # a replica with a block list's SET
     "replicaset": (MARK, {OBJ: 5, LEN: 8, BASE: 4, FLAGS: 129}, b"r" * 12),
 }
+if sys.argv[1] == "setsize":
+    # a file's size set at its home, as a truncating mount's first step
+    # (fscl_coherence.sh: the mount dies before its TRUNCs); then a bad
+    # frame, whose answer ends the connection (raw-all stops)
+    sys.stdout.buffer.write(frame(44, {OBJ: int(sys.argv[2], 16), SIZE: int(sys.argv[3])}, b""))
+    sys.stdout.buffer.write(frame(30, {OBJ: 5}, b""))
+    sys.exit(0)
 if sys.argv[1] == "tworuns":
     # two mounts' run ids (digest) on one connection: the first holds it
     for run in (11, 12):
