@@ -5,6 +5,7 @@
 #include "cluster/auth.h"
 #include "cluster/batch.h"
 #include "cluster/conn.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -42,15 +43,13 @@ int cluster_client_open(struct cluster_client **out,
 {
 	struct cluster_client *c = calloc(1, sizeof(*c));
 	const char *why = "";
-	struct timespec ts;
 	int rc;
 
 	if (!c)
 		return -ENOMEM;
 	c->owner = o->owner;
 	c->self_node = o->self_node;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	c->incarnation = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	c->incarnation = clock_wall_ns();
 	int tmo = o->timeout_ms > 0 ? o->timeout_ms : 5000;
 	rc = conn_connect(&c->c, o->host, o->port, tmo);
 	if (rc) {

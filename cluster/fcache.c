@@ -1508,14 +1508,6 @@ static int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_hel
 	}
 }
 
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- size epochs (fcache.h) ---- */
 
 /* The home of gid is this node (or no peers are set: a node alone) */
@@ -1529,7 +1521,7 @@ static bool at_home(const struct fcache *fc, uint64_t gid)
 static uint64_t home_epoch(struct fobj *o)
 {
 	if (!o->epoch)
-		o->epoch = wall_ns();
+		o->epoch = clock_wall_ns();
 	return o->epoch;
 }
 
@@ -1537,7 +1529,7 @@ static uint64_t home_epoch(struct fobj *o)
  * given before end (a new epoch, above the last). */
 static void home_shrunk(struct fobj *o)
 {
-	uint64_t e = home_epoch(o) + 1, now = wall_ns();
+	uint64_t e = home_epoch(o) + 1, now = clock_wall_ns();
 
 	o->epoch = now > e ? now : e;
 }
@@ -1743,8 +1735,8 @@ static int serve_mtime(struct fcache *fc, const struct frame_fop *f,
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = find(fc, f->obj);
 	if (o && (!pay || (o->mtime_at <= f->size && f->size != FRAME_MTIME_NONE))) {
-		o->mtime_ns = f->size == FRAME_MTIME_NONE ? 0 : f->size ? f->size : wall_ns();
-		o->mtime_at = wall_ns();
+		o->mtime_ns = f->size == FRAME_MTIME_NONE ? 0 : f->size ? f->size : clock_wall_ns();
+		o->mtime_at = clock_wall_ns();
 	}
 	if (o) {
 		r->fop.blk = o->mtime_ns;
@@ -1798,7 +1790,7 @@ again:
 				home_shrunk(o);
 		}
 		if (!rc)   /* a write, an append or a truncate */
-			o->mtime_ns = o->mtime_at = wall_ns();
+			o->mtime_ns = o->mtime_at = clock_wall_ns();
 	}
 	if (!rc) {
 		r->fop.size = f->flags & FRAME_FILE_APPEND ? was : rec.size;

@@ -135,19 +135,23 @@ void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up);
 
 /* Size epochs: a small read or write needs no word with the home.
  * A file's size at its home only grows, but for a truncate that lowers
- * it; each such SETSIZE gives the file a new epoch (the home's clock in
- * ns, above the last), as does the making of the home's record (a
- * restart too). The home's OPEN (HOME), GETATTR and SETSIZE replies
- * carry size and epoch: the size is a lower bound of the file's for as
- * long as the epoch is the file's. A mount sends a READ or WRITE whose
- * range ends within its bound with BOUND and the epoch; the owner
+ * it; every change that lowers the home's size (its SETSIZE, or a TRUNC
+ * that finds a write grew it since) gives the file a new epoch (the
+ * home's clock in ns, above the last), as does the making of the home's
+ * record (a restart too). The home's OPEN (HOME), GETATTR and SETSIZE
+ * replies carry size and epoch: the size is a lower bound of the file's
+ * for as long as the epoch is the file's. A mount sends a READ or WRITE
+ * whose range ends within its bound with BOUND and the epoch; the owner
  * answers BOUND_OK if it knows of no newer epoch, and the mount then
  * needs no GETATTR to clip the read, nor SETSIZE to extend for the
  * write. An owner learns epochs from the shrinking TRUNCs, which the
  * truncating mount sends every node after the home's SETSIZE (with its
- * reply's epoch), and, when its record is new (made, or loaded at
- * start), by a GETATTR to the home (fn) before its first BOUND_OK: a
- * shrink it never saw came before the epoch the home then says. */
+ * reply's epoch), and by a GETATTR to the home (fn) when it knows none
+ * (its record made, or loaded at start, since) or learnt it over a
+ * second ago: a shrink whose TRUNC never came here ends the bounds
+ * within that second. A home's mtime a mount owes for writes that
+ * relied on the bound comes as SETSIZE with MTIME and MTIME_PAY, taken
+ * only if the mtime did not change after that time. */
 
 /* replicas=2 (docs/nvcachefs-cluster.md): every mount and node of a
  * cluster agree (the first ATTACH fixes it, PATH.backing keeps it, an

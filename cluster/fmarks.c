@@ -9,6 +9,7 @@
  * object and block, so writers of different blocks of one file do not
  * wait for each other) is taken before it. */
 #include "cluster/fmarks.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -179,15 +180,13 @@ static size_t stripe_of(uint64_t obj, uint64_t blk)
 int fmark_sent_new(struct fmark_sent **out)
 {
 	struct fmark_sent *s = calloc(1, sizeof(*s));
-	struct timespec ts;
 
 	if (!s)
 		return -ENOMEM;
 	for (size_t i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&s->stripe[i], NULL);
 	pthread_mutex_init(&s->mx, NULL);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	atomic_init(&s->seq, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+	atomic_init(&s->seq, clock_wall_ns());
 	*out = s;
 	return 0;
 }

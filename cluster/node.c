@@ -1533,9 +1533,7 @@ int node_start(struct node **out, const struct node_opts *o)
 		goto fail;
 	}
 	/* The incarnation: start time, so a restarted node is a new one. */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	n->incarnation = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	n->incarnation = clock_wall_ns();
 
 	n->slots = calloc(n->max_conns, sizeof(*n->slots));
 	if (!n->slots) {

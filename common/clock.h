@@ -6,6 +6,9 @@
 #include <time.h>
 
 uint64_t clock_now_ns(void);
+/* CLOCK_REALTIME in ns since the epoch: for times that mean a date
+ * (mtimes) or must differ across restarts (incarnations, epochs). */
+uint64_t clock_wall_ns(void);
 /* Spin for ns nanoseconds: sleeping would be far too coarse for the
  * sub-microsecond delays of emulated NVRAM. */
 void clock_spin_ns(uint64_t ns);

@@ -812,13 +812,11 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	 * size needs none, the home's mtime one a second at most */
 	bool vouched = bounded && bound_vouched(q, n, false);
 	if (vouched) {
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
+		uint64_t now = clock_wall_ns();
 		pthread_mutex_lock(&ino->lk);
 		vouched = clock_now_ns() - ino->cl_mtime_at < MTIME_EVERY_NS;
 		if (vouched)
-			ino->cl_owed_ns = (uint64_t)now.tv_sec * 1000000000ull +
-					  (uint64_t)now.tv_nsec;
+			ino->cl_owed_ns = now;
 		pthread_mutex_unlock(&ino->lk);
 	}
 	/* in order: the bytes written are the prefix that succeeded; a
