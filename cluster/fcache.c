@@ -144,7 +144,7 @@ struct fcache {
 	pthread_mutex_t rep_mx;
 	struct robj *rtab[NBUCKETS];
 	atomic_uint_fast64_t replicas_sent, replicas_taken, replica_errors,
-		replicas_written;
+		replicas_written, replica_bytes;
 	/* per owner index: since when it is down (fcache_owner_down), 0:
 	 * up; its replicas are written back here after orphan_ns */
 	atomic_uint_fast64_t down_since[FMARK_OWNERS];
@@ -591,35 +591,51 @@ static int replica_failed(struct fcache *fc, int rc, const char *what, uint64_t 
  * shadow gets the block's valid bytes (and the file's handle, to write
  * them back itself if this node is lost), and keeps them until a CLEAR
  * of the block. The stripe lock held through the send makes the
- * shadow's copy follow the block's writes in their order. 0 (also for
- * a block no longer dirty: it needs no copy), or -EIO: the shadow did
- * not take it (logged, limited; the shadow is then taken as not holding
- * our whole list, and the write-back thread's resync sends it all). */
+ * shadow's copy follow the block's writes in their order, so a write of
+ * n > 0 bytes at `at` into a block that was dirty before it sends only
+ * those bytes (RANGE), while the shadow holds our whole list (no send
+ * failed since its last resync: each copy there is current); a shadow
+ * without a copy they fit answers WHOLE, and the whole block follows.
+ * 0 (also for a block no longer dirty: it needs no copy), or -EIO: the
+ * shadow did not take it (logged, limited; the shadow is then taken as
+ * not holding our whole list, and the write-back thread's resync sends
+ * it all). */
 static int replica_send(struct fcache *fc, uint64_t lid, uint64_t gid,
-			uint64_t blk)
+			uint64_t blk, uint32_t at, uint32_t n)
 {
 	struct bstore_obj rec;
 	struct bstore_binfo bi;
 	uint8_t *buf = malloc(BSTORE_HANDLE_MAX + fc->bsize);
-	uint32_t rf = 0;
+	uint32_t rf = 0, sent = 0;
 	int rc = buf ? bstore_obj_get(fc->bs, lid, &rec) : -ENOMEM;
 
-	if (!rc)
-		rc = bstore_block_read(fc->bs, lid, blk, 0, buf + rec.handle_len,
-				       fc->bsize, &bi);
-	if (rc == -ENOENT || (!rc && !bi.dirty)) {
-		free(buf);
-		return 0;   /* dropped or written back meanwhile */
-	}
-	if (!rc) {
+	if (!atomic_load(&fc->shadow_ok))
+		n = 0;
+	while (!rc) {
+		uint8_t *data = buf + rec.handle_len;
+		rc = n ? bstore_block_read(fc->bs, lid, blk, at, data, n, &bi) :
+			 bstore_block_read(fc->bs, lid, blk, 0, data, fc->bsize, &bi);
+		if (rc == -ENOENT || (!rc && !bi.dirty)) {
+			free(buf);
+			return 0;   /* dropped or written back meanwhile */
+		}
+		if (rc)
+			break;
 		struct frame_fop f = { .obj = gid, .blk = blk, .off = fc->self_idx,
-				       .len = bi.valid, .base_len = rec.handle_len,
+				       .len = n ? n : bi.valid, .size = n ? at : 0,
+				       .gen = bi.valid, .base_len = rec.handle_len,
 				       .handle_type = rec.handle_type,
-				       .flags = FRAME_MARK_REPLICA };
+				       .flags = FRAME_MARK_REPLICA |
+						(n ? FRAME_MARK_RANGE : 0) };
 		memcpy(buf, rec.handle, rec.handle_len);
-		rc = fc->mark(fc->mark_arg, &f, buf, rec.handle_len + bi.valid, &rf);
+		rc = fc->mark(fc->mark_arg, &f, buf, rec.handle_len + f.len, &rf);
+		sent += f.len;
+		if (rc || !n || !(rf & FRAME_MARK_WHOLE))
+			break;
+		n = 0;   /* the shadow holds no copy the range fits */
 	}
 	free(buf);
+	atomic_fetch_add(&fc->replica_bytes, sent);
 	if (rc) {
 		char what[48];
 		snprintf(what, sizeof(what), "a replica of block %" PRIu64, blk);
@@ -767,7 +783,7 @@ static void resync(struct fcache *fc)
 			if (fmark_sent_add(fc->sent, gid, idx[k]) < 0)
 				r.rc = -ENOMEM;
 			if (rep && !r.rc)
-				r.rc = replica_send(fc, ids[i], gid, idx[k]);
+				r.rc = replica_send(fc, ids[i], gid, idx[k], 0, 0);
 			fmark_sent_unlock(fc->sent, gid, idx[k]);
 		}
 		free(idx);
@@ -1961,18 +1977,24 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 	struct bstore_src src = { .buf = payload + f->base_len };
 	bool whole = f->off == 0 && f->len == fc->bsize;  /* needs no old bytes */
 	unsigned flags = BSTORE_DIRTY | (base ? BSTORE_GEN : whole ? 0 : BSTORE_NEED_OLD);
+	bool rep = fc->mark && replicas_of(fc) == 2;
 	for (int tries = 0;; tries++) {
+		struct bstore_binfo was = { 0 };
 		/* the shadow knows the block is dirty before it is (fmarks.h) */
 		if (fc->mark) {
 			fmark_sent_lock(fc->sent, f->obj, f->blk);
 			mark_dirty(fc, f->obj, f->blk);
 		}
+		if (rep && !whole && !base && bstore_block_info(fc->bs, lid, f->blk, &was))
+			was.dirty = false;
 		rc = bstore_block_write_src(fc->bs, lid, f->blk, f->off, &src, f->len,
 					    base ? payload : NULL, f->base_len,
 					    flags, f->gen, NULL);
-		/* replicas=2: in the shadow's NVRAM too before the reply */
-		if (fc->mark && !rc && replicas_of(fc) == 2)
-			rc = replica_send(fc, lid, f->obj, f->blk);
+		/* replicas=2: in the shadow's NVRAM too before the reply; a
+		 * block dirty before: the bytes written alone */
+		if (rep && !rc)
+			rc = replica_send(fc, lid, f->obj, f->blk, f->off,
+					  was.dirty ? f->len : 0);
 		if (fc->mark)
 			fmark_sent_unlock(fc->sent, f->obj, f->blk);
 		if (rc != -ENOSPC || tries == SPACE_TRIES)
@@ -2182,6 +2204,35 @@ static int replica_put(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
+/* A REPLICA with RANGE: the owner's bytes [size, size + len) of block
+ * blk, whose valid length is gen after them, laid over the copy kept
+ * here. *whole when the range fits no copy (none here: never sent, or
+ * CLEARed; no space for the change; or the copy's length is not the
+ * owner's after it): the owner then sends the whole block, which
+ * replaces the copy. Under rep_mx. */
+static int replica_range_put(struct fcache *fc, const struct frame_fop *f,
+			     const uint8_t *payload, bool *whole)
+{
+	struct robj *o = *rslot_of(fc, f->off, f->obj);
+	struct bstore_src src = { .buf = payload + f->base_len };
+	struct bstore_binfo bi;
+
+	*whole = true;
+	if (!o)
+		return 0;
+	int rc = bstore_block_write_src(fc->bs, o->lid, f->blk, (uint32_t)f->size,
+					&src, f->len, NULL, 0,
+					BSTORE_DIRTY | BSTORE_NEED_OLD, 0, &bi);
+	if (rc == -ENODATA || rc == -ENOSPC)
+		return 0;
+	if (rc)
+		return rc;
+	*whole = bi.valid != f->gen;
+	if (!*whole)
+		atomic_fetch_add(&fc->replicas_taken, 1);
+	return 0;
+}
+
 /* The replica record's size is no longer the owner's (written back). */
 static void rsize_forget(struct fcache *fc, uint64_t lid)
 {
@@ -2205,9 +2256,13 @@ static int serve_mark(struct fcache *fc, const struct frame_fop *f,
 	if (rc)
 		return rc;
 	bool rep = f->flags & FRAME_MARK_REPLICA;
+	bool range = f->flags & FRAME_MARK_RANGE;
 	if (rep && (!f->obj || (uint64_t)f->len > fc->bsize ||
 		    f->blk > UINT64_MAX / fc->bsize || !f->base_len ||
-		    f->base_len > BSTORE_HANDLE_MAX)) {
+		    f->base_len > BSTORE_HANDLE_MAX ||
+		    (range && (f->gen > fc->bsize || f->blk == FMARK_SIZE_BLK ||
+			       !f->len || f->size > f->gen ||
+			       f->len > f->gen - f->size)))) {
 		snprintf(r->text, sizeof(r->text), "REPLICA outside a %u-byte block",
 			 fc->bsize);
 		return -EPROTO;
@@ -2216,7 +2271,12 @@ static int serve_mark(struct fcache *fc, const struct frame_fop *f,
 				  FRAME_MARK_SYNC_BEGIN)))
 		return 0;
 	pthread_mutex_lock(&fc->rep_mx);
-	if (rep) {
+	if (rep && range) {
+		bool whole;
+		rc = replica_range_put(fc, f, payload, &whole);
+		if (!rc && whole)
+			r->fop.flags |= FRAME_MARK_WHOLE;
+	} else if (rep) {
 		rc = replica_put(fc, f, payload);
 	} else if (f->flags & FRAME_MARK_SYNC_BEGIN) {
 		/* the owner sends every replica again */
@@ -2539,6 +2599,7 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_shadow_synced: %d\n"
 			 "fcache_replicas: %u\n"
 			 "fcache_replicas_sent: %" PRIu64 "\n"
+			 "fcache_replica_bytes_sent: %" PRIu64 "\n"
 			 "fcache_replica_errors: %" PRIu64 "\n"
 			 "fcache_replicas_held: %" PRIu64 "\n"
 			 "fcache_replicas_taken: %" PRIu64 "\n"
@@ -2561,6 +2622,7 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 fc->mark ? (int)atomic_load(&fc->shadow_ok) : -1,
 			 replicas_of(fc),
 			 (uint64_t)atomic_load(&fc->replicas_sent),
+			 (uint64_t)atomic_load(&fc->replica_bytes),
 			 (uint64_t)atomic_load(&fc->replica_errors), held,
 			 (uint64_t)atomic_load(&fc->replicas_taken),
 			 (uint64_t)atomic_load(&fc->replicas_written));

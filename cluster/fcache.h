@@ -159,7 +159,10 @@ void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up);
  * block's valid bytes to its shadow (MARK with REPLICA) under the
  * block's stripe lock, after the store write and before the reply (the
  * write fails with -EIO if the shadow does not take them); a resync
- * sends every dirty block's. The shadow keeps them in its store, dirty,
+ * sends every dirty block's. A write into a block dirty before it sends
+ * its bytes alone (REPLICA with RANGE) while the shadow holds the
+ * owner's whole list: each copy there then follows the block's every
+ * write; a shadow whose copy the range does not fit answers WHOLE. The shadow keeps them in its store, dirty,
  * in a record per (owner index, object) that its write-back never walks,
  * until a CLEAR of the block (the owner wrote it back), a CLEAR_OBJ or
  * the owner's SYNC_BEGIN; a SHADOW query answers REPLICA for a dirty

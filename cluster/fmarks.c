@@ -348,7 +348,8 @@ int fmark_tab_apply(struct fmark_tab *t, const struct frame_fop *f,
 	int rc = 0;
 
 	*reply_flags = 0;
-	if (f->flags == FRAME_MARK_REPLICA && owner < FMARK_OWNERS) {
+	if ((f->flags & ~FRAME_MARK_RANGE) == FRAME_MARK_REPLICA &&
+	    owner < FMARK_OWNERS) {
 		/* a block's bytes, kept by the caller: no mark changes */
 		pthread_mutex_lock(&t->mx);
 		if (t->synced[owner])

@@ -127,9 +127,12 @@ static int file_payload_check(uint32_t type, bool reply, uint32_t status,
 		case FT_FILE_MARK:
 			if (f->flags & FRAME_MARK_REPLICA) {
 				/* the file's handle, then the block's bytes */
-				if (f->flags != FRAME_MARK_REPLICA || !f->base_len ||
-				    f->base_len > FRAME_FILE_MAX_HANDLE) {
-					*why = "MARK REPLICA's flags or handle do not fit";
+				if ((f->flags & ~FRAME_MARK_RANGE) != FRAME_MARK_REPLICA ||
+				    !f->base_len || f->base_len > FRAME_FILE_MAX_HANDLE ||
+				    ((f->flags & FRAME_MARK_RANGE) &&
+				     (!f->len || f->size > f->gen ||
+				      f->len > f->gen - f->size))) {
+					*why = "MARK REPLICA's flags, handle or range do not fit";
 					return -EPROTO;
 				}
 				want = (uint64_t)f->base_len + f->len;

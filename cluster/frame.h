@@ -166,6 +166,14 @@ struct frame_lock {
 				    * file's handle (base_len bytes, type
 				    * handle_type): the block's len valid
 				    * bytes, kept until CLEARed */
+#define FRAME_MARK_RANGE      256u /* with REPLICA: the payload's bytes
+				    * after the handle are the block's len
+				    * bytes at offset size, gen its valid
+				    * length at the owner after them; laid
+				    * over the shadow's copy, or WHOLE */
+#define FRAME_MARK_WHOLE      512u /* reply of a REPLICA with RANGE: no
+				    * copy here the range fits: send the
+				    * whole block */
 /* SHADOW's reply flags (neither: clean, read the backing) */
 #define FRAME_SHADOW_DIRTY    1u
 #define FRAME_SHADOW_UNKNOWN  2u

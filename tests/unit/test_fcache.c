@@ -836,6 +836,17 @@ static int replica_read(uint64_t obj, uint64_t blk, uint32_t off, uint32_t len)
 	return rc;
 }
 
+/* The figure name of c's stats. */
+static uint64_t stat_of(struct fcache *c, const char *name)
+{
+	char stats[4096], key[96];
+	snprintf(key, sizeof(key), "\n%s: ", name);
+	fcache_stats(c, stats, sizeof(stats));
+	const char *p = strstr(stats, key);
+	assert_non_null(p);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
 /* replicas=2: the setting is the first mount's (kept across a restart,
  * another refused); a write's block is in the shadow's store before the
  * reply, readable there; a shadow out of reach fails the write with EIO
@@ -879,8 +890,40 @@ static void replicas(void **state)
 	assert_int_equal(shadow_says(7, 2), FRAME_SHADOW_DIRTY | FRAME_SHADOW_REPLICA);
 	/* told ahead, never written: no copy */
 	assert_int_equal(shadow_says(7, 3), FRAME_SHADOW_DIRTY);
+	/* a write into a block dirty before: its bytes alone */
+	uint64_t sent = stat_of(fc, "fcache_replica_bytes_sent");
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
 			 .blk = 2, .off = 100, .len = 3 }, "abc", &r), 0);
+	assert_int_equal(stat_of(fc, "fcache_replica_bytes_sent"), sent + 3);
+	assert_int_equal(replica_read(7, 2, 98, 6), 0);
+	assert_memory_equal(out, "rrabcr", 6);
+	assert_int_equal(replica_read(7, 2, 65000, 536), 0);
+	assert_memory_equal(out, block, 536);
+	/* a range the shadow's copy does not fit: WHOLE, and no change */
+	struct frame_fop rg = { .obj = 7, .blk = 3, .off = 0, .len = 2, .size = 0,
+				.gen = 2, .base_len = id.len, .handle_type = id.type,
+				.flags = FRAME_MARK_REPLICA | FRAME_MARK_RANGE };
+	uint8_t rpl[sizeof(id.handle) + 2];
+	memcpy(rpl, id.handle, id.len);
+	memcpy(rpl + id.len, "qq", 2);
+	pthread_mutex_lock(&shadow_mx);
+	assert_int_equal(call(shadow_fc, FT_FILE_MARK, rg, rpl, &r), 0);
+	assert_true(r.fop.flags & FRAME_MARK_WHOLE);   /* no copy of 3 */
+	rg.blk = 2;
+	assert_int_equal(call(shadow_fc, FT_FILE_MARK, rg, rpl, &r), 0);
+	assert_true(r.fop.flags & FRAME_MARK_WHOLE);   /* 2's is longer */
+	/* the copy gone (a REPLICA of no bytes drops it) while the owner
+	 * takes it as current: the owner's range is answered WHOLE and
+	 * the whole block follows */
+	rg.flags = FRAME_MARK_REPLICA;
+	rg.len = 0;
+	assert_int_equal(call(shadow_fc, FT_FILE_MARK, rg, rpl, &r), 0);
+	pthread_mutex_unlock(&shadow_mx);
+	assert_int_equal(replica_read(7, 2, 0, 10), -ENOENT);
+	sent = stat_of(fc, "fcache_replica_bytes_sent");
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 2, .off = 0, .len = 2 }, "rr", &r), 0);
+	assert_int_equal(stat_of(fc, "fcache_replica_bytes_sent"), sent + 2 + 65536);
 	assert_int_equal(replica_read(7, 2, 98, 6), 0);
 	assert_memory_equal(out, "rrabcr", 6);
 	assert_int_equal(replica_read(7, 2, 65000, 536), 0);
@@ -939,6 +982,18 @@ static void replicas(void **state)
 		  .flags = FRAME_MARK_REPLICA },
 		{ .obj = 7, .blk = 1, .len = 8, .base_len = 4,
 		  .flags = FRAME_MARK_REPLICA | FRAME_MARK_SET },
+		{ .obj = 7, .blk = 1, .len = 8, .size = 65530, .gen = 65538,
+		  .base_len = 4, .flags = FRAME_MARK_REPLICA | FRAME_MARK_RANGE },
+		{ .obj = 7, .blk = 1, .len = 8, .size = 10, .gen = 12, .base_len = 4,
+		  .flags = FRAME_MARK_REPLICA | FRAME_MARK_RANGE },
+		{ .obj = 7, .blk = 1, .len = 8, .size = UINT64_MAX - 2, .gen = 12,
+		  .base_len = 4, .flags = FRAME_MARK_REPLICA | FRAME_MARK_RANGE },
+		{ .obj = 7, .blk = 1, .len = 0, .size = 0, .gen = 12, .base_len = 4,
+		  .flags = FRAME_MARK_REPLICA | FRAME_MARK_RANGE },
+		{ .obj = 7, .blk = FMARK_SIZE_BLK, .len = 8, .size = 0, .gen = 8,
+		  .base_len = 4, .flags = FRAME_MARK_REPLICA | FRAME_MARK_RANGE },
+		{ .obj = 7, .blk = 1, .len = 8, .size = 0, .gen = 8, .base_len = 4,
+		  .flags = FRAME_MARK_RANGE },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		pthread_mutex_lock(&shadow_mx);

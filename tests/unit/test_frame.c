@@ -828,6 +828,30 @@ static void mark_replica_payloads(void **state)
 	h.fop.base_len = FRAME_FILE_MAX_HANDLE;
 	h.payload_len = FRAME_FILE_MAX_BLOCK + FRAME_FILE_MAX_HANDLE;
 	assert_true(frame_encode(&h, pl, buf, sizeof(buf)) > 0);
+	/* a range: its len bytes at size, the block's valid length gen */
+	h.fop = (struct frame_fop){ .obj = 9, .blk = 3, .off = 1, .len = 100,
+				    .size = 300, .gen = 400, .base_len = 20,
+				    .handle_type = 1,
+				    .flags = FRAME_MARK_REPLICA | FRAME_MARK_RANGE };
+	h.payload_len = 120;
+	n = frame_encode(&h, pl, buf, sizeof(buf));
+	assert_true(n > 0);
+	memcpy(whole, buf, (size_t)n);
+	memcpy(whole + n, pl, 120);
+	assert_int_equal(frame_decode(whole, (size_t)n + 120, &d, &dp, NULL),
+			 n + 120);
+	assert_int_equal(d.fop.flags, FRAME_MARK_REPLICA | FRAME_MARK_RANGE);
+	assert_int_equal(d.fop.size, 300);
+	assert_int_equal(d.fop.gen, 400);
+	h.fop.gen = 399;      /* past the block's length */
+	assert_true(frame_encode(&h, pl, buf, sizeof(buf)) < 0);
+	h.fop.gen = 400;
+	h.fop.size = UINT64_MAX - 50;
+	assert_true(frame_encode(&h, pl, buf, sizeof(buf)) < 0);
+	h.fop.size = 300;
+	h.fop.len = 0;        /* empty */
+	h.payload_len = 20;
+	assert_true(frame_encode(&h, pl, buf, sizeof(buf)) < 0);
 	/* hostile: with a SET, no handle, a handle over the cap, a payload
 	 * without the handle, a block over the cap */
 	const struct { uint32_t flags, len, base_len, payload; } bad[] = {
