@@ -145,6 +145,12 @@ struct fcache {
 	struct robj *rtab[NBUCKETS];
 	atomic_uint_fast64_t replicas_sent, replicas_taken, replica_errors,
 		replicas_written, replica_bytes;
+	/* replicas=2 with the shadow dead to the heartbeats (fcache.h):
+	 * since when (0: it is not), the heartbeats' timeout, since when
+	 * writes are kept here alone (0: none since it went down) */
+	atomic_uint_fast64_t shadow_down_ns, degraded_ns, degraded_writes, wb_held;
+	atomic_uint shadow_timeout_ms;
+	struct log_limit degraded_log;
 	/* per owner index: since when it is down (fcache_owner_down), 0:
 	 * up; its replicas are written back here after orphan_ns */
 	atomic_uint_fast64_t down_since[FMARK_OWNERS];
@@ -587,6 +593,100 @@ static int replica_failed(struct fcache *fc, int rc, const char *what, uint64_t 
 	return -EIO;
 }
 
+/* replicas=2: the shadow is dead to the heartbeats: the datum (what, of
+ * object gid) is kept in this node's NVRAM alone (counted, logged,
+ * limited); the shadow's resync sends it when the shadow is back. 0. */
+static int replica_degraded(struct fcache *fc, const char *what, uint64_t gid)
+{
+	char note[96];
+	uint_fast64_t none = 0;
+
+	atomic_store(&fc->shadow_ok, false);
+	atomic_compare_exchange_strong(&fc->degraded_ns, &none, clock_now_ns());
+	atomic_fetch_add(&fc->degraded_writes, 1);
+	if (log_limit(&fc->degraded_log, 30, note, sizeof(note)))
+		log_warn("file cache: the next node (this node's shadow) is down: "
+			 "%s of object %016" PRIx64 " is kept in this node's NVRAM "
+			 "alone until it is back (replicas=2, degraded)%s",
+			 what, gid, note);
+	return 0;
+}
+
+/* A copy for the shadow: send(fc, ctx) until it takes it. A send that
+ * fails while the shadow is not declared dead is tried again every
+ * 100 ms until the heartbeats' verdict (their timeout and 1 s): the
+ * shadow back, the copy is there; declared dead, the datum is kept here
+ * alone (replica_degraded). Never told the timeout (no heartbeats),
+ * or past it: -EIO (replica_failed). */
+static int replica_put_to_shadow(struct fcache *fc, int (*send)(struct fcache *, void *),
+				 void *ctx, const char *what, uint64_t gid)
+{
+	uint64_t until = 0;
+
+	for (;;) {
+		if (atomic_load(&fc->shadow_down_ns))
+			return replica_degraded(fc, what, gid);
+		int rc = send(fc, ctx);
+		if (!rc)
+			return 0;
+		/* it may have missed a write: ranges no more, a resync */
+		atomic_store(&fc->shadow_ok, false);
+		uint64_t now = clock_now_ns(), t = atomic_load(&fc->shadow_timeout_ms);
+		if (!until)
+			until = now + (t + 1000) * 1000000ull;
+		if (!t || now >= until)
+			return replica_failed(fc, rc, what, gid);
+		usleep(100000);
+	}
+}
+
+struct block_copy {
+	uint64_t lid, gid, blk;
+	uint32_t at, n;
+};
+
+/* One send of a block's copy (replica_send): 0 (also for a block no
+ * longer dirty) or -errno. */
+static int block_copy_send(struct fcache *fc, void *ctx)
+{
+	struct block_copy *c = ctx;
+	struct bstore_obj rec;
+	struct bstore_binfo bi;
+	uint8_t *buf = malloc(BSTORE_HANDLE_MAX + fc->bsize);
+	uint32_t rf = 0, sent = 0, n = atomic_load(&fc->shadow_ok) ? c->n : 0;
+	int rc = buf ? bstore_obj_get(fc->bs, c->lid, &rec) : -ENOMEM;
+
+	while (!rc) {
+		uint8_t *data = buf + rec.handle_len;
+		rc = n ? bstore_block_read(fc->bs, c->lid, c->blk, c->at, data, n, &bi) :
+			 bstore_block_read(fc->bs, c->lid, c->blk, 0, data, fc->bsize, &bi);
+		if (rc == -ENOENT || (!rc && !bi.dirty)) {
+			rc = 0;   /* dropped or written back meanwhile */
+			break;
+		}
+		if (rc)
+			break;
+		struct frame_fop f = { .obj = c->gid, .blk = c->blk, .off = fc->self_idx,
+				       .len = n ? n : bi.valid, .size = n ? c->at : 0,
+				       .gen = bi.valid, .base_len = rec.handle_len,
+				       .handle_type = rec.handle_type,
+				       .flags = FRAME_MARK_REPLICA |
+						(n ? FRAME_MARK_RANGE : 0) };
+		memcpy(buf, rec.handle, rec.handle_len);
+		rc = fc->mark(fc->mark_arg, &f, buf, rec.handle_len + f.len, &rf);
+		sent += f.len;
+		if (rc || !n || !(rf & FRAME_MARK_WHOLE)) {
+			if (!rc)
+				atomic_fetch_add(&fc->replicas_sent, 1);
+			break;
+		}
+		n = 0;   /* the shadow holds no copy the range fits */
+	}
+	free(buf);
+	atomic_fetch_add(&fc->replica_bytes, sent);
+	return rc;
+}
+
 /* replicas=2, under the block's stripe lock, after its store write: the
  * shadow gets the block's valid bytes (and the file's handle, to write
  * them back itself if this node is lost), and keeps them until a CLEAR
@@ -596,53 +696,16 @@ static int replica_failed(struct fcache *fc, int rc, const char *what, uint64_t 
  * those bytes (RANGE), while the shadow holds our whole list (no send
  * failed since its last resync: each copy there is current); a shadow
  * without a copy they fit answers WHOLE, and the whole block follows.
- * 0 (also for a block no longer dirty: it needs no copy), or -EIO: the
- * shadow did not take it (logged, limited; the shadow is then taken as
- * not holding our whole list, and the write-back thread's resync sends
- * it all). */
+ * 0, or -EIO (replica_put_to_shadow: the shadow neither took it nor was
+ * declared dead). */
 static int replica_send(struct fcache *fc, uint64_t lid, uint64_t gid,
 			uint64_t blk, uint32_t at, uint32_t n)
 {
-	struct bstore_obj rec;
-	struct bstore_binfo bi;
-	uint8_t *buf = malloc(BSTORE_HANDLE_MAX + fc->bsize);
-	uint32_t rf = 0, sent = 0;
-	int rc = buf ? bstore_obj_get(fc->bs, lid, &rec) : -ENOMEM;
+	struct block_copy c = { .lid = lid, .gid = gid, .blk = blk, .at = at, .n = n };
+	char what[48];
 
-	if (!atomic_load(&fc->shadow_ok))
-		n = 0;
-	while (!rc) {
-		uint8_t *data = buf + rec.handle_len;
-		rc = n ? bstore_block_read(fc->bs, lid, blk, at, data, n, &bi) :
-			 bstore_block_read(fc->bs, lid, blk, 0, data, fc->bsize, &bi);
-		if (rc == -ENOENT || (!rc && !bi.dirty)) {
-			free(buf);
-			return 0;   /* dropped or written back meanwhile */
-		}
-		if (rc)
-			break;
-		struct frame_fop f = { .obj = gid, .blk = blk, .off = fc->self_idx,
-				       .len = n ? n : bi.valid, .size = n ? at : 0,
-				       .gen = bi.valid, .base_len = rec.handle_len,
-				       .handle_type = rec.handle_type,
-				       .flags = FRAME_MARK_REPLICA |
-						(n ? FRAME_MARK_RANGE : 0) };
-		memcpy(buf, rec.handle, rec.handle_len);
-		rc = fc->mark(fc->mark_arg, &f, buf, rec.handle_len + f.len, &rf);
-		sent += f.len;
-		if (rc || !n || !(rf & FRAME_MARK_WHOLE))
-			break;
-		n = 0;   /* the shadow holds no copy the range fits */
-	}
-	free(buf);
-	atomic_fetch_add(&fc->replica_bytes, sent);
-	if (rc) {
-		char what[48];
-		snprintf(what, sizeof(what), "a replica of block %" PRIu64, blk);
-		return replica_failed(fc, rc, what, gid);
-	}
-	atomic_fetch_add(&fc->replicas_sent, 1);
-	return 0;
+	snprintf(what, sizeof(what), "block %" PRIu64, blk);
+	return replica_put_to_shadow(fc, block_copy_send, &c, what, gid);
 }
 
 static uint32_t replicas_of(struct fcache *fc)
@@ -658,20 +721,31 @@ static uint32_t replicas_of(struct fcache *fc)
  * size (MARK REPLICA of FMARK_SIZE_BLK, payload the handle and the size,
  * 8 bytes in the host's order), so a home lost for good loses no size
  * either. 0 or -EIO, as replica_send. */
+struct size_copy {
+	const struct bstore_obj *rec;
+	uint64_t gid, size;
+};
+
+static int size_copy_send(struct fcache *fc, void *ctx)
+{
+	struct size_copy *c = ctx;
+	uint8_t buf[BSTORE_HANDLE_MAX + 8];
+	uint32_t rf = 0;
+	struct frame_fop f = { .obj = c->gid, .blk = FMARK_SIZE_BLK, .off = fc->self_idx,
+			       .len = 8, .base_len = c->rec->handle_len,
+			       .handle_type = c->rec->handle_type,
+			       .flags = FRAME_MARK_REPLICA };
+
+	memcpy(buf, c->rec->handle, c->rec->handle_len);
+	memcpy(buf + c->rec->handle_len, &c->size, 8);
+	return fc->mark(fc->mark_arg, &f, buf, c->rec->handle_len + 8, &rf);
+}
+
 static int size_replica_send(struct fcache *fc, const struct bstore_obj *rec,
 			     uint64_t gid, uint64_t size)
 {
-	uint8_t buf[BSTORE_HANDLE_MAX + 8];
-	uint32_t rf = 0;
-	struct frame_fop f = { .obj = gid, .blk = FMARK_SIZE_BLK, .off = fc->self_idx,
-			       .len = 8, .base_len = rec->handle_len,
-			       .handle_type = rec->handle_type,
-			       .flags = FRAME_MARK_REPLICA };
-
-	memcpy(buf, rec->handle, rec->handle_len);
-	memcpy(buf + rec->handle_len, &size, 8);
-	int rc = fc->mark(fc->mark_arg, &f, buf, rec->handle_len + 8, &rf);
-	return rc ? replica_failed(fc, rc, "the size", gid) : 0;
+	struct size_copy c = { .rec = rec, .gid = gid, .size = size };
+	return replica_put_to_shadow(fc, size_copy_send, &c, "the size", gid);
 }
 
 /* The object is gone here: its marks too. */
@@ -771,7 +845,8 @@ static void resync(struct fcache *fc)
 				r.rc = -ENOMEM;
 			/* the size as it is now (a SETSIZE waits for the lock) */
 			if (rep && !r.rc && bstore_obj_get(fc->bs, ids[i], &rec) == 0)
-				r.rc = size_replica_send(fc, &rec, gid, rec.size);
+				r.rc = size_copy_send(fc, &(struct size_copy){
+						.rec = &rec, .gid = gid, .size = rec.size });
 			fmark_sent_unlock(fc->sent, gid, FMARK_SIZE_BLK);
 		}
 		if (bstore_obj_counts(fc->bs, ids[i], &nb, &nd) < 0 || !nd)
@@ -783,7 +858,8 @@ static void resync(struct fcache *fc)
 			if (fmark_sent_add(fc->sent, gid, idx[k]) < 0)
 				r.rc = -ENOMEM;
 			if (rep && !r.rc)
-				r.rc = replica_send(fc, ids[i], gid, idx[k], 0, 0);
+				r.rc = block_copy_send(fc, &(struct block_copy){
+						.lid = ids[i], .gid = gid, .blk = idx[k] });
 			fmark_sent_unlock(fc->sent, gid, idx[k]);
 		}
 		free(idx);
@@ -1117,6 +1193,34 @@ void fcache_owner_down(struct fcache *fc, uint32_t idx, bool down)
 		log_debug("file cache: owner index %u is down", idx);
 }
 
+void fcache_shadow_down(struct fcache *fc, bool down, uint32_t timeout_ms)
+{
+	atomic_store(&fc->shadow_timeout_ms, timeout_ms);
+	if (!down) {
+		if (atomic_exchange(&fc->shadow_down_ns, 0) &&
+		    atomic_exchange(&fc->degraded_ns, 0))
+			log_info("file cache: the next node (this node's shadow) is "
+				 "back: it gets the copies of the writes kept here alone");
+		return;
+	}
+	uint_fast64_t none = 0;
+	if (atomic_compare_exchange_strong(&fc->shadow_down_ns, &none, clock_now_ns()))
+		log_debug("file cache: the next node (this node's shadow) is down");
+}
+
+/* replicas=2: while the shadow is down and writes were kept here alone,
+ * the write-back waits until the shadow has been down for
+ * FCACHE_DEGRADED_HOLD times the orphan time (fcache.h): the time it
+ * ends, or 0 (no hold). */
+static uint64_t wb_held_until(struct fcache *fc, uint64_t now)
+{
+	uint64_t down = atomic_load(&fc->shadow_down_ns);
+	if (!down || !atomic_load(&fc->degraded_ns))
+		return 0;
+	uint64_t end = down + FCACHE_DEGRADED_HOLD * fc->orphan_ns;
+	return now < end ? end : 0;
+}
+
 /* Under rep_mx: replica object o's blocks to the backing file (named by
  * its handle), fsync'ed, then its marks cleared (each if not marked
  * after it was read: a newer one belongs to a write since) and the copy
@@ -1291,13 +1395,17 @@ static void *wb_main(void *arg)
 			break;
 		uint64_t now = clock_now_ns(), next = now + 1000000000ull;
 		size_t n = 0;
-		bool all = fc->wb_all && fc->backing_fd >= 0;
+		bool all = fc->wb_all && fc->backing_fd >= 0, held = false;
 		fc->wb_all = false;
+		/* a full cache (writers waiting) is not held */
+		uint64_t hold = all ? 0 : wb_held_until(fc, now);
 		for (size_t b = 0; b < NBUCKETS && n < 64; b++)
 			for (struct fobj *o = fc->tab[b]; o && n < 64; o = o->next) {
 				if (o->doomed)
 					continue;
-				if ((o->wb_due_ns && o->wb_due_ns <= now) ||
+				if (hold && o->wb_due_ns && o->wb_due_ns <= now) {
+					held = true;
+				} else if ((o->wb_due_ns && o->wb_due_ns <= now) ||
 				    (all && obj_dirty(fc, o))) {
 					o->wb_due_ns = 0;
 					due[n++] = o->gid;
@@ -1305,6 +1413,11 @@ static void *wb_main(void *arg)
 					next = o->wb_due_ns;
 				}
 			}
+		if (held) {
+			atomic_fetch_add(&fc->wb_held, 1);
+			if (hold < next)
+				next = hold;
+		}
 		/* a full cache: the files holding dirty blocks, 64 a pass,
 		 * until none is left (the table may hold many more files,
 		 * clean, than one pass takes) */
@@ -2600,6 +2713,8 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_replicas: %u\n"
 			 "fcache_replicas_sent: %" PRIu64 "\n"
 			 "fcache_replica_bytes_sent: %" PRIu64 "\n"
+			 "fcache_replica_degraded_writes: %" PRIu64 "\n"
+			 "fcache_writeback_held: %" PRIu64 "\n"
 			 "fcache_replica_errors: %" PRIu64 "\n"
 			 "fcache_replicas_held: %" PRIu64 "\n"
 			 "fcache_replicas_taken: %" PRIu64 "\n"
@@ -2623,6 +2738,8 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 replicas_of(fc),
 			 (uint64_t)atomic_load(&fc->replicas_sent),
 			 (uint64_t)atomic_load(&fc->replica_bytes),
+			 (uint64_t)atomic_load(&fc->degraded_writes),
+			 (uint64_t)atomic_load(&fc->wb_held),
 			 (uint64_t)atomic_load(&fc->replica_errors), held,
 			 (uint64_t)atomic_load(&fc->replicas_taken),
 			 (uint64_t)atomic_load(&fc->replicas_written));

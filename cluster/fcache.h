@@ -175,6 +175,23 @@ void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up);
  * at open, for tests) writes its replicas back to the backing files,
  * clears their marks and drops them. Any thread. */
 #define FCACHE_ORPHAN_MS 10000
+
+/* replicas=2 with the shadow down. The daemon tells the cache whether
+ * the next node (the shadow) is dead to the heartbeats (or not heard
+ * from since the start), and their timeout. A copy the shadow does not
+ * take is tried again every 100 ms until their verdict (the timeout and
+ * 1 s): the shadow back, the write goes on; declared dead, the write is
+ * kept in this node's NVRAM alone (degraded: counted, logged), and the
+ * shadow's resync sends it every dirty block when back; never told, or
+ * no verdict: -EIO. So a node down stops the writes of its own ranges
+ * only. While the shadow is down and writes were kept here alone, the
+ * write-back due here waits (a full cache's does not) until the shadow
+ * has been down FCACHE_DEGRADED_HOLD orphan times: a shadow alive but
+ * cut off from this node (a partition) writes its older copies back
+ * after one orphan time, and this node's newer bytes must reach the
+ * backing after those. Any thread. */
+#define FCACHE_DEGRADED_HOLD 2
+void fcache_shadow_down(struct fcache *fc, bool down, uint32_t timeout_ms);
 /* fcache_mount_conn: a mount run without a connection this long is gone */
 #define FCACHE_MOUNT_GONE_MS 20000
 void fcache_owner_down(struct fcache *fc, uint32_t idx, bool down);

@@ -288,6 +288,12 @@ static void *monitor_main(void *arg)
 			if (membership_get(n->mb, n->cfg.nodes[prev].id, &m) == 0)
 				fcache_owner_down(n->fc, prev, m.state == FN_DEAD ||
 						  m.state == FN_UNKNOWN);
+			/* our shadow: with replicas=2, writes go on without
+			 * it once it is dead (fcache.h) */
+			unsigned next = (me + 1) % n->cfg.n_nodes;
+			if (membership_get(n->mb, n->cfg.nodes[next].id, &m) == 0)
+				fcache_shadow_down(n->fc, m.state == FN_DEAD ||
+						   m.state == FN_UNKNOWN, n->timeout_ms);
 		}
 		if (now_ns() - last_mem >= (uint64_t)n->hb_ms * 1000000ULL) {
 			update_capacity(n);

@@ -4,9 +4,11 @@
 # asking replicas=1 is refused, nothing made). A 3 MiB file (a 1 MiB
 # stripe on each node) written through mount 1 and kept open, so its
 # blocks stay dirty in the owners' NVRAM; node 2's nvcached killed -9,
-# never restarted: mount 3 reads every byte (node 2's stripe from its
-# shadow's replica, node 3), and the shadow then writes node 2's replicas
-# back, so after the close the backing holds every byte. A file homed at
+# never restarted: a write into node 1's stripe (node 2 is its shadow)
+# goes on, kept in node 1's NVRAM alone; mount 3 reads every byte (node
+# 2's stripe from its shadow's replica, node 3), and the shadow then
+# writes node 2's replicas back, so after the close the backing holds
+# every byte. A file homed at
 # node 2, open through mount 1: mount 3, which never opened it, reads it
 # whole (its size kept by node 3, its unit on the backing file), and its
 # close writes it back though its home is gone.
@@ -118,6 +120,32 @@ gwriter=$held_writer
 
 kill -9 "${pid[2]}"
 t_log "node 2's nvcached killed for good"
+# node 2 is node 1's shadow: a write into node 1's stripe of $f waits for
+# the heartbeats' verdict on node 2, then is kept in node 1's NVRAM
+# alone (degraded); the reads and the backing below check its bytes
+lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m3/$f")
+nodes=${lay##*nodes=}
+IFS=, read -r -a own <<<"${nodes%% *}"
+s1=
+for k in "${!own[@]}"; do [ "${own[$k]}" = 1 ] && { s1=$k; break; }; done
+[ -n "$s1" ] || t_fail "node 1 owns no stripe of $f ($lay)"
+python3 - "$m3/$f" "$T_DIR/ref" $((s1 * 1048576 + 12345)) <<'PY' ||
+import os, sys
+path, ref, at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = os.urandom(100000)
+fd = os.open(path, os.O_WRONLY)
+os.pwrite(fd, data, at)
+os.close(fd)
+r = bytearray(open(ref, "rb").read())
+r[at:at + len(data)] = data
+open(ref, "wb").write(r)
+PY
+  t_fail "a write into node 1's stripe of $f fails while node 2, its shadow, is down"
+[ "$(fscl_stat 1 fcache_replica_degraded_writes)" -gt 0 ] ||
+  t_fail "node 1 counts no write kept in its NVRAM alone"
+grep -q "is kept in this node's NVRAM alone" "$T_DIR/node1-fs.log" ||
+  t_fail "node 1 does not log the writes kept alone"
+t_log "node 2 down: a write into node 1's stripe (node 2 its shadow) is kept in node 1's NVRAM alone"
 python3 - "$m3/$f" "$T_DIR/ref" <<'PY' || t_fail "$f does not read whole through mount 3 while node 2 is down"
 import os, sys
 ref = open(sys.argv[2], "rb").read()

@@ -956,6 +956,67 @@ static void replicas(void **state)
 	assert_memory_equal(out, "xyz", 3);
 	assert_true(shadow_wait(7, 2, FRAME_SHADOW_DIRTY | FRAME_SHADOW_REPLICA));
 
+	/* the shadow dead to the heartbeats: a write is kept here alone
+	 * (degraded), and the shadow gets the block when back; out of
+	 * reach but not declared dead, the write waits for the verdict */
+	pthread_mutex_lock(&shadow_mx);
+	away = shadow_fc;
+	shadow_fc = NULL;
+	pthread_mutex_unlock(&shadow_mx);
+	uint64_t t0 = clock_now_ns();
+	fcache_shadow_down(fc, false, 200);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 8, .len = 65536 }, block, &r), -EIO);
+	assert_true(clock_now_ns() - t0 >= 1200000000ull);   /* waited */
+	fcache_shadow_down(fc, true, 200);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 8, .len = 5 }, "alone", &r), 0);
+	assert_int_equal(stat_of(fc, "fcache_replica_degraded_writes"), 1);
+	pthread_mutex_lock(&shadow_mx);
+	shadow_fc = away;
+	pthread_mutex_unlock(&shadow_mx);
+	fcache_shadow_down(fc, false, 200);
+	for (int i = 0; i < 500; i++) {
+		if (replica_read(7, 8, 0, 5) == 0 && !memcmp(out, "alone", 5))
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(replica_read(7, 8, 0, 8), 0);
+	assert_memory_equal(out, "alonerrr", 8);
+	/* down again: a write-back due meanwhile waits (two orphan times,
+	 * 400 ms, from the shadow's death), then goes */
+	pthread_mutex_lock(&shadow_mx);
+	shadow_fc = NULL;
+	pthread_mutex_unlock(&shadow_mx);
+	fcache_shadow_down(fc, true, 200);
+	uint64_t t_down = clock_now_ns();
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 8, .len = 5 }, "again", &r), 0);
+	assert_int_equal(call(fc, FT_FILE_WRITEBACK, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	usleep(150000);
+	uint64_t held = stat_of(fc, "fcache_writeback_held"),
+		 dirty = stat_of(fc, "fcache_dirty_bytes");
+	if (clock_now_ns() - t_down < 350000000ull) {   /* not a slow run */
+		assert_true(held > 0);
+		assert_true(dirty > 0);
+	}
+	char bk[8] = { 0 };
+	for (int i = 0; i < 500 && memcmp(bk, "againrrr", 8); i++) {
+		int bfd = open(file, O_RDONLY);
+		assert_true(bfd >= 0);
+		assert_true(pread(bfd, bk, 8, 8 * 65536) >= 0);
+		close(bfd);
+		usleep(10000);
+	}
+	assert_memory_equal(bk, "againrrr", 8);
+	pthread_mutex_lock(&shadow_mx);
+	shadow_fc = away;
+	pthread_mutex_unlock(&shadow_mx);
+	fcache_shadow_down(fc, false, 200);
+	assert_true(synced_wait(fc));   /* the marks of the blocks cleaned
+					 * meanwhile go with the resync */
+
 	/* written back: the copy goes with the mark */
 	assert_int_equal(call(fc, FT_FILE_WRITEBACK, (struct frame_fop){ .obj = 7,
 			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
