@@ -4,12 +4,14 @@
 #include "cluster/client.h"
 #include "cluster/config.h"
 #include "cluster/fcache.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "fs/stripe.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 
 #define POOL 4
 #define CALL_TIMEOUT_MS 30000
+#define FCL_WAIT_STEP_MS 200
 
 struct fcl_node {
 	uint32_t id;
@@ -31,6 +34,10 @@ struct fcl_node {
 	bool reclaiming;       /* a thread counts our opens there again */
 	bool lost;             /* hung up: connect again (fcl_watch) */
 	struct log_limit down_log;
+	/* since when no call reaches it (0: one did last); whether the
+	 * writes waiting for it were told to give up (logged) */
+	_Atomic uint64_t down_since;
+	atomic_bool gave_up;
 };
 
 struct fcl_reclaim {
@@ -138,6 +145,8 @@ static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **
 	int rc = cluster_client_open_node(out, &c->cfg, nd->id, 0, 0,
 					  CALL_TIMEOUT_MS, err, sizeof(err));
 	if (rc) {
+		uint64_t none = 0;
+		atomic_compare_exchange_strong(&nd->down_since, &none, clock_now_ns());
 		char note[96];
 		if (log_limit(&nd->down_log, 10, note, sizeof(note)))
 			log_warn("cluster: node %u: %s%s", nd->id, err, note);
@@ -148,6 +157,8 @@ static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **
 		return rc;
 	}
 	uint64_t inc = cluster_client_incarnation(*out);
+	if (atomic_exchange(&nd->down_since, 0) && atomic_exchange(&nd->gave_up, false))
+		log_info("cluster: node %u answers again: writes to it go on", nd->id);
 	pthread_mutex_lock(&nd->lk);
 	uint64_t was = nd->inc;
 	bool again = was && was != inc;
@@ -209,6 +220,25 @@ static int call_one(struct fcl *c, uint32_t idx, uint32_t type,
 		}
 	}
 	return -EIO;
+}
+
+bool fcl_wait_up(struct fcl *c, uint32_t idx, uint32_t wait_ms, uint64_t *since)
+{
+	if (idx >= c->n)
+		return false;
+	struct fcl_node *nd = &c->nodes[idx];
+	uint64_t down = atomic_load(&nd->down_since), now = clock_now_ns();
+	if (!*since)
+		*since = down && down < now ? down : now;
+	if (now - *since >= (uint64_t)wait_ms * 1000000ull) {
+		if (!atomic_exchange(&nd->gave_up, true))
+			log_err("cluster: node %u down for %.1f s (down_wait): writes "
+				"to its ranges fail (EIO) until it answers again",
+				nd->id, (double)(now - *since) / 1e9);
+		return false;
+	}
+	usleep(FCL_WAIT_STEP_MS * 1000);
+	return true;
 }
 
 int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,

@@ -69,6 +69,15 @@ int fcl_call(struct fcl *c, uint32_t idx, uint32_t type,
 int fcl_call_down(struct fcl *c, uint32_t idx, uint32_t type,
 		  const struct frame_fop *f, const struct iovec *pl, unsigned npl,
 		  struct frame_fop *rf, bool *down);
+/* A node that is down (fcl_call_down's *down) may be coming back (its
+ * nvcached restarting). fcl_wait_up(c, idx, wait_ms, &since), in a
+ * caller's loop of tries, since 0 at the first: while the wait that
+ * began at *since (the node's first call that found it down, if earlier
+ * than the first try) is shorter than wait_ms, sleeps a little and
+ * returns true: try again; else false (logged once until the node
+ * answers). So a write to a restarting node waits for it, and once a
+ * node has been down for wait_ms, writes to it fail at once. */
+bool fcl_wait_up(struct fcl *c, uint32_t idx, uint32_t wait_ms, uint64_t *since);
 /* Many requests, each to its node (idx), pipelined on one connection per
  * node (CLUSTER_CLIENT_MAX_INFLIGHT in flight): a block range per request,
  * one round trip for a node's ranges of a FUSE request instead of one

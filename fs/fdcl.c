@@ -242,6 +242,32 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 
 /* SETSIZE at the home (f: obj, size, flags; its reply in rf if not
  * NULL); a home that has no record of the file yet gets one first. */
+/* A request whose node could not be reached (q->down), sent again while
+ * fcl_wait_up lets it (down_wait: the node may be restarting): its rc,
+ * q->down still set if it never got through. */
+static int wait_down(struct fs *fs, struct fcl_req *q)
+{
+	uint64_t since = 0;
+
+	if (q->down)
+		atomic_fetch_add(&fs->st.down_waits, 1);
+	while (q->down && fcl_wait_up(fs->cl, q->idx, fs->cfg.down_wait_ms, &since))
+		fcl_call_many(fs->cl, q, 1);
+	return q->rc;
+}
+
+/* One request to node idx, waiting for it while it is down (wait_down). */
+static int call_waiting(struct fs *fs, uint32_t idx, uint32_t type,
+			const struct frame_fop *f, struct frame_fop *rf)
+{
+	struct fcl_req q = { .idx = idx, .type = type, .f = *f };
+
+	fcl_call_many(fs->cl, &q, 1);
+	int r = wait_down(fs, &q);
+	*rf = q.rf;
+	return r;
+}
+
 static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_fop *f,
 			struct frame_fop *rf)
 {
@@ -251,9 +277,9 @@ static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_
 	if (!rf)
 		rf = &own;
 	uint64_t owed = mtime_owed(ino);
-	int r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
+	int r = call_waiting(fs, home, FT_FILE_SETSIZE, f, rf);
 	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL, NULL)))
-		r = fcl_call(fs->cl, home, FT_FILE_SETSIZE, f, NULL, 0, rf, NULL, 0);
+		r = call_waiting(fs, home, FT_FILE_SETSIZE, f, rf);
 	if (!r) {
 		bound_learn(ino, rf, false);
 		mtime_paid(ino, clock_now_ns(), owed);   /* every SETSIZE sets it */
@@ -594,8 +620,11 @@ static bool lost_name(struct fs *fs, struct fs_inode *ino, char *name, size_t le
  * (clean there: the backing holds the bytes), 0 (dirty there, and the
  * shadow's replica of it, replicas=2, read into q->buf; for
  * FMARK_SIZE_BLK the size it keeps, in q->rf.size), or -EIO (dirty
- * there, the only copy of its newest bytes; or nobody knows), logged. */
-static int down_owner(struct fs *fs, struct fs_inode *ino, struct fcl_req *q)
+ * there, the only copy of its newest bytes; or nobody knows), logged;
+ * not last: -EAGAIN for that, neither counted nor logged (the caller
+ * waits for the owner first). */
+static int down_owner(struct fs *fs, struct fs_inode *ino, struct fcl_req *q,
+		      bool last)
 {
 	static struct log_limit lost_log;
 	uint32_t shadow = fcl_shadow(fs->cl, q->idx);
@@ -639,6 +668,8 @@ static int down_owner(struct fs *fs, struct fs_inode *ino, struct fcl_req *q)
 		}
 		r = e;
 	}
+	if (!last)
+		return -EAGAIN;
 	atomic_fetch_add(&fs->st.down_lost, 1);
 	char name[256];
 	/* each file named once at least; a file's repeats limited */
@@ -655,6 +686,18 @@ static int down_owner(struct fs *fs, struct fs_inode *ino, struct fcl_req *q)
 	return -EIO;
 }
 
+/* A read's range whose owner could not be reached: down_owner's verdict;
+ * where the bytes are only there (a loss), the read waits for the owner
+ * (wait_down), then the verdict again if it never came. */
+static int read_down(struct fs *fs, struct fs_inode *ino, struct fcl_req *q)
+{
+	int r = down_owner(fs, ino, q, false);
+	if (r != -EAGAIN)
+		return r;
+	r = wait_down(fs, q);
+	return q->down ? down_owner(fs, ino, q, true) : r;
+}
+
 /* The home of gid could not be reached: its shadow knows whether the
  * home's size of the file is ahead of the backing's (FMARK_SIZE_BLK).
  * -ENOENT (not: the backing's size holds), 0 (it is, and the shadow
@@ -665,7 +708,7 @@ static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 {
 	struct fcl_req q = { .idx = fcl_home(fs->cl, gid),
 			     .f = { .obj = gid, .blk = FMARK_SIZE_BLK } };
-	int r = down_owner(fs, ino, &q);
+	int r = down_owner(fs, ino, &q, true);
 	if (!r && size)
 		*size = q.rf.size;
 	return r;
@@ -727,7 +770,7 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	for (unsigned k = 1; k < n && done < len && r >= 0; k++) {
 		r = q[k].rc;
 		if (q[k].down)
-			r = down_owner(fs, ino, &q[k]);
+			r = read_down(fs, ino, &q[k]);
 		if (r == -ENOENT) {
 			/* not cached: the backing holds the bytes */
 			atomic_fetch_add(&fs->st.misses, 1);
@@ -761,8 +804,12 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 
 	for (int round = 0; round < WRITE_ROUNDS; round++) {
 		struct iovec iov[2] = { { base, base_len }, { (void *)data, n } };
-		r = fcl_call(fs->cl, owner, FT_FILE_WRITE, &f, base_len ? iov : iov + 1,
-			     base_len ? 2 : 1, &rf, NULL, 0);
+		struct fcl_req q = { .idx = owner, .type = FT_FILE_WRITE, .f = f,
+				     .npl = base_len ? 2 : 1 };
+		memcpy(q.pl, base_len ? iov : iov + 1, q.npl * sizeof(*iov));
+		fcl_call_many(fs->cl, &q, 1);
+		r = wait_down(fs, &q);
+		rf = q.rf;
 		if (r == -ESTALE && !opened) {
 			/* no record there yet: the handle for its write-back */
 			opened = true;
@@ -823,7 +870,7 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	 * block its owner lacks (or an owner without the file's record)
 	 * goes again with what it needs */
 	for (unsigned k = 0; k < n && !r; k++) {
-		r = q[k].rc;
+		r = q[k].down ? wait_down(fs, &q[k]) : q[k].rc;
 		if ((r == -ENOENT || r == -ESTALE) && (base || (base = malloc(B))))
 			r = write_piece(fs, ino, gid, q[k].f.blk, q[k].f.off,
 					q[k].pl[0].iov_base, q[k].f.len, base);

@@ -71,6 +71,7 @@ struct fs_config {
 	uint64_t wb_delay_ns;  /* write-back delay after the last close */
 	bool fsync_backing;    /* fsync waits for the backing file too */
 	uint32_t replicas;     /* cluster: 1, or 2 (a copy at the shadow) */
+	uint32_t down_wait_ms; /* cluster: how long a write waits for a down node */
 	bool writeback_cache;  /* FUSE kernel write-back cache (weaker) */
 	bool no_xattr;         /* answer xattr calls ENOSYS (see main.c) */
 	bool foreground;
@@ -162,7 +163,7 @@ struct fs_stats {
 	/* cluster mount: ranges of a down node read from the backing (its
 	 * shadow has no mark), refused (EIO: dirty there, or unknown), and
 	 * read from the shadow's replica (replicas=2) */
-	atomic_uint_fast64_t down_reads, down_lost, down_replica_reads;
+	atomic_uint_fast64_t down_reads, down_lost, down_replica_reads, down_waits;
 };
 
 /* The rendezvous of fdwait.c (fs.fdw). */

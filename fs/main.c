@@ -35,7 +35,8 @@
 #define READAHEAD_KIB "1024"
 
 struct cli {
-	char *backing, *nvram, *cache_size, *stripe_unit, *wb_delay, *fsync;
+	char *backing, *nvram, *cache_size, *stripe_unit, *wb_delay, *fsync,
+	     *down_wait;
 	char *replicas;
 	char *lat, *flush, *bw, *block, *log, *cluster, *node;
 	int writeback_cache, noxattr, foreground, help, version;
@@ -51,6 +52,7 @@ static const struct fuse_opt cli_spec[] = {
 	OPT("stripe_unit=%s", stripe_unit),
 	OPT("block_size=%s", block),
 	OPT("writeback_delay=%s", wb_delay),
+	OPT("down_wait=%s", down_wait),
 	OPT("fsync=%s", fsync),
 	OPT("replicas=%s", replicas),
 	OPT("nvram_lat_ns=%s", lat),
@@ -135,6 +137,9 @@ static void usage(const char *prog)
 "                         file: each file's stripes live in the nodes'\n"
 "                         nvcached file caches (nvcached --cache-size);\n"
 "                         no NVRAM file here (docs/nvcachefs-cluster.md)\n"
+"  down_wait=SECS         cluster: a write to a node that is down waits\n"
+"                         this long for it to come back (default 60; 0:\n"
+"                         EIO at once), as a read of its dirty blocks\n"
 "  replicas=1|2           cluster: each dirty block in its owner's NVRAM\n"
 "                         (1, default) or also in the next node's (2: a\n"
 "                         node lost for good loses no acknowledged write);\n"
@@ -229,6 +234,21 @@ static int config_from_cli(struct fs_config *cfg, struct cli *c)
 			return -1;
 		}
 		cfg->wb_delay_ns = (uint64_t)(d * 1e9);
+	}
+	cfg->down_wait_ms = 60000;
+	if (c->down_wait) {
+		char *end;
+		double d = strtod(c->down_wait, &end);
+		if (*end || d < 0 || d > 86400) {
+			fprintf(stderr, "nvcachefs: down_wait=%s: seconds, 0..86400\n", c->down_wait);
+			return -1;
+		}
+		if (!c->cluster) {
+			fprintf(stderr, "nvcachefs: down_wait=%s: a cluster mount's "
+				"option (cluster=FILE)\n", c->down_wait);
+			return -1;
+		}
+		cfg->down_wait_ms = (uint32_t)(d * 1e3);
 	}
 	if (c->fsync) {
 		if (!strcmp(c->fsync, "backing"))
@@ -448,6 +468,7 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "misses", atomic_load(&s->misses) },
 		{ "down_node_backing_reads", atomic_load(&s->down_reads) },
 		{ "down_node_lost_reads", atomic_load(&s->down_lost) },
+		{ "down_node_waits", atomic_load(&s->down_waits) },
 		{ "down_node_replica_reads", atomic_load(&s->down_replica_reads) },
 		{ "prefetched_bytes", atomic_load(&s->prefetched) },
 		{ "dirty_bytes", bst.blocks_dirty * bst.block_size },
@@ -630,10 +651,12 @@ static void log_mounted(const struct fs_config *cfg)
 			snprintf(unit, sizeof(unit), "%llu KiB",
 				 (unsigned long long)(cfg->stripe_unit >> 10));
 		log_info("mounted %s: backing %s, cluster %s as node %u, stripe "
-			 "unit %s, write-back delay %.1fs, fsync=%s, replicas=%u",
+			 "unit %s, write-back delay %.1fs, fsync=%s, replicas=%u, "
+			 "down_wait %.1fs",
 			 cfg->mountpoint, cfg->backing, cfg->cluster, cfg->node, unit,
 			 (double)cfg->wb_delay_ns / 1e9,
-			 cfg->fsync_backing ? "backing" : "nvram", cfg->replicas);
+			 cfg->fsync_backing ? "backing" : "nvram", cfg->replicas,
+			 cfg->down_wait_ms / 1e3);
 		return;
 	}
 	log_info("mounted %s: backing %s, NVRAM %s (%llu MiB cache, %u KiB "
@@ -765,6 +788,7 @@ static void cli_free(struct cli *c)
 {
 	free(c->backing); free(c->nvram); free(c->cache_size);
 	free(c->stripe_unit); free(c->wb_delay); free(c->fsync); free(c->replicas);
+	free(c->down_wait);
 	free(c->lat); free(c->flush); free(c->bw); free(c->block); free(c->log);
 	free(c->cluster); free(c->node);
 	free(c->arg[0]); free(c->arg[1]);

@@ -2,11 +2,12 @@
 # fscl_restart.sh - kill -9 of one node's nvcached in the middle of writes
 # from two mounts, then a restart: every write acknowledged before, during
 # or after reads back from every mount (the file cache is persistent and
-# the restarted node recovers its index), writes while it is down fail
-# (EIO) rather than being lost quietly, and after the last close what the
-# restarted node holds reaches the backing too (it remembers the backing
-# directory). fsync=backing on one mount puts every owner's blocks in the
-# backing before fsync returns. A lock homed at the restarted node is
+# the restarted node recovers its index), writes while it is down wait
+# for it and succeed (down_wait, the default), or with down_wait=0 fail
+# (EIO) at once rather than being lost quietly, and after the last close
+# what the restarted node holds reaches the backing too (it remembers the
+# backing directory). fsync=backing on one mount puts every owner's
+# blocks in the backing before fsync returns. A lock homed at the restarted node is
 # taken again through the mount (its old connections replaced), and a
 # lock held through node 2's own mount stays held (its mount lives on).
 # What the restarted home kept in DRAM comes back from the mounts within
@@ -25,16 +26,19 @@ FSCL_N=3
 cluster_start "$FSCL_N" fs
 fscl_mount 1
 fscl_mount 2
-fscl_mount 3 fsync=backing
+fscl_mount 3 fsync=backing,down_wait=0
 m1=$T_DIR/m1 m3=$T_DIR/m3
 
 # writers: 64 KiB chunks of a file each, rewritten round after round, each
-# write naming its file, chunk and round; the acknowledged ones listed
-python3 - "$m1/w1" "$m3/w3" "$T_DIR/acked" <<'PY' &
+# write naming its file, chunk and round; the acknowledged ones listed.
+# Mount 1 waits for a down node (down_wait, 60 s by default): its writes
+# to node 2 wait for the restart; mount 3 (down_wait=0) fails them at once
+writer() {  # writer FILE K: file K's writes, listed in $T_DIR/acked.K
+  python3 - "$1" "$2" "$T_DIR/acked" <<'PY'
 import os, sys, time
-paths, acked = sys.argv[1:3], sys.argv[3]
-fds = [os.open(p, os.O_CREAT | os.O_WRONLY, 0o644) for p in paths]
-ok = open(acked, "w")
+path, k, acked = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+ok = open("%s.%d" % (acked, k), "w")
 while not os.path.exists(acked + ".go"):   # the other files are set up
     time.sleep(0.05)
 t_end = time.time() + 60
@@ -44,19 +48,21 @@ while time.time() < t_end:
         open(acked + ".ready", "w").close()   # the kill may come
         t_end = time.time() + 3
     for i in range(48):
-        for k, fd in enumerate(fds):
-            data = (b"%d:%02d:%05d;" % (k, i, rnd)).ljust(65536, b".")
-            try:
-                os.pwrite(fd, data, i * 65536)
-                ok.write("%d %d %d\n" % (k, i, rnd))
-            except OSError:
-                ok.write("failed\n")
+        data = (b"%d:%02d:%05d;" % (k, i, rnd)).ljust(65536, b".")
+        try:
+            os.pwrite(fd, data, i * 65536)
+            ok.write("%d %d %d\n" % (k, i, rnd))
+        except OSError:
+            ok.write("failed\n")
     ok.flush()
     rnd += 1
-for fd in fds:
-    os.close(fd)
+os.close(fd)
 PY
-writers=$!
+}
+writer "$m1/w1" 0 &
+writer1=$!
+writer "$m3/w3" 1 &
+writer3=$!
 # a file whose home is node 2, locked once through mount 1 (the mount
 # then holds connections to node 2 for its locks), and one homed
 # elsewhere; homes are a hash of the file handle, so 64 files leave
@@ -193,7 +199,8 @@ grep -q "node 2 is down and holds the size, block .* of $m3/$hsizef " "$T_DIR/fs
   t_fail "the mount's log does not name $hsizef: $(grep 'is down' "$T_DIR/fs3.log" | tail -1)"
 t_log "node 2 down: a file homed there reads whole if written back, else EIO (the file named)"
 cluster_node_restart 2 fs2
-wait $writers || t_fail "the writers failed"
+wait $writer1 || t_fail "the writer through mount 1 failed"
+wait $writer3 || t_fail "the writer through mount 3 failed"
 t_wait 10 grep -q "file cache: .* files found in NVRAM" "$T_DIR/node2-fs2.log" ||
   t_fail "the restarted node did not recover its files: $(tail -3 "$T_DIR/node2-fs2.log")"
 # the mount's connections to node 2 died with it: the next lock there is
@@ -254,10 +261,15 @@ if bad:
 print("%d writes acknowledged, %d chunks hold them" % (n, len(last)), file=sys.stderr)
 PY
 }
+cat "$T_DIR/acked.0" "$T_DIR/acked.1" >"$T_DIR/acked"
 check "$T_DIR/m2/w1" "$T_DIR/m2/w3" || t_fail "an acknowledged write is lost (read through a mount)"
-failed=$(grep -c failed "$T_DIR/acked")
-[ "$failed" -gt 0 ] || t_fail "no write failed while node 2 was down: was it?"
-t_log "every acknowledged write reads back through another mount ($failed failed while node 2 was down)"
+failed=$(grep -c failed "$T_DIR/acked.1")
+[ "$failed" -gt 0 ] || t_fail "no write through mount 3 (down_wait=0) failed while node 2 was down: was it?"
+! grep -q failed "$T_DIR/acked.0" ||
+  t_fail "$(grep -c failed "$T_DIR/acked.0") writes through mount 1 failed: they should have waited for node 2"
+waits=$("$(t_bin nvcachectl)" stats "$m1" | sed -n 's/^down_node_waits: //p')
+[ "${waits:-0}" -gt 0 ] || t_fail "mount 1 counts no write that waited for node 2"
+t_log "every acknowledged write reads back through another mount; through mount 1 none failed ($waits waited for node 2), through mount 3 (down_wait=0) $failed failed at once"
 
 # after the last close everything reaches the backing, the restarted
 # node's blocks too
