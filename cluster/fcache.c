@@ -2677,6 +2677,10 @@ uint64_t fcache_grace_end(const struct fcache *fc)
 
 size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 {
+	/* seconds writes have been kept here alone (the shadow down), if so:
+	 * rounded up, so that it is not 0 then */
+	uint64_t alone = atomic_load(&fc->degraded_ns);
+	uint64_t alone_s = alone ? (clock_now_ns() - alone) / 1000000000ull + 1 : 0;
 	struct bstore_stats st;
 	uint64_t held = 0;
 
@@ -2715,6 +2719,7 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_replica_bytes_sent: %" PRIu64 "\n"
 			 "fcache_replica_degraded_writes: %" PRIu64 "\n"
 			 "fcache_writeback_held: %" PRIu64 "\n"
+			 "fcache_alone_s: %" PRIu64 "\n"
 			 "fcache_replica_errors: %" PRIu64 "\n"
 			 "fcache_replicas_held: %" PRIu64 "\n"
 			 "fcache_replicas_taken: %" PRIu64 "\n"
@@ -2739,7 +2744,7 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 (uint64_t)atomic_load(&fc->replicas_sent),
 			 (uint64_t)atomic_load(&fc->replica_bytes),
 			 (uint64_t)atomic_load(&fc->degraded_writes),
-			 (uint64_t)atomic_load(&fc->wb_held),
+			 (uint64_t)atomic_load(&fc->wb_held), alone_s,
 			 (uint64_t)atomic_load(&fc->replica_errors), held,
 			 (uint64_t)atomic_load(&fc->replicas_taken),
 			 (uint64_t)atomic_load(&fc->replicas_written));

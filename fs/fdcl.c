@@ -37,6 +37,10 @@
  * same round, as without a bound, before one tries again. */
 #define PLAIN_READS 16
 
+/* Tries of a request to a home that comes back while it waits (home_down's
+ * -EAGAIN): a home that answers and is down again at once fails it (EIO). */
+#define HOME_TRIES 3
+
 static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		     uint64_t *size);
 
@@ -383,28 +387,49 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino)
 	uint32_t home = fcl_home(fs->cl, gid);
 	bool down = false, uncounted = false;
 	char note[96];
-	int r = send_open(fs, ino, home, true, NULL, &down);
+	int r = send_open(fs, ino, home, true, NULL, &down), h = -EIO;
 
+	/* the home down: the file opens with its size from the backing or
+	 * the home's shadow (home_down), or else, the home back within
+	 * down_wait, there */
+	for (int tries = 0; r < 0 && down; tries++) {
+		if (unit_of(fs, ino) || unit_from_backing(fs, ino)) {
+			h = home_down(fs, ino, gid, NULL);
+			if (h != -EAGAIN)
+				break;
+		} else {
+			/* stripe_unit=auto: how the file is cut is its home's */
+			struct fcl_req p = { .idx = home, .type = FT_FILE_GETATTR,
+					     .f = { .obj = gid }, .rc = -EIO,
+					     .down = true };
+			if (wait_down(fs, &p), p.down)
+				break;
+		}
+		h = -EIO;
+		if (tries == HOME_TRIES)
+			break;
+		r = send_open(fs, ino, home, true, NULL, &down);
+	}
 	if (r < 0 && down && !unit_of(fs, ino) && !unit_from_backing(fs, ino)) {
-		/* stripe_unit=auto: how the file is cut is its home's */
 		if (log_limit(&down_log, 30, note, sizeof(note)))
 			log_err("cluster: node %u, home of file %016llx, is down, and "
 				"only it knows the file's stripe unit (stripe_unit=auto; "
 				"this mount has not opened it before): EIO%s",
 				fcl_node_id(fs->cl, home), (unsigned long long)gid, note);
-	} else if (r < 0 && down && ((r = home_down(fs, ino, gid, NULL)) == -ENOENT ||
-					    r == 0)) {
+	} else if (r < 0 && down && (h == -ENOENT || h == 0)) {
 		/* its size is the backing's (or its shadow's copy): readable
 		 * meanwhile; a restarted home counts this open
 		 * (fdcl_restarted) */
 		uncounted = true;
 		if (log_limit(&down_log, 30, note, sizeof(note)))
 			log_warn("cluster: node %u, home of file %016llx, is down: "
-				 "opened with its size from %s (its writes fail "
-				 "until the node is back)%s", fcl_node_id(fs->cl, home),
+				 "opened with its size from %s (its writes wait for "
+				 "the node, down_wait)%s", fcl_node_id(fs->cl, home),
 				 (unsigned long long)gid,
-				 r ? "the backing" : "the home's shadow", note);
+				 h ? "the backing" : "the home's shadow", note);
 		r = 0;
+	} else if (r < 0 && down) {
+		r = h;
 	}
 	if (r < 0)
 		return r;
@@ -466,10 +491,16 @@ static int home_attr(struct fs *fs, struct fs_inode *ino, uint64_t *size,
 	*mtime_ns = 0;
 	if (!gid)
 		return -ENOENT;
-	int r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_GETATTR, &f,
-			      NULL, 0, &rf, &down);
-	if (down)
-		return home_down(fs, ino, gid, size);
+	int r = -EIO;
+	for (int tries = 0; tries <= HOME_TRIES; tries++) {
+		r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_GETATTR, &f,
+				  NULL, 0, &rf, &down);
+		if (!down)
+			break;
+		if ((r = home_down(fs, ino, gid, size)) != -EAGAIN)
+			return r;
+		r = -EIO;
+	}
 	if (!r) {
 		*size = rf.size;
 		*mtime_ns = rf.blk;
@@ -701,14 +732,22 @@ static int read_down(struct fs *fs, struct fs_inode *ino, struct fcl_req *q)
 /* The home of gid could not be reached: its shadow knows whether the
  * home's size of the file is ahead of the backing's (FMARK_SIZE_BLK).
  * -ENOENT (not: the backing's size holds), 0 (it is, and the shadow
- * keeps it, replicas=2: in *size), or -EIO (it is, or nobody knows;
- * logged with the file's name). */
+ * keeps it, replicas=2: in *size), -EAGAIN (it is, or nobody knows, and
+ * the home answered within down_wait: ask it again), or -EIO (the home
+ * did not answer; logged with the file's name). */
 static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		     uint64_t *size)
 {
 	struct fcl_req q = { .idx = fcl_home(fs->cl, gid),
 			     .f = { .obj = gid, .blk = FMARK_SIZE_BLK } };
-	int r = down_owner(fs, ino, &q, true);
+	int r = down_owner(fs, ino, &q, false);
+	if (r == -EAGAIN) {
+		/* only the home knows the size: wait for it */
+		struct fcl_req p = { .idx = q.idx, .type = FT_FILE_GETATTR,
+				     .f = { .obj = gid }, .rc = -EIO, .down = true };
+		wait_down(fs, &p);
+		r = p.down ? down_owner(fs, ino, &q, true) : -EAGAIN;
+	}
 	if (!r && size)
 		*size = q.rf.size;
 	return r;
@@ -751,8 +790,17 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	}
 	if (!q[0].rc)
 		bound_learn(ino, &q[0].rf, false);   /* (vouched: no epoch, nothing) */
-	if (q[0].down)
+	for (int tries = 0; q[0].down; tries++) {
 		q[0].rc = home_down(fs, ino, gid, &q[0].rf.size);
+		if (q[0].rc != -EAGAIN)
+			break;
+		q[0].rc = -EIO;
+		if (tries == HOME_TRIES)
+			break;
+		fcl_call_many(fs->cl, q, 1);   /* the home is back */
+		if (!q[0].rc)
+			bound_learn(ino, &q[0].rf, false);
+	}
 	if (q[0].rc == -ENOENT) {
 		/* never cached: the backing's size holds */
 		struct stat st;

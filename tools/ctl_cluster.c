@@ -237,6 +237,8 @@ static unsigned node_problems(const struct probe *p, char out[][160], unsigned m
 	static const struct { const char *key, *what; } checks[] = {
 		{ "nodes_dead", "peers it sees dead" },
 		{ "over_offer_bytes", "bytes held over its offer (pages move away)" },
+		{ "fcache_alone_s", "s of writes kept in its NVRAM alone: its shadow "
+				    "(the next node) is down (replicas=2)" },
 	};
 	unsigned n = 0;
 	uint64_t v;

@@ -145,6 +145,9 @@ PY
   t_fail "node 1 counts no write kept in its NVRAM alone"
 grep -q "is kept in this node's NVRAM alone" "$T_DIR/node1-fs.log" ||
   t_fail "node 1 does not log the writes kept alone"
+st=$("$(t_bin nvcachectl)" status --cluster "$conf" --timeout 2000 2>&1)
+grep -q "s of writes kept in its NVRAM alone" <<<"$st" ||
+  t_fail "nvcachectl status --cluster does not show node 1's writes kept alone: $st"
 t_log "node 2 down: a write into node 1's stripe (node 2 its shadow) is kept in node 1's NVRAM alone"
 python3 - "$m3/$f" "$T_DIR/ref" <<'PY' || t_fail "$f does not read whole through mount 3 while node 2 is down"
 import os, sys

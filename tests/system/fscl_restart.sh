@@ -198,7 +198,17 @@ PY
 grep -q "node 2 is down and holds the size, block .* of $m3/$hsizef " "$T_DIR/fs3.log" ||
   t_fail "the mount's log does not name $hsizef: $(grep 'is down' "$T_DIR/fs3.log" | tail -1)"
 t_log "node 2 down: a file homed there reads whole if written back, else EIO (the file named)"
+# through mount 1 (down_wait) the same stat waits for node 2's restart
+stat -c %s "$m1/$hsizef" >"$T_DIR/hsize.stat" 2>&1 &
+statp=$!
+sleep 1
+kill -0 $statp 2>/dev/null ||
+  t_fail "a stat through mount 1 of a file whose size only the down node 2 has did not wait: $(cat "$T_DIR/hsize.stat")"
 cluster_node_restart 2 fs2
+wait $statp || t_fail "the stat that waited for node 2 failed: $(cat "$T_DIR/hsize.stat")"
+[ "$(cat "$T_DIR/hsize.stat")" = $((5 << 19)) ] ||
+  t_fail "the stat that waited for node 2 gave $(cat "$T_DIR/hsize.stat"), not $((5 << 19))"
+t_log "node 2 down: a stat through mount 1 (down_wait) of a file whose size is only there waited for its restart"
 wait $writer1 || t_fail "the writer through mount 1 failed"
 wait $writer3 || t_fail "the writer through mount 3 failed"
 t_wait 10 grep -q "file cache: .* files found in NVRAM" "$T_DIR/node2-fs2.log" ||
