@@ -154,6 +154,18 @@ static void usage(const char *prog)
 "everything back before it exits.\n", prog);
 }
 
+/* opt=v: seconds, 0..86400, fractions allowed; -1 (said why) if not. */
+static int parse_secs(const char *opt, const char *v, double *out)
+{
+	char *end;
+	*out = strtod(v, &end);
+	if (end == v || *end || *out < 0 || *out > 86400) {
+		fprintf(stderr, "nvcachefs: %s=%s: seconds, 0..86400\n", opt, v);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_u32(const char *s, uint32_t *out)
 {
 	char *end;
@@ -225,24 +237,17 @@ static int config_from_cli(struct fs_config *cfg, struct cli *c)
 			return -1;
 		}
 	}
+	double d;
 	cfg->wb_delay_ns = 1000000000ull;
 	if (c->wb_delay) {
-		char *end;
-		double d = strtod(c->wb_delay, &end);
-		if (*end || d < 0 || d > 86400) {
-			fprintf(stderr, "nvcachefs: writeback_delay=%s: seconds, 0..86400\n", c->wb_delay);
+		if (parse_secs("writeback_delay", c->wb_delay, &d) < 0)
 			return -1;
-		}
 		cfg->wb_delay_ns = (uint64_t)(d * 1e9);
 	}
 	cfg->down_wait_ms = 60000;
 	if (c->down_wait) {
-		char *end;
-		double d = strtod(c->down_wait, &end);
-		if (*end || d < 0 || d > 86400) {
-			fprintf(stderr, "nvcachefs: down_wait=%s: seconds, 0..86400\n", c->down_wait);
+		if (parse_secs("down_wait", c->down_wait, &d) < 0)
 			return -1;
-		}
 		if (!c->cluster) {
 			fprintf(stderr, "nvcachefs: down_wait=%s: a cluster mount's "
 				"option (cluster=FILE)\n", c->down_wait);

@@ -836,6 +836,30 @@ static int replica_read(uint64_t obj, uint64_t blk, uint32_t off, uint32_t len)
 	return rc;
 }
 
+/* The shadow's cache becomes s (NULL: "down"); the one it was. */
+static struct fcache *shadow_swap(struct fcache *s)
+{
+	pthread_mutex_lock(&shadow_mx);
+	struct fcache *was = shadow_fc;
+	shadow_fc = s;
+	pthread_mutex_unlock(&shadow_mx);
+	return was;
+}
+
+/* Waits (5 s at most) until the shadow's replica of owner 0's block blk
+ * of obj holds want (n bytes) at off, and asserts it. */
+static void replica_wait(uint64_t obj, uint64_t blk, uint32_t off,
+			 const char *want, uint32_t n)
+{
+	for (int i = 0; i < 500; i++) {
+		if (replica_read(obj, blk, off, n) == 0 && !memcmp(out, want, n))
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(replica_read(obj, blk, off, n), 0);
+	assert_memory_equal(out, want, n);
+}
+
 /* The figure name of c's stats. */
 static uint64_t stat_of(struct fcache *c, const char *name)
 {
@@ -938,31 +962,17 @@ static void replicas(void **state)
 	assert_int_equal(shadow_size(7), 3 * 65536 + 10);
 
 	/* the shadow out of reach: the write fails; back, it gets all */
-	pthread_mutex_lock(&shadow_mx);
-	struct fcache *away = shadow_fc;
-	shadow_fc = NULL;
-	pthread_mutex_unlock(&shadow_mx);
+	struct fcache *away = shadow_swap(NULL);
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
 			 .blk = 2, .off = 200, .len = 3 }, "xyz", &r), -EIO);
-	pthread_mutex_lock(&shadow_mx);
-	shadow_fc = away;
-	pthread_mutex_unlock(&shadow_mx);
-	for (int i = 0; i < 500; i++) {
-		if (replica_read(7, 2, 200, 3) == 0 && !memcmp(out, "xyz", 3))
-			break;
-		usleep(10000);
-	}
-	assert_int_equal(replica_read(7, 2, 200, 3), 0);
-	assert_memory_equal(out, "xyz", 3);
+	shadow_swap(away);
+	replica_wait(7, 2, 200, "xyz", 3);
 	assert_true(shadow_wait(7, 2, FRAME_SHADOW_DIRTY | FRAME_SHADOW_REPLICA));
 
 	/* the shadow dead to the heartbeats: a write is kept here alone
 	 * (degraded), and the shadow gets the block when back; out of
 	 * reach but not declared dead, the write waits for the verdict */
-	pthread_mutex_lock(&shadow_mx);
-	away = shadow_fc;
-	shadow_fc = NULL;
-	pthread_mutex_unlock(&shadow_mx);
+	away = shadow_swap(NULL);
 	uint64_t t0 = clock_now_ns();
 	fcache_shadow_down(fc, false, 200);
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
@@ -972,22 +982,12 @@ static void replicas(void **state)
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
 			 .blk = 8, .len = 5 }, "alone", &r), 0);
 	assert_int_equal(stat_of(fc, "fcache_replica_degraded_writes"), 1);
-	pthread_mutex_lock(&shadow_mx);
-	shadow_fc = away;
-	pthread_mutex_unlock(&shadow_mx);
+	shadow_swap(away);
 	fcache_shadow_down(fc, false, 200);
-	for (int i = 0; i < 500; i++) {
-		if (replica_read(7, 8, 0, 5) == 0 && !memcmp(out, "alone", 5))
-			break;
-		usleep(10000);
-	}
-	assert_int_equal(replica_read(7, 8, 0, 8), 0);
-	assert_memory_equal(out, "alonerrr", 8);
+	replica_wait(7, 8, 0, "alonerrr", 8);
 	/* down again: a write-back due meanwhile waits (two orphan times,
 	 * 400 ms, from the shadow's death), then goes */
-	pthread_mutex_lock(&shadow_mx);
-	shadow_fc = NULL;
-	pthread_mutex_unlock(&shadow_mx);
+	shadow_swap(NULL);
 	fcache_shadow_down(fc, true, 200);
 	uint64_t t_down = clock_now_ns();
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
@@ -1010,9 +1010,7 @@ static void replicas(void **state)
 		usleep(10000);
 	}
 	assert_memory_equal(bk, "againrrr", 8);
-	pthread_mutex_lock(&shadow_mx);
-	shadow_fc = away;
-	pthread_mutex_unlock(&shadow_mx);
+	shadow_swap(away);
 	fcache_shadow_down(fc, false, 200);
 	assert_true(synced_wait(fc));   /* the marks of the blocks cleaned
 					 * meanwhile go with the resync */
