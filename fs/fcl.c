@@ -37,7 +37,7 @@ struct fcl_node {
 	/* since when no call reaches it (0: one did last); whether the
 	 * writes waiting for it were told to give up (logged) */
 	_Atomic uint64_t down_since;
-	atomic_bool gave_up;
+	atomic_bool told_wait, gave_up;
 };
 
 struct fcl_reclaim {
@@ -157,8 +157,11 @@ static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **
 		return rc;
 	}
 	uint64_t inc = cluster_client_incarnation(*out);
-	if (atomic_exchange(&nd->down_since, 0) && atomic_exchange(&nd->gave_up, false))
-		log_info("cluster: node %u answers again: writes to it go on", nd->id);
+	uint64_t down = atomic_exchange(&nd->down_since, 0);
+	bool told = atomic_exchange(&nd->told_wait, false);
+	if (atomic_exchange(&nd->gave_up, false) || (down && told))
+		log_info("cluster: node %u answers again, after %.1f s: requests "
+			 "to it go on", nd->id, down ? (double)(clock_now_ns() - down) / 1e9 : 0.0);
 	pthread_mutex_lock(&nd->lk);
 	uint64_t was = nd->inc;
 	bool again = was && was != inc;
@@ -237,6 +240,9 @@ bool fcl_wait_up(struct fcl *c, uint32_t idx, uint32_t wait_ms, uint64_t *since)
 				nd->id, (double)(now - *since) / 1e9);
 		return false;
 	}
+	if (!atomic_exchange(&nd->told_wait, true))
+		log_warn("cluster: node %u is down: the requests that need it wait "
+			 "for it, %.0f s at most (down_wait)", nd->id, wait_ms / 1e3);
 	usleep(FCL_WAIT_STEP_MS * 1000);
 	return true;
 }

@@ -279,6 +279,10 @@ failed=$(grep -c failed "$T_DIR/acked.1")
   t_fail "$(grep -c failed "$T_DIR/acked.0") writes through mount 1 failed: they should have waited for node 2"
 waits=$("$(t_bin nvcachectl)" stats "$m1" | sed -n 's/^down_node_waits: //p')
 [ "${waits:-0}" -gt 0 ] || t_fail "mount 1 counts no write that waited for node 2"
+grep -q "node 2 is down: the requests that need it wait" "$T_DIR/fs1.log" ||
+  t_fail "mount 1 does not log that it waits for node 2"
+grep -q "node 2 answers again" "$T_DIR/fs1.log" ||
+  t_fail "mount 1 does not log node 2's return"
 t_log "every acknowledged write reads back through another mount; through mount 1 none failed ($waits waited for node 2), through mount 3 (down_wait=0) $failed failed at once"
 
 # after the last close everything reaches the backing, the restarted
