@@ -876,6 +876,9 @@ static void resync(struct fcache *fc)
 		return;
 	atomic_store(&fc->shadow_ok, true);
 	log_info("file cache: the next node holds our %zu dirty marks", total);
+	if (atomic_exchange(&fc->degraded_ns, 0))
+		log_info("file cache: the next node (this node's shadow) is back: "
+			 "it holds the copies of the writes kept here alone");
 }
 
 /* The write-back thread's look at the shadow, at most every
@@ -1197,10 +1200,8 @@ void fcache_shadow_down(struct fcache *fc, bool down, uint32_t timeout_ms)
 {
 	atomic_store(&fc->shadow_timeout_ms, timeout_ms);
 	if (!down) {
-		if (atomic_exchange(&fc->shadow_down_ns, 0) &&
-		    atomic_exchange(&fc->degraded_ns, 0))
-			log_info("file cache: the next node (this node's shadow) is "
-				 "back: it gets the copies of the writes kept here alone");
+		/* the writes kept alone stay so until the resync (resync) */
+		atomic_store(&fc->shadow_down_ns, 0);
 		return;
 	}
 	uint_fast64_t none = 0;
@@ -1208,16 +1209,19 @@ void fcache_shadow_down(struct fcache *fc, bool down, uint32_t timeout_ms)
 		log_debug("file cache: the next node (this node's shadow) is down");
 }
 
-/* replicas=2: while the shadow is down and writes were kept here alone,
- * the write-back waits until the shadow has been down for
- * FCACHE_DEGRADED_HOLD times the orphan time (fcache.h): the time it
- * ends, or 0 (no hold). */
+/* replicas=2: while writes kept here alone are not yet copied to the
+ * shadow (the resync after its return), the write-back waits: until the
+ * shadow has been down for FCACHE_DEGRADED_HOLD orphan times (fcache.h),
+ * or, the shadow back, until its resync (which waits for a write-back
+ * of its copies there to end), FCACHE_DEGRADED_HOLD orphan times after
+ * the first such write at most. The time it ends, or 0 (no hold). */
 static uint64_t wb_held_until(struct fcache *fc, uint64_t now)
 {
-	uint64_t down = atomic_load(&fc->shadow_down_ns);
-	if (!down || !atomic_load(&fc->degraded_ns))
+	uint64_t alone = atomic_load(&fc->degraded_ns);
+	if (!alone)
 		return 0;
-	uint64_t end = down + FCACHE_DEGRADED_HOLD * fc->orphan_ns;
+	uint64_t down = atomic_load(&fc->shadow_down_ns);
+	uint64_t end = (down ? down : alone) + FCACHE_DEGRADED_HOLD * fc->orphan_ns;
 	return now < end ? end : 0;
 }
 

@@ -184,12 +184,15 @@ void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up);
  * kept in this node's NVRAM alone (degraded: counted, logged), and the
  * shadow's resync sends it every dirty block when back; never told, or
  * no verdict: -EIO. So a node down stops the writes of its own ranges
- * only. While the shadow is down and writes were kept here alone, the
- * write-back due here waits (a full cache's does not) until the shadow
- * has been down FCACHE_DEGRADED_HOLD orphan times: a shadow alive but
- * cut off from this node (a partition) writes its older copies back
- * after one orphan time, and this node's newer bytes must reach the
- * backing after those. Any thread. */
+ * only. Until writes kept here alone are copied to the shadow (its
+ * resync), the write-back due here waits (a full cache's does not):
+ * while the shadow is down, until it has been down FCACHE_DEGRADED_HOLD
+ * orphan times; back, until the resync (bounded by as long from the
+ * first write kept alone). A shadow alive but cut off from this node (a
+ * partition) writes its older copies back after one orphan time, and
+ * this node's newer bytes must reach the backing after those; the
+ * resync's SYNC_BEGIN waits there for such a write-back to end. Any
+ * thread. */
 #define FCACHE_DEGRADED_HOLD 2
 void fcache_shadow_down(struct fcache *fc, bool down, uint32_t timeout_ms);
 /* fcache_mount_conn: a mount run without a connection this long is gone */
