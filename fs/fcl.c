@@ -235,8 +235,8 @@ bool fcl_wait_up(struct fcl *c, uint32_t idx, uint32_t wait_ms, uint64_t *since)
 		*since = down && down < now ? down : now;
 	if (now - *since >= (uint64_t)wait_ms * 1000000ull) {
 		if (!atomic_exchange(&nd->gave_up, true))
-			log_err("cluster: node %u down for %.1f s (down_wait): writes "
-				"to its ranges fail (EIO) until it answers again",
+			log_err("cluster: node %u down for %.1f s (down_wait): the "
+				"requests that need it fail (EIO) until it answers again",
 				nd->id, (double)(now - *since) / 1e9);
 		return false;
 	}
