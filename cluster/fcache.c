@@ -149,6 +149,9 @@ struct fcache {
 	 * since when (0: it is not), the heartbeats' timeout, since when
 	 * writes are kept here alone (0: none since it went down) */
 	atomic_uint_fast64_t shadow_down_ns, degraded_ns, degraded_writes, wb_held;
+	/* writes acknowledged alone or failed at the shadow, ever: a resync
+	 * during which one came does not make the shadow current */
+	atomic_uint_fast64_t uncopied;
 	atomic_uint shadow_timeout_ms;
 	struct log_limit degraded_log;
 	/* per owner index: since when it is down (fcache_owner_down), 0:
@@ -583,6 +586,7 @@ static int replica_failed(struct fcache *fc, int rc, const char *what, uint64_t 
 {
 	char note[96];
 
+	atomic_fetch_add(&fc->uncopied, 1);
 	atomic_store(&fc->shadow_ok, false);
 	atomic_store(&fc->shadow_failed_ns, clock_now_ns());
 	atomic_fetch_add(&fc->replica_errors, 1);
@@ -601,6 +605,7 @@ static int replica_degraded(struct fcache *fc, const char *what, uint64_t gid)
 	char note[96];
 	uint_fast64_t none = 0;
 
+	atomic_fetch_add(&fc->uncopied, 1);
 	atomic_store(&fc->shadow_ok, false);
 	atomic_compare_exchange_strong(&fc->degraded_ns, &none, clock_now_ns());
 	atomic_fetch_add(&fc->degraded_writes, 1);
@@ -630,6 +635,7 @@ static int replica_put_to_shadow(struct fcache *fc, int (*send)(struct fcache *,
 		if (!rc)
 			return 0;
 		/* it may have missed a write: ranges no more, a resync */
+		atomic_fetch_add(&fc->uncopied, 1);
 		atomic_store(&fc->shadow_ok, false);
 		uint64_t now = clock_now_ns(), t = atomic_load(&fc->shadow_timeout_ms);
 		if (!until)
@@ -666,6 +672,10 @@ static int block_copy_send(struct fcache *fc, void *ctx)
 		}
 		if (rc)
 			break;
+		if (n && bi.valid < c->at + n) {
+			n = 0;   /* cut since the write (a truncate): the whole */
+			continue;
+		}
 		struct frame_fop f = { .obj = c->gid, .blk = c->blk, .off = fc->self_idx,
 				       .len = n ? n : bi.valid, .size = n ? c->at : 0,
 				       .gen = bi.valid, .base_len = rec.handle_len,
@@ -822,7 +832,8 @@ static bool size_ahead(struct fcache *fc, const struct bstore_obj *rec)
  * failed. A SET skipped meanwhile leaves SYNC_END unsent: next time. */
 static void resync(struct fcache *fc)
 {
-	uint64_t skipped = atomic_load(&fc->skipped);
+	uint64_t skipped = atomic_load(&fc->skipped),
+		 uncopied = atomic_load(&fc->uncopied);
 	struct resync r = { .fc = fc };
 	bool rep = replicas_of(fc) == 2;
 
@@ -874,7 +885,13 @@ static void resync(struct fcache *fc)
 	    mark_send(fc, FRAME_MARK_SYNC_END, 0, 0, 0, NULL, 0, &rf) ||
 	    !(rf & FRAME_MARK_SYNCED))
 		return;
+	/* current, unless a write went uncopied meanwhile (that write sets
+	 * the flag false after counting: one of the two stores comes last) */
 	atomic_store(&fc->shadow_ok, true);
+	if (atomic_load(&fc->uncopied) != uncopied) {
+		atomic_store(&fc->shadow_ok, false);
+		return;
+	}
 	log_info("file cache: the next node holds our %zu dirty marks", total);
 	if (atomic_exchange(&fc->degraded_ns, 0))
 		log_info("file cache: the next node (this node's shadow) is back: "
@@ -2335,7 +2352,10 @@ static int replica_range_put(struct fcache *fc, const struct frame_fop *f,
 	struct bstore_binfo bi;
 
 	*whole = true;
-	if (!o)
+	/* the copy's length after the range must be the owner's: checked
+	 * before (a copy it does not fit stays as it is) */
+	if (!o || bstore_block_info(fc->bs, o->lid, f->blk, &bi) ||
+	    (bi.valid > f->size + f->len ? bi.valid : f->size + f->len) != f->gen)
 		return 0;
 	int rc = bstore_block_write_src(fc->bs, o->lid, f->blk, (uint32_t)f->size,
 					&src, f->len, NULL, 0,
@@ -2344,9 +2364,8 @@ static int replica_range_put(struct fcache *fc, const struct frame_fop *f,
 		return 0;
 	if (rc)
 		return rc;
-	*whole = bi.valid != f->gen;
-	if (!*whole)
-		atomic_fetch_add(&fc->replicas_taken, 1);
+	*whole = false;
+	atomic_fetch_add(&fc->replicas_taken, 1);
 	return 0;
 }
 
@@ -2455,8 +2474,15 @@ static int serve_shadow(struct fcache *fc, const struct frame_fop *f,
 
 static int serve_writeback(struct fcache *fc, const struct frame_fop *f)
 {
-	if (f->flags & FRAME_FILE_SYNC)
+	if (f->flags & FRAME_FILE_SYNC) {
+		/* writes kept alone: after a cut-off shadow's older copies
+		 * (wb_held_until), as every write-back here */
+		for (uint64_t now = clock_now_ns(), end;
+		     (end = wb_held_until(fc, now)) != 0; now = clock_now_ns())
+			usleep((useconds_t)((end - now) / 1000 < 100000 ?
+					    (end - now) / 1000 + 1 : 100000));
 		return writeback(fc, f->obj);
+	}
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = find(fc, f->obj);
 	if (o) {

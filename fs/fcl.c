@@ -128,6 +128,19 @@ static int restarted(struct fcl *c, uint32_t idx, struct cluster_client *cl,
 	return transport_error(r.rc) ? -EIO : 0;
 }
 
+/* A connection to nd opened, or a call on one answered: it is up (an
+ * outage's start forgotten, its end logged if requests waited for it). */
+static void node_up(struct fcl_node *nd)
+{
+	if (!atomic_load(&nd->down_since) && !atomic_load(&nd->gave_up))
+		return;
+	uint64_t down = atomic_exchange(&nd->down_since, 0);
+	bool told = atomic_exchange(&nd->told_wait, false);
+	if (atomic_exchange(&nd->gave_up, false) || (down && told))
+		log_info("cluster: node %u answers again, after %.1f s: requests "
+			 "to it go on", nd->id, down ? (double)(clock_now_ns() - down) / 1e9 : 0.0);
+}
+
 static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **out)
 {
 	char err[256];
@@ -157,11 +170,7 @@ static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **
 		return rc;
 	}
 	uint64_t inc = cluster_client_incarnation(*out);
-	uint64_t down = atomic_exchange(&nd->down_since, 0);
-	bool told = atomic_exchange(&nd->told_wait, false);
-	if (atomic_exchange(&nd->gave_up, false) || (down && told))
-		log_info("cluster: node %u answers again, after %.1f s: requests "
-			 "to it go on", nd->id, down ? (double)(clock_now_ns() - down) / 1e9 : 0.0);
+	node_up(nd);
 	pthread_mutex_lock(&nd->lk);
 	uint64_t was = nd->inc;
 	bool again = was && was != inc;
@@ -178,6 +187,8 @@ static int conn_get(struct fcl *c, struct fcl_node *nd, struct cluster_client **
 
 static void conn_put(struct fcl_node *nd, struct cluster_client *cl, bool broken)
 {
+	if (!broken)
+		node_up(nd);
 	pthread_mutex_lock(&nd->lk);
 	if (broken) {
 		cluster_client_close(cl);

@@ -260,14 +260,17 @@ static int wait_down(struct fs *fs, struct fcl_req *q)
 	return q->rc;
 }
 
-/* One request to node idx, waiting for it while it is down (wait_down). */
+/* One request to node idx, waiting for it while it is down (wait_down),
+ * but an APPEND. */
 static int call_waiting(struct fs *fs, uint32_t idx, uint32_t type,
 			const struct frame_fop *f, struct frame_fop *rf)
 {
 	struct fcl_req q = { .idx = idx, .type = type, .f = *f };
 
 	fcl_call_many(fs->cl, &q, 1);
-	int r = wait_down(fs, &q);
+	/* an APPEND the node may have taken before it went down is not
+	 * sent again (it would reserve the range twice) */
+	int r = f->flags & FRAME_FILE_APPEND ? q.rc : wait_down(fs, &q);
 	*rf = q.rf;
 	return r;
 }
@@ -856,6 +859,16 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 				     .npl = base_len ? 2 : 1 };
 		memcpy(q.pl, base_len ? iov : iov + 1, q.npl * sizeof(*iov));
 		fcl_call_many(fs->cl, &q, 1);
+		if (q.down && (f.flags & FRAME_FILE_GEN)) {
+			/* the node may restart while we wait, its gen tokens
+			 * (DRAM) with it: the write goes again without the
+			 * backing's bytes, and the owner asks for them anew */
+			f.flags = 0;
+			f.gen = f.base_len = 0;
+			q.f = f;
+			q.npl = 1;
+			q.pl[0] = (struct iovec){ (void *)data, n };
+		}
 		r = wait_down(fs, &q);
 		rf = q.rf;
 		if (r == -ESTALE && !opened) {

@@ -13,6 +13,7 @@
 #include "common/outbuf.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <fuse_opt.h>
@@ -159,7 +160,7 @@ static int parse_secs(const char *opt, const char *v, double *out)
 {
 	char *end;
 	*out = strtod(v, &end);
-	if (end == v || *end || *out < 0 || *out > 86400) {
+	if (end == v || *end || !isfinite(*out) || *out < 0 || *out > 86400) {
 		fprintf(stderr, "nvcachefs: %s=%s: seconds, 0..86400\n", opt, v);
 		return -1;
 	}

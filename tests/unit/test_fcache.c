@@ -607,6 +607,9 @@ static pthread_mutex_t shadow_mx = PTHREAD_MUTEX_INITIALIZER;
 static struct fcache *shadow_fc;
 static uint8_t shadow_out[FRAME_FILE_MAX_BLOCK];
 
+/* Run (once) when a SYNC_END is about to reach the shadow. */
+static void (*sync_end_hook)(void);
+
 static int to_shadow(void *arg, const struct frame_fop *f, const void *pl,
 		     size_t len, uint32_t *rflags)
 {
@@ -615,6 +618,11 @@ static int to_shadow(void *arg, const struct frame_fop *f, const void *pl,
 	int rc = -ECONNREFUSED;
 	(void)arg;
 	(void)len;
+	if ((f->flags & FRAME_MARK_SYNC_END) && sync_end_hook) {
+		void (*h)(void) = sync_end_hook;
+		sync_end_hook = NULL;
+		h();
+	}
 	pthread_mutex_lock(&shadow_mx);
 	if (shadow_fc)
 		rc = fcache_serve(shadow_fc, &q, pl, &r, shadow_out, &o);
@@ -936,6 +944,10 @@ static void replicas(void **state)
 	rg.blk = 2;
 	assert_int_equal(call(shadow_fc, FT_FILE_MARK, rg, rpl, &r), 0);
 	assert_true(r.fop.flags & FRAME_MARK_WHOLE);   /* 2's is longer */
+	pthread_mutex_unlock(&shadow_mx);
+	assert_int_equal(replica_read(7, 2, 0, 2), 0);
+	assert_memory_equal(out, "rr", 2);             /* left as it was */
+	pthread_mutex_lock(&shadow_mx);
 	/* the copy gone (a REPLICA of no bytes drops it) while the owner
 	 * takes it as current: the owner's range is answered WHOLE and
 	 * the whole block follows */
@@ -1153,6 +1165,78 @@ static void replicas(void **state)
 	unsetenv("NVCACHE_REPLICA_ORPHAN_MS");
 }
 
+/* replicas=2: a write kept alone while a resync runs (the shadow taken
+ * for dead, yet reachable) leaves that resync without effect: the next
+ * one copies the block, and no range is laid over an older copy. */
+static struct fcache *race_fc;
+
+static void *race_writer(void *arg)
+{
+	struct frame_hdr r;
+	(void)arg;
+	assert_int_equal(call(race_fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 2, .off = 0, .len = 4 }, "kept", &r), 0);
+	return NULL;
+}
+
+static void race_hook(void)
+{
+	pthread_t t;
+	pthread_create(&t, NULL, race_writer, NULL);
+	pthread_join(t, NULL);
+}
+
+static void resync_race(void **state)
+{
+	char spath[128], dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[160];
+	static uint8_t pl[256], block[65536];
+	struct frame_hdr r;
+	struct fcache_ident id;
+	(void)state;
+
+	struct fcache *fc = pair_open(spath, sizeof(spath), dir);
+	race_fc = fc;
+	struct frame_fop f = attach_req(dir, DIGEST, pl);
+	f.flags = FRAME_FILE_REPLICAS2;
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	fcache_set_shadow(fc, 0, to_shadow, NULL);
+	assert_true(synced_wait(fc));
+	make_file(dir, file, sizeof(file), &id);
+	struct frame_fop op = { .obj = 7, .len = id.len, .handle_type = id.type,
+				.flags = FRAME_FILE_HOME };
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	memset(block, 'r', sizeof(block));
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 2, .len = 65536 }, block, &r), 0);
+	/* declared dead, yet reachable: a write kept alone starts a resync,
+	 * and another write is kept alone just before its SYNC_END */
+	fcache_shadow_down(fc, true, 200);
+	sync_end_hook = race_hook;
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 2, .off = 10, .len = 5 }, "alone", &r), 0);
+	for (int i = 0; i < 500 && sync_end_hook; i++)
+		usleep(10000);
+	assert_null(sync_end_hook);   /* the race was run */
+	fcache_shadow_down(fc, false, 200);
+	replica_wait(7, 2, 0, "keptrrrrrralone", 15);
+	/* a range now lands on a current copy */
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 2, .off = 100, .len = 3 }, "abc", &r), 0);
+	replica_wait(7, 2, 0, "kept", 4);
+	replica_wait(7, 2, 98, "rrabcr", 6);
+	assert_int_equal(call(fc, FT_FILE_DROP, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	fcache_close(fc);
+	shadow_close();
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s.backing", spath);
+	unlink(side);
+	unlink(spath);
+	unlink(file);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1167,6 +1251,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(shadow_marks, setup, teardown),
 		cmocka_unit_test_setup_teardown(stripe_units, setup, teardown),
 		cmocka_unit_test_setup_teardown(replicas, setup, teardown),
+		cmocka_unit_test_setup_teardown(resync_race, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
