@@ -715,6 +715,38 @@ static struct fcache *pair_open(char *spath, size_t len, char *dir)
 	return open_fc();
 }
 
+/* A file made in dir (its name in file, its handle in *id) and opened
+ * as object obj at fc, its home: the OPEN's request. */
+static struct frame_fop file_at_home(struct fcache *fc, const char *dir, char *file,
+				     size_t flen, struct fcache_ident *id, uint64_t obj)
+{
+	struct frame_hdr r;
+
+	make_file(dir, file, flen, id);
+	struct frame_fop op = { .obj = obj, .len = id->len, .handle_type = id->type,
+				.flags = FRAME_FILE_HOME };
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id->handle, &r), 0);
+	return op;
+}
+
+/* pair_open's caches closed, their files and the test's file and
+ * backing directory removed. */
+static void pair_close(struct fcache *fc, const char *spath, const char *file,
+		       const char *dir)
+{
+	char side[160];
+
+	fcache_close(fc);
+	shadow_close();
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s.backing", spath);
+	unlink(side);
+	unlink(spath);
+	unlink(file);
+	rmdir(dir);
+}
+
 /* The file's immutable flag set or cleared (FS_IOC_SETFLAGS): false
  * where the file system has none (the caller then checks less). */
 static bool set_immutable(const char *p, bool on)
@@ -746,10 +778,7 @@ static void shadow_marks(void **state)
 	fcache_set_shadow(fc, 0, to_shadow, NULL);
 	assert_true(shadow_wait(7, 2, 0));   /* the first resync: nothing */
 
-	make_file(dir, file, sizeof(file), &id);
-	struct frame_fop op = { .obj = 7, .len = id.len, .handle_type = id.type,
-				.flags = FRAME_FILE_HOME };
-	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	file_at_home(fc, dir, file, sizeof(file), &id, 7);
 	memset(block, 'd', sizeof(block));
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
 			 .blk = 2, .len = 65536 }, block, &r), 0);
@@ -888,7 +917,7 @@ static uint64_t stat_of(struct fcache *c, const char *name)
  * good has its copies written back by the shadow, their marks cleared. */
 static void replicas(void **state)
 {
-	char spath[128], dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[160];
+	char spath[128], dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64];
 	static uint8_t pl[256], block[65536];
 	struct frame_hdr r;
 	struct fcache_ident id;
@@ -912,10 +941,7 @@ static void replicas(void **state)
 	fcache_set_shadow(fc, 0, to_shadow, NULL);
 	assert_true(shadow_wait(7, 2, 0));
 
-	make_file(dir, file, sizeof(file), &id);
-	struct frame_fop op = { .obj = 7, .len = id.len, .handle_type = id.type,
-				.flags = FRAME_FILE_HOME };
-	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	struct frame_fop op = file_at_home(fc, dir, file, sizeof(file), &id, 7);
 	memset(block, 'r', sizeof(block));
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
 			 .blk = 2, .len = 65536 }, block, &r), 0);
@@ -1153,15 +1179,7 @@ static void replicas(void **state)
 	assert_non_null(strstr(stats, "fcache_replicas_held: 0\n"));
 	assert_int_equal(call(fc, FT_FILE_DROP, (struct frame_fop){ .obj = 7 },
 			 NULL, &r), 0);
-	fcache_close(fc);
-	shadow_close();
-	snprintf(side, sizeof(side), "%s.backing", path);
-	unlink(side);
-	snprintf(side, sizeof(side), "%s.backing", spath);
-	unlink(side);
-	unlink(spath);
-	unlink(file);
-	rmdir(dir);
+	pair_close(fc, spath, file, dir);
 	unsetenv("NVCACHE_REPLICA_ORPHAN_MS");
 }
 
@@ -1188,7 +1206,7 @@ static void race_hook(void)
 
 static void resync_race(void **state)
 {
-	char spath[128], dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[160];
+	char spath[128], dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64];
 	static uint8_t pl[256], block[65536];
 	struct frame_hdr r;
 	struct fcache_ident id;
@@ -1201,10 +1219,7 @@ static void resync_race(void **state)
 	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
 	fcache_set_shadow(fc, 0, to_shadow, NULL);
 	assert_true(synced_wait(fc));
-	make_file(dir, file, sizeof(file), &id);
-	struct frame_fop op = { .obj = 7, .len = id.len, .handle_type = id.type,
-				.flags = FRAME_FILE_HOME };
-	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	file_at_home(fc, dir, file, sizeof(file), &id, 7);
 	memset(block, 'r', sizeof(block));
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
 			 .blk = 2, .len = 65536 }, block, &r), 0);
@@ -1226,15 +1241,7 @@ static void resync_race(void **state)
 	replica_wait(7, 2, 98, "rrabcr", 6);
 	assert_int_equal(call(fc, FT_FILE_DROP, (struct frame_fop){ .obj = 7 },
 			 NULL, &r), 0);
-	fcache_close(fc);
-	shadow_close();
-	snprintf(side, sizeof(side), "%s.backing", path);
-	unlink(side);
-	snprintf(side, sizeof(side), "%s.backing", spath);
-	unlink(side);
-	unlink(spath);
-	unlink(file);
-	rmdir(dir);
+	pair_close(fc, spath, file, dir);
 }
 
 int main(void)
