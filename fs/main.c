@@ -710,6 +710,10 @@ static int fs_run(struct fs *fs, struct fuse_session *se, bool serve)
 		/* keep idle workers: libfuse would otherwise create a thread
 		 * per request under a synchronous load */
 		fuse_loop_cfg_set_idle_threads(lc, 16);
+		/* a cluster mount's requests may wait for a down node
+		 * (down_wait): enough workers that the others go on */
+		if (fs->cl)
+			fuse_loop_cfg_set_max_threads(lc, 64);
 		/* a positive value is the signal that ended the loop: a clean stop */
 		ret = fuse_session_loop_mt(se, lc) < 0 ? 1 : 0;
 		fuse_loop_cfg_destroy(lc);
