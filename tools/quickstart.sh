@@ -47,10 +47,17 @@ mounted() { grep -q "^[^ ]* $mnt fuse" /proc/mounts; }
 # A FUSE mount whose daemon died: listed, but every access fails (ENOTCONN).
 dead_mount() { mounted && ! stat "$mnt" >/dev/null 2>&1; }
 
+# alive PID: the process runs (a killed one its parent has not reaped
+# yet, a zombie, does not: kill -0 would still find it).
+alive() {
+  local st
+  st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [[ $st != Z* ]]
+}
+
 # wait_exit PID WHAT: wait for a process we stopped, saying so every 10 s.
 wait_exit() {
   local n=0
-  while kill -0 "$1" 2>/dev/null; do
+  while alive "$1"; do
     sleep 0.2
     n=$((n + 1))
     [ $((n % 50)) -eq 0 ] && echo "  waiting for $2 to finish (pid $1, $((n / 5)) s)..."
@@ -65,7 +72,7 @@ wait_up() {
   local pid=$1 log=$2 what=$3 note=$4 n=0
   shift 4
   until "$@"; do
-    if ! kill -0 "$pid" 2>/dev/null; then
+    if ! alive "$pid"; then
       echo "quickstart: $what did not start; from $log:" >&2
       tail -5 "$log" | sed 's/^/  /' >&2
       return 1
@@ -203,7 +210,7 @@ fi
 
 if [ -x build/nbd/nvswapd ]; then
   sock=$run/nvswapd.sock
-  if [ -f "$state/nvswapd.pid" ] && kill -0 "$(cat "$state/nvswapd.pid")" 2>/dev/null; then
+  if [ -f "$state/nvswapd.pid" ] && alive "$(cat "$state/nvswapd.pid")"; then
     echo "nvswapd: already running"
   else
     # a socket left by one that died would look ready at once

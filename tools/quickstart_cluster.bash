@@ -97,7 +97,7 @@ PY
     } >"$cconf"
   fi
   for ((i = 1; i <= n; i++)); do
-    if [ -f "$state/cluster-node-$i.pid" ] && kill -0 "$(cat "$state/cluster-node-$i.pid")" 2>/dev/null; then
+    if [ -f "$state/cluster-node-$i.pid" ] && alive "$(cat "$state/cluster-node-$i.pid")"; then
       echo "nvcached node $i: already running"
       continue
     fi

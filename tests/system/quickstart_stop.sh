@@ -7,10 +7,16 @@
 # as `--stop` returns (fusermount3 -u returns before the daemon has written
 # back: --stop must wait for it), and nothing of ours may be left running.
 # Then --cluster 3: three nodes and three mounts over one backing, a file
-# written through one mount read through another, whole in the backing
-# when --stop --cluster returns, and nothing of ours left running.
+# written through one mount read through another; node 2's nvcached
+# killed and quickstart run again restarts it while a copy through
+# node 1's mount waits for it; whole in the backing when --stop --cluster
+# returns, and nothing of ours left running.
 T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/lib.sh"
+# running PID: the process runs (one that exited and that its parent has
+# not reaped yet, a zombie, does not)
+running() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [[ $st != Z* ]]; }
+not_running() { ! running "$1"; }
 t_require_root
 t_require_cmd fusermount3 pgrep setpriv
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,8 +55,8 @@ qs --stop >"$T_DIR/stop.out" 2>&1 || { cat "$T_DIR/stop.out" >&2; t_fail "--stop
 for i in 1 2 3; do
   cmp "$T_DIR/data" "$backing/f$i" || t_fail "f$i incomplete in the backing dir when --stop returned"
 done
-kill -0 "$fspid" 2>/dev/null && t_fail "nvcachefs (pid $fspid) still running after --stop"
-kill -0 "$swpid" 2>/dev/null && t_fail "nvswapd (pid $swpid) still running after --stop"
+running "$fspid" && t_fail "nvcachefs (pid $fspid) still running after --stop"
+running "$swpid" && t_fail "nvswapd (pid $swpid) still running after --stop"
 t_is_mounted "$mnt" && t_fail "$mnt still mounted"
 [ -e /dev/shm/nvswapd-swap.mram ] && t_fail "nvswapd's MRAM file left in /dev/shm after --stop"
 grep -q "everything written back" "$T_DIR/stop.out" || t_fail "--stop did not say it wrote back: $(cat "$T_DIR/stop.out")"
@@ -65,7 +71,7 @@ fspid=$(pgrep -f "nvcachefs $mnt( |\$)" | head -1)
 swpid=$(cat "$NVCACHE_RUN_DIR/quickstart/nvswapd.pid")
 t_cleanup "kill -9 $swpid 2>/dev/null"
 echo acknowledged >"$mnt/acked" && sync "$mnt/acked"
-kill -9 "$fspid"; t_wait 5 bash -c "! kill -0 $fspid 2>/dev/null"
+kill -9 "$fspid"; t_wait 5 not_running "$fspid"
 NVCACHE_SWAP_SIZE=64M qs >"$T_DIR/start3.out" 2>&1 || t_fail "start after kill -9: $(cat "$T_DIR/start3.out")"
 grep -q "daemon that died" "$T_DIR/start3.out" || t_fail "start after kill -9 did not say what it did: $(cat "$T_DIR/start3.out")"
 [ "$(cat "$mnt/acked")" = acknowledged ] || t_fail "a synced file is not back after kill -9 and a restart"
@@ -76,7 +82,7 @@ qs2() { bash "$root/tools/quickstart.sh" --mount "$T_DIR/mnt2" --backing "$backi
 qs2 >"$T_DIR/second.out" 2>&1 && { qs2 --stop >/dev/null 2>&1; t_fail "a second mount of the backing was made"; }
 grep -q "in use by another nvcachefs" "$T_DIR/second.out" || t_fail "second mount: $(cat "$T_DIR/second.out")"
 fspid=$(pgrep -f "nvcachefs $mnt( |\$)" | head -1)
-kill -9 "$fspid"; t_wait 5 bash -c "! kill -0 $fspid 2>/dev/null"
+kill -9 "$fspid"; t_wait 5 not_running "$fspid"
 qs --stop >"$T_DIR/stop2.out" 2>&1 || t_fail "--stop after kill -9: exit $?: $(cat "$T_DIR/stop2.out")"
 grep -q "daemon had died" "$T_DIR/stop2.out" || t_fail "--stop after kill -9: $(cat "$T_DIR/stop2.out")"
 grep -q "everything written back" "$T_DIR/stop2.out" && t_fail "--stop after kill -9 claimed a write-back"
@@ -111,10 +117,27 @@ t_cleanup "kill -9 $nodepids 2>/dev/null"
 head -c 24M /dev/urandom >"$T_DIR/cdata"
 cp "$T_DIR/cdata" "$T_DIR/cm-1/f" || t_fail "--cluster: write through node 1's mount"
 cmp "$T_DIR/cdata" "$T_DIR/cm-3/f" || t_fail "--cluster: node 3's mount does not read node 1's file"
+# kill -9 of node 2's nvcached, then quickstart again (as after a crash):
+# it starts node 2 (a killed process not yet reaped is not running), and
+# a copy made meanwhile through node 1's mount waits for it (down_wait)
+n2=$(cat "$NVCACHE_RUN_DIR/quickstart/cluster-node-2.pid")
+kill -9 "$n2"
+head -c 3M /dev/urandom >"$T_DIR/cdata2"
+cp "$T_DIR/cdata2" "$T_DIR/cm-1/g" 2>"$T_DIR/cp2.err" &
+cpp=$!
+sleep 1
+qsc --cluster 3 >"$T_DIR/cstart2.out" 2>&1 || t_fail "quickstart --cluster 3 after a kill -9 of node 2: $(cat "$T_DIR/cstart2.out")"
+grep -q "nvcached node 2: already running" "$T_DIR/cstart2.out" &&
+  t_fail "quickstart took the killed node 2 for running: $(cat "$T_DIR/cstart2.out")"
+wait $cpp || t_fail "a copy through node 1's mount while node 2 restarted failed: $(cat "$T_DIR/cp2.err")"
+cmp "$T_DIR/cdata2" "$T_DIR/cm-3/g" || t_fail "the copy made while node 2 restarted does not read back through node 3"
+nodepids="$nodepids $(cat "$NVCACHE_RUN_DIR/quickstart/cluster-node-2.pid")"
+t_cleanup "kill -9 $nodepids 2>/dev/null"
+t_log "--cluster 3: node 2 killed, quickstart again restarts it; a copy made meanwhile waited for it"
 qsc --stop --cluster 3 >"$T_DIR/cstop.out" 2>&1 || t_fail "--stop --cluster: $(cat "$T_DIR/cstop.out")"
 cmp "$T_DIR/cdata" "$T_DIR/cb/f" || t_fail "--cluster: the file is not whole in the backing when --stop returned"
 grep -q "everything written back" "$T_DIR/cstop.out" || t_fail "--stop --cluster: $(cat "$T_DIR/cstop.out")"
-for p in $nodepids; do kill -0 "$p" 2>/dev/null && t_fail "--stop --cluster left nvcached $p running"; done
+for p in $nodepids; do running "$p" && t_fail "--stop --cluster left nvcached $p running"; done
 for i in 1 2 3; do t_is_mounted "$T_DIR/cm-$i" && t_fail "--stop --cluster left $T_DIR/cm-$i mounted"; done
 t_log "--cluster 3: a file across the mounts, whole in the backing at --stop"
 t_log PASS
