@@ -2477,10 +2477,8 @@ static int serve_writeback(struct fcache *fc, const struct frame_fop *f)
 	if (f->flags & FRAME_FILE_SYNC) {
 		/* writes kept alone: after a cut-off shadow's older copies
 		 * (wb_held_until), as every write-back here */
-		for (uint64_t now = clock_now_ns(), end;
-		     (end = wb_held_until(fc, now)) != 0; now = clock_now_ns())
-			usleep((useconds_t)((end - now) / 1000 < 100000 ?
-					    (end - now) / 1000 + 1 : 100000));
+		while (wb_held_until(fc, clock_now_ns()))
+			usleep(100000);
 		return writeback(fc, f->obj);
 	}
 	pthread_mutex_lock(&fc->lk);

@@ -35,7 +35,7 @@ struct fcl_node {
 	bool lost;             /* hung up: connect again (fcl_watch) */
 	struct log_limit down_log;
 	/* since when no call reaches it (0: one did last); whether the
-	 * writes waiting for it were told to give up (logged) */
+	 * wait for it, and the giving up, were logged (fcl_wait_up) */
 	_Atomic uint64_t down_since;
 	atomic_bool told_wait, gave_up;
 };

@@ -75,8 +75,8 @@ int fcl_call_down(struct fcl *c, uint32_t idx, uint32_t type,
  * began at *since (the node's first call that found it down, if earlier
  * than the first try) is shorter than wait_ms, sleeps a little and
  * returns true: try again; else false (logged once until the node
- * answers). So a write to a restarting node waits for it, and once a
- * node has been down for wait_ms, writes to it fail at once. */
+ * answers). So a request that needs a restarting node waits for it,
+ * and once a node has been down for wait_ms, such requests fail at once. */
 bool fcl_wait_up(struct fcl *c, uint32_t idx, uint32_t wait_ms, uint64_t *since);
 /* Many requests, each to its node (idx), pipelined on one connection per
  * node (CLUSTER_CLIENT_MAX_INFLIGHT in flight): a block range per request,

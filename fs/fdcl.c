@@ -43,6 +43,8 @@
 
 static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		     uint64_t *size);
+static int home_getattr_down(struct fs *fs, struct fs_inode *ino,
+			     struct fcl_req *q);
 
 struct ident {
 	uint64_t gid;
@@ -244,8 +246,6 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 	return r;
 }
 
-/* SETSIZE at the home (f: obj, size, flags; its reply in rf if not
- * NULL); a home that has no record of the file yet gets one first. */
 /* A request whose node could not be reached (q->down), sent again while
  * fcl_wait_up lets it (down_wait: the node may be restarting): its rc,
  * q->down still set if it never got through. */
@@ -275,6 +275,17 @@ static int call_waiting(struct fs *fs, uint32_t idx, uint32_t type,
 	return r;
 }
 
+/* Whether node idx (gid's home) answers within down_wait (wait_down). */
+static bool home_back(struct fs *fs, uint32_t idx, uint64_t gid)
+{
+	struct fcl_req p = { .idx = idx, .type = FT_FILE_GETATTR, .f = { .obj = gid },
+			     .rc = -EIO, .down = true };
+	wait_down(fs, &p);
+	return !p.down;
+}
+
+/* SETSIZE at the home (f: obj, size, flags; its reply in rf if not
+ * NULL); a home that has no record of the file yet gets one first. */
 static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_fop *f,
 			struct frame_fop *rf)
 {
@@ -400,13 +411,8 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino)
 			h = home_down(fs, ino, gid, NULL);
 			if (h != -EAGAIN)
 				break;
-		} else {
-			/* stripe_unit=auto: how the file is cut is its home's */
-			struct fcl_req p = { .idx = home, .type = FT_FILE_GETATTR,
-					     .f = { .obj = gid }, .rc = -EIO,
-					     .down = true };
-			if (wait_down(fs, &p), p.down)
-				break;
+		} else if (!home_back(fs, home, gid)) {
+			break;   /* stripe_unit=auto: how it is cut is the home's */
 		}
 		h = -EIO;
 		if (tries == HOME_TRIES)
@@ -488,27 +494,20 @@ static int home_attr(struct fs *fs, struct fs_inode *ino, uint64_t *size,
 		     uint64_t *mtime_ns)
 {
 	uint64_t gid = gid_of(ino);
-	struct frame_fop f = { .obj = gid }, rf;
-	bool down;
+	struct fcl_req q = { .idx = fcl_home(fs->cl, gid), .type = FT_FILE_GETATTR,
+			     .f = { .obj = gid } };
 
 	*mtime_ns = 0;
 	if (!gid)
 		return -ENOENT;
-	int r = -EIO;
-	for (int tries = 0; tries <= HOME_TRIES; tries++) {
-		r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_GETATTR, &f,
-				  NULL, 0, &rf, &down);
-		if (!down)
-			break;
-		if ((r = home_down(fs, ino, gid, size)) != -EAGAIN)
-			return r;
-		r = -EIO;
-	}
-	if (!r) {
-		*size = rf.size;
-		*mtime_ns = rf.blk;
-		unit_learn(fs, ino, rf.off);
-		bound_learn(ino, &rf, false);
+	fcl_call_many(fs->cl, &q, 1);
+	int r = home_getattr_down(fs, ino, &q);
+	if (!r)
+		*size = q.rf.size;
+	if (!r && !q.down) {   /* the home's answer */
+		*mtime_ns = q.rf.blk;
+		unit_learn(fs, ino, q.rf.off);
+		bound_learn(ino, &q.rf, false);
 	}
 	return r;
 }
@@ -744,16 +743,30 @@ static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 	struct fcl_req q = { .idx = fcl_home(fs->cl, gid),
 			     .f = { .obj = gid, .blk = FMARK_SIZE_BLK } };
 	int r = down_owner(fs, ino, &q, false);
-	if (r == -EAGAIN) {
-		/* only the home knows the size: wait for it */
-		struct fcl_req p = { .idx = q.idx, .type = FT_FILE_GETATTR,
-				     .f = { .obj = gid }, .rc = -EIO, .down = true };
-		wait_down(fs, &p);
-		r = p.down ? down_owner(fs, ino, &q, true) : -EAGAIN;
-	}
+	if (r == -EAGAIN)   /* only the home knows the size: wait for it */
+		r = home_back(fs, q.idx, gid) ? -EAGAIN : down_owner(fs, ino, &q, true);
 	if (!r && size)
 		*size = q.rf.size;
 	return r;
+}
+
+/* A GETATTR q to gid's home (q->f.obj) that found it down (q->down):
+ * the size from the home's shadow or the backing's (home_down: 0 with
+ * q->rf.size, or -ENOENT; q->down stays set), or, the home back within
+ * down_wait, q's answer there (HOME_TRIES times at most), else -EIO. */
+static int home_getattr_down(struct fs *fs, struct fs_inode *ino,
+			     struct fcl_req *q)
+{
+	for (int tries = 0; q->down; tries++) {
+		q->rc = home_down(fs, ino, q->f.obj, &q->rf.size);
+		if (q->rc != -EAGAIN)
+			break;
+		q->rc = -EIO;
+		if (tries == HOME_TRIES)
+			break;
+		fcl_call_many(fs->cl, q, 1);   /* the home is back */
+	}
+	return q->rc;
 }
 
 ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
@@ -793,17 +806,8 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	}
 	if (!q[0].rc)
 		bound_learn(ino, &q[0].rf, false);   /* (vouched: no epoch, nothing) */
-	for (int tries = 0; q[0].down; tries++) {
-		q[0].rc = home_down(fs, ino, gid, &q[0].rf.size);
-		if (q[0].rc != -EAGAIN)
-			break;
-		q[0].rc = -EIO;
-		if (tries == HOME_TRIES)
-			break;
-		fcl_call_many(fs->cl, q, 1);   /* the home is back */
-		if (!q[0].rc)
-			bound_learn(ino, &q[0].rf, false);
-	}
+	if (q[0].down && !home_getattr_down(fs, ino, &q[0]) && !q[0].down)
+		bound_learn(ino, &q[0].rf, false);   /* the home came back */
 	if (q[0].rc == -ENOENT) {
 		/* never cached: the backing's size holds */
 		struct stat st;

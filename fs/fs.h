@@ -71,7 +71,7 @@ struct fs_config {
 	uint64_t wb_delay_ns;  /* write-back delay after the last close */
 	bool fsync_backing;    /* fsync waits for the backing file too */
 	uint32_t replicas;     /* cluster: 1, or 2 (a copy at the shadow) */
-	uint32_t down_wait_ms; /* cluster: how long a write waits for a down node */
+	uint32_t down_wait_ms; /* cluster: how long a request waits for a down node */
 	bool writeback_cache;  /* FUSE kernel write-back cache (weaker) */
 	bool no_xattr;         /* answer xattr calls ENOSYS (see main.c) */
 	bool foreground;
