@@ -25,7 +25,9 @@ if ldd "$CK_APP" | grep -q libasan; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
   CK_PRELOAD="$(ldd "$CK_LIB" | awk '/libasan/ {print $3}'):$CK_LIB"
 fi
-export NVCACHE_CKPT_DIR=$T_SHM/nvram
+# the NVRAM's directory: in CK_NVRAM_DIR if the caller set one (the
+# benchmark's tmpfs with 2 MiB pages), else in this test's /dev/shm one
+export NVCACHE_CKPT_DIR=${CK_NVRAM_DIR:-$T_SHM}/nvram
 export NVCACHE_CKPT_JOB=cg
 mkdir -p "$NVCACHE_CKPT_DIR" "$T_DIR/pids"
 
