@@ -170,6 +170,8 @@ struct fcache {
 	/* READs and WRITEs with BOUND: answered BOUND_OK, or not; and the
 	 * GETATTRs to homes for an epoch this node did not know */
 	atomic_uint_fast64_t bounds_ok, bounds_refused, epochs_asked;
+	/* absent blocks written with no old bytes: past the backing's end */
+	atomic_uint_fast64_t past_end;
 	uint32_t n_nodes;
 	fcache_call_fn call;
 	void *call_arg;
@@ -806,10 +808,10 @@ static void resync_one(void *arg, uint64_t obj, uint64_t blk)
 	r->blk[r->n++] = blk;
 }
 
-/* Whether the record's size is ahead of its backing file's (a home's
- * size not written back yet): its mark goes in a resync. Without the
- * backing directory, any size is taken as ahead. */
-static bool size_ahead(struct fcache *fc, const struct bstore_obj *rec)
+/* The size of the record's backing file, through its handle: 0, or
+ * -errno (-EAGAIN: no backing directory yet). */
+static int backing_size(struct fcache *fc, const struct bstore_obj *rec,
+			uint64_t *size)
 {
 	struct rec_handle h;
 	struct stat st;
@@ -818,14 +820,45 @@ static bool size_ahead(struct fcache *fc, const struct bstore_obj *rec)
 	int bfd = fc->backing_fd;
 	pthread_mutex_unlock(&fc->lk);
 	if (bfd < 0)
-		return rec->size > 0;
+		return -EAGAIN;
 	rec_handle(rec, &h);
 	int fd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
 	if (fd < 0)
-		return false;   /* gone: nothing of it is read again */
-	bool ahead = fstat(fd, &st) == 0 && rec->size > (uint64_t)st.st_size;
+		return -errno;
+	int rc = fstat(fd, &st) < 0 ? -errno : 0;
 	close(fd);
-	return ahead;
+	if (!rc)
+		*size = (uint64_t)st.st_size;
+	return rc;
+}
+
+/* Whether block blk of lid has no bytes in its backing file (the file
+ * ends at or before it: a new file's blocks, or past a cut), looked at
+ * after taking the block's gen token (*gen, bstore_block_gen), as the
+ * writer that reads the backing's bytes does: an absent block's old
+ * bytes are then none, and a write installs its range alone. */
+static bool past_backing_end(struct fcache *fc, uint64_t lid, uint64_t blk,
+			     uint32_t *gen)
+{
+	struct bstore_obj rec;
+	uint64_t size = 0;
+
+	*gen = bstore_block_gen(fc->bs, lid, blk);
+	return bstore_obj_get(fc->bs, lid, &rec) == 0 &&
+	       backing_size(fc, &rec, &size) == 0 && size <= blk * fc->bsize;
+}
+
+/* Whether the record's size is ahead of its backing file's (a home's
+ * size not written back yet): its mark goes in a resync. Without the
+ * backing directory, any size is taken as ahead. */
+static bool size_ahead(struct fcache *fc, const struct bstore_obj *rec)
+{
+	uint64_t size = 0;
+	int e = backing_size(fc, rec, &size);
+
+	if (e == -EAGAIN)
+		return rec->size > 0;
+	return !e && rec->size > size;   /* gone: nothing of it is read again */
 }
 
 /* The shadow gets our whole list again: SYNC_BEGIN, every block dirty
@@ -2182,6 +2215,8 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 	bool whole = f->off == 0 && f->len == fc->bsize;  /* needs no old bytes */
 	unsigned flags = BSTORE_DIRTY | (base ? BSTORE_GEN : whole ? 0 : BSTORE_NEED_OLD);
 	bool rep = fc->mark && replicas_of(fc) == 2;
+	uint32_t gen = f->gen, base_len = f->base_len;
+again:
 	for (int tries = 0;; tries++) {
 		struct bstore_binfo was = { 0 };
 		/* the shadow knows the block is dirty before it is (fmarks.h) */
@@ -2192,8 +2227,8 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 		if (rep && !whole && !base && bstore_block_info(fc->bs, lid, f->blk, &was))
 			was.dirty = false;
 		rc = bstore_block_write_src(fc->bs, lid, f->blk, f->off, &src, f->len,
-					    base ? payload : NULL, f->base_len,
-					    flags, f->gen, NULL);
+					    base ? payload : NULL, base_len,
+					    flags, gen, NULL);
 		/* replicas=2: in the shadow's NVRAM too before the reply; a
 		 * block dirty before: the bytes written alone */
 		if (rep && !rc)
@@ -2206,6 +2241,15 @@ static int serve_write(struct fcache *fc, const struct frame_fop *f,
 		/* every block dirty: write back, then try again */
 		wb_kick_all(fc);
 		usleep(SPACE_WAIT_MS * 1000);
+	}
+	if (rc == -ENODATA && past_backing_end(fc, lid, f->blk, &gen)) {
+		/* absent, and the backing has no bytes of it: none to ask
+		 * the writer for (a round trip and a read of the backing) */
+		base = true;
+		base_len = 0;
+		flags = BSTORE_DIRTY | BSTORE_GEN;
+		atomic_fetch_add(&fc->past_end, 1);
+		goto again;
 	}
 	if (rc == -ENODATA || rc == -ESTALE) {
 		/* absent (or gone since the writer's gen): its backing bytes */
@@ -2799,6 +2843,7 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_written_back_bytes: %" PRIu64 "\n"
 			 "fcache_served_bytes: %" PRIu64 "\n"
 			 "fcache_writes: %" PRIu64 "\n"
+			 "fcache_writes_past_backing_end: %" PRIu64 "\n"
 			 "fcache_dropped_files: %" PRIu64 "\n"
 			 "fcache_records_total: %" PRIu64 "\n"
 			 "fcache_records_reclaimed: %" PRIu64 "\n"
@@ -2827,6 +2872,7 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 (uint64_t)atomic_load(&fc->written_back),
 			 (uint64_t)atomic_load(&fc->served_bytes),
 			 (uint64_t)atomic_load(&fc->writes),
+			 (uint64_t)atomic_load(&fc->past_end),
 			 (uint64_t)atomic_load(&fc->dropped),
 			 st.objs_total, (uint64_t)atomic_load(&fc->reclaimed),
 			 (uint64_t)atomic_load(&fc->mounts_gone),

@@ -601,6 +601,55 @@ static void restart_reclaim(void **state)
 	rmdir(dir);
 }
 
+static uint64_t stat_of(struct fcache *c, const char *name);
+
+/* A write into an absent block asks the writer for the block's backing
+ * bytes (NOT_FOUND), unless the backing file ends at or before the
+ * block: then there are none, and the range is written at once. */
+static void past_end(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	char dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[128];
+	static uint8_t pl[256], x[100], want[200];
+	struct fcache_ident id;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	struct frame_fop f = attach_req(dir, DIGEST, pl);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	make_file(dir, file, sizeof(file), &id);
+	int fd = open(file, O_WRONLY);
+	assert_true(fd >= 0);
+	memset(pl, 'b', sizeof(pl));
+	assert_int_equal(pwrite(fd, pl, 200, 70000), 200);   /* ends in block 1 */
+	close(fd);
+	struct frame_fop op = { .obj = 9, .len = id.len, .handle_type = id.type,
+				.flags = FRAME_FILE_HOME };
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	memset(x, 'x', sizeof(x));
+	/* blocks 0 and 1 hold backing bytes: asked for */
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 9,
+			 .off = 100, .len = 100 }, x, &r), -ENOENT);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 9,
+			 .blk = 1, .off = 100, .len = 100 }, x, &r), -ENOENT);
+	assert_int_equal(stat_of(fc, "fcache_writes_past_backing_end"), 0);
+	/* block 2 starts past the backing's end: written at once */
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 9,
+			 .blk = 2, .off = 100, .len = 100 }, x, &r), 0);
+	assert_int_equal(stat_of(fc, "fcache_writes_past_backing_end"), 1);
+	assert_int_equal(call(fc, FT_FILE_READ, (struct frame_fop){ .obj = 9,
+			 .blk = 2, .len = 200 }, NULL, &r), 0);
+	assert_int_equal(r.payload_len, 200);
+	memset(want + 100, 'x', 100);
+	assert_memory_equal(out, want, 200);
+	fcache_close(fc);
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	unlink(file);
+	rmdir(dir);
+}
+
 /* A file unlinked while open before a restart (its doomed flag was in
  * DRAM): the restart's write-back leaves its inode alone, and its last
  * close dooms it, its backing file having no name left. */
@@ -1310,6 +1359,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(unlinked_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(past_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(shadow_marks, setup, teardown),
 		cmocka_unit_test_setup_teardown(stripe_units, setup, teardown),
 		cmocka_unit_test_setup_teardown(replicas, setup, teardown),
