@@ -116,8 +116,6 @@ struct fcache {
 	struct fobj *tab[NBUCKETS];
 	int backing_fd;        /* -1: no mount attached yet */
 	struct fcache_ident bid;  /* the backing directory's */
-	bool nlinks;           /* the backing counts links: a file with none
-				* is unlinked (backing_unlinked) */
 	bool stop, wb_all;
 	uint64_t grace_end_ns; /* reclaims only, before this (fcache.h) */
 	size_t reclaim_at;     /* records_reclaim's next bucket */
@@ -401,8 +399,6 @@ static int backing_bind(struct fcache *fc, const char *path, bool save)
 		close(fd);
 		return rc;
 	}
-	struct stat st;
-	fc->nlinks = fstat(fd, &st) == 0 && st.st_nlink > 0;
 	fc->backing_fd = fd;
 	if (save)
 		side_save(fc, path);
@@ -998,12 +994,9 @@ struct left { uint64_t gid; bool doomed; };
 static void drop_obj(struct fcache *fc, uint64_t gid);
 static int serve_writeback(struct fcache *fc, const struct frame_fop *f);
 
-static bool doom_if_unlinked(struct fcache *fc, uint64_t gid);
-
 static void left_done(struct fcache *fc, const struct left *l)
 {
-	bool doomed = l->doomed || doom_if_unlinked(fc, l->gid);
-	uint32_t type = doomed ? FT_FILE_DROP : FT_FILE_WRITEBACK;
+	uint32_t type = l->doomed ? FT_FILE_DROP : FT_FILE_WRITEBACK;
 	struct frame_fop f = { .obj = l->gid };   /* size 0: no delay */
 
 	for (uint32_t i = 0; i < fc->n_nodes; i++) {
@@ -1014,9 +1007,9 @@ static void left_done(struct fcache *fc, const struct left *l)
 			log_warn("file cache: object %016" PRIx64 ", left open by a "
 				 "gone mount: node index %u not told to %s: %s; it "
 				 "does at its next write-back pass or close", l->gid, i,
-				 doomed ? "drop it" : "write it back", strerror(-rc));
+				 l->doomed ? "drop it" : "write it back", strerror(-rc));
 	}
-	if (doomed)
+	if (l->doomed)
 		drop_obj(fc, l->gid);
 	else
 		serve_writeback(fc, &f);
@@ -1102,16 +1095,6 @@ static int backing_grow(int fd, uint64_t size)
 	return 0;
 }
 
-/* A backing file with no name left (unlinked, its inode kept alive by an
- * open handle): never written back, its blocks kept for its holders
- * until its last close drops them (doom_if_unlinked), as a doomed one's;
- * the case of a file unlinked before this node restarted, which took
- * the doomed flag, or on the backing itself. */
-static bool unnamed(const struct fcache *fc, const struct stat *st)
-{
-	return fc->nlinks && st->st_nlink == 0;
-}
-
 /* Write the object's dirty blocks to its backing file and fsync it (the
  * home also extends the file to its size). 0, or -errno (the blocks stay
  * dirty; a file that no longer exists is dropped: nothing is written). */
@@ -1153,7 +1136,7 @@ static int writeback(struct fcache *fc, uint64_t gid)
 		struct stat pst;
 		int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
 		bool grow = pfd >= 0 && fstat(pfd, &pst) == 0 &&
-			    !unnamed(fc, &pst) && rec.size > (uint64_t)pst.st_size;
+			    rec.size > (uint64_t)pst.st_size;
 		if (pfd >= 0)
 			close(pfd);
 		if (pfd >= 0 && !grow)
@@ -1180,8 +1163,6 @@ static int writeback(struct fcache *fc, uint64_t gid)
 		rc = -EINVAL;
 		goto out;
 	}
-	if (unnamed(fc, &fst))
-		goto out;   /* dropped at its last close (doom_if_unlinked) */
 	uint64_t *idx = nd ? calloc(nd, sizeof(*idx)) : NULL;
 	uint64_t *ver = nd ? calloc(nd, sizeof(*ver)) : NULL;
 	uint8_t *buf = malloc(fc->bsize);
@@ -1898,57 +1879,9 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
-/* Whether gid's backing file has no name left (unlinked while open; its
- * inode lives on while a mount holds it), looked at through the handle
- * of its record: a file unlinked before this node restarted, whose doomed
- * flag (DRAM) went with it, or unlinked on the backing itself. A file
- * already gone entirely counts too: nothing of it can be written back. */
-static bool backing_unlinked(struct fcache *fc, uint64_t gid)
-{
-	struct bstore_obj rec;
-	struct rec_handle h;
-	struct stat st;
-
-	pthread_mutex_lock(&fc->lk);
-	struct fobj *o = find(fc, gid);
-	uint64_t lid = o ? o->lid : 0;
-	int bfd = fc->backing_fd;
-	bool nlinks = fc->nlinks;
-	pthread_mutex_unlock(&fc->lk);
-	if (!lid || bfd < 0 || !nlinks || bstore_obj_get(fc->bs, lid, &rec) < 0)
-		return false;
-	rec_handle(&rec, &h);
-	int fd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ESTALE;
-	bool gone = fstat(fd, &st) == 0 && unnamed(fc, &st);
-	close(fd);
-	return gone;
-}
-
-/* A last close of a file not known doomed: doomed if its backing file
- * has no name left, so that nothing of it is written back. */
-static bool doom_if_unlinked(struct fcache *fc, uint64_t gid)
-{
-	if (!backing_unlinked(fc, gid))
-		return false;
-	pthread_mutex_lock(&fc->lk);
-	struct fobj *o = find(fc, gid);
-	bool doom = o && !o->opens;   /* not opened again meanwhile */
-	if (doom)
-		o->doomed = true;
-	pthread_mutex_unlock(&fc->lk);
-	if (doom)
-		log_info("file cache: object %016" PRIx64 " was unlinked while "
-			 "open (before this node restarted, or on the backing): "
-			 "dropped at its last close, not written back", gid);
-	return doom;
-}
-
 static int serve_close(struct fcache *fc, const struct frame_fop *f,
 		       struct frame_hdr *r)
 {
-	bool last = false, doomed = false;
 	int rc = 0;
 
 	pthread_mutex_lock(&fc->lk);
@@ -1963,14 +1896,11 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 			*hp = h->next;
 			free(h);
 		}
-		last = !--o->opens;
-		doomed = o->doomed;
+		if (!--o->opens)
+			r->fop.flags = FRAME_FILE_LAST |
+				       (o->doomed ? FRAME_FILE_DOOMED : 0);
 	}
 	pthread_mutex_unlock(&fc->lk);
-	if (last && !doomed)
-		doomed = doom_if_unlinked(fc, f->obj);
-	if (last)
-		r->fop.flags = FRAME_FILE_LAST | (doomed ? FRAME_FILE_DOOMED : 0);
 	return rc;
 }
 

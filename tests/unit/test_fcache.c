@@ -650,60 +650,6 @@ static void past_end(void **state)
 	rmdir(dir);
 }
 
-/* A file unlinked while open before a restart (its doomed flag was in
- * DRAM): the restart's write-back leaves its inode alone, and its last
- * close dooms it, its backing file having no name left. */
-static void unlinked_open(void **state)
-{
-	struct fcache *fc = open_fc();
-	struct frame_hdr r;
-	char dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[128];
-	static uint8_t pl[256], blk[FCACHE_BLOCK];
-	struct fcache_ident id;
-	struct stat st;
-	(void)state;
-
-	assert_non_null(mkdtemp(dir));
-	struct frame_fop f = attach_req(dir, DIGEST, pl);
-	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
-	make_file(dir, file, sizeof(file), &id);
-	int held = open(file, O_RDONLY);   /* the inode lives on, unlinked */
-	assert_true(held >= 0);
-	struct frame_fop op = { .obj = 9, .len = id.len, .handle_type = id.type,
-				.flags = FRAME_FILE_HOME };
-	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
-	memset(blk, 'u', sizeof(blk));
-	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 9,
-			 .len = sizeof(blk) }, blk, &r), 0);
-	f = (struct frame_fop){ .obj = 9, .size = sizeof(blk),
-				.flags = FRAME_FILE_EXTEND };
-	assert_int_equal(call(fc, FT_FILE_SETSIZE, f, NULL, &r), 0);
-	assert_int_equal(unlink(file), 0);
-	fcache_close(fc);
-
-	fc = open_fc();   /* writes back what it holds dirty, at once */
-	op.flags |= FRAME_FILE_RECLAIM;
-	op.blk = 1;
-	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
-	for (int k = 0; k < 20; k++) {
-		assert_int_equal(fstat(held, &st), 0);
-		if (st.st_size)
-			break;
-		usleep(50000);
-	}
-	assert_int_equal(st.st_size, 0);   /* nothing written, not even grown */
-	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 9 },
-			 NULL, &r), 0);
-	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_DOOMED);
-	assert_int_equal(fstat(held, &st), 0);
-	assert_int_equal(st.st_size, 0);
-	close(held);
-	fcache_close(fc);
-	snprintf(side, sizeof(side), "%s.backing", path);
-	unlink(side);
-	rmdir(dir);
-}
-
 /* The shadow: a second cache served in this process, reached through
  * the mark callback (NULL while it is "down"). */
 static pthread_mutex_t shadow_mx = PTHREAD_MUTEX_INITIALIZER;
@@ -1358,7 +1304,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(size_epochs, setup, teardown),
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_reclaim, setup, teardown),
-		cmocka_unit_test_setup_teardown(unlinked_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(past_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(shadow_marks, setup, teardown),
 		cmocka_unit_test_setup_teardown(stripe_units, setup, teardown),
