@@ -48,6 +48,10 @@ struct fobj {
 	uint32_t opens;        /* at the home: handles open cluster-wide */
 	bool doomed;           /* unlinked while open: never written back */
 	uint64_t wb_due_ns;    /* 0: no write-back scheduled */
+	/* the backing file's size when past_backing_end last looked (0:
+	 * never): a block below it is taken as having backing bytes, not
+	 * looked at again (a hint; only a fresh look says there are none) */
+	uint64_t backing_seen;
 	bool labeled;          /* its unit is on its backing file (auto) */
 	/* at the home: the file's mtime (ns since the epoch, this node's
 	 * clock) as of its last write, truncate or time set through a
@@ -833,15 +837,27 @@ static int backing_size(struct fcache *fc, const struct bstore_obj *rec,
  * after taking the block's gen token (*gen, bstore_block_gen), as the
  * writer that reads the backing's bytes does: an absent block's old
  * bytes are then none, and a write installs its range alone. */
-static bool past_backing_end(struct fcache *fc, uint64_t lid, uint64_t blk,
-			     uint32_t *gen)
+static bool past_backing_end(struct fcache *fc, uint64_t gid, uint64_t lid,
+			     uint64_t blk, uint32_t *gen)
 {
 	struct bstore_obj rec;
-	uint64_t size = 0;
+	uint64_t size = 0, at = blk * fc->bsize;
 
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = find(fc, gid);
+	bool below = o && at < o->backing_seen;
+	pthread_mutex_unlock(&fc->lk);
+	if (below)
+		return false;   /* it had bytes there: the writer sends them */
 	*gen = bstore_block_gen(fc->bs, lid, blk);
-	return bstore_obj_get(fc->bs, lid, &rec) == 0 &&
-	       backing_size(fc, &rec, &size) == 0 && size <= blk * fc->bsize;
+	if (bstore_obj_get(fc->bs, lid, &rec) < 0 ||
+	    backing_size(fc, &rec, &size) < 0)
+		return false;
+	pthread_mutex_lock(&fc->lk);
+	if ((o = find(fc, gid)))
+		o->backing_seen = size;
+	pthread_mutex_unlock(&fc->lk);
+	return size <= at;
 }
 
 /* Whether the record's size is ahead of its backing file's (a home's
@@ -2172,13 +2188,13 @@ again:
 		wb_kick_all(fc);
 		usleep(SPACE_WAIT_MS * 1000);
 	}
-	if (rc == -ENODATA && past_backing_end(fc, lid, f->blk, &gen)) {
+	if (rc == -ENODATA && !base && past_backing_end(fc, f->obj, lid, f->blk, &gen)) {
 		/* absent, and the backing has no bytes of it: none to ask
-		 * the writer for (a round trip and a read of the backing) */
+		 * the writer for (a round trip and a read of the backing);
+		 * once (the write now needs no old bytes: no -ENODATA) */
 		base = true;
 		base_len = 0;
 		flags = BSTORE_DIRTY | BSTORE_GEN;
-		atomic_fetch_add(&fc->past_end, 1);
 		goto again;
 	}
 	if (rc == -ENODATA || rc == -ESTALE) {
@@ -2188,6 +2204,8 @@ again:
 	}
 	if (!rc) {
 		atomic_fetch_add(&fc->writes, 1);
+		if (base && !(f->flags & FRAME_FILE_GEN))
+			atomic_fetch_add(&fc->past_end, 1);
 		pthread_mutex_lock(&fc->lk);
 		struct fobj *o = find(fc, f->obj);
 		if (o && !o->wb_due_ns)

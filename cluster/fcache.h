@@ -13,8 +13,10 @@
  *    block size, every object id against the table, before use;
  *  - a write is in the store, persistent, before its reply; bytes of the
  *    block other than the write's come from the backing file (the writer
- *    sends them when asked: NOT_FOUND with a gen token), so two writers of
- *    different bytes of one block both survive;
+ *    sends them when asked: NOT_FOUND with a gen token; none when the
+ *    owner, looking after taking the token, finds the backing file ending
+ *    at or before the block), so two writers of different bytes of one
+ *    block both survive;
  *  - a doomed or dropped object writes nothing to the backing;
  *  - the backing directory is fixed by the first mount that attaches and
  *    remembered beside the NVRAM file (PATH.backing): after a restart the

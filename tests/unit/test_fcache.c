@@ -643,6 +643,14 @@ static void past_end(void **state)
 	assert_int_equal(r.payload_len, 200);
 	memset(want + 100, 'x', 100);
 	assert_memory_equal(out, want, 200);
+	/* the backing grown past block 3 since it was looked at: asked for */
+	fd = open(file, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, pl, 200, 4 * FCACHE_BLOCK), 200);
+	close(fd);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 9,
+			 .blk = 3, .off = 100, .len = 100 }, x, &r), -ENOENT);
+	assert_int_equal(stat_of(fc, "fcache_writes_past_backing_end"), 1);
 	fcache_close(fc);
 	snprintf(side, sizeof(side), "%s.backing", path);
 	unlink(side);
