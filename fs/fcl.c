@@ -399,14 +399,14 @@ void fcl_watch(struct fcl *c)
 
 int fcl_call_all(struct fcl *c, uint32_t type, const struct frame_fop *f)
 {
+	struct fcl_req r[CONFIG_MAX_NODES];
 	int first = 0;
 
-	for (uint32_t i = 0; i < c->n; i++) {
-		struct frame_fop rf;
-		int rc = fcl_call(c, i, type, f, NULL, 0, &rf, NULL, 0);
-		if (rc && !first)
-			first = rc;
-	}
+	for (uint32_t i = 0; i < c->n; i++)
+		r[i] = (struct fcl_req){ .idx = i, .type = type, .f = *f };
+	fcl_call_many(c, r, c->n);
+	for (uint32_t i = 0; i < c->n && !first; i++)
+		first = r[i].rc;
 	return first;
 }
 

@@ -113,5 +113,7 @@ int fcl_reclaim_call(struct fcl_reclaim *r, uint32_t type,
 		     unsigned npl, struct frame_fop *rf);
 void fcl_watch(struct fcl *c);
 
-/* The same request to every node; the first error. */
+/* The same request to every node, sent to all before any reply is
+ * awaited (fcl_call_many), so the nodes work at once; the first error
+ * in node order. */
 int fcl_call_all(struct fcl *c, uint32_t type, const struct frame_fop *f);
