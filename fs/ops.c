@@ -58,8 +58,10 @@ static int fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
 	return fs->cl ? fdcl_fix_attr(fs, ino, st) : 0;
 }
 
-static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
-		     struct fuse_entry_param *e)
+/* The entry of name in parent as the backing has it (its size the
+ * backing file's: a cluster mount's fix_attr gives the file's). */
+static int lookup_backing(struct fs *fs, struct fs_inode *parent, const char *name,
+			  struct fuse_entry_param *e)
 {
 	struct fs_inode *ino;
 	int fd, r;
@@ -82,28 +84,27 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 	ino = itab_add(fs, fd, &e->attr);
 	if (!ino)
 		return -ENOMEM;
-	if (ino == &fs->root) {
-		e->ino = FUSE_ROOT_ID;
-		return 0;
-	}
+	e->ino = ino == &fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)ino;
+	return 0;
+}
+
+static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
+		     struct fuse_entry_param *e)
+{
+	int r = lookup_backing(fs, parent, name, e);
+
+	if (r < 0 || e->ino == FUSE_ROOT_ID)
+		return r;
+	struct fs_inode *ino = (struct fs_inode *)(uintptr_t)e->ino;
 	if ((r = fix_attr(fs, ino, &e->attr)) < 0) {
 		/* no size to give (its home is down with it): not the
 		 * backing's either, which may be stale */
 		itab_forget(fs, ino, 1);
 		return r;
 	}
-	e->ino = (fuse_ino_t)(uintptr_t)ino;
 	return 0;
 }
 
-/* Before the backing creates an entry for the request's caller: this
- * thread takes the caller's umask. With POSIX ACLs the kernel sends the
- * mode unmasked (DONT_MASK) and the umask beside it, and whether the
- * umask applies depends on the parent's default ACL, which only the
- * backing knows; with the caller's umask, its create does exactly that.
- * umask is per process, so each worker thread first gets its own. If it
- * cannot, the caller's umask is applied to the mode here (a default ACL
- * then loses to it, the safer way round): returns the mode to use. */
 static mode_t take_caller_umask(fuse_req_t req, mode_t mode)
 {
 	static __thread int own_fs; /* 0 unknown, 1 own umask, -1 cannot */
@@ -580,6 +581,10 @@ static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
 	if (!h)
 		return -ENOMEM;
 	r = fdata_inode_init(fs, ino);
+	/* a file this open made is empty, and on a cluster mount new to
+	 * every node: its handle, so its id, is new (fdcl.c ident_get) */
+	if (created && fs->cl)
+		trunc = false;
 	if (r == 0 && trunc)
 		r = killpriv_on_modify(req, ino, KP_ASK);
 	if (r == 0 && trunc)
@@ -616,26 +621,33 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fs *fs = FS(req);
 	struct fs_inode *dir = I(req, parent);
 	struct fuse_entry_param e;
-	struct stat st;
 	int fd, r, flags = (fi->flags | O_CREAT) & ~(O_NOFOLLOW | O_TRUNC);
-	bool existed = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	bool created = false;
 
 	mode = take_caller_umask(req, mode);
 	int tries = 0;
-	do
-		fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
-	while (fd < 0 && fdwait_retry(&fs->fdw, &tries));
+	do {
+		/* O_EXCL first: whether this open made the file (then it is
+		 * the caller's, and new to every node). There (another node
+		 * made it, or a dangling symlink): opened as the caller
+		 * asked, as not made here. */
+		fd = openat(dir->fd, name, flags | O_EXCL | O_CLOEXEC, mode);
+		created = fd >= 0;
+		if (fd < 0 && errno == EEXIST && !(flags & O_EXCL))
+			fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
+	} while (fd < 0 && fdwait_retry(&fs->fdw, &tries));
 	if (fd < 0)
 		return (void)fuse_reply_err(req, inode_open_errno(fs));
-	if (!existed)
+	if (created)
 		chown_to_caller(req, dir->fd, name);
-	r = do_lookup(fs, dir, name, &e);
+	/* the file's size and time: fix_attr below, once it is open */
+	r = lookup_backing(fs, dir, name, &e);
 	if (r < 0) {
 		close(fd);
 		return (void)fuse_reply_err(req, -r);
 	}
 	struct fs_inode *ino = (struct fs_inode *)(uintptr_t)e.ino;
-	r = open_common(req, ino, fd, fi->flags, !existed, fi);
+	r = open_common(req, ino, fd, fi->flags, created, fi);
 	if (r < 0) {
 		close(fd);
 		itab_forget(fs, ino, 1);
