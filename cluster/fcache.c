@@ -47,6 +47,13 @@ struct fobj {
 	uint64_t lid;          /* the store's id */
 	uint32_t opens;        /* at the home: handles open cluster-wide */
 	bool doomed;           /* unlinked while open: never written back */
+	/* at the home: a write may have been made since the last close
+	 * that had the owners write back (FRAME_FILE_WRITER): set when the
+	 * record is found here at a start (a restarted home cannot tell),
+	 * by a writing mount's CLOSE and by a SETSIZE; clear when an OPEN
+	 * makes the record; cleared by the last close cluster-wide, which
+	 * says so */
+	bool wrote;
 	uint64_t wb_due_ns;    /* 0: no write-back scheduled */
 	/* the backing file's size when past_backing_end last looked (0:
 	 * never): a block below it is taken as having backing bytes, not
@@ -304,6 +311,7 @@ static struct fobj *insert(struct fcache *fc, uint64_t gid, uint64_t lid)
 		return NULL;
 	o->gid = gid;
 	o->lid = lid;
+	o->wrote = true;
 	struct fobj **p = slot_of(fc, gid);
 	o->next = NULL;
 	*p = o;
@@ -1851,6 +1859,10 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 		} else if (!rc && !(o = insert(fc, f->obj, rec.id))) {
 			bstore_obj_delete(fc->bs, rec.id);
 			rc = -ENOMEM;
+		} else if (!rc) {
+			/* made here now: a write before was told to the
+			 * owners at its last close, under the record before */
+			o->wrote = false;
 		}
 	} else {
 		rc = bstore_obj_get(fc->bs, o->lid, &rec);
@@ -1912,9 +1924,14 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 			*hp = h->next;
 			free(h);
 		}
-		if (!--o->opens)
+		o->wrote |= (f->flags & FRAME_FILE_WRITER) != 0;
+		r->fop.flags = 0;   /* (not the request's) */
+		if (!--o->opens) {
 			r->fop.flags = FRAME_FILE_LAST |
-				       (o->doomed ? FRAME_FILE_DOOMED : 0);
+				       (o->doomed ? FRAME_FILE_DOOMED : 0) |
+				       (o->wrote ? FRAME_FILE_WRITER : 0);
+			o->wrote = false;
+		}
 	}
 	pthread_mutex_unlock(&fc->lk);
 	return rc;
@@ -1988,8 +2005,10 @@ again:
 			if (!rc && shrink)
 				home_shrunk(o);
 		}
-		if (!rc)   /* a write, an append or a truncate */
+		if (!rc) {   /* a write, an append or a truncate */
 			o->mtime_ns = o->mtime_at = clock_wall_ns();
+			o->wrote = true;
+		}
 	}
 	if (!rc) {
 		r->fop.size = f->flags & FRAME_FILE_APPEND ? was : rec.size;

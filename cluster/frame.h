@@ -118,7 +118,12 @@ struct frame_lock {
 #define FRAME_FILE_EXTEND 8u  /* SETSIZE: size = max(size, the record's) */
 #define FRAME_FILE_SYNC   16u /* WRITEBACK: now, reply once fsync'ed */
 #define FRAME_FILE_GEN    32u /* WRITE: base was read after gen was taken */
-#define FRAME_FILE_WRITER 64u /* OPEN: the handle may write */
+#define FRAME_FILE_WRITER 64u /* CLOSE: the mount wrote to the file since
+				* its last CLOSE of it; CLOSE reply with
+				* LAST: a write may have been made since
+				* the last such reply (the owners are to
+				* write back; without it they hold nothing
+				* of the file written since) */
 #define FRAME_FILE_APPEND 128u /* SETSIZE: size grows by f.size, up to f.blk
 				* (EFBIG past it); the reply's size is where
 				* the appended bytes go (the old size) */

@@ -324,6 +324,16 @@ static void mtime_pay(struct fs *fs, struct fs_inode *ino)
 		mtime_paid(ino, clock_now_ns(), owed);
 }
 
+/* A change to the file's bytes or size goes out from this mount: its
+ * next CLOSE says so (FRAME_FILE_WRITER), so that the last close
+ * cluster-wide has the owners write back. */
+static void wrote_mark(struct fs_inode *ino)
+{
+	pthread_mutex_lock(&ino->lk);
+	ino->cl_wrote = true;
+	pthread_mutex_unlock(&ino->lk);
+}
+
 void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r)
 {
 	struct fs *fs = arg;
@@ -460,24 +470,36 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino)
 	pthread_mutex_lock(&ino->lk);
 	bool uncounted = ino->opens_uncounted > 0;
 	ino->opens_uncounted -= uncounted;
+	bool wrote = ino->cl_wrote;
+	ino->cl_wrote = false;
 	pthread_mutex_unlock(&ino->lk);
 	bool down = false;
+	if (wrote)
+		f.flags = FRAME_FILE_WRITER;
 	if (!uncounted)
 		r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_CLOSE, &f, NULL,
 				  0, &rf, &down);
+	if (r < 0 && !down && wrote)
+		wrote_mark(ino);   /* not told: the next CLOSE from here tells it */
 	if (uncounted || down) {
 		/* the home cannot say: the owners write back, as after a
 		 * last close (early at worst; a home lost for good would
 		 * leave the other owners' dirty blocks in their NVRAM) */
 		r = 0;
-		rf.flags = FRAME_FILE_LAST;
+		rf.flags = FRAME_FILE_LAST | FRAME_FILE_WRITER;
 	}
+	f = (struct frame_fop){ .obj = gid };
 	if (!r && (rf.flags & FRAME_FILE_DOOMED)) {
 		fcl_call_all(fs->cl, FT_FILE_DROP, &f);
 		atomic_fetch_add(&fs->st.dropped_unlinked, 1);
-	} else if (!r && (rf.flags & FRAME_FILE_LAST)) {
+	} else if (!r && (rf.flags & FRAME_FILE_LAST) && (rf.flags & FRAME_FILE_WRITER)) {
 		f.size = fs->cfg.wb_delay_ns;
 		fcl_call_all(fs->cl, FT_FILE_WRITEBACK, &f);
+		atomic_fetch_add(&fs->st.last_close_wb, 1);
+	} else if (!r && (rf.flags & FRAME_FILE_LAST)) {
+		/* nothing written since the owners were last told: a
+		 * read-only open, or a writer's that wrote nothing */
+		atomic_fetch_add(&fs->st.last_close_clean, 1);
 	}
 	pthread_mutex_lock(&ino->lk);
 	ino->opens--;
@@ -918,8 +940,10 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	if (!r && !q)
 		r = -ENOMEM;
 	bool bounded = q && bound_mark(ino, off + len, q, n);
-	if (q)
+	if (q) {
+		wrote_mark(ino);
 		fcl_call_many(fs->cl, q, n);
+	}
 	/* within the bound, its owners vouching for it: no SETSIZE, the
 	 * size needs none, the home's mtime one a second at most */
 	bool vouched = bounded && bound_vouched(q, n, false);
@@ -969,6 +993,7 @@ int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 		return -EOPNOTSUPP;
 	if (size > fs->max_file_size)
 		return -EFBIG;
+	wrote_mark(ino);
 	/* the home's size first (every node sees it), then the blocks past
 	 * it go, then the backing file is cut; the owners learn the epoch a
 	 * shrink began (the bounds given before it end) */
@@ -1011,6 +1036,7 @@ int fdcl_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 		return -EOPNOTSUPP;
 	if (end < off || end > fs->max_file_size)
 		return -EFBIG;
+	wrote_mark(ino);
 	/* the backing first, to learn whether it can */
 	if (fallocate(fd, mode, (off_t)off, (off_t)len) < 0)
 		return -errno;

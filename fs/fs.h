@@ -121,6 +121,9 @@ struct fs_inode {
 	 * there; a release takes one of these first and tells the home
 	 * nothing (lk). A restarted home counts them (fdcl_restarted). */
 	uint32_t opens_uncounted;
+	/* cluster mount: a write, truncate or punch went out since this
+	 * mount's last CLOSE of the file (FRAME_FILE_WRITER) (lk) */
+	bool cl_wrote;
 	/* cluster mount with stripe_unit=auto: the file's stripe unit in
 	 * bytes, as its home fixed it, 0 = not learnt yet (lk) */
 	uint64_t sunit;
@@ -164,6 +167,10 @@ struct fs_stats {
 	 * shadow has no mark), refused (EIO: dirty there, or unknown), and
 	 * read from the shadow's replica (replicas=2) */
 	atomic_uint_fast64_t down_reads, down_lost, down_replica_reads, down_waits;
+	/* cluster mount: last closes cluster-wide made here that had every
+	 * owner write the file back, and those after which nothing written
+	 * since the last write-back was left to write (no message sent) */
+	atomic_uint_fast64_t last_close_wb, last_close_clean;
 };
 
 /* The rendezvous of fdwait.c (fs.fdw). */

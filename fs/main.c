@@ -476,6 +476,8 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "down_node_backing_reads", atomic_load(&s->down_reads) },
 		{ "down_node_lost_reads", atomic_load(&s->down_lost) },
 		{ "down_node_waits", atomic_load(&s->down_waits) },
+		{ "last_close_writebacks", atomic_load(&s->last_close_wb) },
+		{ "last_close_clean", atomic_load(&s->last_close_clean) },
 		{ "down_node_replica_reads", atomic_load(&s->down_replica_reads) },
 		{ "prefetched_bytes", atomic_load(&s->prefetched) },
 		{ "dirty_bytes", bst.blocks_dirty * bst.block_size },

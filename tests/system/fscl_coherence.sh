@@ -100,6 +100,37 @@ for ((i = 1; i <= FSCL_N; i++)); do
 done
 t_wait 5 no_dirty || t_fail "dirty bytes left after write-back: $(sum fcache_dirty_bytes)"
 t_log "write-back: every byte in the backing, by all $FSCL_N owners"
+# The last close cluster-wide may be a reader's on another node: the
+# owners still write back what the writer wrote (its CLOSE told the home
+# it wrote), within the write-back delay, not at the 30 s pass. Read-only
+# rounds after that ask the owners for nothing.
+mstat() { "$(t_bin nvcachectl)" stats "$1" | awk -v k="$2:" '$1 == k { print $2 }'; }
+wb2=$(mstat "${m[1]}" last_close_writebacks)
+python3 - "${m[0]}/rl" "${m[1]}/rl" "$T_DIR/rl.ref" <<'PY' || t_fail "reader last: $(tail -n 3 "$T_DIR"/fs*.log)"
+import os, sys, time
+a, b, ref = sys.argv[1:]
+data = os.urandom((2 << 20) + 777)
+fa = open(a, "wb")
+fa.write(data)
+fa.flush()
+fb = open(b, "rb")
+fa.close()          # not the last close: mount 2 holds the file open
+time.sleep(0.5)     # (the kernel sends a release after close returns)
+assert fb.read() == data, "mount 2 reads other bytes"
+fb.close()          # the last close cluster-wide, a reader's
+with open(ref, "wb") as f:
+    f.write(data)
+PY
+t_wait 10 cmp -s "$T_DIR/b/rl" "$T_DIR/rl.ref" ||
+  t_fail "a reader's last close on node 2 left node 1's writes out of the backing"
+[ "$(mstat "${m[1]}" last_close_writebacks)" -eq $((wb2 + 1)) ] ||
+  t_fail "mount 2's last close did not have the owners write back: $(mstat "${m[1]}" last_close_writebacks), was $wb2"
+wb3=$(mstat "${m[2]}" last_close_writebacks) clean3=$(mstat "${m[2]}" last_close_clean)
+for k in 1 2 3 4 5; do cmp -s "${m[2]}/rl" "$T_DIR/rl.ref" || t_fail "rl reads wrong on 3"; done
+[ "$(mstat "${m[2]}" last_close_writebacks)" -eq "$wb3" ] &&
+  [ "$(mstat "${m[2]}" last_close_clean)" -eq $((clean3 + 5)) ] ||
+  t_fail "read-only rounds asked for write-backs: $(mstat "${m[2]}" last_close_writebacks) (was $wb3), clean $(mstat "${m[2]}" last_close_clean) (was $clean3)"
+t_log "a reader's last close: the writer's bytes written back; read-only rounds ask nothing"
 # where a file's stripes live: user.nvcache.layout, the same on every
 # node, naming every node for a file of more stripes than nodes
 lay1=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[0]}/c2o" 2>&1) || t_fail "layout xattr: $lay1"

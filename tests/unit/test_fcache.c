@@ -102,6 +102,56 @@ static void hostile(void **state)
 	fcache_close(fc);
 }
 
+/* The last close cluster-wide says whether anything may have been
+ * written since the last one that did (FRAME_FILE_WRITER): the owners
+ * are told to write back only then. */
+static void last_close_writer(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	(void)state;
+
+	/* a record made by an OPEN: nothing written yet */
+	open_obj(fc, 7, true);
+	open_obj(fc, 7, true);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, 0);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST);
+	/* a writer's close that is not the last: the last one says so */
+	open_obj(fc, 7, true);
+	open_obj(fc, 7, true);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7,
+			 .flags = FRAME_FILE_WRITER }, NULL, &r), 0);
+	assert_int_equal(r.fop.flags, 0);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_WRITER);
+	/* said once: a read-only round after it is clean */
+	open_obj(fc, 7, true);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST);
+	/* a SETSIZE (a truncate through any mount) is a change */
+	open_obj(fc, 7, true);
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, (struct frame_fop){ .obj = 7,
+			 .size = 100 }, NULL, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_WRITER);
+	fcache_close(fc);
+
+	/* a restarted home cannot tell: its first last close says so */
+	fc = open_fc();
+	open_obj(fc, 7, true);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_WRITER);
+	fcache_close(fc);
+}
+
 static void merge(void **state)
 {
 	struct fcache *fc = open_fc();
@@ -316,7 +366,8 @@ static void home(void **state)
 	assert_int_equal(r.fop.flags, 0);
 	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 9 },
 			 NULL, &r), 0);
-	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_DOOMED);
+	/* (WRITER: the SETSIZEs were changes) */
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_DOOMED | FRAME_FILE_WRITER);
 	assert_int_equal(call(fc, FT_FILE_DROP, (struct frame_fop){ .obj = 9 },
 			 NULL, &r), 0);
 	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 9 },
@@ -592,7 +643,8 @@ static void restart_reclaim(void **state)
 	assert_int_equal(r.fop.flags, 0);
 	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 9 },
 			 NULL, &r), 0);
-	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_DOOMED);
+	/* (WRITER: a restarted home cannot tell what was written before) */
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_DOOMED | FRAME_FILE_WRITER);
 	fcache_close(fc);
 	char side[128];
 	snprintf(side, sizeof(side), "%s.backing", path);
@@ -1305,6 +1357,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(hostile, setup, teardown),
+		cmocka_unit_test_setup_teardown(last_close_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(pinned_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(punch, setup, teardown),
