@@ -1898,6 +1898,7 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 			o->opens += (uint32_t)n;
 			r->fop.size = rec.size;
 			r->fop.epoch = home_epoch(o);
+			r->fop.blk = o->mtime_ns;   /* as GETATTR's */
 		}
 	}
 	int bfd = fc->backing_fd;

@@ -210,10 +210,10 @@ static uint64_t unit_need(struct fs *fs, struct fs_inode *ino)
 
 /* OPEN at node idx: the record made there if missing (size: the
  * backing's; stripe unit: the file's, or auto's for that size), an open
- * counted if home. The record's size in *size; *down (if not NULL):
- * the node could not be reached. */
+ * counted if home. The home's answer of size and mtime in *a (if not
+ * NULL); *down (if not NULL): the node could not be reached. */
 static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
-		     bool home, uint64_t *size, bool *down)
+		     bool home, struct fdcl_attr *a, bool *down)
 {
 	bool unreached = false;
 
@@ -241,8 +241,8 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 		unit_learn(fs, ino, rf.off);
 		bound_learn(ino, &rf, home);
 	}
-	if (!r && size)
-		*size = rf.size;
+	if (!r && a && home && idx == fcl_home(fs->cl, id.gid))
+		*a = (struct fdcl_attr){ .known = true, .size = rf.size, .mtime_ns = rf.blk };
 	return r;
 }
 
@@ -404,14 +404,19 @@ int fdcl_inode_init(struct fs *fs, struct fs_inode *ino)
 	return r;
 }
 
-int fdcl_open(struct fs *fs, struct fs_inode *ino)
+int fdcl_open(struct fs *fs, struct fs_inode *ino, struct fdcl_attr *a)
 {
 	static struct log_limit down_log;
 	uint64_t gid = gid_of(ino);
 	uint32_t home = fcl_home(fs->cl, gid);
 	bool down = false, uncounted = false;
 	char note[96];
-	int r = send_open(fs, ino, home, true, NULL, &down), h = -EIO;
+	struct fdcl_attr own;
+
+	if (!a)
+		a = &own;
+	*a = (struct fdcl_attr){ 0 };
+	int r = send_open(fs, ino, home, true, a, &down), h = -EIO;
 
 	/* the home down: the file opens with its size from the backing or
 	 * the home's shadow (home_down), or else, the home back within
@@ -427,7 +432,7 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino)
 		h = -EIO;
 		if (tries == HOME_TRIES)
 			break;
-		r = send_open(fs, ino, home, true, NULL, &down);
+		r = send_open(fs, ino, home, true, a, &down);
 	}
 	if (r < 0 && down && !unit_of(fs, ino) && !unit_from_backing(fs, ino)) {
 		if (log_limit(&down_log, 30, note, sizeof(note)))
@@ -541,16 +546,24 @@ int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size)
 	return home_attr(fs, ino, size, &mtime_ns);
 }
 
-int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
+int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st,
+		  const struct fdcl_attr *a)
 {
 	uint64_t size, mtime_ns;
 	int r;
 
 	if (!S_ISREG(st->st_mode))
 		return 0;
+	/* an OPEN's answer holds unless this mount owes the home an mtime */
+	if (a && a->known && !mtime_owed(ino)) {
+		size = a->size;
+		mtime_ns = a->mtime_ns;
+		goto set;
+	}
 	mtime_pay(fs, ino);   /* this mount's writes show in its own stat */
 	if ((r = home_attr(fs, ino, &size, &mtime_ns)) < 0)
 		return r == -EIO ? r : 0;   /* -ENOENT: the backing's holds */
+set:
 	stat_set_size(st, size);
 	/* the last change through any mount (the owners' write-backs move
 	 * the backing's) */

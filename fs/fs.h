@@ -480,10 +480,16 @@ void fdata_trim(struct fs *fs, struct fs_inode *ino, uint64_t size);
  * file caches, its size and open count at its home; this node keeps none
  * of it (docs/nvcachefs-cluster.md). ---- */
 int fdcl_inode_init(struct fs *fs, struct fs_inode *ino);
-/* The home counts the open (and makes the file's record); a home that
- * is down: opened uncounted if its shadow says the file's size is the
- * backing's, else -EIO. */
-int fdcl_open(struct fs *fs, struct fs_inode *ino);
+/* What a home answered of a file: its size, and its mtime (ns; 0: the
+ * backing's holds); known false: no answer (the home down). */
+struct fdcl_attr {
+	bool known;
+	uint64_t size, mtime_ns;
+};
+/* The home counts the open (and makes the file's record), its answer in
+ * *a (if not NULL); a home that is down: opened uncounted if its shadow
+ * says the file's size is the backing's, else -EIO. */
+int fdcl_open(struct fs *fs, struct fs_inode *ino, struct fdcl_attr *a);
 /* The home's last close cluster-wide: every owner writes back after the
  * delay, or, for a file unlinked while open, drops it. */
 void fdcl_release(struct fs *fs, struct fs_inode *ino);
@@ -493,8 +499,10 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino);
 int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size);
 /* st of a regular file gets the home's size, and its mtime when the home
  * keeps one (the file's last write, truncate or time set through a
- * mount); -EIO as fdcl_size's. */
-int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st);
+ * mount): from *a if known (an OPEN's answer, within the same request),
+ * else asked; -EIO as fdcl_size's. */
+int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st,
+		  const struct fdcl_attr *a);
 /* A time set on the file (utimens; UTIME_NOW, UTIME_OMIT too) becomes the
  * mtime its home keeps, which write-backs do not move. */
 int fdcl_set_mtime(struct fs *fs, struct fs_inode *ino, const struct timespec *t);

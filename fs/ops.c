@@ -52,10 +52,17 @@ static struct fs_inode *I(fuse_req_t req, fuse_ino_t n)
 /* The attributes the kernel gets: the backing's, with the cache's size
  * and mtime (on a cluster mount, the size the file's home keeps: -EIO
  * while the home is down with the only copy of it). */
-static int fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
+/* a: what the home answered within this request (NULL: ask it) */
+static int fix_attr_from(struct fs *fs, struct fs_inode *ino, struct stat *st,
+			 const struct fdcl_attr *a)
 {
 	inode_fix_attr(ino, st);
-	return fs->cl ? fdcl_fix_attr(fs, ino, st) : 0;
+	return fs->cl ? fdcl_fix_attr(fs, ino, st, a) : 0;
+}
+
+static int fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st)
+{
+	return fix_attr_from(fs, ino, st, NULL);
 }
 
 /* The entry of name in parent as the backing has it (its size the
@@ -571,7 +578,7 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t n, int datasync,
 
 /* A new handle on ino: the cache state, truncation, open counts, prefetch. */
 static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
-		       bool created, struct fuse_file_info *fi)
+		       bool created, struct fuse_file_info *fi, struct fdcl_attr *a)
 {
 	struct fs *fs = FS(req);
 	struct handle *h = calloc(1, sizeof(*h));
@@ -593,7 +600,7 @@ static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
 		free(h);
 		return r;
 	}
-	if (fs->cl && (r = fdcl_open(fs, ino)) < 0) {
+	if (fs->cl && (r = fdcl_open(fs, ino, a)) < 0) {
 		free(h);
 		return r;
 	}
@@ -647,13 +654,14 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return (void)fuse_reply_err(req, -r);
 	}
 	struct fs_inode *ino = (struct fs_inode *)(uintptr_t)e.ino;
-	r = open_common(req, ino, fd, fi->flags, created, fi);
+	struct fdcl_attr a = { 0 };
+	r = open_common(req, ino, fd, fi->flags, created, fi, &a);
 	if (r < 0) {
 		close(fd);
 		itab_forget(fs, ino, 1);
 		return (void)fuse_reply_err(req, -r);
 	}
-	if (fix_attr(fs, ino, &e.attr) < 0)
+	if (fix_attr_from(fs, ino, &e.attr, &a) < 0)
 		e.attr_timeout = 0;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		/* the caller went away */
@@ -674,7 +682,7 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	while (fd < 0 && fdwait_retry(&FS(req)->fdw, &tries));
 	if (fd < 0)
 		return (void)fuse_reply_err(req, inode_open_errno(FS(req)));
-	r = open_common(req, ino, fd, fi->flags, false, fi);
+	r = open_common(req, ino, fd, fi->flags, false, fi, NULL);
 	if (r < 0) {
 		close(fd);
 		return (void)fuse_reply_err(req, -r);

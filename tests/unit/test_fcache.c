@@ -141,6 +141,17 @@ static void last_close_writer(void **state)
 	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7 },
 			 NULL, &r), 0);
 	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_WRITER);
+	/* a counted OPEN answers the size and mtime as GETATTR does */
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	uint64_t mtime = r.fop.blk;
+	assert_true(mtime > 0);
+	assert_int_equal(call(fc, FT_FILE_OPEN, (struct frame_fop){ .obj = 7,
+			 .len = 4, .flags = FRAME_FILE_HOME }, "hndl", &r), 0);
+	assert_int_equal(r.fop.size, 100);
+	assert_int_equal(r.fop.blk, mtime);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
 	fcache_close(fc);
 
 	/* a restarted home cannot tell: its first last close says so */
