@@ -2167,9 +2167,31 @@ static int serve_read(struct fcache *fc, const struct frame_hdr *q,
 	return rc;
 }
 
+/* A WRITE with EXTEND at the file's home, written: the SETSIZE that
+ * would follow it (size = max(f->size, the record's)), as if it came
+ * next on the wire. Done: the reply says EXTEND, with the record's size
+ * and the home's epoch (as SETSIZE's); else the writer sends the
+ * SETSIZE itself. */
+static void write_extend(struct fcache *fc, const struct frame_fop *f,
+			 struct frame_hdr *r)
+{
+	struct frame_hdr sr = { .type = FT_FILE_SETSIZE, .reply = true };
+
+	if (!at_home(fc, f->obj))
+		return;
+	sr.fop = (struct frame_fop){ .obj = f->obj, .size = f->size,
+				     .flags = FRAME_FILE_EXTEND, .digest = f->digest };
+	if (serve_size(fc, FT_FILE_SETSIZE, &sr.fop, &sr) == 0) {
+		r->fop.flags |= FRAME_FILE_EXTEND;
+		r->fop.size = sr.fop.size;
+		r->fop.epoch = sr.fop.epoch;
+	}
+}
+
 static int serve_write(struct fcache *fc, const struct frame_fop *f,
 		       const uint8_t *payload, struct frame_hdr *r)
 {
+	r->fop.flags &= ~FRAME_FILE_EXTEND;   /* (set only once done) */
 	int rc = range_check(fc, f, r);
 	if (rc)
 		return rc;
@@ -2232,6 +2254,8 @@ again:
 			o->wb_due_ns = clock_now_ns() + DIRTY_EXPIRE_NS;
 		pthread_mutex_unlock(&fc->lk);
 		bound_answer(fc, f, r);
+		if (f->flags & FRAME_FILE_EXTEND)
+			write_extend(fc, f, r);
 	}
 	return rc;
 }

@@ -115,7 +115,10 @@ struct frame_lock {
 #define FRAME_FILE_HOME   1u  /* OPEN: count an open at the home */
 #define FRAME_FILE_LAST   2u  /* CLOSE reply: the last open cluster-wide */
 #define FRAME_FILE_DOOMED 4u  /* CLOSE, UNLINK reply: unlinked while open */
-#define FRAME_FILE_EXTEND 8u  /* SETSIZE: size = max(size, the record's) */
+#define FRAME_FILE_EXTEND 8u  /* SETSIZE: size = max(size, the record's);
+				* WRITE at the home: and then that SETSIZE
+				* (reply flag EXTEND: done, size and epoch
+				* SETSIZE's) */
 #define FRAME_FILE_SYNC   16u /* WRITEBACK: now, reply once fsync'ed */
 #define FRAME_FILE_GEN    32u /* WRITE: base was read after gen was taken */
 #define FRAME_FILE_WRITER 64u /* CLOSE: the mount wrote to the file since

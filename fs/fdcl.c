@@ -953,6 +953,13 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	if (!r && !q)
 		r = -ENOMEM;
 	bool bounded = q && bound_mark(ino, off + len, q, n);
+	/* past the bound, in one block at the home: the home grows the size
+	 * once written (EXTEND), saving the SETSIZE's round trip */
+	uint64_t owed = mtime_owed(ino);
+	if (q && !bounded && n == 1 && q[0].idx == fcl_home(fs->cl, gid)) {
+		q[0].f.flags |= FRAME_FILE_EXTEND;
+		q[0].f.size = off + len;
+	}
 	if (q) {
 		wrote_mark(ino);
 		fcl_call_many(fs->cl, q, n);
@@ -981,7 +988,14 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		if (!r)
 			done += q[k].f.len;
 	}
-	if (done && !(vouched && done == len)) {
+	bool extended = q && n == 1 && done == len && !q[0].rc &&
+			(q[0].f.flags & FRAME_FILE_EXTEND) &&
+			(q[0].rf.flags & FRAME_FILE_EXTEND);
+	if (extended) {   /* as home_setsize's answer */
+		bound_learn(ino, &q[0].rf, false);
+		mtime_paid(ino, clock_now_ns(), owed);
+	}
+	if (done && !(vouched && done == len) && !extended) {
 		struct frame_fop f = { .obj = gid, .size = off + done,
 				       .flags = FRAME_FILE_EXTEND };
 		int e = home_setsize(fs, ino, &f, NULL);

@@ -163,6 +163,48 @@ static void last_close_writer(void **state)
 	fcache_close(fc);
 }
 
+/* A WRITE with EXTEND at the home grows the size once written, as the
+ * SETSIZE after it would; a write that fails grows nothing. */
+static void write_extend(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	static uint8_t whole[65536];
+	(void)state;
+
+	open_obj(fc, 7, true);
+	memset(whole, 'w', sizeof(whole));
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 1, .len = 65536, .size = 2 * 65536,
+			 .flags = FRAME_FILE_EXTEND }, whole, &r), 0);
+	assert_true(r.fop.flags & FRAME_FILE_EXTEND);
+	assert_int_equal(r.fop.size, 2 * 65536);
+	assert_true(r.fop.epoch != 0);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.size, 2 * 65536);
+	/* never lowers it (max, as SETSIZE EXTEND) */
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .len = 65536, .size = 65536, .flags = FRAME_FILE_EXTEND },
+			 whole, &r), 0);
+	assert_true(r.fop.flags & FRAME_FILE_EXTEND);
+	assert_int_equal(r.fop.size, 2 * 65536);
+	/* a write that needs the block's backing bytes is not done: no
+	 * EXTEND back, the size as it was */
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 5, .off = 10, .len = 10, .size = 5 * 65536 + 20,
+			 .flags = FRAME_FILE_EXTEND }, whole, &r), -ENOENT);
+	assert_false(r.fop.flags & FRAME_FILE_EXTEND);
+	/* without EXTEND: the size is the writer's to send */
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 2, .len = 65536, .size = 3 * 65536 }, whole, &r), 0);
+	assert_false(r.fop.flags & FRAME_FILE_EXTEND);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.size, 2 * 65536);
+	fcache_close(fc);
+}
+
 static void merge(void **state)
 {
 	struct fcache *fc = open_fc();
@@ -1369,6 +1411,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(hostile, setup, teardown),
 		cmocka_unit_test_setup_teardown(last_close_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(write_extend, setup, teardown),
 		cmocka_unit_test_setup_teardown(merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(pinned_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(punch, setup, teardown),
