@@ -14,7 +14,10 @@
 #   n1_47008   N-1 strided, 47,008-byte transfers (unaligned)
 # each a write + MPI_File_sync + close, then every rank reads rank
 # (i+1)%4's blocks; and fio 4 KiB random writes (then reads of another
-# node's file), psync, one job per node. Then a coherence probe per
+# node's file), psync, one job per node; and small files (fs/smallfiles.py:
+# each rank creates FSB_CL_FILES files of 100 B-12 KB through its mount,
+# then reads rank (i+1)%4's back through its own, files/s over the 4).
+# Then a coherence probe per
 # system: a same-size overwrite through mount 1, read through mount 2.
 # Prints a BENCH line per figure once a system is measured, with the ratio
 # against GlusterFS (MiB/s or IOPS: higher is better). The cross-node
@@ -31,6 +34,8 @@
 #   backing, nvcachefs, nvcachefs-cluster, nvcachefs-cluster-r2 (with
 #   replicas=2); default all)
 #   FSB_CL_IOR=PATH (the ior program; default the build's tests/mpi/ior)
+#   FSB_CL_FILES=2000 (small files a rank)  FSB_CL_WORKLOADS=REGEX (which
+#   of n1_1m nn_1m n1_47008 rand4k files; default all)
 T_TIMEOUT=${T_TIMEOUT:-3600}
 . "$(dirname "$0")/../system/lib.sh"
 . "$(dirname "$0")/fs/lib.sh"
@@ -53,7 +58,10 @@ probe=$(dirname "$0")/fs/coherence.py
 # nvcachefs's cache holds one workload's files twice over (no eviction in
 # the measured runs)
 cache=$((mib * 4 * 2 < 1024 ? 1024 : mib * 4 * 2))M
-workloads=(n1_1m nn_1m n1_47008)
+files=${FSB_CL_FILES:-2000}
+want_wl() { [[ $1 =~ ${FSB_CL_WORKLOADS:-.} ]]; }
+workloads=()
+for wl in n1_1m nn_1m n1_47008; do want_wl $wl && workloads+=($wl); done
 declare -A wl_args=([n1_1m]="--layout n1 --xfer 1048576" [nn_1m]="--layout nn --xfer 1048576"
                     [n1_47008]="--layout n1 --xfer 47008")
 declare -A R G P   # R[system.figure] = value; G, P: paired GlusterFS, ratio
@@ -176,6 +184,32 @@ fio_run() {
   paired "$1" rand4k fio_one "$1"
 }
 
+# files_one SYS: the small files workload over MNTS; prints "WRITE READ"
+# (files/s of the 4 ranks together, each phase timed from its start to
+# its last rank's end).
+files_one() {
+  local sys=$1 ph i t0 t1 pids rates=() d=sf-$seed
+  for ph in write read; do
+    pids=()
+    t0=$(date +%s.%N)
+    for i in 0 1 2 3; do
+      local src=$i
+      [ $ph = read ] && src=$(((i + 1) % 4))
+      python3 "$(dirname "$0")/fs/smallfiles.py" $ph "${MNTS[$i]}/$d/$src" "$files" \
+        $((seed * 4 + src)) >/dev/null 2>"$T_DIR/sf$i.err" &
+      pids+=($!)
+    done
+    for i in 0 1 2 3; do
+      wait "${pids[$i]}" || t_fail "$sys: small files $ph failed: $(cat "$T_DIR/sf$i.err")"
+    done
+    t1=$(date +%s.%N)
+    rates+=("$(awk -v n=$((4 * files)) -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}')")
+  done
+  rm -rf "${MNTS[0]:?}/$d"
+  echo "$sys files: ${rates[0]} / ${rates[1]} files/s" >&2
+  echo "${rates[*]}"
+}
+
 # anon_kib PID...: the sum of their anonymous resident memory (KiB).
 anon_kib() {
   local p s=0 v
@@ -196,7 +230,7 @@ measure() {
   PAIRED=${2:-}
   before=$(anon_kib "${MEM_PIDS[@]}")
   for wl in "${workloads[@]}"; do ior_run "$sys" "$wl"; done
-  if [ ${#MEM_PIDS[@]} -gt 0 ]; then
+  if [ ${#MEM_PIDS[@]} -gt 0 ] && want_wl n1_1m; then
     mpiexec -n 4 "$ior" ${wl_args[n1_1m]} --mib "$mib" --seed 1 --keep --name mem "${MNTS[@]}" >/dev/null ||
       t_fail "$sys: ior (memory run) failed"
     after=$(anon_kib "${MEM_PIDS[@]}")
@@ -215,7 +249,8 @@ measure() {
     fi
     rm -f "${MNTS[0]}/mem"
   fi
-  fio_run "$sys"
+  want_wl rand4k && fio_run "$sys"
+  want_wl files && paired "$sys" files files_one "$sys"
   R[$sys.stale]=$(python3 "$probe" "${MNTS[0]}" "${MNTS[1]}" "$probes" | awk '{print $2}') ||
     t_fail "$sys: coherence probe failed"
   echo "$sys coherence: ${R[$sys.stale]} stale reads of $probes (overwrite through ${MNTS[0]}, read through ${MNTS[1]})"
@@ -226,11 +261,14 @@ measure() {
 # report SYS: its BENCH lines, ratios against GlusterFS (measured first).
 report() {
   local sys=$1 wl ph unit name
-  for wl in "${workloads[@]}" rand4k; do
+  for wl in "${workloads[@]}" rand4k files; do
     for ph in write read; do
+      [ -n "${R[$sys.$wl.$ph]:-}" ] || continue
       unit=MiB/s
       [ $wl = rand4k ] && unit=IOPS
+      [ $wl = files ] && unit=files/s
       name=fs_cluster.$wl.$ph.${mib}M.$sys
+      [ $wl = files ] && name=fs_cluster.files.$ph.${files}x4.$sys
       if [ "$sys" = gluster ]; then
         echo "BENCH $name ${R[$sys.$wl.$ph]} $unit"
       elif [ -n "$PAIRED" ]; then
