@@ -1063,6 +1063,8 @@ static void mounts_check(struct fcache *fc, uint64_t now)
 				o->opens -= h->n < o->opens ? h->n : o->opens;
 				*hp = h->next;
 				free(h);
+				/* whatever it wrote, its CLOSE will not say */
+				o->wrote = true;
 				if (o->opens)
 					continue;
 				if (nleft == cap) {
@@ -1861,7 +1863,8 @@ static int serve_open(struct fcache *fc, const struct frame_fop *f,
 			rc = -ENOMEM;
 		} else if (!rc) {
 			/* made here now: a write before was told to the
-			 * owners at its last close, under the record before */
+			 * owners at its last close under the record before
+			 * (or, that broadcast lost, left to their 30 s pass) */
 			o->wrote = false;
 		}
 	} else {
@@ -1918,7 +1921,10 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 	struct hold **hp = NULL, *h = o ? hold_find(o, f->digest, &hp) : NULL;
 	if (!o || !o->opens || !h) {
 		/* (no holder: this mount's opens were released as a gone
-		 * mount's; the other mounts' are not its to close) */
+		 * mount's; the other mounts' are not its to close; its writes
+		 * still count for the last close) */
+		if (o && (f->flags & FRAME_FILE_WRITER))
+			o->wrote = true;
 		rc = -ENOENT;
 	} else {
 		if (!--h->n) {
@@ -2005,6 +2011,11 @@ again:
 			copy = !rc && tell && fc->replicas == 2;
 			if (!rc && shrink)
 				home_shrunk(o);
+			/* the backing file follows the size within the 30 s
+			 * pass, as a dirty block would, with no write here
+			 * (an ftruncate or fallocate that grew it) */
+			if (!rc && !o->wb_due_ns)
+				o->wb_due_ns = clock_now_ns() + DIRTY_EXPIRE_NS;
 		}
 		if (!rc) {   /* a write, an append or a truncate */
 			o->mtime_ns = o->mtime_at = clock_wall_ns();
@@ -2172,20 +2183,30 @@ static int serve_read(struct fcache *fc, const struct frame_hdr *q,
  * next on the wire. Done: the reply says EXTEND, with the record's size
  * and the home's epoch (as SETSIZE's); else the writer sends the
  * SETSIZE itself. */
-static void write_extend(struct fcache *fc, const struct frame_fop *f,
-			 struct frame_hdr *r)
+static int write_extend(struct fcache *fc, const struct frame_fop *f,
+			struct frame_hdr *r)
 {
 	struct frame_hdr sr = { .type = FT_FILE_SETSIZE, .reply = true };
 
 	if (!at_home(fc, f->obj))
-		return;
+		return 0;
 	sr.fop = (struct frame_fop){ .obj = f->obj, .size = f->size,
 				     .flags = FRAME_FILE_EXTEND, .digest = f->digest };
-	if (serve_size(fc, FT_FILE_SETSIZE, &sr.fop, &sr) == 0) {
+	int rc = serve_size(fc, FT_FILE_SETSIZE, &sr.fop, &sr);
+	if (rc == 0) {
 		r->fop.flags |= FRAME_FILE_EXTEND;
 		r->fop.size = sr.fop.size;
 		r->fop.epoch = sr.fop.epoch;
 	}
+	/* a SETSIZE that failed fails the write, as the writer's own
+	 * would have (replicas=2: the size not in the shadow; EFBIG);
+	 * none to make (no record): the writer sends it */
+	if (rc == -ESTALE || rc == -ENOENT)
+		rc = 0;
+	if (rc)
+		snprintf(r->text, sizeof(r->text), "the size of the write: %.150s",
+			 sr.text[0] ? sr.text : strerror(-rc));
+	return rc;
 }
 
 static int serve_write(struct fcache *fc, const struct frame_fop *f,
@@ -2255,7 +2276,7 @@ again:
 		pthread_mutex_unlock(&fc->lk);
 		bound_answer(fc, f, r);
 		if (f->flags & FRAME_FILE_EXTEND)
-			write_extend(fc, f, r);
+			rc = write_extend(fc, f, r);
 	}
 	return rc;
 }

@@ -125,8 +125,8 @@ struct frame_lock {
 				* its last CLOSE of it; CLOSE reply with
 				* LAST: a write may have been made since
 				* the last such reply (the owners are to
-				* write back; without it they hold nothing
-				* of the file written since) */
+				* write back; without it, a write the home
+				* knows of was told already) */
 #define FRAME_FILE_APPEND 128u /* SETSIZE: size grows by f.size, up to f.blk
 				* (EFBIG past it); the reply's size is where
 				* the appended bytes go (the old size) */

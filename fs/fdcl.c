@@ -484,7 +484,7 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino)
 	if (!uncounted)
 		r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_CLOSE, &f, NULL,
 				  0, &rf, &down);
-	if (r < 0 && !down && wrote)
+	if (r < 0 && wrote)
 		wrote_mark(ino);   /* not told: the next CLOSE from here tells it */
 	if (uncounted || down) {
 		/* the home cannot say: the owners write back, as after a
@@ -499,7 +499,11 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino)
 		atomic_fetch_add(&fs->st.dropped_unlinked, 1);
 	} else if (!r && (rf.flags & FRAME_FILE_LAST) && (rf.flags & FRAME_FILE_WRITER)) {
 		f.size = fs->cfg.wb_delay_ns;
-		fcl_call_all(fs->cl, FT_FILE_WRITEBACK, &f);
+		int e = fcl_call_all(fs->cl, FT_FILE_WRITEBACK, &f);
+		if (e)   /* (the home has cleared its bit: the 30 s pass it is) */
+			log_warn("cluster: file %016llx closed: not every owner was "
+				 "asked to write it back (%s); they do within 30 s",
+				 (unsigned long long)gid, strerror(-e));
 		atomic_fetch_add(&fs->st.last_close_wb, 1);
 	} else if (!r && (rf.flags & FRAME_FILE_LAST)) {
 		/* nothing written since the owners were last told: a
@@ -990,7 +994,7 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	}
 	bool extended = q && n == 1 && done == len && !q[0].rc &&
 			(q[0].f.flags & FRAME_FILE_EXTEND) &&
-			(q[0].rf.flags & FRAME_FILE_EXTEND);
+			(q[0].rf.flags & FRAME_FILE_EXTEND) && q[0].rf.epoch;
 	if (extended) {   /* as home_setsize's answer */
 		bound_learn(ino, &q[0].rf, false);
 		mtime_paid(ino, clock_now_ns(), owed);

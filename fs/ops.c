@@ -112,6 +112,14 @@ static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 	return 0;
 }
 
+/* Before the backing creates an entry for the request's caller: this
+ * thread takes the caller's umask. With POSIX ACLs the kernel sends the
+ * mode unmasked (DONT_MASK) and the umask beside it, and whether the
+ * umask applies depends on the parent's default ACL, which only the
+ * backing knows; with the caller's umask, its create does exactly that.
+ * umask is per process, so each worker thread first gets its own. If it
+ * cannot, the caller's umask is applied to the mode here (a default ACL
+ * then loses to it, the safer way round): returns the mode to use. */
 static mode_t take_caller_umask(fuse_req_t req, mode_t mode)
 {
 	static __thread int own_fs; /* 0 unknown, 1 own umask, -1 cannot */
@@ -632,17 +640,25 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	bool created = false;
 
 	mode = take_caller_umask(req, mode);
-	int tries = 0;
-	do {
+	int tries = 0, races = 0;
+	for (;;) {
 		/* O_EXCL first: whether this open made the file (then it is
 		 * the caller's, and new to every node). There (another node
-		 * made it, or a dangling symlink): opened as the caller
-		 * asked, as not made here. */
+		 * made it): opened without O_CREAT, and if gone meanwhile,
+		 * made again; a name that stays there but cannot be opened
+		 * so (a dangling symlink): opened as the caller asked. */
 		fd = openat(dir->fd, name, flags | O_EXCL | O_CLOEXEC, mode);
 		created = fd >= 0;
-		if (fd < 0 && errno == EEXIST && !(flags & O_EXCL))
-			fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
-	} while (fd < 0 && fdwait_retry(&fs->fdw, &tries));
+		if (fd < 0 && errno == EEXIST && !(flags & O_EXCL)) {
+			fd = openat(dir->fd, name, (flags & ~O_CREAT) | O_CLOEXEC);
+			if (fd < 0 && errno == ENOENT && ++races < 3)
+				continue;
+			if (fd < 0 && errno == ENOENT)
+				fd = openat(dir->fd, name, flags | O_CLOEXEC, mode);
+		}
+		if (fd >= 0 || !fdwait_retry(&fs->fdw, &tries))
+			break;
+	}
 	if (fd < 0)
 		return (void)fuse_reply_err(req, inode_open_errno(fs));
 	if (created)

@@ -163,6 +163,45 @@ static void last_close_writer(void **state)
 	fcache_close(fc);
 }
 
+/* A mount gone (its opens released as a gone mount's) may have written
+ * within its size bound, which the home did not see: the last close of
+ * the mounts left says WRITER; and so does it after a gone mount's own
+ * CLOSE that says it wrote, which finds no open of it to close. */
+static void gone_writer(void **state)
+{
+	struct frame_hdr r;
+	(void)state;
+
+	setenv("NVCACHE_MOUNT_GONE_MS", "1", 1);
+	struct fcache *fc = open_fc();
+	unsetenv("NVCACHE_MOUNT_GONE_MS");
+	/* a round that had the owners write back: clean */
+	open_obj(fc, 7, true);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST);
+	/* mounts A and B hold it open; A goes */
+	fcache_mount_conn(fc, 0xA, true);
+	struct frame_fop op = { .obj = 7, .len = 4, .flags = FRAME_FILE_HOME };
+	op.digest = 0xA;
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, "hndl", &r), 0);
+	op.digest = 0xB;
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, "hndl", &r), 0);
+	fcache_mount_conn(fc, 0xA, false);
+	sleep(3);   /* the write-back thread's look at the mounts */
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7,
+			 .digest = 0xB }, NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_WRITER);
+	/* B again; A's late CLOSE says it wrote: no open of A's to close */
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, "hndl", &r), 0);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7,
+			 .digest = 0xA, .flags = FRAME_FILE_WRITER }, NULL, &r), -ENOENT);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7,
+			 .digest = 0xB }, NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_WRITER);
+	fcache_close(fc);
+}
+
 /* A WRITE with EXTEND at the home grows the size once written, as the
  * SETSIZE after it would; a write that fails grows nothing. */
 static void write_extend(void **state)
@@ -1412,6 +1451,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(hostile, setup, teardown),
 		cmocka_unit_test_setup_teardown(last_close_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(write_extend, setup, teardown),
+		cmocka_unit_test_setup_teardown(gone_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(pinned_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(punch, setup, teardown),
