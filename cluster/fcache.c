@@ -50,9 +50,10 @@ struct fobj {
 	/* at the home: a write may have been made since the last close
 	 * that had the owners write back (FRAME_FILE_WRITER): set when the
 	 * record is found here at a start (a restarted home cannot tell),
-	 * by a writing mount's CLOSE and by a SETSIZE; clear when an OPEN
-	 * makes the record; cleared by the last close cluster-wide, which
-	 * says so */
+	 * by a writing mount's CLOSE (also one that finds no open of its
+	 * own), by a SETSIZE, and when a gone mount's opens are released;
+	 * clear when an OPEN makes the record; cleared by the last close
+	 * cluster-wide, which says so */
 	bool wrote;
 	uint64_t wb_due_ns;    /* 0: no write-back scheduled */
 	/* the backing file's size when past_backing_end last looked (0:

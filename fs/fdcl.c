@@ -959,10 +959,11 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	bool bounded = q && bound_mark(ino, off + len, q, n);
 	/* past the bound, in one block at the home: the home grows the size
 	 * once written (EXTEND), saving the SETSIZE's round trip */
-	uint64_t owed = mtime_owed(ino);
+	uint64_t owed = 0;
 	if (q && !bounded && n == 1 && q[0].idx == fcl_home(fs->cl, gid)) {
 		q[0].f.flags |= FRAME_FILE_EXTEND;
 		q[0].f.size = off + len;
+		owed = mtime_owed(ino);
 	}
 	if (q) {
 		wrote_mark(ino);

@@ -491,7 +491,8 @@ struct fdcl_attr {
  * says the file's size is the backing's, else -EIO. */
 int fdcl_open(struct fs *fs, struct fs_inode *ino, struct fdcl_attr *a);
 /* The home's last close cluster-wide: every owner writes back after the
- * delay, or, for a file unlinked while open, drops it. */
+ * delay if anything was written since they were last asked (the home's
+ * FRAME_FILE_WRITER), or, for a file unlinked while open, drops it. */
 void fdcl_release(struct fs *fs, struct fs_inode *ino);
 /* The size the home keeps; -ENOENT: no record, or the home is down and
  * its shadow says its size is the backing's (the backing's holds);

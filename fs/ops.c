@@ -51,8 +51,8 @@ static struct fs_inode *I(fuse_req_t req, fuse_ino_t n)
 
 /* The attributes the kernel gets: the backing's, with the cache's size
  * and mtime (on a cluster mount, the size the file's home keeps: -EIO
- * while the home is down with the only copy of it). */
-/* a: what the home answered within this request (NULL: ask it) */
+ * while the home is down with the only copy of it); a: what the home
+ * answered within this request (NULL: ask it). */
 static int fix_attr_from(struct fs *fs, struct fs_inode *ino, struct stat *st,
 			 const struct fdcl_attr *a)
 {
