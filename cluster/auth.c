@@ -87,6 +87,11 @@ int auth_client(struct conn *c, const struct auth_identity *me,
 	if (rc)
 		return rc;
 	if (r.type == FT_ERROR) {
+		if (r.status == FS_UNSUPPORTED) {
+			*why = "the server speaks another protocol version "
+			       "(a node of another nvcache build?)";
+			return -EPROTONOSUPPORT;
+		}
 		*why = "the server refused the handshake";
 		return -EACCES;
 	}
@@ -157,7 +162,8 @@ int auth_server(struct conn *c, const struct auth_identity *me,
 		return -EPROTO;
 	}
 	if (r.proto_version != AUTH_PROTO_VERSION) {
-		*why = "unsupported protocol version";
+		*why = "the client speaks another protocol version "
+		       "(a node or mount of another nvcache build?)";
 		conn_send_error(c, me->node_id, FS_UNSUPPORTED,
 				"unsupported protocol version");
 		return -EPROTO;

@@ -23,7 +23,11 @@
 
 #include "cluster/conn.h"
 
-#define AUTH_PROTO_VERSION 1
+/* The HELLO's protocol version; a server refuses any other with
+ * UNSUPPORTED, so nodes and mounts of builds whose frames mean different
+ * things never talk. 2: a file CLOSE's WRITER flag says the mount wrote,
+ * and a WRITE may carry EXTEND (the home grows the size). */
+#define AUTH_PROTO_VERSION 2
 
 struct auth_identity {
 	uint32_t node_id;       /* 0: a client that is not a node */
@@ -54,7 +58,8 @@ void auth_proof(const uint8_t *secret, size_t secret_len, bool server_role,
 		uint8_t out[FRAME_PROOF_LEN]);
 
 /* Run the client side. 0, or -EACCES (the server refused us, or failed to
- * prove the secret: *why says which), -EPROTO (unexpected frame), or an I/O
+ * prove the secret: *why says which), -EPROTONOSUPPORT (the server speaks
+ * another AUTH_PROTO_VERSION), -EPROTO (unexpected frame), or an I/O
  * error from conn_send/conn_recv. */
 int auth_client(struct conn *c, const struct auth_identity *me,
 		struct auth_peer *peer, const char **why);

@@ -1,6 +1,7 @@
 /* test_cluster_auth.c - the shared-secret handshake over a real socket
  * pair: same secret admits, a different secret is refused on both sides,
- * the admit hook can refuse, and proofs depend on every input. */
+ * the admit hook can refuse, another protocol version is refused on
+ * both sides, and proofs depend on every input. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,6 +41,13 @@ static void *server_thread(void *arg)
 {
 	struct side *s = arg;
 	s->rc = auth_server(&s->c, &s->id, admit, s, &s->peer, &s->why);
+	return NULL;
+}
+
+static void *client_thread(void *arg)
+{
+	struct side *s = arg;
+	s->rc = auth_client(&s->c, &s->id, &s->peer, &s->why);
 	return NULL;
 }
 
@@ -135,6 +143,51 @@ static void not_hello_first(void **state)
 	conn_close(&srv.c);
 }
 
+/* A HELLO of another protocol version (version 1: a build before WRITER
+ * and EXTEND) is refused with UNSUPPORTED, and a client told so says it. */
+static void other_version_refused(void **state)
+{
+	static struct side srv, cli;
+	static struct conn raw;
+	struct frame_hdr h = { 0 }, r;
+	int sv[2];
+	pthread_t t;
+	(void)state;
+
+	setup_sides(&cli, &srv, secret_a, secret_a);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	conn_init(&raw, sv[0]);
+	conn_init(&srv.c, sv[1]);
+	assert_int_equal(pthread_create(&t, NULL, server_thread, &srv), 0);
+	h.type = FT_HELLO;
+	h.proto_version = AUTH_PROTO_VERSION - 1;
+	assert_int_equal(conn_send(&raw, &h, NULL), 0);
+	assert_int_equal(conn_recv(&raw, &r, NULL, NULL), 0);
+	assert_int_equal(r.type, FT_ERROR);
+	assert_int_equal(r.status, FS_UNSUPPORTED);
+	pthread_join(t, NULL);
+	assert_int_equal(srv.rc, -EPROTO);
+	assert_non_null(strstr(srv.why, "another protocol version"));
+	conn_close(&raw);
+	conn_close(&srv.c);
+
+	/* the client's side: this build's HELLO, answered UNSUPPORTED */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	conn_init(&raw, sv[0]);
+	conn_init(&cli.c, sv[1]);
+	conn_set_timeout(&cli.c, 5000);
+	assert_int_equal(pthread_create(&t, NULL, client_thread, &cli), 0);
+	assert_int_equal(conn_recv(&raw, &r, NULL, NULL), 0);
+	assert_int_equal(r.type, FT_HELLO);
+	assert_int_equal(r.proto_version, AUTH_PROTO_VERSION);
+	conn_send_error(&raw, 1, FS_UNSUPPORTED, "unsupported protocol version");
+	pthread_join(t, NULL);
+	assert_int_equal(cli.rc, -EPROTONOSUPPORT);
+	assert_non_null(strstr(cli.why, "another protocol version"));
+	conn_close(&raw);
+	conn_close(&cli.c);
+}
+
 static void proof_depends_on_inputs(void **state)
 {
 	uint8_t nc[FRAME_NONCE_LEN] = { 1 }, ns[FRAME_NONCE_LEN] = { 2 };
@@ -166,6 +219,7 @@ int main(void)
 		cmocka_unit_test(wrong_secret_refused),
 		cmocka_unit_test(admit_hook_refuses),
 		cmocka_unit_test(not_hello_first),
+		cmocka_unit_test(other_version_refused),
 		cmocka_unit_test(proof_depends_on_inputs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
