@@ -19,6 +19,11 @@
 #define OREC_MAGIC 0x4f524543u /* "OREC" */
 #define BREC_MAGIC 0x42524543u /* "BREC" */
 #define OREC_DEAD 1u
+/* The record has utime. Records written before it had a path field of
+ * 336 bytes where path and utime now are: without this flag, utime is
+ * 0 and a path with no NUL in its first BSTORE_PATH_MAX bytes is
+ * dropped (a caller with no path uses the file handle). */
+#define OREC_UTIME 2u
 #define BREC_DIRTY 1u
 #define KEY_LOCKS 256u
 #define GONE_SLOTS 16384u /* power of two; see bstore_block_gen */
@@ -48,6 +53,7 @@ struct orec {
 	uint32_t hlen;
 	uint8_t handle[BSTORE_HANDLE_MAX];
 	char path[BSTORE_PATH_MAX];
+	uint64_t utime;
 };
 _Static_assert(sizeof(struct orec) == 512, "object record is 512 bytes");
 
@@ -349,7 +355,7 @@ static void orec_commit(struct bstore *bs, uint32_t s, const struct orec *src,
 
 	n.magic = OREC_MAGIC;
 	n.seq = ++bs->seq;
-	n.flags = flags;
+	n.flags = flags | OREC_UTIME;
 	n.crc = 0;
 	n.crc = rec_crc(&n, sizeof(n));
 	*r = n;
@@ -721,6 +727,7 @@ static void orec_from(struct orec *r, const struct bstore_obj *o)
 	memcpy(r->handle, o->handle, r->hlen);
 	memcpy(r->path, o->path, sizeof(r->path));
 	r->path[sizeof(r->path) - 1] = 0;
+	r->utime = o->utime;
 }
 
 int bstore_obj_create(struct bstore *bs, struct bstore_obj *o)
@@ -786,6 +793,12 @@ int bstore_obj_get(struct bstore *bs, uint64_t id, struct bstore_obj *o)
 		o->handle_len = r->hlen;
 		memcpy(o->handle, r->handle, sizeof(o->handle));
 		memcpy(o->path, r->path, sizeof(o->path));
+		o->utime = r->utime;
+		if (!(r->flags & OREC_UTIME)) {
+			o->utime = 0;
+			if (!memchr(o->path, 0, sizeof(o->path)))
+				o->path[0] = 0;
+		}
 		ret = 0;
 	}
 	pthread_mutex_unlock(&bs->lk);

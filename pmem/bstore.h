@@ -38,7 +38,7 @@
 #include "pmem/region.h"
 
 #define BSTORE_HANDLE_MAX 128
-#define BSTORE_PATH_MAX 336
+#define BSTORE_PATH_MAX 328
 #define BSTORE_TAG_MAX 256
 
 struct bstore;
@@ -58,6 +58,9 @@ struct bstore_obj {
 	uint32_t handle_len;  /* <= BSTORE_HANDLE_MAX */
 	uint8_t handle[BSTORE_HANDLE_MAX];
 	char path[BSTORE_PATH_MAX]; /* NUL-terminated, may be empty */
+	/* the caller's value (a time, say), stored as given; 0 in a record
+	 * written before stores kept it */
+	uint64_t utime;
 };
 
 /* What a block holds, as seen by read/write. version changes with every

@@ -489,6 +489,82 @@ static void torn_record_falls_back(void **state)
 	bstore_close(bs);
 }
 
+/* An object's utime is kept across a reopen; a record written before
+ * utime existed (no OREC_UTIME flag, a 336-byte path where path and
+ * utime now are) reads with utime 0, and its path only if it ends
+ * within BSTORE_PATH_MAX. */
+static void utime_kept_and_old_records_read(void **state)
+{
+	struct bstore_obj a = { 0 }, b = { 0 }, o;
+	struct bstore *bs = open_store(path, 16);
+	(void)state;
+
+	snprintf(a.path, sizeof(a.path), "a");
+	a.utime = 1234567890123456789ull;
+	assert_int_equal(bstore_obj_create(bs, &a), 0);
+	memset(b.path, 'p', BSTORE_PATH_MAX - 1);
+	b.utime = 99;
+	assert_int_equal(bstore_obj_create(bs, &b), 0);
+	b.utime = 100;   /* an update keeps the new one */
+	assert_int_equal(bstore_obj_update(bs, &b), 0);
+	bstore_close(bs);
+	bs = open_store(path, 16);
+	assert_int_equal(bstore_obj_get(bs, a.id, &o), 0);
+	assert_true(o.utime == 1234567890123456789ull);
+	assert_string_equal(o.path, "a");
+	assert_int_equal(bstore_obj_get(bs, b.id, &o), 0);
+	assert_true(o.utime == 100);
+	assert_int_equal(strlen(o.path), BSTORE_PATH_MAX - 1);
+	bstore_close(bs);
+
+	/* make every record an old one: flag off, b's path 330 bytes long */
+	struct bstore_geom g = opts(16).geom;
+	uint8_t tab[16 * 2 * 512];
+	int fd = open(path, O_RDWR), old = 0;
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, tab, sizeof(tab), 4096), (ssize_t)sizeof(tab));
+	for (uint32_t r = 0; r < g.nobjs * 2; r++) {
+		uint8_t *rec = tab + r * 512;
+		uint32_t magic, flags, crc;
+		uint64_t id;
+		memcpy(&magic, rec, 4);
+		memcpy(&id, rec + 16, 8);
+		if (magic != 0x4f524543u)
+			continue;
+		memcpy(&flags, rec + 32, 4);
+		flags &= ~2u;
+		memcpy(rec + 32, &flags, 4);
+		memset(rec + 176, 0, 336);
+		if (id == b.id)
+			memset(rec + 176, 'q', 330);
+		else
+			rec[176] = 'a';
+		crc = crc32c(0, rec, 4);
+		crc = crc32c(crc, zeros_for_test, 4);
+		crc = crc32c(crc, rec + 8, 504);
+		memcpy(rec + 4, &crc, 4);
+		old++;
+	}
+	assert_true(old >= 2);
+	assert_int_equal(pwrite(fd, tab, sizeof(tab), 4096), (ssize_t)sizeof(tab));
+	close(fd);
+	bs = open_store(path, 16);
+	assert_int_equal(bstore_obj_get(bs, a.id, &o), 0);
+	assert_true(o.utime == 0);
+	assert_string_equal(o.path, "a");
+	assert_int_equal(bstore_obj_get(bs, b.id, &o), 0);
+	assert_true(o.utime == 0);
+	assert_string_equal(o.path, "");
+	/* written again, the record is a new one */
+	o.utime = 7;
+	assert_int_equal(bstore_obj_update(bs, &o), 0);
+	bstore_close(bs);
+	bs = open_store(path, 16);
+	assert_int_equal(bstore_obj_get(bs, b.id, &o), 0);
+	assert_true(o.utime == 7);
+	bstore_close(bs);
+}
+
 /* ---- crash test ---- */
 
 #define NOPS 16
@@ -625,6 +701,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(stale_fetch_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(rewrite_lru_block_when_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(torn_record_falls_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(utime_kept_and_old_records_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(crash_at_every_persist_point, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
