@@ -65,9 +65,11 @@ struct fobj {
 	 * clock) as of its last write, truncate or time set through a
 	 * mount; 0: none, the backing file's holds. The owners' write-backs
 	 * move the backing file's, so while the file is cached this one is
-	 * the file's (DRAM: after a restart the backing's holds again) */
+	 * the file's. Kept in the record too (its utime, mtime_keep), so a
+	 * restarted home has it */
 	uint64_t mtime_ns;
-	/* at the home: when (this node's clock, ns) mtime_ns last changed */
+	/* at the home: when (this node's clock, ns) mtime_ns last changed;
+	 * after a restart, mtime_ns or the start, whichever is earlier */
 	uint64_t mtime_at;
 	/* size epoch (fcache.h): at the home, the file's (set at its first
 	 * use after the record is made here, moved by every change that
@@ -1945,6 +1947,21 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
+/* Under fc->lk: o's mtime_ns into its record, if not there yet. A
+ * failure leaves the record's older time, which a restart would show
+ * (logged). */
+static void mtime_keep(struct fcache *fc, const struct fobj *o)
+{
+	struct bstore_obj rec;
+
+	if (bstore_obj_get(fc->bs, o->lid, &rec) || rec.utime == o->mtime_ns)
+		return;
+	rec.utime = o->mtime_ns;
+	if (bstore_obj_update(fc->bs, &rec))
+		log_warn("file cache: the mtime of object %016" PRIx64 " not kept "
+			 "in NVRAM", o->gid);
+}
+
 /* SETSIZE with MTIME: a time set on the file through a mount (utimens),
  * kept as the file's from here on; the owners' write-backs that follow
  * move the backing file's, not this. With MTIME_PAY, the time of a
@@ -1961,6 +1978,7 @@ static int serve_mtime(struct fcache *fc, const struct frame_fop *f,
 	if (o && (!pay || (o->mtime_at <= f->size && f->size != FRAME_MTIME_NONE))) {
 		o->mtime_ns = f->size == FRAME_MTIME_NONE ? 0 : f->size ? f->size : clock_wall_ns();
 		o->mtime_at = clock_wall_ns();
+		mtime_keep(fc, o);
 	}
 	if (o) {
 		r->fop.blk = o->mtime_ns;
@@ -1991,6 +2009,7 @@ again:
 	struct fobj *o = find(fc, f->obj);
 	rc = o ? bstore_obj_get(fc->bs, o->lid, &rec) : -ENOENT;
 	uint64_t was = rc ? 0 : rec.size;   /* where an append goes */
+	uint64_t wall = clock_wall_ns();
 	if (!rc && type == FT_FILE_SETSIZE) {
 		uint64_t want = f->flags & FRAME_FILE_EXTEND ?
 				(f->size > rec.size ? f->size : rec.size) : f->size;
@@ -2008,6 +2027,7 @@ again:
 		} else if (want != rec.size) {
 			bool shrink = want < rec.size;
 			rec.size = want;
+			rec.utime = wall;   /* the mtime, below */
 			rc = bstore_obj_update(fc->bs, &rec);
 			copy = !rc && tell && fc->replicas == 2;
 			if (!rc && shrink)
@@ -2019,7 +2039,8 @@ again:
 				o->wb_due_ns = clock_now_ns() + DIRTY_EXPIRE_NS;
 		}
 		if (!rc) {   /* a write, an append or a truncate */
-			o->mtime_ns = o->mtime_at = clock_wall_ns();
+			o->mtime_ns = o->mtime_at = wall;
+			mtime_keep(fc, o);
 			o->wrote = true;
 		}
 	}
@@ -2658,6 +2679,7 @@ int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
 
 static int load_objects(struct fcache *fc)
 {
+	uint64_t now = clock_wall_ns();
 	size_t n = bstore_obj_list(fc->bs, NULL, 0);
 	uint64_t *ids = n ? calloc(n, sizeof(*ids)) : NULL;
 
@@ -2687,10 +2709,13 @@ static int load_objects(struct fcache *fc)
 			bstore_obj_delete(fc->bs, ids[k]);
 			continue;
 		}
-		if (!insert(fc, gid, ids[k])) {
+		struct fobj *o = insert(fc, gid, ids[k]);
+		if (!o) {
 			free(ids);
 			return -ENOMEM;
 		}
+		o->mtime_ns = rec.utime;   /* the home's, if it is */
+		o->mtime_at = rec.utime < now ? rec.utime : now;
 	}
 	if (n)
 		log_info("file cache: %zu files found in NVRAM", n);

@@ -78,10 +78,10 @@ for k in $(seq 0 63); do
     [ -n "$held" ] || held=lk$k
     others+=("lk$k")
   fi
-  [ "${#home2[@]}" -ge 5 ] && [ "${#others[@]}" -ge 3 ] && break
+  [ "${#home2[@]}" -ge 6 ] && [ "${#others[@]}" -ge 3 ] && break
 done
-# five files homed at node 2 of 64: a failure in a million runs
-[ "${#home2[@]}" -ge 5 ] || t_fail "fewer than 5 files of 64 have node 2 as their home"
+# six files homed at node 2 of 64: a failure in half a million runs
+[ "${#home2[@]}" -ge 6 ] || t_fail "fewer than 6 files of 64 have node 2 as their home"
 [ "${#others[@]}" -ge 3 ] || t_fail "fewer than 3 files of 64 have another home than node 2"
 lockf=$m1/${home2[0]}
 # homed elsewhere, 3 MiB over 1 MiB stripes: a stripe on each node; one
@@ -105,6 +105,16 @@ dlay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/$dirt
 hcleanf=${home2[3]} hsizef=${home2[4]}
 clean_and_held "$hcleanf" "$hsizef" hsize $((5 << 19))
 hsizew=$held_writer
+# homed at node 2, written and written back: the backing file's mtime is
+# its write-back's, the file's (the home's) its write's, which the home
+# keeps in NVRAM across its restart
+mtf=${home2[5]}
+head -c 100000 /dev/urandom >"$T_DIR/mt.ref"
+cp "$T_DIR/mt.ref" "$m1/$mtf"
+t_wait 10 cmp -s "$T_DIR/mt.ref" "$T_DIR/b/$mtf" || t_fail "$mtf not written back"
+mt_before=$(stat -c %y "$m3/$mtf")
+[ "$mt_before" != "$(stat -c %y "$T_DIR/b/$mtf")" ] ||
+  t_fail "$mtf: the backing file's mtime is its write's, not its write-back's (the check below could not fail)"
 setlk() {  # setlk FILE: an fcntl write lock taken and let go, or the error
   python3 -c 'import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR)
@@ -209,6 +219,9 @@ wait $statp || t_fail "the stat that waited for node 2 failed: $(cat "$T_DIR/hsi
 [ "$(cat "$T_DIR/hsize.stat")" = $((5 << 19)) ] ||
   t_fail "the stat that waited for node 2 gave $(cat "$T_DIR/hsize.stat"), not $((5 << 19))"
 t_log "node 2 down: a stat through mount 1 (down_wait) of a file whose size is only there waited for its restart"
+[ "$(stat -c %y "$m3/$mtf")" = "$mt_before" ] ||
+  t_fail "$mtf's mtime was $mt_before before node 2 (its home) restarted, $(stat -c %y "$m3/$mtf") after (the backing's: $(stat -c %y "$T_DIR/b/$mtf"))"
+t_log "a file's mtime kept by its home survives the home's restart"
 wait $writer1 || t_fail "the writer through mount 1 failed"
 wait $writer3 || t_fail "the writer through mount 3 failed"
 t_wait 10 grep -q "file cache: .* files found in NVRAM" "$T_DIR/node2-fs2.log" ||
