@@ -131,6 +131,24 @@ for k in 1 2 3 4 5; do cmp -s "${m[2]}/rl" "$T_DIR/rl.ref" || t_fail "rl reads w
   [ "$(mstat "${m[2]}" last_close_clean)" -eq $((clean3 + 5)) ] ||
   t_fail "read-only rounds asked for write-backs: $(mstat "${m[2]}" last_close_writebacks) (was $wb3), clean $(mstat "${m[2]}" last_close_clean) (was $clean3)"
 t_log "a reader's last close: the writer's bytes written back; read-only rounds ask nothing"
+# An ftruncate alone (no byte written) is a write too: its last close
+# has the owners write back, and the backing file takes the new size
+wb3=$(mstat "${m[2]}" last_close_writebacks)
+truncate -s $((3 << 20)) "${m[2]}/rl"
+backing_grown() { [ "$(stat -c %s "$T_DIR/b/rl")" = $((3 << 20)) ]; }
+t_wait 10 backing_grown ||
+  t_fail "an ftruncate's last close left the backing at $(stat -c %s "$T_DIR/b/rl") bytes, not $((3 << 20))"
+[ "$(mstat "${m[2]}" last_close_writebacks)" -eq $((wb3 + 1)) ] ||
+  t_fail "an ftruncate's last close did not have the owners write back"
+python3 - "$T_DIR/b/rl" "${m[0]}/rl" "$T_DIR/rl.ref" <<'PY' || t_fail "rl after its ftruncate"
+import sys
+ref = open(sys.argv[3], "rb").read()
+want = ref + bytes((3 << 20) - len(ref))
+for p in sys.argv[1:3]:
+    if open(p, "rb").read() != want:
+        sys.exit("%s differs from the file grown by ftruncate" % p)
+PY
+t_log "an ftruncate alone reaches the backing at its last close"
 # where a file's stripes live: user.nvcache.layout, the same on every
 # node, naming every node for a file of more stripes than nodes
 lay1=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[0]}/c2o" 2>&1) || t_fail "layout xattr: $lay1"
