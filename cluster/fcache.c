@@ -2037,6 +2037,12 @@ again:
 			 * (an ftruncate or fallocate that grew it) */
 			if (!rc && !o->wb_due_ns)
 				o->wb_due_ns = clock_now_ns() + DIRTY_EXPIRE_NS;
+		} else if (tell && fc->replicas == 2 && !atomic_load(&fc->shadow_ok)) {
+			/* the size as it is, which a SETSIZE whose copy failed
+			 * may have set here alone: the writer that asks again
+			 * is answered once the shadow has it, not before the
+			 * resync */
+			copy = true;
 		}
 		if (!rc) {   /* a write, an append or a truncate */
 			o->mtime_ns = o->mtime_at = wall;

@@ -810,6 +810,9 @@ static uint8_t shadow_out[FRAME_FILE_MAX_BLOCK];
 
 /* Run (once) when a SYNC_END is about to reach the shadow. */
 static void (*sync_end_hook)(void);
+/* While set, the shadow refuses copies of sizes (a REPLICA mark of
+ * FMARK_SIZE_BLK) and takes everything else. */
+static bool fail_size_copies;
 
 static int to_shadow(void *arg, const struct frame_fop *f, const void *pl,
 		     size_t len, uint32_t *rflags)
@@ -825,7 +828,8 @@ static int to_shadow(void *arg, const struct frame_fop *f, const void *pl,
 		h();
 	}
 	pthread_mutex_lock(&shadow_mx);
-	if (shadow_fc)
+	if (shadow_fc && !(fail_size_copies && (f->flags & FRAME_MARK_REPLICA) &&
+			   f->blk == FMARK_SIZE_BLK))
 		rc = fcache_serve(shadow_fc, &q, pl, &r, shadow_out, &o);
 	pthread_mutex_unlock(&shadow_mx);
 	*rflags = r.fop.flags;
@@ -1207,6 +1211,25 @@ static void replicas(void **state)
 	shadow_swap(away);
 	replica_wait(7, 2, 200, "xyz", 3);
 	assert_true(shadow_wait(7, 2, FRAME_SHADOW_DIRTY | FRAME_SHADOW_REPLICA));
+
+	/* a write that grows the file at its home (EXTEND) fails when its
+	 * size cannot reach the shadow, though its bytes did, as the
+	 * writer's own SETSIZE would have; the shadow back, it succeeds */
+	fail_size_copies = true;
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 9, .len = 5, .size = 9 * 65536 + 5,
+			 .flags = FRAME_FILE_EXTEND }, "grown", &r), -EIO);
+	assert_false(r.fop.flags & FRAME_FILE_EXTEND);
+	assert_non_null(strstr(r.text, "the size of the write"));
+	assert_int_equal(shadow_size(7), 3 * 65536 + 10);
+	fail_size_copies = false;
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 9, .len = 5, .size = 9 * 65536 + 5,
+			 .flags = FRAME_FILE_EXTEND }, "grown", &r), 0);
+	assert_true(r.fop.flags & FRAME_FILE_EXTEND);
+	assert_int_equal(r.fop.size, 9 * 65536 + 5);
+	assert_int_equal(shadow_size(7), 9 * 65536 + 5);
+	replica_wait(7, 9, 0, "grown", 5);
 
 	/* the shadow dead to the heartbeats: a write is kept here alone
 	 * (degraded), and the shadow gets the block when back; out of
