@@ -595,12 +595,11 @@ int fdcl_set_mtime(struct fs *fs, struct fs_inode *ino, const struct timespec *t
 		f.size = 1;                  /* the epoch itself (0 says now) */
 	/* a time set wins over the one the writes before it owe */
 	mtime_paid(ino, 0, mtime_owed(ino));
-	bool down;
-	int r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_SETSIZE, &f,
-			      NULL, 0, &rf, &down);
-	/* no record there, or the home down (restarted, it keeps no time):
-	 * the backing's, just set, holds */
-	return r == -ESTALE || down ? 0 : r;
+	int r = call_waiting(fs, fcl_home(fs->cl, gid), FT_FILE_SETSIZE, &f, &rf);
+	/* no record there: the backing's, just set, holds. The home down
+	 * past down_wait: -EIO, as it keeps the file's time in NVRAM and
+	 * would show its older one once back */
+	return r == -ESTALE ? 0 : r;
 }
 
 /* n bytes of the backing file at pos (zeros past its end) */

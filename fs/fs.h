@@ -505,7 +505,8 @@ int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size);
 int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st,
 		  const struct fdcl_attr *a);
 /* A time set on the file (utimens; UTIME_NOW, UTIME_OMIT too) becomes the
- * mtime its home keeps, which write-backs do not move. */
+ * mtime its home keeps, which write-backs do not move. -EIO: the home
+ * is down past down_wait (the backing's time is set, not the home's). */
 int fdcl_set_mtime(struct fs *fs, struct fs_inode *ino, const struct timespec *t);
 ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		  size_t len, char *buf);

@@ -208,6 +208,17 @@ PY
 grep -q "node 2 is down and holds the size, block .* of $m3/$hsizef " "$T_DIR/fs3.log" ||
   t_fail "the mount's log does not name $hsizef: $(grep 'is down' "$T_DIR/fs3.log" | tail -1)"
 t_log "node 2 down: a file homed there reads whole if written back, else EIO (the file named)"
+# a time set on a file homed at the down node fails (EIO) rather than
+# be shown until node 2 is back and then replaced by its older one
+python3 - "$m3/$mtf" <<'PY' || t_fail "a time set on a file homed at the down node 2"
+import errno, os, sys
+try:
+    os.utime(sys.argv[1], (1000000000, 1000000000))
+    sys.exit("succeeded")
+except OSError as e:
+    if e.errno != errno.EIO:
+        sys.exit("%s, not EIO" % e)
+PY
 # through mount 1 (down_wait) the same stat waits for node 2's restart
 stat -c %s "$m1/$hsizef" >"$T_DIR/hsize.stat" 2>&1 &
 statp=$!
