@@ -131,6 +131,8 @@ struct fcache {
 	int backing_fd;        /* -1: no mount attached yet */
 	struct fcache_ident bid;  /* the backing directory's */
 	bool stop, wb_all;
+	bool joined;           /* fcache_stop ran (or is running) */
+	atomic_bool stopping;  /* fcache_stop called: waits for space end */
 	uint64_t grace_end_ns; /* reclaims only, before this (fcache.h) */
 	size_t reclaim_at;     /* records_reclaim's next bucket */
 	pthread_t thread;
@@ -1671,6 +1673,14 @@ static size_t replicas_reclaim(struct fcache *fc)
 	return n;
 }
 
+/* Whether a wait for space (back-pressure: the write-back frees some)
+ * is over: SPACE_TRIES done, or the node stopping (no write-back any
+ * more). */
+static bool space_wait_over(struct fcache *fc, int tries)
+{
+	return tries == SPACE_TRIES || atomic_load(&fc->stopping);
+}
+
 /* A record for the file in rec (an OPEN's, or a replica's): its id in
  * rec->id. The table full: replica records holding nothing go, then idle
  * records (records_reclaim); with none idle, write-back runs (a file
@@ -1684,7 +1694,7 @@ static int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_hel
 
 	for (int tries = 0;; tries++) {
 		rc = bstore_obj_create(fc->bs, rec);
-		if (rc != -ENOSPC || tries == SPACE_TRIES)
+		if (rc != -ENOSPC || space_wait_over(fc, tries))
 			return rc;
 		if (!rep_held)
 			pthread_mutex_lock(&fc->rep_mx);
@@ -2273,7 +2283,7 @@ again:
 					  was.dirty ? f->len : 0);
 		if (fc->mark)
 			fmark_sent_unlock(fc->sent, f->obj, f->blk);
-		if (rc != -ENOSPC || tries == SPACE_TRIES)
+		if (rc != -ENOSPC || space_wait_over(fc, tries))
 			break;
 		/* every block dirty: write back, then try again */
 		wb_kick_all(fc);
@@ -2474,7 +2484,7 @@ static int replica_put(struct fcache *fc, const struct frame_fop *f,
 	for (int tries = 0;; tries++) {
 		rc = bstore_block_write(fc->bs, o->lid, f->blk, 0, payload + f->base_len,
 					f->len, true, false, NULL);
-		if (rc != -ENOSPC || tries == SPACE_TRIES)
+		if (rc != -ENOSPC || space_wait_over(fc, tries))
 			break;
 		/* every block dirty: our own write back, then again; rep_mx
 		 * let go meanwhile (our write-back's CLEARs go to our own
@@ -2823,15 +2833,25 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o)
 	return 0;
 }
 
+void fcache_stop(struct fcache *fc)
+{
+	if (!fc)
+		return;
+	atomic_store(&fc->stopping, true);
+	pthread_mutex_lock(&fc->lk);
+	bool joined = fc->joined;
+	fc->stop = fc->joined = true;
+	pthread_cond_signal(&fc->cv);
+	pthread_mutex_unlock(&fc->lk);
+	if (!joined)
+		pthread_join(fc->thread, NULL);
+}
+
 void fcache_close(struct fcache *fc)
 {
 	if (!fc)
 		return;
-	pthread_mutex_lock(&fc->lk);
-	fc->stop = true;
-	pthread_cond_signal(&fc->cv);
-	pthread_mutex_unlock(&fc->lk);
-	pthread_join(fc->thread, NULL);
+	fcache_stop(fc);
 	for (size_t b = 0; b < NBUCKETS; b++)
 		while (fc->tab[b]) {
 			struct fobj *o = fc->tab[b];

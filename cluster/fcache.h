@@ -61,7 +61,12 @@ struct fcache_opts {
 /* Open (recover) or create the store; start the write-back thread. 0 or
  * -errno (logged). */
 int fcache_open(struct fcache **out, const struct fcache_opts *o);
-/* Stop the thread, write back nothing more, close the store. */
+/* Stop the write-back thread and wait for it: from then on nothing here
+ * calls the shadow's or the peers' functions on its own (a request being
+ * served still may), so their owner (the node) may go once its own
+ * threads are done. Requests are still served. Idempotent. */
+void fcache_stop(struct fcache *fc);
+/* fcache_stop, then close the store. No request may be in progress. */
 void fcache_close(struct fcache *fc);
 
 /* Serve one decoded FT_FILE_* request q with its payload: fills r (a reply

@@ -417,6 +417,7 @@ static int set_up(struct args *a, struct daemon *d)
 		log_err("control socket node-%s.sock in %s: %s%s", name, ctl_run_dir(),
 			strerror(-rc), rc == -EADDRINUSE ?
 			" (another nvcached runs as this node)" : "");
+		fcache_stop(a->fc);
 		node_stop(d->n);
 		fcache_close(a->fc);
 		undo_files(a, d);
@@ -448,6 +449,8 @@ static int run(const struct args *a, struct daemon *d)
 	sigwait(&d->sigs, &sig);
 	log_info("signal %d: stopping node %u", sig, a->o.self);
 	ctl_server_stop(d->ctl);
+	/* the file cache's thread sends through the node: stopped first */
+	fcache_stop(a->fc);
 	node_stop(d->n);
 	fcache_close(a->fc);
 	/* The emulated MRAM held only other nodes' pages, gone with us. */
@@ -456,6 +459,7 @@ static int run(const struct args *a, struct daemon *d)
 		log_warn("%s: %s", a->to.nvram_path, strerror(errno));
 	if (a->o.tier)
 		spill_discard(a->to.flash_path, d->own_flash);
+	log_info("node %u stopped", a->o.self);
 	return 0;
 }
 

@@ -34,22 +34,38 @@ fscl_start() {
 # fscl_stat I KEY: one value of node I's nvcached stats.
 fscl_stat() { cluster_stat "$1" "$2"; }
 
-# fscl_stop: every mount unmounted and its nvcachefs exited 0 (under a
-# sanitizer: no error, no leak), then every node stopped by SIGTERM and
-# gone within 10 s.
+# fscl_stop [nodes-first]: every mount unmounted and its nvcachefs exited
+# 0 (under a sanitizer: no error, no leak), and every node stopped by
+# SIGTERM, gone within 10 s and having said so last (not a crash on the
+# way); the mounts first, or with nodes-first the nodes (stopped in the
+# middle of what the mounts asked of them).
 fscl_stop() {
+  if [ "${1:-}" = nodes-first ]; then
+    fscl_stop_nodes
+    fscl_stop_mounts
+  else
+    fscl_stop_mounts
+    fscl_stop_nodes
+  fi
+  ! grep -H "ERROR: [A-Za-z]*Sanitizer\|runtime error" "$T_DIR"/node*.log "$T_DIR"/fs*.log >&2 ||
+    t_fail "a sanitizer report (above) in the logs"
+}
+fscl_stop_mounts() {
   local i rc
   for ((i = 1; i <= FSCL_N; i++)); do
     fusermount3 -u "$T_DIR/m$i" || t_fail "unmount of node $i's mount failed"
     wait "${mpid[$i]}"; rc=$?
     [ $rc = 0 ] || { tail -5 "$T_DIR/fs$i.log" >&2; t_fail "node $i's nvcachefs exited $rc"; }
   done
+}
+fscl_stop_nodes() {
+  local i
   for ((i = 1; i <= FSCL_N; i++)); do kill -TERM "${pid[$i]}"; done
   for ((i = 1; i <= FSCL_N; i++)); do
     t_wait 10 eval "! kill -0 ${pid[$i]}" || t_fail "node $i's nvcached did not stop"
+    grep -q "nvcached\[${pid[$i]}\] info: node $i stopped" "$T_DIR"/node$i-*.log ||
+      t_fail "node $i's nvcached did not finish its stop: $(grep -h "nvcached\[${pid[$i]}\]" "$T_DIR"/node$i-*.log | tail -2)"
   done
-  ! grep -H "ERROR: [A-Za-z]*Sanitizer\|runtime error" "$T_DIR"/node*.log "$T_DIR"/fs*.log >&2 ||
-    t_fail "a sanitizer report (above) in the logs"
 }
 
 # fscl_why: what the nodes say, for a failure's message
