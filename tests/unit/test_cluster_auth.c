@@ -70,6 +70,20 @@ static void run(struct side *cli, struct side *srv)
 	conn_close(&srv->c);
 }
 
+/* One side s (its thread fn) against a raw connection *raw the test
+ * drives frame by frame; join *t when done. */
+static void against_raw(struct conn *raw, struct side *s, void *(*fn)(void *),
+			pthread_t *t)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	conn_init(raw, sv[0]);
+	conn_init(&s->c, sv[1]);
+	conn_set_timeout(&s->c, 5000);
+	assert_int_equal(pthread_create(t, NULL, fn, s), 0);
+}
+
 static void setup_sides(struct side *cli, struct side *srv, const uint8_t *ks,
 			const uint8_t *kc)
 {
@@ -122,16 +136,12 @@ static void not_hello_first(void **state)
 	static struct side srv;
 	static struct conn cli;
 	struct frame_hdr h = { 0 }, r;
-	int sv[2];
 	pthread_t t;
 	(void)state;
 
 	memset(&srv, 0, sizeof(srv));
 	srv.id = (struct auth_identity){ 1, 111, secret_a, sizeof(secret_a) - 1 };
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	conn_init(&cli, sv[0]);
-	conn_init(&srv.c, sv[1]);
-	assert_int_equal(pthread_create(&t, NULL, server_thread, &srv), 0);
+	against_raw(&cli, &srv, server_thread, &t);
 	h.type = FT_PAGE_DROP;
 	assert_int_equal(conn_send(&cli, &h, NULL), 0);
 	assert_int_equal(conn_recv(&cli, &r, NULL, NULL), 0);
@@ -150,15 +160,11 @@ static void other_version_refused(void **state)
 	static struct side srv, cli;
 	static struct conn raw;
 	struct frame_hdr h = { 0 }, r;
-	int sv[2];
 	pthread_t t;
 	(void)state;
 
 	setup_sides(&cli, &srv, secret_a, secret_a);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	conn_init(&raw, sv[0]);
-	conn_init(&srv.c, sv[1]);
-	assert_int_equal(pthread_create(&t, NULL, server_thread, &srv), 0);
+	against_raw(&raw, &srv, server_thread, &t);
 	h.type = FT_HELLO;
 	h.proto_version = AUTH_PROTO_VERSION - 1;
 	assert_int_equal(conn_send(&raw, &h, NULL), 0);
@@ -172,11 +178,7 @@ static void other_version_refused(void **state)
 	conn_close(&srv.c);
 
 	/* the client's side: this build's HELLO, answered UNSUPPORTED */
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	conn_init(&raw, sv[0]);
-	conn_init(&cli.c, sv[1]);
-	conn_set_timeout(&cli.c, 5000);
-	assert_int_equal(pthread_create(&t, NULL, client_thread, &cli), 0);
+	against_raw(&raw, &cli, client_thread, &t);
 	assert_int_equal(conn_recv(&raw, &r, NULL, NULL), 0);
 	assert_int_equal(r.type, FT_HELLO);
 	assert_int_equal(r.proto_version, AUTH_PROTO_VERSION);
