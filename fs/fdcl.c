@@ -583,7 +583,14 @@ int fdcl_set_mtime(struct fs *fs, struct fs_inode *ino, const struct timespec *t
 	uint64_t gid = gid_of(ino);
 	struct frame_fop f = { .obj = gid, .flags = FRAME_FILE_MTIME }, rf;
 
+	struct stat sb;
+
 	if (!gid || t->tv_nsec == UTIME_OMIT)
+		return 0;
+	/* only a regular file has a record at its home: a directory's or a
+	 * symlink's time is the backing's alone */
+	if (fstatat(ino->fd, "", &sb, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(sb.st_mode))
 		return 0;
 	if (t->tv_nsec == UTIME_NOW)
 		f.size = 0;                  /* the home's clock */
@@ -593,13 +600,16 @@ int fdcl_set_mtime(struct fs *fs, struct fs_inode *ino, const struct timespec *t
 		f.size = (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
 	if (!f.size && t->tv_nsec != UTIME_NOW)
 		f.size = 1;                  /* the epoch itself (0 says now) */
-	/* a time set wins over the one the writes before it owe */
-	mtime_paid(ino, 0, mtime_owed(ino));
+	uint64_t owed = mtime_owed(ino);
 	int r = call_waiting(fs, fcl_home(fs->cl, gid), FT_FILE_SETSIZE, &f, &rf);
 	/* no record there: the backing's, just set, holds. The home down
 	 * past down_wait: -EIO, as it keeps the file's time in NVRAM and
-	 * would show its older one once back */
-	return r == -ESTALE ? 0 : r;
+	 * would show its older one once back (the writes' time still owed) */
+	if (r == -ESTALE)
+		r = 0;
+	if (!r)   /* a time set wins over the one the writes before it owe */
+		mtime_paid(ino, 0, owed);
+	return r;
 }
 
 /* n bytes of the backing file at pos (zeros past its end) */

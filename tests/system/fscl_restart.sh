@@ -109,6 +109,8 @@ hsizew=$held_writer
 # its write-back's, the file's (the home's) its write's, which the home
 # keeps in NVRAM across its restart
 mtf=${home2[5]}
+mkdir -p "$m1/tdirs"
+for k in $(seq 0 11); do mkdir "$m1/tdirs/d$k"; ln -s "d$k" "$m1/tdirs/l$k"; done
 head -c 100000 /dev/urandom >"$T_DIR/mt.ref"
 cp "$T_DIR/mt.ref" "$m1/$mtf"
 t_wait 10 cmp -s "$T_DIR/mt.ref" "$T_DIR/b/$mtf" || t_fail "$mtf not written back"
@@ -208,6 +210,17 @@ PY
 grep -q "node 2 is down and holds the size, block .* of $m3/$hsizef " "$T_DIR/fs3.log" ||
   t_fail "the mount's log does not name $hsizef: $(grep 'is down' "$T_DIR/fs3.log" | tail -1)"
 t_log "node 2 down: a file homed there reads whole if written back, else EIO (the file named)"
+# a directory's or a symlink's time is the backing's alone: set at
+# once whichever node is down (12 of each: some hash to node 2)
+python3 - "$m3/tdirs" <<'PY' || t_fail "a time set on a directory or symlink while node 2 is down"
+import os, sys
+for k in range(12):
+    for name, follow in (("d%d" % k, True), ("l%d" % k, False)):
+        p = os.path.join(sys.argv[1], name)
+        os.utime(p, (1000000000, 1000000000), follow_symlinks=follow)
+        if os.lstat(p).st_mtime != 1000000000:
+            sys.exit("%s: mtime not set" % p)
+PY
 # a time set on a file homed at the down node fails (EIO) rather than
 # be shown until node 2 is back and then replaced by its older one
 python3 - "$m3/$mtf" <<'PY' || t_fail "a time set on a file homed at the down node 2"
