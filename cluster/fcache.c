@@ -69,7 +69,7 @@ struct fobj {
 	 * restarted home has it */
 	uint64_t mtime_ns;
 	/* at the home: when (this node's clock, ns) mtime_ns last changed;
-	 * after a restart, mtime_ns or the start, whichever is earlier */
+	 * after a restart, the start */
 	uint64_t mtime_at;
 	/* size epoch (fcache.h): at the home, the file's (set at its first
 	 * use after the record is made here, moved by every change that
@@ -910,6 +910,10 @@ static void resync(struct fcache *fc)
 	for (size_t i = 0; i < no; i++) {
 		struct bstore_obj rec;
 		uint64_t gid, nb = 0, nd = 0;
+		if (atomic_load(&fc->stopping)) {
+			r.rc = -ESHUTDOWN;   /* SYNC_END unsent: not current */
+			break;
+		}
 		if (bstore_obj_get(fc->bs, ids[i], &rec) < 0 || !gid_get(rec.path, &gid))
 			continue;
 		if (size_ahead(fc, &rec)) {
@@ -1412,7 +1416,8 @@ static void orphans_check(struct fcache *fc, uint64_t now)
 		size_t files = 0, failed = 0;
 		int err = 0;
 		pthread_mutex_lock(&fc->rep_mx);
-		for (size_t b = 0; b < NBUCKETS; b++)
+		/* a stop leaves the rest in NVRAM, for the next start */
+		for (size_t b = 0; b < NBUCKETS && !atomic_load(&fc->stopping); b++)
 			for (struct robj **p = &fc->rtab[b]; *p;) {
 				if ((*p)->owner != i) {
 					p = &(*p)->next;
@@ -1510,7 +1515,9 @@ static void *wb_main(void *arg)
 			fc->wb_all = true;
 		if (n) {
 			pthread_mutex_unlock(&fc->lk);
-			for (size_t k = 0; k < n; k++)
+			/* a stop leaves the rest dirty in NVRAM, for the
+			 * next start */
+			for (size_t k = 0; k < n && !atomic_load(&fc->stopping); k++)
 				if (writeback(fc, due[k]) == -EAGAIN)
 					break;
 			pthread_mutex_lock(&fc->lk);
@@ -1588,6 +1595,8 @@ static void wb_kick_all(struct fcache *fc)
  * file's, and with stripe_unit=auto its unit is there too (an OPEN that
  * makes the record again takes it from there, so no mount cuts the file
  * another way). A file gone from the backing: nothing to keep. */
+static bool at_home(const struct fcache *fc, uint64_t gid);
+
 static bool record_idle(struct fcache *fc, const struct fobj *o, uint64_t now)
 {
 	struct bstore_obj rec;
@@ -1606,7 +1615,7 @@ static bool record_idle(struct fcache *fc, const struct fobj *o, uint64_t now)
 	bool idle = fstat(pfd, &st) == 0 && rec.size <= (uint64_t)st.st_size &&
 		    (!(fc->unit_set && !fc->unit && rec.uflags) ||
 		     unit_on_backing(fc, pfd) == rec.uflags);
-	if (idle && o->mtime_ns) {
+	if (idle && o->mtime_ns && at_home(fc, o->gid)) {
 		/* the mtime the home keeps goes with the record: onto the
 		 * backing file, which the write-backs moved */
 		char link[40];
@@ -1674,11 +1683,18 @@ static size_t replicas_reclaim(struct fcache *fc)
 }
 
 /* Whether a wait for space (back-pressure: the write-back frees some)
- * is over: SPACE_TRIES done, or the node stopping (no write-back any
- * more). */
-static bool space_wait_over(struct fcache *fc, int tries)
+ * is over after a try that returned *rc: it succeeded or failed
+ * otherwise, SPACE_TRIES are done, or the node is stopping (no
+ * write-back will free any): then *rc is -ESHUTDOWN, which the node
+ * answers by ending the connection unanswered, so the writer asks
+ * again once the node is back (fcache_serve). */
+static bool space_wait_over(struct fcache *fc, int tries, int *rc)
 {
-	return tries == SPACE_TRIES || atomic_load(&fc->stopping);
+	if (*rc == -ENOSPC && atomic_load(&fc->stopping)) {
+		*rc = -ESHUTDOWN;
+		return true;
+	}
+	return *rc != -ENOSPC || tries == SPACE_TRIES;
 }
 
 /* A record for the file in rec (an OPEN's, or a replica's): its id in
@@ -1694,7 +1710,7 @@ static int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_hel
 
 	for (int tries = 0;; tries++) {
 		rc = bstore_obj_create(fc->bs, rec);
-		if (rc != -ENOSPC || space_wait_over(fc, tries))
+		if (space_wait_over(fc, tries, &rc))
 			return rc;
 		if (!rep_held)
 			pthread_mutex_lock(&fc->rep_mx);
@@ -2047,11 +2063,14 @@ again:
 			 * (an ftruncate or fallocate that grew it) */
 			if (!rc && !o->wb_due_ns)
 				o->wb_due_ns = clock_now_ns() + DIRTY_EXPIRE_NS;
-		} else if (tell && fc->replicas == 2 && !atomic_load(&fc->shadow_ok)) {
-			/* the size as it is, which a SETSIZE whose copy failed
-			 * may have set here alone: the writer that asks again
-			 * is answered once the shadow has it, not before the
-			 * resync */
+		} else if (tell && fc->replicas == 2 && !atomic_load(&fc->shadow_ok) &&
+			   !atomic_load(&fc->shadow_down_ns) &&
+			   fmark_sent_has(fc->sent, f->obj, FMARK_SIZE_BLK)) {
+			/* the size as it is, not written back (its mark), which
+			 * a SETSIZE whose copy failed may have set here alone:
+			 * the writer that asks again is answered once the
+			 * shadow has it, not before the resync (a shadow taken
+			 * for dead: kept here alone, as that SETSIZE was) */
 			copy = true;
 		}
 		if (!rc) {   /* a write, an append or a truncate */
@@ -2283,7 +2302,7 @@ again:
 					  was.dirty ? f->len : 0);
 		if (fc->mark)
 			fmark_sent_unlock(fc->sent, f->obj, f->blk);
-		if (rc != -ENOSPC || space_wait_over(fc, tries))
+		if (space_wait_over(fc, tries, &rc))
 			break;
 		/* every block dirty: write back, then try again */
 		wb_kick_all(fc);
@@ -2484,7 +2503,7 @@ static int replica_put(struct fcache *fc, const struct frame_fop *f,
 	for (int tries = 0;; tries++) {
 		rc = bstore_block_write(fc->bs, o->lid, f->blk, 0, payload + f->base_len,
 					f->len, true, false, NULL);
-		if (rc != -ENOSPC || space_wait_over(fc, tries))
+		if (space_wait_over(fc, tries, &rc))
 			break;
 		/* every block dirty: our own write back, then again; rep_mx
 		 * let go meanwhile (our write-back's CLEARs go to our own
@@ -2642,8 +2661,11 @@ static int serve_writeback(struct fcache *fc, const struct frame_fop *f)
 	if (f->flags & FRAME_FILE_SYNC) {
 		/* writes kept alone: after a cut-off shadow's older copies
 		 * (wb_held_until), as every write-back here */
-		while (wb_held_until(fc, clock_now_ns()))
+		while (wb_held_until(fc, clock_now_ns())) {
+			if (atomic_load(&fc->stopping))
+				return -ESHUTDOWN;   /* asked again after the restart */
 			usleep(100000);
+		}
 		return writeback(fc, f->obj);
 	}
 	pthread_mutex_lock(&fc->lk);
@@ -2730,8 +2752,11 @@ static int load_objects(struct fcache *fc)
 			free(ids);
 			return -ENOMEM;
 		}
-		o->mtime_ns = rec.utime;   /* the home's, if it is */
-		o->mtime_at = rec.utime < now ? rec.utime : now;
+		/* the home's, if it is (record_idle asks); when it was set
+		 * is not kept: now, so that no MTIME_PAY of a write from
+		 * before the restart overrides it (a time set, say) */
+		o->mtime_ns = rec.utime;
+		o->mtime_at = now;
 	}
 	if (n)
 		log_info("file cache: %zu files found in NVRAM", n);

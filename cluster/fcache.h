@@ -64,7 +64,8 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o);
 /* Stop the write-back thread and wait for it: from then on nothing here
  * calls the shadow's or the peers' functions on its own (a request being
  * served still may), so their owner (the node) may go once its own
- * threads are done. Requests are still served. Idempotent. */
+ * threads are done. Requests are still served, but one waiting for
+ * space (back-pressure) ends with -ESHUTDOWN. Idempotent. */
 void fcache_stop(struct fcache *fc);
 /* fcache_stop, then close the store. No request may be in progress. */
 void fcache_close(struct fcache *fc);
@@ -72,7 +73,9 @@ void fcache_close(struct fcache *fc);
 /* Serve one decoded FT_FILE_* request q with its payload: fills r (a reply
  * already initialised from q: type, id) and returns the reply's payload
  * (in buf, FRAME_FILE_MAX_BLOCK bytes) or NULL. Returns 0 or the -errno
- * the reply's status stands for; r->text says why for a refusal. */
+ * the reply's status stands for; r->text says why for a refusal.
+ * -ESHUTDOWN: not served, the node stops (fcache_stop): no reply, the
+ * connection ends, and the sender asks again once the node is back. */
 int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
 		 const uint8_t *payload, struct frame_hdr *r, uint8_t *buf,
 		 const void **out);

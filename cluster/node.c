@@ -923,9 +923,11 @@ static uint32_t status_of(int rc)
 }
 
 /* Serve one request; fills ib->rep. Returns the payload to send (or NULL),
- * and sets *close_after when the connection must end. */
+ * and sets *close_after when the connection must end, *drop when it must
+ * end with no reply (the node stops before the request could be served:
+ * the sender asks again once the node is back). */
 static const void *serve(struct inbound *ib, const uint8_t *payload,
-			 bool *close_after)
+			 bool *close_after, bool *drop)
 {
 	struct node *n = ib->node;
 	struct frame_hdr *q = &ib->req, *r = &ib->rep;
@@ -1039,6 +1041,7 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 			    (ib->finst = q->fop.digest))
 				mount_bind(n, ib);
 			rc = fcache_serve(n->fc, q, payload, r, ib->fbuf, &out);
+			*drop = rc == -ESHUTDOWN;
 		}
 		break;
 	default:
@@ -1273,7 +1276,10 @@ static void *inbound_main(void *arg)
 		}
 		if (ow_flush(ib))
 			break;
-		const void *out = serve(ib, payload, &close_after);
+		bool drop = false;
+		const void *out = serve(ib, payload, &close_after, &drop);
+		if (drop)
+			break;
 		if (ib->frd.niov && ib->rep.status == FS_OK)
 			rc = conn_sendv(&ib->c, &ib->rep, ib->frd.iov, ib->frd.niov);
 		else
@@ -1626,6 +1632,8 @@ int node_start(struct node **out, const struct node_opts *o)
 	*out = n;
 	return 0;
 fail:
+	/* the file cache's thread may be sending through n already */
+	fcache_stop(n->fc);
 	node_stop(n);
 	return rc;
 }
