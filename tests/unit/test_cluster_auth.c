@@ -84,6 +84,21 @@ static void against_raw(struct conn *raw, struct side *s, void *(*fn)(void *),
 	assert_int_equal(pthread_create(t, NULL, fn, s), 0);
 }
 
+/* h sent on raw to the server side srv (its thread t): answered ERROR
+ * with status, and the server's handshake ends with -EPROTO. */
+static void server_refuses(struct conn *raw, struct frame_hdr *h, uint32_t status,
+			   struct side *srv, pthread_t t)
+{
+	struct frame_hdr r;
+
+	assert_int_equal(conn_send(raw, h, NULL), 0);
+	assert_int_equal(conn_recv(raw, &r, NULL, NULL), 0);
+	assert_int_equal(r.type, FT_ERROR);
+	assert_int_equal(r.status, status);
+	pthread_join(t, NULL);
+	assert_int_equal(srv->rc, -EPROTO);
+}
+
 static void setup_sides(struct side *cli, struct side *srv, const uint8_t *ks,
 			const uint8_t *kc)
 {
@@ -135,7 +150,7 @@ static void not_hello_first(void **state)
 {
 	static struct side srv;
 	static struct conn cli;
-	struct frame_hdr h = { 0 }, r;
+	struct frame_hdr h = { 0 };
 	pthread_t t;
 	(void)state;
 
@@ -143,12 +158,7 @@ static void not_hello_first(void **state)
 	srv.id = (struct auth_identity){ 1, 111, secret_a, sizeof(secret_a) - 1 };
 	against_raw(&cli, &srv, server_thread, &t);
 	h.type = FT_PAGE_DROP;
-	assert_int_equal(conn_send(&cli, &h, NULL), 0);
-	assert_int_equal(conn_recv(&cli, &r, NULL, NULL), 0);
-	assert_int_equal(r.type, FT_ERROR);
-	assert_int_equal(r.status, FS_NOT_AUTHENTICATED);
-	pthread_join(t, NULL);
-	assert_int_equal(srv.rc, -EPROTO);
+	server_refuses(&cli, &h, FS_NOT_AUTHENTICATED, &srv, t);
 	conn_close(&cli);
 	conn_close(&srv.c);
 }
@@ -167,12 +177,7 @@ static void other_version_refused(void **state)
 	against_raw(&raw, &srv, server_thread, &t);
 	h.type = FT_HELLO;
 	h.proto_version = AUTH_PROTO_VERSION - 1;
-	assert_int_equal(conn_send(&raw, &h, NULL), 0);
-	assert_int_equal(conn_recv(&raw, &r, NULL, NULL), 0);
-	assert_int_equal(r.type, FT_ERROR);
-	assert_int_equal(r.status, FS_UNSUPPORTED);
-	pthread_join(t, NULL);
-	assert_int_equal(srv.rc, -EPROTO);
+	server_refuses(&raw, &h, FS_UNSUPPORTED, &srv, t);
 	assert_non_null(strstr(srv.why, "another protocol version"));
 	conn_close(&raw);
 	conn_close(&srv.c);
