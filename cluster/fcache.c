@@ -130,9 +130,10 @@ struct fcache {
 	struct fobj *tab[NBUCKETS];
 	int backing_fd;        /* -1: no mount attached yet */
 	struct fcache_ident bid;  /* the backing directory's */
-	bool stop, wb_all;
-	bool joined;           /* fcache_stop ran (or is running) */
-	atomic_bool stopping;  /* fcache_stop called: waits for space end */
+	bool wb_all;
+	/* fcache_stop called: the thread ends (told under lk), and waits
+	 * for space end (read without it) */
+	atomic_bool stopping;
 	uint64_t grace_end_ns; /* reclaims only, before this (fcache.h) */
 	size_t reclaim_at;     /* records_reclaim's next bucket */
 	pthread_t thread;
@@ -1469,19 +1470,19 @@ static void *wb_main(void *arg)
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), 10) < 0)
 		log_debug("file cache: write-back thread priority: %s", strerror(errno));
 	pthread_mutex_lock(&fc->lk);
-	while (!fc->stop) {
+	while (!atomic_load(&fc->stopping)) {
 		if (fc->mark) {
 			pthread_mutex_unlock(&fc->lk);
 			shadow_check(fc, clock_now_ns());
 			pthread_mutex_lock(&fc->lk);
-			if (fc->stop)
+			if (atomic_load(&fc->stopping))
 				break;
 		}
 		pthread_mutex_unlock(&fc->lk);
 		orphans_check(fc, clock_now_ns());
 		mounts_check(fc, clock_now_ns());
 		pthread_mutex_lock(&fc->lk);
-		if (fc->stop)
+		if (atomic_load(&fc->stopping))
 			break;
 		uint64_t now = clock_now_ns(), next = now + 1000000000ull;
 		size_t n = 0;
@@ -1585,6 +1586,8 @@ static void wb_kick_all(struct fcache *fc)
 
 /* ---- a full object table: records no longer needed go ---- */
 
+static bool at_home(const struct fcache *fc, uint64_t gid);
+
 /* Under fc->lk: whether o's record may go now (and if so, the mtime it
  * keeps is put on the backing file). Its file is open
  * nowhere (at the home: opens counts every mount's; an owner's record
@@ -1595,8 +1598,6 @@ static void wb_kick_all(struct fcache *fc)
  * file's, and with stripe_unit=auto its unit is there too (an OPEN that
  * makes the record again takes it from there, so no mount cuts the file
  * another way). A file gone from the backing: nothing to keep. */
-static bool at_home(const struct fcache *fc, uint64_t gid);
-
 static bool record_idle(struct fcache *fc, const struct fobj *o, uint64_t now)
 {
 	struct bstore_obj rec;
@@ -1973,9 +1974,15 @@ static int serve_close(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
-/* Under fc->lk: o's mtime_ns into its record, if not there yet. A
- * failure leaves the record's older time, which a restart would show
- * (logged). */
+/* o's mtime not written into its record: the record keeps its older
+ * time, which a restart would show. */
+static void mtime_lost(const struct fobj *o)
+{
+	log_warn("file cache: the mtime of object %016" PRIx64 " not kept in NVRAM",
+		 o->gid);
+}
+
+/* Under fc->lk: o's mtime_ns into its record, if not there yet. */
 static void mtime_keep(struct fcache *fc, const struct fobj *o)
 {
 	struct bstore_obj rec;
@@ -1984,8 +1991,7 @@ static void mtime_keep(struct fcache *fc, const struct fobj *o)
 		return;
 	rec.utime = o->mtime_ns;
 	if (bstore_obj_update(fc->bs, &rec))
-		log_warn("file cache: the mtime of object %016" PRIx64 " not kept "
-			 "in NVRAM", o->gid);
+		mtime_lost(o);
 }
 
 /* SETSIZE with MTIME: a time set on the file through a mount (utimens),
@@ -2075,7 +2081,11 @@ again:
 		}
 		if (!rc) {   /* a write, an append or a truncate */
 			o->mtime_ns = o->mtime_at = wall;
-			mtime_keep(fc, o);
+			if (rec.utime != wall) {   /* (a size change took it) */
+				rec.utime = wall;
+				if (bstore_obj_update(fc->bs, &rec))
+					mtime_lost(o);
+			}
 			o->wrote = true;
 		}
 	}
@@ -2862,13 +2872,12 @@ void fcache_stop(struct fcache *fc)
 {
 	if (!fc)
 		return;
-	atomic_store(&fc->stopping, true);
+	/* set under lk: the thread looks at it under lk before it waits */
 	pthread_mutex_lock(&fc->lk);
-	bool joined = fc->joined;
-	fc->stop = fc->joined = true;
+	bool was = atomic_exchange(&fc->stopping, true);
 	pthread_cond_signal(&fc->cv);
 	pthread_mutex_unlock(&fc->lk);
-	if (!joined)
+	if (!was)
 		pthread_join(fc->thread, NULL);
 }
 

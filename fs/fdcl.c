@@ -582,7 +582,6 @@ int fdcl_set_mtime(struct fs *fs, struct fs_inode *ino, const struct timespec *t
 {
 	uint64_t gid = gid_of(ino);
 	struct frame_fop f = { .obj = gid, .flags = FRAME_FILE_MTIME }, rf;
-
 	struct stat sb;
 
 	if (!gid || t->tv_nsec == UTIME_OMIT)

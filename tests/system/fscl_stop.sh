@@ -43,3 +43,6 @@ fscl_mount 2
 files check "$T_DIR/m2/burst" || t_fail "after the restart: $(fscl_why)"
 t_wait 30 files check "$T_DIR/b/burst" || t_fail "the backing after the restart: $(files check "$T_DIR/b/burst" 2>&1)"
 t_log "restarted, the nodes serve every file and write it back"
+fusermount3 -u "$T_DIR/m2" || t_fail "unmount of node 2's mount failed"
+wait "${mpid[2]}" || t_fail "node 2's nvcachefs exited $?"
+fscl_stop_nodes
