@@ -901,7 +901,6 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 	struct frame_fop f = { .obj = gid, .blk = blk, .off = boff, .len = n };
 	struct frame_fop rf = { 0 };
 	uint32_t base_len = 0;
-	bool opened = false;
 	int r = -EIO;
 
 	for (int round = 0; round < WRITE_ROUNDS; round++) {
@@ -922,12 +921,14 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		}
 		r = wait_down(fs, &q);
 		rf = q.rf;
-		if (r == -ESTALE && !opened) {
-			/* no record there yet: the handle for its write-back */
-			opened = true;
+		if (r == -ESTALE) {
+			/* no record there: the handle for its write-back (a
+			 * full object table there may reclaim the record before
+			 * the write comes, as it is idle: then again) */
 			r = send_open(fs, ino, owner, false, NULL, NULL);
 			if (r < 0)
 				return r;
+			r = -ESTALE;   /* (not written yet, if the rounds end) */
 			continue;
 		}
 		if (r != -ENOENT)
@@ -940,7 +941,7 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		f.gen = rf.gen;
 		f.base_len = base_len;   /* 0 past the backing's end */
 	}
-	return r == -ENOENT ? -EIO : r;
+	return r == -ENOENT || r == -ESTALE ? -EIO : r;
 }
 
 ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
