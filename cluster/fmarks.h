@@ -5,8 +5,9 @@
  * newest bytes is in the down node's NVRAM), never stale bytes
  * (docs/nvcachefs-cluster.md, "A node down").
  *
- * Two sides, both socket-free (cluster/fcache.c sends and serves the
- * FT_FILE_MARK messages; tests drive them directly):
+ * Two sides, both socket-free (cluster/fcache_shadow.c sends the
+ * FT_FILE_MARK messages, cluster/fcache_replica.c serves them; tests drive
+ * them directly):
  *  - struct fmark_sent, at the owner: the blocks it has told its shadow
  *    are dirty, in stripes, each with a lock. A writer of a block holds
  *    its stripe's lock from the look-up through the store write, and a
@@ -36,7 +37,7 @@
  * next resync (within a second or two).
  *
  * With replicas=2 the shadow also keeps a copy of each dirty block
- * (FRAME_MARK_REPLICA, kept by cluster/fcache.c, not here): a mark says
+ * (FRAME_MARK_REPLICA, kept by cluster/fcache_replica.c, not here): a mark says
  * the block is dirty, the copy holds its bytes.
  *
  * Bounds: a shadow keeps at most FMARK_MAX marks (a full table makes
@@ -102,7 +103,7 @@ void fmark_tab_free(struct fmark_tab *t);
  * 0 and *reply_flags (PING: FRAME_MARK_SYNCED or not), or -EPROTO (an
  * owner index or flags out of range), -ENOSPC (the table is full: the
  * owner is made not synced). A REPLICA (FRAME_MARK_REPLICA alone) changes
- * no mark: the caller keeps its bytes (cluster/fcache.c); it gets 0 and
+ * no mark: the caller keeps its bytes (cluster/fcache_replica.c); it gets 0 and
  * the SYNCED flag. */
 int fmark_tab_apply(struct fmark_tab *t, const struct frame_fop *f,
 		    const uint8_t *payload, uint32_t *reply_flags);
