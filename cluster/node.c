@@ -1057,9 +1057,22 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 }
 
 /* A reply's status for rc, and its text. */
+/* An error no status names is answered INTERNAL (the peer sees EIO):
+ * the node says which, here and in the reply's text, for whoever looks
+ * into that EIO. */
 static void reply_status(struct frame_hdr *r, int rc)
 {
+	static struct log_limit internal_log;
+	char note[96];
+
 	r->status = status_of(rc);
+	if (r->status == FS_INTERNAL) {
+		if (!r->text[0])
+			snprintf(r->text, sizeof(r->text), "%s", strerror(-rc));
+		if (log_limit(&internal_log, 10, note, sizeof(note)))
+			log_warn("node: a %s request failed (%s); answered INTERNAL%s",
+				 frame_type_name(r->type), r->text, note);
+	}
 	if (rc == -ESTALE && !r->text[0])
 		snprintf(r->text, sizeof(r->text), "stale version %" PRIu64, r->version);
 	if (r->status == FS_OK)

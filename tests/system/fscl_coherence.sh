@@ -84,6 +84,14 @@ grep -q "SETSIZE (reply) status=ok" "$T_DIR/orph.out" ||
 touch "$T_DIR/orph.go"
 wait $orph || t_fail "a write past a cut no owner heard of, within the old size, left the size cut ($lay; $(cat "$T_DIR/orph.out"))"
 t_log "a cut no owner heard of: the bounds before it end within a second"
+# An error no status names (an APPEND past its limit: EFBIG) is answered
+# INTERNAL, and the node says which in the reply and its log
+python3 "$here/fscl_frames.py" setsize "$id" 100 128 50 |
+  timeout 20 "$(t_bin nvcache-client)" --cluster "$conf" --node "$home" raw-all >"$T_DIR/efbig.out" 2>&1
+grep -q "SETSIZE (reply) status=internal error.*File too large" "$T_DIR/efbig.out" ||
+  t_fail "an APPEND past its limit: $(cat "$T_DIR/efbig.out")"
+t_wait 5 grep -q "a FILE_SETSIZE request failed (File too large); answered INTERNAL" "$T_DIR"/node$home-*.log ||
+  t_fail "node $home did not log the error it answered INTERNAL"
 step interleave
 step sync_barrier_sync
 step append

@@ -3,8 +3,8 @@
 stdout (prefix, header, payload, right CRC32C) with a hostile field, for
 `nvcache-client raw` (fscl_refusals.sh). KIND names what is wrong;
 "tworuns" writes three frames (the last ends the connection), for
-`raw-all`; "setsize OBJ SIZE" (OBJ in hex) a well-formed SETSIZE, then
-such a last frame."""
+`raw-all`; "setsize OBJ SIZE [FLAGS BLK]" (OBJ in hex) a well-formed
+SETSIZE, then such a last frame."""
 import struct, sys
 
 def crc32c(data, crc=0):
@@ -63,7 +63,9 @@ if sys.argv[1] == "setsize":
     # a file's size set at its home, as a truncating mount's first step
     # (fscl_coherence.sh: the mount dies before its TRUNCs); then a bad
     # frame, whose answer ends the connection (raw-all stops)
-    sys.stdout.buffer.write(frame(44, {OBJ: int(sys.argv[2], 16), SIZE: int(sys.argv[3])}, b""))
+    extra = sys.argv[4:6] if len(sys.argv) > 5 else (0, 0)
+    sys.stdout.buffer.write(frame(44, {OBJ: int(sys.argv[2], 16), SIZE: int(sys.argv[3]),
+                                       FLAGS: int(extra[0]), BLK: int(extra[1])}, b""))
     sys.stdout.buffer.write(frame(30, {OBJ: 5}, b""))
     sys.exit(0)
 if sys.argv[1] == "tworuns":
