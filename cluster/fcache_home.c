@@ -166,9 +166,10 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 	}
 	if (!rc)
 		r->fop.off = rec.uflags;
-	/* once a run per file, at its first counted open (its record may
-	 * have been made by another OPEN first) */
-	bool label = !rc && (f->flags & FRAME_FILE_HOME) && !o->labeled &&
+	/* once a run per file at its home, at its first open once its unit
+	 * is fixed (by the OPEN that made the record, or a later one or a
+	 * SETSIZE for a file empty then) */
+	bool label = !rc && at_home(fc, f->obj) && !o->labeled &&
 		     fc->unit_set && !fc->unit && rec.uflags;
 	if (label)
 		o->labeled = true;
@@ -285,10 +286,15 @@ int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *f,
 {
 	struct bstore_obj rec;
 	bool tell = fc->mark && type == FT_FILE_SETSIZE, told = false, copy = false;
+	bool fixed = false;
 	int rc;
 
 	if (type == FT_FILE_SETSIZE && (f->flags & FRAME_FILE_MTIME))
 		return serve_mtime(fc, f, r);
+	if (f->off > FCACHE_UNIT_MAX) {
+		snprintf(r->text, sizeof(r->text), "SETSIZE stripe unit out of range");
+		return -EPROTO;
+	}
 	if (tell)
 		fmark_sent_lock(fc->sent, f->obj, FMARK_SIZE_BLK);
 again:
@@ -297,6 +303,17 @@ again:
 	rc = o ? bstore_obj_get(fc->bs, o->lid, &rec) : -ENOENT;
 	uint64_t was = rc ? 0 : rec.size;   /* where an append goes */
 	uint64_t wall = clock_wall_ns();
+	if (!rc && type == FT_FILE_SETSIZE && f->off && !rec.uflags &&
+	    !(f->flags & FRAME_FILE_APPEND) && fc->unit_set && !fc->unit) {
+		/* stripe_unit=auto, a file empty when first cached: the
+		 * first size set (its writer offers auto's unit for it)
+		 * fixes its unit, as the first OPEN that offers one does */
+		rec.uflags = f->off;
+		rc = bstore_obj_update(fc->bs, &rec);
+		fixed = !rc && !o->labeled;
+		if (fixed)
+			o->labeled = true;
+	}
 	if (!rc && type == FT_FILE_SETSIZE) {
 		uint64_t want = f->flags & FRAME_FILE_EXTEND ?
 				(f->size > rec.size ? f->size : rec.size) : f->size;
@@ -352,7 +369,10 @@ again:
 	}
 	if (rc == -ENOENT && type == FT_FILE_SETSIZE)
 		rc = -ESTALE;   /* no record: OPEN first */
+	int bfd = fc->backing_fd;
 	pthread_mutex_unlock(&fc->lk);
+	if (fixed && bfd >= 0)
+		unit_label(fc, bfd, &rec);
 	/* replicas=2: the new size in the shadow too before the reply (in
 	 * the order of the changes: the stripe lock is held) */
 	if (copy)

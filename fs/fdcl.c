@@ -192,28 +192,92 @@ static uint64_t unit_from_backing(struct fs *fs, struct fs_inode *ino)
 	return u;
 }
 
-/* The unit for a file's I/O: learnt, or asked from the home (GETATTR);
- * a file its home has no record of is held by no node, so any cut is
- * right for it until its first open makes one: auto's. */
-static uint64_t unit_need(struct fs *fs, struct fs_inode *ino)
+static int send_open_unit(struct fs *fs, struct fs_inode *ino, uint32_t idx,
+			  bool home, struct fdcl_attr *a, bool *down, uint64_t offer);
+
+/* The file's unit as its home has it (asked with a GETATTR if not
+ * learnt), 0: none yet (stripe_unit=auto and the file was empty when
+ * first cached: its first truncate or write fixes it), or -1: its home
+ * has no record of it. */
+static int64_t unit_known(struct fs *fs, struct fs_inode *ino)
 {
 	uint64_t u = unit_of(fs, ino), size;
-	struct stat st;
 
 	if (u)
-		return u;
-	if (fdcl_size(fs, ino, &size) == 0 && (u = unit_of(fs, ino)))
-		return u;
-	return fcl_auto_unit(fs->cl, fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0 ? 0 :
-			     (uint64_t)st.st_size);
+		return (int64_t)u;
+	if (fdcl_size(fs, ino, &size) < 0)
+		return -1;
+	return (int64_t)unit_of(fs, ino);
+}
+
+/* stripe_unit=auto and the home down: an empty backing file its home
+ * put no unit on (its user xattrs work) has no unit fixed (a home puts
+ * it there before it answers the request that fixed it): no node holds
+ * a block of it, so it opens as any cut would, none learnt. */
+static bool unit_unset_on_backing(struct fs *fs, struct fs_inode *ino)
+{
+	char link[64], v[24];
+	struct stat st;
+
+	if (fcl_unit(fs->cl))
+		return false;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", ino->fd);
+	return getxattr(link, FCACHE_UNIT_XATTR, v, sizeof(v)) < 0 && errno == ENODATA &&
+	       fstatat(ino->fd, "", &st, AT_EMPTY_PATH) == 0 && st.st_size == 0;
+}
+
+/* auto's unit for the backing file's size (1 MiB when empty) */
+static uint64_t unit_auto(struct fs *fs, struct fs_inode *ino)
+{
+	struct stat st;
+
+	return fcl_auto_unit(fs->cl, fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0 ?
+			     0 : (uint64_t)st.st_size);
+}
+
+/* The unit for a file's I/O: learnt, or asked from the home; none fixed
+ * yet, this mount fixes it at the home (an OPEN that offers auto's for
+ * the backing's size: 1 MiB for an empty file, the first such offer
+ * wins). A file its home has no record of is held by no node, so any cut
+ * is right for it until its first open makes one: auto's. */
+static uint64_t unit_need(struct fs *fs, struct fs_inode *ino)
+{
+	int64_t u = unit_known(fs, ino);
+
+	if (u > 0)
+		return (uint64_t)u;
+	uint64_t a = unit_auto(fs, ino);
+	if (u == 0 && send_open_unit(fs, ino, fcl_home(fs->cl, gid_of(ino)), false,
+				     NULL, NULL, a) == 0 && unit_of(fs, ino))
+		return unit_of(fs, ino);
+	return a;
+}
+
+/* The unit for a read: unit_need's, but one not fixed yet stays so (no
+ * node holds a block of such a file: any cut reads it from the backing;
+ * a write that fixes it meanwhile is read once its writer's sync or
+ * close is followed by this mount's next look at the home). */
+static uint64_t unit_read(struct fs *fs, struct fs_inode *ino)
+{
+	int64_t u = unit_known(fs, ino);
+
+	return u > 0 ? (uint64_t)u : unit_auto(fs, ino);
 }
 
 /* OPEN at node idx: the record made there if missing (size: the
- * backing's; stripe unit: the file's, or auto's for that size), an open
- * counted if home. The home's answer of size and mtime in *a (if not
- * NULL); *down (if not NULL): the node could not be reached. */
+ * backing's; stripe unit: the file's, or auto's for that size; with
+ * auto, none for an empty file: its first truncate or write fixes it),
+ * an open counted if home. The home's answer of size and mtime in *a
+ * (if not NULL); *down (if not NULL): the node could not be reached. */
 static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 		     bool home, struct fdcl_attr *a, bool *down)
+{
+	return send_open_unit(fs, ino, idx, home, a, down, 0);
+}
+
+/* send_open offering the unit offer (bytes; 0: as send_open's) */
+static int send_open_unit(struct fs *fs, struct fs_inode *ino, uint32_t idx,
+			  bool home, struct fdcl_attr *a, bool *down, uint64_t offer)
 {
 	bool unreached = false;
 
@@ -226,8 +290,8 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 		return r;
 	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0)
 		return -errno;
-	uint64_t unit = unit_of(fs, ino);
-	if (!unit)
+	uint64_t unit = offer ? offer : unit_of(fs, ino);
+	if (!unit && st.st_size)
 		unit = fcl_auto_unit(fs->cl, (uint64_t)st.st_size);
 	struct frame_fop f = { .obj = id.gid, .len = id.h.len, .handle_type = id.h.type,
 			       .size = (uint64_t)st.st_size,
@@ -290,15 +354,20 @@ static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_
 			struct frame_fop *rf)
 {
 	uint32_t home = fcl_home(fs->cl, f->obj);
-	struct frame_fop own;
+	struct frame_fop own, fo = *f;
 
 	if (!rf)
 		rf = &own;
+	/* stripe_unit=auto, no unit fixed yet: one equal part per node of
+	 * the size set (a truncate or fallocate before the first write) */
+	if (!(f->flags & FRAME_FILE_APPEND) && f->size && !unit_of(fs, ino))
+		fo.off = (uint32_t)(fcl_auto_unit(fs->cl, f->size) / fcl_block(fs->cl));
 	uint64_t owed = mtime_owed(ino);
-	int r = call_waiting(fs, home, FT_FILE_SETSIZE, f, rf);
+	int r = call_waiting(fs, home, FT_FILE_SETSIZE, &fo, rf);
 	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL, NULL)))
-		r = call_waiting(fs, home, FT_FILE_SETSIZE, f, rf);
+		r = call_waiting(fs, home, FT_FILE_SETSIZE, &fo, rf);
 	if (!r) {
+		unit_learn(fs, ino, rf->off);
 		bound_learn(ino, rf, false);
 		mtime_paid(ino, clock_now_ns(), owed);   /* every SETSIZE sets it */
 	}
@@ -422,7 +491,8 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino, struct fdcl_attr *a)
 	 * the home's shadow (home_down), or else, the home back within
 	 * down_wait, there */
 	for (int tries = 0; r < 0 && down; tries++) {
-		if (unit_of(fs, ino) || unit_from_backing(fs, ino)) {
+		if (unit_of(fs, ino) || unit_from_backing(fs, ino) ||
+		    unit_unset_on_backing(fs, ino)) {
 			h = home_down(fs, ino, gid, NULL);
 			if (h != -EAGAIN)
 				break;
@@ -434,7 +504,8 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino, struct fdcl_attr *a)
 			break;
 		r = send_open(fs, ino, home, true, a, &down);
 	}
-	if (r < 0 && down && !unit_of(fs, ino) && !unit_from_backing(fs, ino)) {
+	if (r < 0 && down && !unit_of(fs, ino) && !unit_from_backing(fs, ino) &&
+	    !unit_unset_on_backing(fs, ino)) {
 		if (log_limit(&down_log, 30, note, sizeof(note)))
 			log_err("cluster: node %u, home of file %016llx, is down, and "
 				"only it knows the file's stripe unit (stripe_unit=auto; "
@@ -829,7 +900,7 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	/* the size from the home, in the same round as the blocks, unless
 	 * the range is within the bound and its owners vouch for it; then
 	 * only if one could not */
-	struct fcl_req *q = pieces(fs, gid, unit_need(fs, ino), FT_FILE_READ, off, len,
+	struct fcl_req *q = pieces(fs, gid, unit_read(fs, ino), FT_FILE_READ, off, len,
 				   buf, 1, &n);
 	if (!q)
 		return -ENOMEM;
@@ -1155,9 +1226,16 @@ int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len)
 
 	if (!gid)
 		return -ENODATA;
-	k = snprintf(buf, len, "id=%016llx block=%u stripe_unit=%llu home=%u nodes=",
-		     (unsigned long long)gid, fcl_block(fs->cl),
-		     (unsigned long long)unit_need(fs, ino),
+	/* (looking does not fix an auto unit not fixed yet) */
+	int64_t u = unit_known(fs, ino);
+	char us[24];
+	if (u == 0)
+		snprintf(us, sizeof(us), "unset");
+	else
+		snprintf(us, sizeof(us), "%llu", (unsigned long long)(u > 0 ? (uint64_t)u :
+										unit_need(fs, ino)));
+	k = snprintf(buf, len, "id=%016llx block=%u stripe_unit=%s home=%u nodes=",
+		     (unsigned long long)gid, fcl_block(fs->cl), us,
 		     fcl_node_id(fs->cl, fcl_home(fs->cl, gid)));
 	/* the stripes' owners in turn, from stripe 0 */
 	for (uint32_t i = 0; i < n && k > 0 && (size_t)k < len; i++)

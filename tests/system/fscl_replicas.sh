@@ -14,8 +14,9 @@
 # close writes it back though its home is gone.
 # The same cluster runs stripe_unit=auto (the setup is shared): a file
 # that exists before it is first cached is cut into one equal part per
-# node, a new one into 1 MiB stripes; every mount cuts it as its home
-# says; a mount asking another stripe unit is refused. And more small
+# node, a new one by the first size set (a truncate) before any write,
+# or else into 1 MiB stripes; every mount cuts it as its home says; a
+# mount asking another stripe unit is refused. And more small
 # files than a node's object table holds: idle records go (never ENOSPC).
 T_TIMEOUT=${T_TIMEOUT:-60}
 . "$(dirname "$0")/lib.sh"
@@ -69,6 +70,34 @@ for i in 1 2 3; do
 done
 t_log "stripe_unit=auto: a 3.5 MiB file in three equal parts, the same on every mount"
 
+# a new file sized before its first write (as MPI_File_set_size does):
+# one equal part per node of that size, fixed by the truncate through
+# mount 2, put on the backing file, the same on every mount
+: >"$m1/sized"
+lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/sized")
+[[ $lay == *" stripe_unit=unset "* ]] || t_fail "a new empty file (auto) is cut as $lay before its size is set"
+truncate -s 6M "$T_DIR/m2/sized"
+lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m3/sized")
+[[ $lay == *" stripe_unit=2097152 "* ]] || t_fail "the truncate to 6 MiB did not fix the unit at the home: $lay"
+python3 - "$m1/sized" "$m3/sized" <<'PY' || t_fail "stripe_unit=auto: a file sized by a truncate"
+import os, sys
+w, r = sys.argv[1:]
+data = os.urandom(6 << 20)
+fd = os.open(w, os.O_WRONLY)
+for at in range(0, 6 << 20, 300000):   # across every part's edge
+    os.pwrite(fd, data[at:at + 300000], at)
+os.close(fd)
+if open(r, "rb").read() != data:
+    sys.exit("mount 3 reads other bytes than were written through mount 1")
+PY
+for i in 1 2 3; do
+  lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$T_DIR/m$i/sized")
+  [[ $lay == *" stripe_unit=2097152 "* ]] || t_fail "mount $i cuts a file truncated to 6 MiB before its first write as $lay"
+done
+[ "$(getfattr --absolute-names --only-values -n user.nvcache.stripe_unit "$T_DIR/b/sized")" = 2097152 ] ||
+  t_fail "the unit fixed by the truncate is not on the backing file"
+t_log "stripe_unit=auto: a new file truncated to 6 MiB before its first write, in three parts of 2 MiB"
+
 # More files than a node's object table holds (64 MiB of cache: 256
 # records; each file is a record at its home and, while dirty, one at
 # its home's shadow): closed and written back, their records go, and no
@@ -100,7 +129,7 @@ for k in $(seq 0 63); do
   : >"$m1/r$k"
   lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/r$k") ||
     t_fail "no layout for $m1/r$k"
-  [[ $lay == *" stripe_unit=1048576 "* ]] || t_fail "a new file (auto) is cut as $lay, not in 1 MiB stripes"
+  [[ $lay == *" stripe_unit=unset "* ]] || t_fail "a new empty file (auto) is cut as $lay before its first write"
   if [[ $lay != *"home=2 "* ]]; then [ -n "$f" ] || f=r$k; else [ -n "$g" ] || g=r$k; fi
   [ -n "$f" ] && [ -n "$g" ] && break
 done
@@ -111,6 +140,8 @@ fscl_write_held "$m1/$f" "$T_DIR/ref" held   # closed after node 2 is gone
 writer=$held_writer
 fscl_write_held "$m1/$g" "$T_DIR/gref" gheld
 gwriter=$held_writer
+lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m3/$f")
+[[ $lay == *" stripe_unit=1048576 "* ]] || t_fail "a new file (auto) written with no size set first is cut as $lay, not in 1 MiB stripes"
 # node 3 holds node 2's stripe (16 blocks) as replicas
 [ "$(fscl_stat 3 fcache_replicas_held)" -ge 16 ] ||
   t_fail "node 3 holds $(fscl_stat 3 fcache_replicas_held) replicas of node 2's blocks, not 16"

@@ -27,6 +27,7 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #define DIGEST 0x1234
 
@@ -681,6 +682,56 @@ static void stripe_units(void **state)
 	op.blk = 2;
 	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
 	assert_int_equal(r.fop.off, 19);
+	fcache_close(fc);
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	unlink(file);
+	rmdir(dir);
+}
+
+/* stripe_unit=auto: a file empty when first cached has no unit (OPEN
+ * and GETATTR say 0); the first SETSIZE that offers one fixes it (not an
+ * APPEND's, not one out of range), it goes on the backing file, and
+ * later offers, of a SETSIZE or an OPEN, leave it. */
+static void auto_unit_by_size(void **state)
+{
+	char dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[128], v[24] = "";
+	static uint8_t pl[256];
+	struct fcache_ident id;
+	struct frame_hdr r;
+	(void)state;
+
+	struct fcache *fc = open_fc();
+	assert_non_null(mkdtemp(dir));
+	struct frame_fop f = attach_req(dir, DIGEST, pl);
+	f.blk = 0;   /* auto */
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	make_file(dir, file, sizeof(file), &id);
+	struct frame_fop op = { .obj = 7, .len = id.len, .handle_type = id.type,
+				.flags = FRAME_FILE_HOME };
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	assert_int_equal(r.fop.off, 0);
+	struct frame_fop sz = { .obj = 7, .size = 100, .blk = 1 << 30, .off = 16,
+				.flags = FRAME_FILE_APPEND };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, sz, NULL, &r), 0);
+	assert_int_equal(r.fop.off, 0);
+	sz = (struct frame_fop){ .obj = 7, .size = 6 << 20, .off = FCACHE_UNIT_MAX + 1 };
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, sz, NULL, &r), -EPROTO);
+	sz.off = 32;
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, sz, NULL, &r), 0);
+	assert_int_equal(r.fop.off, 32);
+	assert_true(getxattr(file, FCACHE_UNIT_XATTR, v, sizeof(v) - 1) > 0);
+	assert_int_equal(strtoull(v, NULL, 10), 32ull * FCACHE_BLOCK);
+	sz.off = 8;
+	sz.size = 1 << 20;
+	assert_int_equal(call(fc, FT_FILE_SETSIZE, sz, NULL, &r), 0);
+	assert_int_equal(r.fop.off, 32);
+	op.off = 5;
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	assert_int_equal(r.fop.off, 32);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 7 },
+			      NULL, &r), 0);
+	assert_int_equal(r.fop.off, 32);
 	fcache_close(fc);
 	snprintf(side, sizeof(side), "%s.backing", path);
 	unlink(side);
@@ -1485,6 +1536,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(past_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(shadow_marks, setup, teardown),
 		cmocka_unit_test_setup_teardown(stripe_units, setup, teardown),
+		cmocka_unit_test_setup_teardown(auto_unit_by_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(replicas, setup, teardown),
 		cmocka_unit_test_setup_teardown(resync_race, setup, teardown),
 	};
