@@ -190,10 +190,11 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 			r->fop.blk = o->mtime_ns;   /* as GETATTR's */
 		}
 	}
-	int bfd = fc->backing_fd;
+	/* (before any request here can answer the unit: a mount whose
+	 * file's home is down trusts its absence) */
+	if (label && fc->backing_fd >= 0)
+		unit_label(fc, fc->backing_fd, &rec);
 	pthread_mutex_unlock(&fc->lk);
-	if (label && bfd >= 0)
-		unit_label(fc, bfd, &rec);
 	return rc;
 }
 
@@ -286,7 +287,6 @@ int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *f,
 {
 	struct bstore_obj rec;
 	bool tell = fc->mark && type == FT_FILE_SETSIZE, told = false, copy = false;
-	bool fixed = false;
 	int rc;
 
 	if (type == FT_FILE_SETSIZE && (f->flags & FRAME_FILE_MTIME))
@@ -304,15 +304,19 @@ again:
 	uint64_t was = rc ? 0 : rec.size;   /* where an append goes */
 	uint64_t wall = clock_wall_ns();
 	if (!rc && type == FT_FILE_SETSIZE && f->off && !rec.uflags &&
-	    !(f->flags & FRAME_FILE_APPEND) && fc->unit_set && !fc->unit) {
+	    !(f->flags & FRAME_FILE_APPEND) && fc->unit_set && !fc->unit &&
+	    at_home(fc, f->obj)) {
 		/* stripe_unit=auto, a file empty when first cached: the
 		 * first size set (its writer offers auto's unit for it)
-		 * fixes its unit, as the first OPEN that offers one does */
+		 * fixes its unit, as the first OPEN that offers one does,
+		 * and it goes on the backing file before any request here
+		 * can answer it */
 		rec.uflags = f->off;
 		rc = bstore_obj_update(fc->bs, &rec);
-		fixed = !rc && !o->labeled;
-		if (fixed)
+		if (!rc && !o->labeled && fc->backing_fd >= 0) {
 			o->labeled = true;
+			unit_label(fc, fc->backing_fd, &rec);
+		}
 	}
 	if (!rc && type == FT_FILE_SETSIZE) {
 		uint64_t want = f->flags & FRAME_FILE_EXTEND ?
@@ -369,10 +373,7 @@ again:
 	}
 	if (rc == -ENOENT && type == FT_FILE_SETSIZE)
 		rc = -ESTALE;   /* no record: OPEN first */
-	int bfd = fc->backing_fd;
 	pthread_mutex_unlock(&fc->lk);
-	if (fixed && bfd >= 0)
-		unit_label(fc, bfd, &rec);
 	/* replicas=2: the new size in the shadow too before the reply (in
 	 * the order of the changes: the stripe lock is held) */
 	if (copy)

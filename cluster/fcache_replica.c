@@ -22,7 +22,7 @@ void fcache_shadow_down(struct fcache *fc, bool down, uint32_t timeout_ms)
 {
 	atomic_store(&fc->shadow_timeout_ms, timeout_ms);
 	if (!down) {
-		/* the writes kept alone stay so until the resync (resync) */
+		/* the writes kept alone stay so until the resync (shadow_resync) */
 		atomic_store(&fc->shadow_down_ns, 0);
 		return;
 	}

@@ -1066,7 +1066,7 @@ static void reply_status(struct frame_hdr *r, int rc)
 	char note[96];
 
 	r->status = status_of(rc);
-	if (r->status == FS_INTERNAL) {
+	if (r->status == FS_INTERNAL && rc != -ESHUTDOWN) {   /* (that one: dropped) */
 		if (!r->text[0])
 			snprintf(r->text, sizeof(r->text), "%s", strerror(-rc));
 		if (log_limit(&internal_log, 10, note, sizeof(note)))

@@ -80,7 +80,9 @@ uint64_t fcl_auto_unit(const struct fcl *c, uint64_t size)
 
 	if (!size || stripe_map_init(&m, 0, c->n, 0, size, fcl_block(c)) < 0)
 		return FCL_UNIT_EMPTY;
-	return m.unit;
+	/* (a file of over n TiB: the largest unit a home keeps) */
+	uint64_t max = (uint64_t)FCACHE_UNIT_MAX * fcl_block(c);
+	return m.unit > max ? max : m.unit;
 }
 
 uint32_t fcl_node_id(const struct fcl *c, uint32_t idx) { return c->nodes[idx].id; }

@@ -50,8 +50,8 @@ uint32_t fcl_shadow(const struct fcl *c, uint32_t idx);
 uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk, uint64_t unit);
 uint32_t fcl_home(const struct fcl *c, uint64_t gid);
 /* stripe_unit=auto: the unit of a file of size bytes, one equal part per
- * node rounded up to the block; a file empty gets FCL_UNIT_EMPTY (its
- * final size is not known). The file's home fixes a file's unit
+ * node rounded up to the block (at most FCACHE_UNIT_MAX blocks); a file
+ * empty gets FCL_UNIT_EMPTY (its final size is not known). The file's home fixes a file's unit
  * (cluster/fcache.h): this is only what a mount offers. */
 #define FCL_UNIT_EMPTY (1u << 20)
 uint64_t fcl_auto_unit(const struct fcl *c, uint64_t size);

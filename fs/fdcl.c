@@ -45,6 +45,7 @@ static int home_down(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		     uint64_t *size);
 static int home_getattr_down(struct fs *fs, struct fs_inode *ino,
 			     struct fcl_req *q);
+static bool home_back(struct fs *fs, uint32_t idx, uint64_t gid);
 
 struct ident {
 	uint64_t gid;
@@ -235,25 +236,34 @@ static uint64_t unit_auto(struct fs *fs, struct fs_inode *ino)
 			     0 : (uint64_t)st.st_size);
 }
 
-/* The unit for a file's I/O: learnt, or asked from the home; none fixed
- * yet, this mount fixes it at the home (an OPEN that offers auto's for
- * the backing's size: 1 MiB for an empty file, the first such offer
- * wins). A file its home has no record of is held by no node, so any cut
- * is right for it until its first open makes one: auto's. */
-static uint64_t unit_need(struct fs *fs, struct fs_inode *ino)
+/* The unit for a write, in *unit: learnt, or the one the home fixed;
+ * none fixed yet (or no record there), this mount has the home fix one
+ * (an OPEN that offers auto's for the backing's size: 1 MiB for an
+ * empty file; the first offer wins, and the reply says the winner). A
+ * write never places a block by a cut its home has not fixed: the home
+ * down, this waits for it (down_wait), then fails (EIO). */
+static int unit_need(struct fs *fs, struct fs_inode *ino, uint64_t *unit)
 {
 	int64_t u = unit_known(fs, ino);
+	uint64_t gid = gid_of(ino);
+	uint32_t home = fcl_home(fs->cl, gid);
 
-	if (u > 0)
-		return (uint64_t)u;
-	uint64_t a = unit_auto(fs, ino);
-	if (u == 0 && send_open_unit(fs, ino, fcl_home(fs->cl, gid_of(ino)), false,
-				     NULL, NULL, a) == 0 && unit_of(fs, ino))
-		return unit_of(fs, ino);
-	return a;
+	if (u > 0) {
+		*unit = (uint64_t)u;
+		return 0;
+	}
+	for (int tries = 0; tries <= HOME_TRIES; tries++) {
+		bool down = false;
+		int r = send_open_unit(fs, ino, home, false, NULL, &down, unit_auto(fs, ino));
+		if (!r)
+			return (*unit = unit_of(fs, ino)) ? 0 : -EIO;
+		if (!down || !home_back(fs, home, gid))
+			return down ? -EIO : r;
+	}
+	return -EIO;
 }
 
-/* The unit for a read: unit_need's, but one not fixed yet stays so (no
+/* The unit for a read: the home's, but one not fixed yet stays so (no
  * node holds a block of such a file: any cut reads it from the backing;
  * a write that fixes it meanwhile is read once its writer's sync or
  * close is followed by this mount's next look at the home). */
@@ -435,6 +445,8 @@ void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r)
 			struct frame_fop f = { .obj = id.gid, .len = id.h.len,
 					       .handle_type = id.h.type,
 					       .size = (uint64_t)st.st_size, .blk = opens,
+					       .off = (uint32_t)(unit_of(fs, ino) /
+								 fcl_block(fs->cl)),
 					       .flags = FRAME_FILE_HOME | FRAME_FILE_RECLAIM },
 					 rf;
 			struct iovec iov = { id.h.handle, id.h.len };
@@ -964,11 +976,11 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 /* One block's range to its owner: without base first; when the owner
  * lacks the block, with the backing's bytes of it. */
 static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
-		       uint64_t blk, uint32_t boff, const char *data, uint32_t n,
-		       char *base)
+		       uint64_t unit, uint64_t blk, uint32_t boff, const char *data,
+		       uint32_t n, char *base)
 {
 	uint32_t B = fcl_block(fs->cl);
-	uint32_t owner = fcl_owner(fs->cl, gid, blk, unit_need(fs, ino));
+	uint32_t owner = fcl_owner(fs->cl, gid, blk, unit);
 	struct frame_fop f = { .obj = gid, .blk = blk, .off = boff, .len = n };
 	struct frame_fop rf = { 0 };
 	uint32_t base_len = 0;
@@ -985,7 +997,7 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 			 * (DRAM) with it: the write goes again without the
 			 * backing's bytes, and the owner asks for them anew */
 			f.flags = 0;
-			f.gen = f.base_len = 0;
+			f.gen = f.base_len = base_len = 0;
 			q.f = f;
 			q.npl = 1;
 			q.pl[0] = (struct iovec){ (void *)data, n };
@@ -995,7 +1007,12 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		if (r == -ESTALE) {
 			/* no record there: the handle for its write-back (a
 			 * full object table there may reclaim the record before
-			 * the write comes, as it is idle: then again) */
+			 * the write comes, as it is idle: then again). A gen
+			 * token of the record that went may match the new
+			 * one's: the write goes without the backing's bytes,
+			 * and the owner asks for them anew */
+			f.flags = 0;
+			f.gen = f.base_len = base_len = 0;
 			r = send_open(fs, ino, owner, false, NULL, NULL);
 			if (r < 0)
 				return r;
@@ -1032,7 +1049,10 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 		r = src->fill(src->ctx, tmp, (uint32_t)len);
 		data = tmp;
 	}
-	struct fcl_req *q = r ? NULL : pieces(fs, gid, unit_need(fs, ino), FT_FILE_WRITE,
+	uint64_t unit = 0;
+	if (!r)
+		r = unit_need(fs, ino, &unit);
+	struct fcl_req *q = r ? NULL : pieces(fs, gid, unit, FT_FILE_WRITE,
 					      off, len, data, 0, &n);
 	if (!r && !q)
 		r = -ENOMEM;
@@ -1066,7 +1086,7 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	for (unsigned k = 0; k < n && !r; k++) {
 		r = q[k].down ? wait_down(fs, &q[k]) : q[k].rc;
 		if ((r == -ENOENT || r == -ESTALE) && (base || (base = malloc(B))))
-			r = write_piece(fs, ino, gid, q[k].f.blk, q[k].f.off,
+			r = write_piece(fs, ino, gid, unit, q[k].f.blk, q[k].f.off,
 					q[k].pl[0].iov_base, q[k].f.len, base);
 		else if (r == -ENOENT || r == -ESTALE)
 			r = -ENOMEM;
@@ -1218,6 +1238,11 @@ int fdcl_lock_target(struct fs *fs, struct fs_inode *ino, uint32_t *home,
 	return 0;
 }
 
+bool fdcl_xattr_ours(const struct fs *fs, const char *name)
+{
+	return fs->cl && !strcmp(name, FCACHE_UNIT_XATTR);
+}
+
 int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len)
 {
 	uint64_t gid = gid_of(ino);
@@ -1233,7 +1258,7 @@ int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len)
 		snprintf(us, sizeof(us), "unset");
 	else
 		snprintf(us, sizeof(us), "%llu", (unsigned long long)(u > 0 ? (uint64_t)u :
-										unit_need(fs, ino)));
+										unit_auto(fs, ino)));
 	k = snprintf(buf, len, "id=%016llx block=%u stripe_unit=%s home=%u nodes=",
 		     (unsigned long long)gid, fcl_block(fs->cl), us,
 		     fcl_node_id(fs->cl, fcl_home(fs->cl, gid)));

@@ -538,6 +538,11 @@ int fdcl_fsync(struct fs *fs, struct fs_inode *ino);
  * unit, home and the owners of its stripes in turn. Length or -errno. */
 #define FDCL_LAYOUT_XATTR "user.nvcache.layout"
 int fdcl_layout(struct fs *fs, struct fs_inode *ino, char *buf, size_t len);
+/* Whether an xattr of the backing file is the nodes' own (the stripe
+ * unit a home put there, stripe_unit=auto): a cluster mount neither
+ * shows it nor lets it be set or removed, or cp -a and rsync -X would
+ * carry it to other files, and a change would cut a file another way. */
+bool fdcl_xattr_ours(const struct fs *fs, const char *name);
 /* fcl's restart callback (fcl_on_restart; arg: the fs): an OPEN with
  * RECLAIM at node idx for every file homed there that is open here. */
 struct fcl_reclaim;

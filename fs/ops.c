@@ -1062,6 +1062,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 
 	if (FS(req)->cfg.no_xattr)
 		return (void)fuse_reply_err(req, ENOSYS);
+	if (fdcl_xattr_ours(FS(req), name))
+		return (void)fuse_reply_err(req, EPERM);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	/* Capabilities set on a file with data still to write back would be
 	 * dropped again by that write-back (Linux drops them on any write,
@@ -1097,6 +1099,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 		return (void)(size ? fuse_reply_buf(req, lay, (size_t)k) :
 				     fuse_reply_xattr(req, (size_t)k));
 	}
+	if (fdcl_xattr_ours(FS(req), name))
+		return (void)fuse_reply_err(req, ENODATA);
 	/* the kernel asks for security.capability before writes; "none" is
 	 * remembered until the inode's xattrs, mode or owner change */
 	bool caps = !strcmp(name, "security.capability");
@@ -1128,31 +1132,55 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 		fuse_reply_xattr(req, (size_t)r);
 }
 
+/* The backing file's xattr names (NUL-separated) but the nodes' own
+ * (fdcl_xattr_ours), in a buffer of the caller's to free: their length,
+ * or -errno. */
+static ssize_t xattr_names(struct fs *fs, const char *proc, char **out)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		ssize_t len = listxattr(proc, NULL, 0), r, k = 0;
+		if (len < 0)
+			return -errno;
+		char *v = malloc((size_t)len + 1);
+		if (!v)
+			return -ENOMEM;
+		if ((r = listxattr(proc, v, (size_t)len)) < 0) {
+			int e = errno;
+			free(v);
+			if (e == ERANGE)   /* one was added meanwhile */
+				continue;
+			return -e;
+		}
+		for (ssize_t i = 0; i < r; i += (ssize_t)strlen(v + i) + 1) {
+			size_t l = strlen(v + i) + 1;
+			if (!fdcl_xattr_ours(fs, v + i)) {
+				memmove(v + k, v + i, l);
+				k += (ssize_t)l;
+			}
+		}
+		*out = v;
+		return k;
+	}
+	return -ERANGE;
+}
+
 static void op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
 {
 	char proc[64], *v = NULL;
-	ssize_t r;
 
 	if (FS(req)->cfg.no_xattr)
 		return (void)fuse_reply_err(req, ENOSYS);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
-	if (size) {
-		v = malloc(size);
-		if (!v)
-			return (void)fuse_reply_err(req, ENOMEM);
-		r = listxattr(proc, v, size);
-		if (r < 0)
-			fuse_reply_err(req, errno);
-		else
-			fuse_reply_buf(req, v, (size_t)r);
-		free(v);
-		return;
-	}
-	r = listxattr(proc, NULL, 0);
+	ssize_t r = xattr_names(FS(req), proc, &v);
 	if (r < 0)
-		fuse_reply_err(req, errno);
-	else
+		fuse_reply_err(req, (int)-r);
+	else if (!size)
 		fuse_reply_xattr(req, (size_t)r);
+	else if (size < (size_t)r)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, v, (size_t)r);
+	free(v);
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
@@ -1161,6 +1189,8 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
 
 	if (FS(req)->cfg.no_xattr)
 		return (void)fuse_reply_err(req, ENOSYS);
+	if (fdcl_xattr_ours(FS(req), name))
+		return (void)fuse_reply_err(req, EPERM);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", I(req, n)->fd);
 	int e = removexattr(proc, name) < 0 ? errno : 0;
 	killpriv_changed(I(req, n));

@@ -96,6 +96,16 @@ for i in 1 2 3; do
 done
 [ "$(getfattr --absolute-names --only-values -n user.nvcache.stripe_unit "$T_DIR/b/sized")" = 2097152 ] ||
   t_fail "the unit fixed by the truncate is not on the backing file"
+# that xattr is the nodes' own: a mount neither shows it (cp -a would
+# carry it to other files) nor lets it change; the user's own work
+setfattr -n user.mine -v 1 "$T_DIR/m2/sized" || t_fail "a user xattr cannot be set"
+names=$(getfattr --absolute-names -d -m - "$m3/sized")
+[[ $names == *user.mine* && $names != *stripe_unit* ]] || t_fail "the xattrs a mount lists: $names"
+getfattr -n user.nvcache.stripe_unit "$m3/sized" 2>/dev/null && t_fail "a mount shows the nodes' own xattr"
+setfattr -n user.nvcache.stripe_unit -v 65536 "$m1/sized" 2>/dev/null && t_fail "a mount let the nodes' own xattr change"
+setfattr -x user.nvcache.stripe_unit "$m1/sized" 2>/dev/null && t_fail "a mount let the nodes' own xattr go"
+[ "$(getfattr --absolute-names --only-values -n user.nvcache.stripe_unit "$T_DIR/b/sized")" = 2097152 ] ||
+  t_fail "the unit on the backing file changed"
 t_log "stripe_unit=auto: a new file truncated to 6 MiB before its first write, in three parts of 2 MiB"
 
 # More files than a node's object table holds (64 MiB of cache: 256
