@@ -630,13 +630,25 @@ static void make_file(const char *dir, char *file, size_t len,
 	assert_int_equal(fcache_ident(AT_FDCWD, file, 0, id), 0);
 }
 
+/* The backing directory dir and its file, and what the store keeps of
+ * the attach, gone. */
+static void dir_clean(const char *dir, const char *file)
+{
+	char side[128];
+
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	unlink(file);
+	rmdir(dir);
+}
+
 /* Striping: the first ATTACH fixes the stripe unit (another refused,
  * also after a restart); a file's unit is the first OPEN's offer, kept
  * in its record and said in OPEN and GETATTR replies; an offer out of
  * range is refused. */
 static void stripe_units(void **state)
 {
-	char dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[128];
+	char dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64];
 	static uint8_t pl[256];
 	struct fcache_ident id;
 	struct frame_hdr r;
@@ -683,10 +695,7 @@ static void stripe_units(void **state)
 	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
 	assert_int_equal(r.fop.off, 19);
 	fcache_close(fc);
-	snprintf(side, sizeof(side), "%s.backing", path);
-	unlink(side);
-	unlink(file);
-	rmdir(dir);
+	dir_clean(dir, file);
 }
 
 /* stripe_unit=auto: a file empty when first cached has no unit (OPEN
@@ -695,7 +704,7 @@ static void stripe_units(void **state)
  * later offers, of a SETSIZE or an OPEN, leave it. */
 static void auto_unit_by_size(void **state)
 {
-	char dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], side[128], v[24] = "";
+	char dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], v[24] = "";
 	static uint8_t pl[256];
 	struct fcache_ident id;
 	struct frame_hdr r;
@@ -703,9 +712,8 @@ static void auto_unit_by_size(void **state)
 
 	struct fcache *fc = open_fc();
 	assert_non_null(mkdtemp(dir));
-	struct frame_fop f = attach_req(dir, DIGEST, pl);
-	f.blk = 0;   /* auto */
-	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	/* (blk 0: auto) */
+	assert_int_equal(call(fc, FT_FILE_ATTACH, attach_req(dir, DIGEST, pl), pl, &r), 0);
 	make_file(dir, file, sizeof(file), &id);
 	struct frame_fop op = { .obj = 7, .len = id.len, .handle_type = id.type,
 				.flags = FRAME_FILE_HOME };
@@ -733,10 +741,7 @@ static void auto_unit_by_size(void **state)
 			      NULL, &r), 0);
 	assert_int_equal(r.fop.off, 32);
 	fcache_close(fc);
-	snprintf(side, sizeof(side), "%s.backing", path);
-	unlink(side);
-	unlink(file);
-	rmdir(dir);
+	dir_clean(dir, file);
 }
 
 /* A restart where a mount was attached: the open counts (DRAM) are gone
