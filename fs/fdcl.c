@@ -236,20 +236,24 @@ static uint64_t unit_auto(struct fs *fs, struct fs_inode *ino)
 			     0 : (uint64_t)st.st_size);
 }
 
-/* The unit for a write, in *unit: learnt, or the one the home fixed;
- * none fixed yet (or no record there), this mount has the home fix one
- * (an OPEN that offers auto's for the backing's size: 1 MiB for an
- * empty file; the first offer wins, and the reply says the winner). A
- * write never places a block by a cut its home has not fixed: the home
- * down, this waits for it (down_wait), then fails (EIO). */
-static int unit_need(struct fs *fs, struct fs_inode *ino, uint64_t *unit)
+/* The unit for a write that ends at end, in *unit: learnt, or the one
+ * the home fixed; none learnt, this mount has the home fix one (an OPEN
+ * that offers auto's for the backing's size: 1 MiB for an empty file;
+ * the first offer wins, and the reply says the winner). A write never
+ * places a block by a cut its home has not fixed: the home down, this
+ * waits for it (down_wait), then fails (EIO). But a write within the
+ * first block needs none: that block is the home's under every unit (a
+ * small file's, then, stays unfixed, for a truncate to fix). */
+static int unit_need(struct fs *fs, struct fs_inode *ino, uint64_t end,
+		     uint64_t *unit)
 {
-	int64_t u = unit_known(fs, ino);
 	uint64_t gid = gid_of(ino);
 	uint32_t home = fcl_home(fs->cl, gid);
 
-	if (u > 0) {
-		*unit = (uint64_t)u;
+	if ((*unit = unit_of(fs, ino)))
+		return 0;
+	if (end <= fcl_block(fs->cl)) {
+		*unit = FCL_UNIT_EMPTY;
 		return 0;
 	}
 	for (int tries = 0; tries <= HOME_TRIES; tries++) {
@@ -263,12 +267,16 @@ static int unit_need(struct fs *fs, struct fs_inode *ino, uint64_t *unit)
 	return -EIO;
 }
 
-/* The unit for a read: the home's, but one not fixed yet stays so (no
- * node holds a block of such a file: any cut reads it from the backing;
- * a write that fixes it meanwhile is read once its writer's sync or
- * close is followed by this mount's next look at the home). */
-static uint64_t unit_read(struct fs *fs, struct fs_inode *ino)
+/* The unit for a read that ends at end: the home's, but one not fixed
+ * yet stays so (no node holds a block of such a file past its first,
+ * the home's under any unit: any cut reads it; a write that fixes it
+ * meanwhile is read once its writer's sync or close is followed by this
+ * mount's next look at the home). Within the first block, none asked. */
+static uint64_t unit_read(struct fs *fs, struct fs_inode *ino, uint64_t end)
 {
+	uint64_t l = unit_of(fs, ino);
+	if (l || end <= fcl_block(fs->cl))
+		return l ? l : FCL_UNIT_EMPTY;
 	int64_t u = unit_known(fs, ino);
 
 	return u > 0 ? (uint64_t)u : unit_auto(fs, ino);
@@ -912,7 +920,7 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	/* the size from the home, in the same round as the blocks, unless
 	 * the range is within the bound and its owners vouch for it; then
 	 * only if one could not */
-	struct fcl_req *q = pieces(fs, gid, unit_read(fs, ino), FT_FILE_READ, off, len,
+	struct fcl_req *q = pieces(fs, gid, unit_read(fs, ino, off + len), FT_FILE_READ, off, len,
 				   buf, 1, &n);
 	if (!q)
 		return -ENOMEM;
@@ -1051,7 +1059,7 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	}
 	uint64_t unit = 0;
 	if (!r)
-		r = unit_need(fs, ino, &unit);
+		r = unit_need(fs, ino, off + len, &unit);
 	struct fcl_req *q = r ? NULL : pieces(fs, gid, unit, FT_FILE_WRITE,
 					      off, len, data, 0, &n);
 	if (!r && !q)
