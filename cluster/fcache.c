@@ -270,25 +270,36 @@ void mounts_check(struct fcache *fc, uint64_t now)
 
 /* stripe_unit=auto: the unit the home fixed for a file goes on its
  * backing file too (FCACHE_UNIT_XATTR), where a mount reads it while the
- * home is down. A backing without user xattrs: logged once. */
-void unit_label(struct fcache *fc, int bfd, const struct bstore_obj *rec)
+ * home is down. Whether that is done: a backing without user xattrs
+ * (logged once) counts as done, as nothing would change; another
+ * failure is logged (limited) and tried again at the file's next open. */
+bool unit_label(struct fcache *fc, int bfd, const struct bstore_obj *rec)
 {
 	static atomic_bool warned;
+	static struct log_limit fail_log;
 	struct rec_handle h;
-	char v[24];
+	char v[24], note[96];
 
 	rec_handle(rec, &h);
 	int fd = open_by_handle_at(bfd, &h.fh, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
 				   O_NONBLOCK);
 	int n = snprintf(v, sizeof(v), "%" PRIu64, (uint64_t)rec->uflags * fc->bsize);
-	if (fd >= 0 && fsetxattr(fd, FCACHE_UNIT_XATTR, v, (size_t)n, 0) < 0 &&
-	    !atomic_exchange(&warned, true))
-		log_warn("file cache: the backing file system takes no %s (%s): "
-			 "with stripe_unit=auto, a file whose home is down opens "
-			 "only on mounts that knew its unit", FCACHE_UNIT_XATTR,
-			 strerror(errno));
+	int e = fd < 0 ? errno : fsetxattr(fd, FCACHE_UNIT_XATTR, v, (size_t)n, 0) < 0 ?
+		errno : 0;
 	if (fd >= 0)
 		close(fd);
+	if (e == ENOTSUP) {
+		if (!atomic_exchange(&warned, true))
+			log_warn("file cache: the backing file system takes no %s: "
+				 "with stripe_unit=auto, a file whose home is down opens "
+				 "only on mounts that knew its unit", FCACHE_UNIT_XATTR);
+		return true;
+	}
+	if (e && log_limit(&fail_log, 10, note, sizeof(note)))
+		log_warn("file cache: the stripe unit of a file (%s) not put on its "
+			 "backing file: %s; tried again at its next open%s",
+			 rec->path, strerror(e), note);
+	return !e;
 }
 
 /* The unit the file's home wrote on the backing file (FCACHE_UNIT_XATTR),

@@ -159,20 +159,24 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 			snprintf(r->text, sizeof(r->text), "object id clash: another "
 				 "file holds this id");
 			rc = -EEXIST;
-		} else if (!rc && !rec.uflags && f->off) {
-			rec.uflags = f->off;   /* the first OPEN that offers one */
-			rc = bstore_obj_update(fc->bs, &rec);
 		}
+	}
+	if (!rc && !rec.uflags && f->off) {
+		/* the first OPEN that offers one (this one's record made
+		 * by another OPEN meanwhile, or one that had none) */
+		rec.uflags = f->off;
+		rc = bstore_obj_update(fc->bs, &rec);
 	}
 	if (!rc)
 		r->fop.off = rec.uflags;
 	/* once a run per file at its home, at its first open once its unit
 	 * is fixed (by the OPEN that made the record, or a later one or a
-	 * SETSIZE for a file empty then) */
-	bool label = !rc && at_home(fc, f->obj) && !o->labeled &&
-		     fc->unit_set && !fc->unit && rec.uflags;
-	if (label)
-		o->labeled = true;
+	 * SETSIZE for a file empty then), and again at the next open if it
+	 * failed; before any request here can answer the unit (a mount
+	 * whose file's home is down trusts its absence) */
+	if (!rc && at_home(fc, f->obj) && !o->labeled && fc->unit_set && !fc->unit &&
+	    rec.uflags && fc->backing_fd >= 0)
+		o->labeled = unit_label(fc, fc->backing_fd, &rec);
 	if (!rc && (f->flags & FRAME_FILE_HOME)) {
 		uint64_t n = f->flags & FRAME_FILE_RECLAIM ? f->blk : 1;
 		struct hold **hp, *h = hold_find(o, f->digest, &hp);
@@ -190,10 +194,6 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 			r->fop.blk = o->mtime_ns;   /* as GETATTR's */
 		}
 	}
-	/* (before any request here can answer the unit: a mount whose
-	 * file's home is down trusts its absence) */
-	if (label && fc->backing_fd >= 0)
-		unit_label(fc, fc->backing_fd, &rec);
 	pthread_mutex_unlock(&fc->lk);
 	return rc;
 }
@@ -313,10 +313,8 @@ again:
 		 * can answer it */
 		rec.uflags = f->off;
 		rc = bstore_obj_update(fc->bs, &rec);
-		if (!rc && !o->labeled && fc->backing_fd >= 0) {
-			o->labeled = true;
-			unit_label(fc, fc->backing_fd, &rec);
-		}
+		if (!rc && !o->labeled && fc->backing_fd >= 0)
+			o->labeled = unit_label(fc, fc->backing_fd, &rec);
 	}
 	if (!rc && type == FT_FILE_SETSIZE) {
 		uint64_t want = f->flags & FRAME_FILE_EXTEND ?

@@ -225,7 +225,7 @@ int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held);
 
 /* fcache.c */
 void mounts_check(struct fcache *fc, uint64_t now);
-void unit_label(struct fcache *fc, int bfd, const struct bstore_obj *rec);
+bool unit_label(struct fcache *fc, int bfd, const struct bstore_obj *rec);
 uint64_t unit_on_backing(struct fcache *fc, int pfd);
 
 /* fcache_shadow.c */

@@ -211,10 +211,11 @@ static int64_t unit_known(struct fs *fs, struct fs_inode *ino)
 	return (int64_t)unit_of(fs, ino);
 }
 
-/* stripe_unit=auto and the home down: an empty backing file its home
- * put no unit on (its user xattrs work) has no unit fixed (a home puts
- * it there before it answers the request that fixed it): no node holds
- * a block of it, so it opens as any cut would, none learnt. */
+/* stripe_unit=auto and the home down: a backing file of one block at
+ * most that its home put no unit on (its user xattrs work) has no unit
+ * fixed (a home puts it there before it answers the request that fixed
+ * it): no node holds a block of it past the first, the home's under any
+ * unit, so it opens as any cut would, none learnt. */
 static bool unit_unset_on_backing(struct fs *fs, struct fs_inode *ino)
 {
 	char link[64], v[24];
@@ -224,16 +225,35 @@ static bool unit_unset_on_backing(struct fs *fs, struct fs_inode *ino)
 		return false;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", ino->fd);
 	return getxattr(link, FCACHE_UNIT_XATTR, v, sizeof(v)) < 0 && errno == ENODATA &&
-	       fstatat(ino->fd, "", &st, AT_EMPTY_PATH) == 0 && st.st_size == 0;
+	       fstatat(ino->fd, "", &st, AT_EMPTY_PATH) == 0 &&
+	       (uint64_t)st.st_size <= fcl_block(fs->cl);
 }
 
-/* auto's unit for the backing file's size (1 MiB when empty) */
+/* auto's unit for a file of size bytes; one of a block at most has no
+ * size to share (its block is the home's under any unit): 1 MiB */
+static uint64_t unit_for(struct fs *fs, uint64_t size)
+{
+	return fcl_auto_unit(fs->cl, size <= fcl_block(fs->cl) ? 0 : size);
+}
+
+/* unit_for the backing file's size */
 static uint64_t unit_auto(struct fs *fs, struct fs_inode *ino)
 {
 	struct stat st;
 
-	return fcl_auto_unit(fs->cl, fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0 ?
-			     0 : (uint64_t)st.st_size);
+	return unit_for(fs, fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0 ?
+			0 : (uint64_t)st.st_size);
+}
+
+/* The unit a size set offers its home (SETSIZE off, blocks): none but
+ * with stripe_unit=auto for a file whose unit this mount has not learnt,
+ * and then only past one block (a truncate or fallocate that sizes a new
+ * file before its first write; the home takes the first offer). */
+static uint32_t unit_offer(struct fs *fs, struct fs_inode *ino, uint64_t size)
+{
+	if (unit_of(fs, ino) || size <= fcl_block(fs->cl))
+		return 0;
+	return (uint32_t)(fcl_auto_unit(fs->cl, size) / fcl_block(fs->cl));
 }
 
 /* The unit for a write that ends at end, in *unit: learnt, or the one
@@ -278,8 +298,12 @@ static uint64_t unit_read(struct fs *fs, struct fs_inode *ino, uint64_t end)
 	if (l || end <= fcl_block(fs->cl))
 		return l ? l : FCL_UNIT_EMPTY;
 	int64_t u = unit_known(fs, ino);
-
-	return u > 0 ? (uint64_t)u : unit_auto(fs, ino);
+	if (u > 0)
+		return (uint64_t)u;
+	/* (the home down, or it has no record: the unit it put on the
+	 * backing file, if it fixed one) */
+	uint64_t b = unit_from_backing(fs, ino);
+	return b ? b : unit_auto(fs, ino);
 }
 
 /* OPEN at node idx: the record made there if missing (size: the
@@ -309,8 +333,8 @@ static int send_open_unit(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 	if (fstatat(ino->fd, "", &st, AT_EMPTY_PATH) < 0)
 		return -errno;
 	uint64_t unit = offer ? offer : unit_of(fs, ino);
-	if (!unit && st.st_size)
-		unit = fcl_auto_unit(fs->cl, (uint64_t)st.st_size);
+	if (!unit && (uint64_t)st.st_size > fcl_block(fs->cl))
+		unit = unit_for(fs, (uint64_t)st.st_size);
 	struct frame_fop f = { .obj = id.gid, .len = id.h.len, .handle_type = id.h.type,
 			       .size = (uint64_t)st.st_size,
 			       .off = (uint32_t)(unit / fcl_block(fs->cl)),
@@ -372,18 +396,14 @@ static int home_setsize(struct fs *fs, struct fs_inode *ino, const struct frame_
 			struct frame_fop *rf)
 {
 	uint32_t home = fcl_home(fs->cl, f->obj);
-	struct frame_fop own, fo = *f;
+	struct frame_fop own;
 
 	if (!rf)
 		rf = &own;
-	/* stripe_unit=auto, no unit fixed yet: one equal part per node of
-	 * the size set (a truncate or fallocate before the first write) */
-	if (!(f->flags & FRAME_FILE_APPEND) && f->size && !unit_of(fs, ino))
-		fo.off = (uint32_t)(fcl_auto_unit(fs->cl, f->size) / fcl_block(fs->cl));
 	uint64_t owed = mtime_owed(ino);
-	int r = call_waiting(fs, home, FT_FILE_SETSIZE, &fo, rf);
+	int r = call_waiting(fs, home, FT_FILE_SETSIZE, f, rf);
 	if (r == -ESTALE && !(r = send_open(fs, ino, home, false, NULL, NULL)))
-		r = call_waiting(fs, home, FT_FILE_SETSIZE, &fo, rf);
+		r = call_waiting(fs, home, FT_FILE_SETSIZE, f, rf);
 	if (!r) {
 		unit_learn(fs, ino, rf->off);
 		bound_learn(ino, rf, false);
@@ -1126,7 +1146,7 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 {
 	uint64_t gid = gid_of(ino);
-	struct frame_fop f = { .obj = gid, .size = size };
+	struct frame_fop f = { .obj = gid, .size = size, .off = unit_offer(fs, ino, size) };
 	int r;
 
 	if (!gid)
@@ -1182,7 +1202,8 @@ int fdcl_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 		return -errno;
 	if (!(mode & FALLOC_FL_KEEP_SIZE)) {
 		/* ZERO_RANGE past the end: every node sees the new size */
-		struct frame_fop f = { .obj = gid, .size = end, .flags = FRAME_FILE_EXTEND };
+		struct frame_fop f = { .obj = gid, .size = end, .flags = FRAME_FILE_EXTEND,
+				       .off = unit_offer(fs, ino, end) };
 		if ((r = home_setsize(fs, ino, &f, NULL)) < 0)
 			return r;
 	}
@@ -1198,7 +1219,7 @@ int fdcl_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
 {
 	struct frame_fop f = { .obj = gid_of(ino), .size = size,
-			       .flags = FRAME_FILE_EXTEND };
+			       .flags = FRAME_FILE_EXTEND, .off = unit_offer(fs, ino, size) };
 
 	home_setsize(fs, ino, &f, NULL);
 }

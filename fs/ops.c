@@ -1141,6 +1141,10 @@ static ssize_t xattr_names(struct fs *fs, const char *proc, char **out)
 		ssize_t len = listxattr(proc, NULL, 0), r, k = 0;
 		if (len < 0)
 			return -errno;
+		if (!len) {   /* (a size of 0 would only ask again) */
+			*out = NULL;
+			return 0;
+		}
 		char *v = malloc((size_t)len + 1);
 		if (!v)
 			return -ENOMEM;

@@ -5,9 +5,10 @@
 # write to it through mount 1 waits for the home, then fails with EIO,
 # and no node holds a byte of it (never a block placed by a guessed
 # unit); the file still opens and reads empty meanwhile (an empty
-# backing file without the unit xattr: no unit fixed anywhere). Node 2
-# back, the write goes through, in 1 MiB stripes, and reaches the
-# backing.
+# backing file without the unit xattr: no unit fixed anywhere), and so
+# does a small file (one block, the home's under any unit) written back
+# before, through a mount that never opened it. Node 2 back, the write
+# goes through, in 1 MiB stripes, and reaches the backing.
 T_TIMEOUT=${T_TIMEOUT:-90}
 . "$(dirname "$0")/lib.sh"
 FSCL_N=3
@@ -16,15 +17,19 @@ cluster_start "$FSCL_N" fs
 for i in 1 2 3; do fscl_mount $i stripe_unit=auto,down_wait=3; done
 m1=$T_DIR/m1 m3=$T_DIR/m3
 
-f=""
+f="" s=""
 for k in $(seq 0 63); do
   : >"$m1/n$k"
   lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/n$k") ||
     t_fail "no layout for n$k"
-  [[ $lay == *"home=2 "* ]] && { f=n$k; break; }
+  [[ $lay == *" stripe_unit=unset "* ]] || t_fail "a new empty file (auto) is cut as $lay"
+  [[ $lay == *"home=2 "* ]] || continue
+  if [ -z "$f" ]; then f=n$k; else s=n$k; break; fi
 done
-[ -n "$f" ] || t_fail "none of 64 new files is homed at node 2"
-[[ $lay == *" stripe_unit=unset "* ]] || t_fail "a new empty file (auto) is cut as $lay"
+[ -n "$s" ] || t_fail "fewer than 2 of 64 new files are homed at node 2"
+head -c 5000 /dev/urandom >"$T_DIR/sref"
+cp "$T_DIR/sref" "$m1/$s"
+t_wait 10 cmp -s "$T_DIR/b/$s" "$T_DIR/sref" || t_fail "a small file is not written back"
 
 kill -9 "${pid[2]}"
 t_wait 10 eval '! kill -0 '"${pid[2]}" || t_fail "node 2 did not die"
@@ -48,7 +53,8 @@ for i in 1 3; do
     t_fail "node $i holds $(fscl_stat $i fcache_dirty_bytes) dirty bytes of a write that failed"
 done
 [ "$(wc -c <"$m3/$f")" = 0 ] || t_fail "mount 3 reads $(wc -c <"$m3/$f") bytes of the empty file"
-t_log "its home down, a write to a new file failed with EIO and placed nothing; the file reads empty"
+timeout 10 cmp "$m3/$s" "$T_DIR/sref" || t_fail "its home down, mount 3 does not read the small file"
+t_log "its home down, a write to a new file failed with EIO and placed nothing; the file reads empty, a small one whole"
 
 cluster_node_restart 2 fs2
 for i in 1 2 3; do t_wait 15 cluster_sees $i 2 || t_fail "node $i does not see its peers"; done
