@@ -20,7 +20,7 @@ m1=$T_DIR/m1 m3=$T_DIR/m3
 f="" s=""
 for k in $(seq 0 63); do
   : >"$m1/n$k"
-  lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/n$k") ||
+  lay=$(fscl_layout "$m1/n$k") ||
     t_fail "no layout for n$k"
   [[ $lay == *" stripe_unit=unset "* ]] || t_fail "a new empty file (auto) is cut as $lay"
   [[ $lay == *"home=2 "* ]] || continue
@@ -61,7 +61,7 @@ for i in 1 2 3; do t_wait 15 cluster_sees $i 2 || t_fail "node $i does not see i
 t_wait 15 python3 -c 'import sys; fd = open(sys.argv[1], "r+b"); fd.write(open(sys.argv[2], "rb").read()); fd.close()' \
   "$m1/$f" "$T_DIR/ref" || t_fail "node 2 back, the write still fails"
 cmp "$m3/$f" "$T_DIR/ref" || t_fail "mount 3 reads other bytes"
-lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m3/$f")
+lay=$(fscl_layout "$m3/$f")
 [[ $lay == *" stripe_unit=1048576 "* ]] || t_fail "written with no size set first, the file is cut as $lay"
 t_wait 15 cmp -s "$T_DIR/b/$f" "$T_DIR/ref" || t_fail "the bytes do not reach the backing"
 t_log "node 2 back: the write went through, in 1 MiB stripes, and reached the backing"

@@ -75,7 +75,7 @@ sys.exit(0 if size == (3 << 19) + 4096 else "size %d on mount 2, not %d" % (size
 PY
 orph=$!
 t_wait 10 test -e "$T_DIR/orph.ready" || t_fail "orph: not written"
-lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[0]}/orph")
+lay=$(fscl_layout "${m[0]}/orph")
 id=${lay#id=}; id=${id%% *}; home=${lay#*home=}; home=${home%% *}
 python3 "$here/fscl_frames.py" setsize "$id" 100000 |
   timeout 20 "$(t_bin nvcache-client)" --cluster "$conf" --node "$home" raw-all >"$T_DIR/orph.out" 2>&1
@@ -159,8 +159,8 @@ PY
 t_log "an ftruncate alone reaches the backing at its last close"
 # where a file's stripes live: user.nvcache.layout, the same on every
 # node, naming every node for a file of more stripes than nodes
-lay1=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[0]}/c2o" 2>&1) || t_fail "layout xattr: $lay1"
-lay2=$(getfattr --absolute-names --only-values -n user.nvcache.layout "${m[2]}/c2o" 2>&1)
+lay1=$(fscl_layout "${m[0]}/c2o" 2>&1) || t_fail "layout xattr: $lay1"
+lay2=$(fscl_layout "${m[2]}/c2o" 2>&1)
 [ "$lay1" = "$lay2" ] || t_fail "layout differs between nodes: $lay1 / $lay2"
 [[ $lay1 =~ stripe_unit=1048576\ home=([1-4])\ nodes=([1-4],){3}[1-4]$ ]] || t_fail "layout: $lay1"
 t_log "layout: $lay1"

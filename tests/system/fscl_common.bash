@@ -31,6 +31,9 @@ fscl_start() {
   for ((i = 1; i <= FSCL_N; i++)); do fscl_mount $i; done
 }
 
+# fscl_layout FILE: where a file of a mount lives (user.nvcache.layout)
+fscl_layout() { getfattr --absolute-names --only-values -n user.nvcache.layout "$1"; }
+
 # fscl_stat I KEY: one value of node I's nvcached stats.
 fscl_stat() { cluster_stat "$1" "$2"; }
 

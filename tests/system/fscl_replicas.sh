@@ -44,7 +44,7 @@ t_log "refused: a replicas=1 mount, and a stripe_unit=1M one, among replicas=2,s
 # parts of 1,245,184 bytes (19 blocks, the third shorter); written
 # across a part's edge through mount 1, read through mounts 2 and 3
 head -c $((7 << 19)) /dev/urandom >"$T_DIR/b/pre"
-lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$T_DIR/m2/pre")
+lay=$(fscl_layout "$T_DIR/m2/pre")
 [[ $lay == *" stripe_unit=1245184 "* ]] || t_fail "a 3.5 MiB file over 3 nodes (auto) is cut as $lay"
 python3 - "$T_DIR/m1/pre" "$T_DIR/m2/pre" "$T_DIR/m3/pre" "$T_DIR/b/pre" <<'PY' || t_fail "stripe_unit=auto: mounts disagree on a file's bytes"
 import os, sys
@@ -65,7 +65,7 @@ for p in (r2, r3):
 os.close(fd)
 PY
 for i in 1 2 3; do
-  lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$T_DIR/m$i/pre")
+  lay=$(fscl_layout "$T_DIR/m$i/pre")
   [[ $lay == *" stripe_unit=1245184 "* ]] || t_fail "mount $i cuts the file as $lay"
 done
 t_log "stripe_unit=auto: a 3.5 MiB file in three equal parts, the same on every mount"
@@ -74,10 +74,10 @@ t_log "stripe_unit=auto: a 3.5 MiB file in three equal parts, the same on every 
 # one equal part per node of that size, fixed by the truncate through
 # mount 2, put on the backing file, the same on every mount
 : >"$m1/sized"
-lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/sized")
+lay=$(fscl_layout "$m1/sized")
 [[ $lay == *" stripe_unit=unset "* ]] || t_fail "a new empty file (auto) is cut as $lay before its size is set"
 truncate -s 6M "$T_DIR/m2/sized"
-lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m3/sized")
+lay=$(fscl_layout "$m3/sized")
 [[ $lay == *" stripe_unit=2097152 "* ]] || t_fail "the truncate to 6 MiB did not fix the unit at the home: $lay"
 python3 - "$m1/sized" "$m3/sized" <<'PY' || t_fail "stripe_unit=auto: a file sized by a truncate"
 import os, sys
@@ -91,7 +91,7 @@ if open(r, "rb").read() != data:
     sys.exit("mount 3 reads other bytes than were written through mount 1")
 PY
 for i in 1 2 3; do
-  lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$T_DIR/m$i/sized")
+  lay=$(fscl_layout "$T_DIR/m$i/sized")
   [[ $lay == *" stripe_unit=2097152 "* ]] || t_fail "mount $i cuts a file truncated to 6 MiB before its first write as $lay"
 done
 [ "$(getfattr --absolute-names --only-values -n user.nvcache.stripe_unit "$T_DIR/b/sized")" = 2097152 ] ||
@@ -137,7 +137,7 @@ t_log "$nf files over 3 nodes of $total records each: $rec idle records went, ev
 f="" g=""
 for k in $(seq 0 63); do
   : >"$m1/r$k"
-  lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/r$k") ||
+  lay=$(fscl_layout "$m1/r$k") ||
     t_fail "no layout for $m1/r$k"
   [[ $lay == *" stripe_unit=unset "* ]] || t_fail "a new empty file (auto) is cut as $lay before its first write"
   if [[ $lay != *"home=2 "* ]]; then [ -n "$f" ] || f=r$k; else [ -n "$g" ] || g=r$k; fi
@@ -150,7 +150,7 @@ fscl_write_held "$m1/$f" "$T_DIR/ref" held   # closed after node 2 is gone
 writer=$held_writer
 fscl_write_held "$m1/$g" "$T_DIR/gref" gheld
 gwriter=$held_writer
-lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m3/$f")
+lay=$(fscl_layout "$m3/$f")
 [[ $lay == *" stripe_unit=1048576 "* ]] || t_fail "a new file (auto) written with no size set first is cut as $lay, not in 1 MiB stripes"
 # node 3 holds node 2's stripe (16 blocks) as replicas
 [ "$(fscl_stat 3 fcache_replicas_held)" -ge 16 ] ||
@@ -164,7 +164,7 @@ t_log "node 2's nvcached killed for good"
 # node 2 is node 1's shadow: a write into node 1's stripe of $f waits for
 # the heartbeats' verdict on node 2, then is kept in node 1's NVRAM
 # alone (degraded); the reads and the backing below check its bytes
-lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m3/$f")
+lay=$(fscl_layout "$m3/$f")
 nodes=${lay##*nodes=}
 IFS=, read -r -a own <<<"${nodes%% *}"
 s1=

@@ -70,7 +70,7 @@ writer3=$!
 home2=() held="" others=()
 for k in $(seq 0 63); do
   : >"$m1/lk$k"
-  lay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/lk$k") ||
+  lay=$(fscl_layout "$m1/lk$k") ||
     t_fail "no layout for $m1/lk$k"
   if [[ $lay == *"home=2 "* ]]; then
     home2+=("lk$k")
@@ -99,7 +99,7 @@ clean_and_held() {
 cleanf=${others[1]} dirtyf=${others[2]}
 clean_and_held "$cleanf" "$dirtyf" dirty $((3 << 20))
 dirtyw=$held_writer
-dlay=$(getfattr --absolute-names --only-values -n user.nvcache.layout "$m1/$dirtyf")
+dlay=$(fscl_layout "$m1/$dirtyf")
 # homed at node 2: one written and closed (written back, its size too),
 # one kept open (its size is only at node 2 until written back)
 hcleanf=${home2[3]} hsizef=${home2[4]}
