@@ -100,6 +100,18 @@ void bound_answer(struct fcache *fc, const struct frame_fop *f,
 		r->fop.flags |= FRAME_FILE_BOUND_OK;
 }
 
+/* Under fc->lk, at the home with stripe_unit=auto: o's unit (in rec)
+ * on its backing file once a run, at the first OPEN or SETSIZE that
+ * finds it fixed (again at the next if that failed), before any request
+ * here can answer it: a mount whose file's home is down trusts a
+ * missing label (fdcl.c, unit_unset_on_backing). */
+static void label_once(struct fcache *fc, struct fobj *o, const struct bstore_obj *rec)
+{
+	if (!o->labeled && rec->uflags && fc->unit_set && !fc->unit &&
+	    at_home(fc, o->gid) && fc->backing_fd >= 0)
+		o->labeled = unit_label(fc, fc->backing_fd, rec);
+}
+
 int serve_open(struct fcache *fc, const struct frame_fop *f,
 	       const uint8_t *payload, struct frame_hdr *r)
 {
@@ -169,14 +181,8 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 	}
 	if (!rc)
 		r->fop.off = rec.uflags;
-	/* once a run per file at its home, at its first open once its unit
-	 * is fixed (by the OPEN that made the record, or a later one or a
-	 * SETSIZE for a file empty then), and again at the next open if it
-	 * failed; before any request here can answer the unit (a mount
-	 * whose file's home is down trusts its absence) */
-	if (!rc && at_home(fc, f->obj) && !o->labeled && fc->unit_set && !fc->unit &&
-	    rec.uflags && fc->backing_fd >= 0)
-		o->labeled = unit_label(fc, fc->backing_fd, &rec);
+	if (!rc)
+		label_once(fc, o, &rec);
 	if (!rc && (f->flags & FRAME_FILE_HOME)) {
 		uint64_t n = f->flags & FRAME_FILE_RECLAIM ? f->blk : 1;
 		struct hold **hp, *h = hold_find(o, f->digest, &hp);
@@ -306,15 +312,14 @@ again:
 	if (!rc && type == FT_FILE_SETSIZE && f->off && !rec.uflags &&
 	    !(f->flags & FRAME_FILE_APPEND) && fc->unit_set && !fc->unit &&
 	    at_home(fc, f->obj)) {
-		/* stripe_unit=auto, a file empty when first cached: the
-		 * first size set (its writer offers auto's unit for it)
-		 * fixes its unit, as the first OPEN that offers one does,
-		 * and it goes on the backing file before any request here
-		 * can answer it */
+		/* stripe_unit=auto, a file of one block at most when first
+		 * cached: the first size set that offers a unit (a truncate
+		 * or fallocate past that block) fixes it, as the first OPEN
+		 * that offers one does */
 		rec.uflags = f->off;
 		rc = bstore_obj_update(fc->bs, &rec);
-		if (!rc && !o->labeled && fc->backing_fd >= 0)
-			o->labeled = unit_label(fc, fc->backing_fd, &rec);
+		if (!rc)
+			label_once(fc, o, &rec);
 	}
 	if (!rc && type == FT_FILE_SETSIZE) {
 		uint64_t want = f->flags & FRAME_FILE_EXTEND ?

@@ -175,18 +175,29 @@ static void unit_learn(struct fs *fs, struct fs_inode *ino, uint32_t blocks)
 	pthread_mutex_unlock(&ino->lk);
 }
 
+/* The unit the file's home put on its backing file (FCACHE_UNIT_XATTR)
+ * into v (len bytes, NUL-ended): its length, or -errno (-ENODATA: none) */
+static ssize_t unit_label_get(struct fs_inode *ino, char *v, size_t len)
+{
+	char link[64];
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", ino->fd);
+	ssize_t n = getxattr(link, FCACHE_UNIT_XATTR, v, len - 1);
+	if (n < 0)
+		return -errno;
+	v[n] = 0;
+	return n;
+}
+
 /* stripe_unit=auto and the home down: the unit it wrote on the backing
  * file when it fixed it (FCACHE_UNIT_XATTR), learnt; 0: none there. */
 static uint64_t unit_from_backing(struct fs *fs, struct fs_inode *ino)
 {
-	char link[64], v[24];
+	char v[24];
 	uint64_t u = 0, B = fcl_block(fs->cl);
 
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", ino->fd);
-	ssize_t n = getxattr(link, FCACHE_UNIT_XATTR, v, sizeof(v) - 1);
-	if (n <= 0)
+	if (unit_label_get(ino, v, sizeof(v)) <= 0)
 		return 0;
-	v[n] = 0;
 	if (sscanf(v, "%" SCNu64, &u) != 1 || !u || u % B || u / B > FCACHE_UNIT_MAX)
 		return 0;   /* not ours to trust: as if none */
 	unit_learn(fs, ino, (uint32_t)(u / B));
@@ -197,9 +208,10 @@ static int send_open_unit(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 			  bool home, struct fdcl_attr *a, bool *down, uint64_t offer);
 
 /* The file's unit as its home has it (asked with a GETATTR if not
- * learnt), 0: none yet (stripe_unit=auto and the file was empty when
- * first cached: its first truncate or write fixes it), or -1: its home
- * has no record of it. */
+ * learnt), 0: none yet (stripe_unit=auto and the file was of one block
+ * at most when first cached: its first truncate or write past that
+ * block fixes it), or -1: no answer (its home down, or without a record
+ * of it). */
 static int64_t unit_known(struct fs *fs, struct fs_inode *ino)
 {
 	uint64_t u = unit_of(fs, ino), size;
@@ -218,15 +230,20 @@ static int64_t unit_known(struct fs *fs, struct fs_inode *ino)
  * unit, so it opens as any cut would, none learnt. */
 static bool unit_unset_on_backing(struct fs *fs, struct fs_inode *ino)
 {
-	char link[64], v[24];
+	char v[24];
 	struct stat st;
 
-	if (fcl_unit(fs->cl))
-		return false;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", ino->fd);
-	return getxattr(link, FCACHE_UNIT_XATTR, v, sizeof(v)) < 0 && errno == ENODATA &&
+	return !fcl_unit(fs->cl) && unit_label_get(ino, v, sizeof(v)) == -ENODATA &&
 	       fstatat(ino->fd, "", &st, AT_EMPTY_PATH) == 0 &&
 	       (uint64_t)st.st_size <= fcl_block(fs->cl);
+}
+
+/* Whether a file whose home is down is cut as its home would here: its
+ * unit learnt, on its backing file, or fixed nowhere yet. */
+static bool unit_down_known(struct fs *fs, struct fs_inode *ino)
+{
+	return unit_of(fs, ino) || unit_from_backing(fs, ino) ||
+	       unit_unset_on_backing(fs, ino);
 }
 
 /* auto's unit for a file of size bytes; one of a block at most has no
@@ -253,12 +270,12 @@ static uint32_t unit_offer(struct fs *fs, struct fs_inode *ino, uint64_t size)
 {
 	if (unit_of(fs, ino) || size <= fcl_block(fs->cl))
 		return 0;
-	return (uint32_t)(fcl_auto_unit(fs->cl, size) / fcl_block(fs->cl));
+	return (uint32_t)(unit_for(fs, size) / fcl_block(fs->cl));
 }
 
 /* The unit for a write that ends at end, in *unit: learnt, or the one
  * the home fixed; none learnt, this mount has the home fix one (an OPEN
- * that offers auto's for the backing's size: 1 MiB for an empty file;
+ * that offers unit_auto: 1 MiB for a file of one block at most;
  * the first offer wins, and the reply says the winner). A write never
  * places a block by a cut its home has not fixed: the home down, this
  * waits for it (down_wait), then fails (EIO). But a write within the
@@ -308,7 +325,8 @@ static uint64_t unit_read(struct fs *fs, struct fs_inode *ino, uint64_t end)
 
 /* OPEN at node idx: the record made there if missing (size: the
  * backing's; stripe unit: the file's, or auto's for that size; with
- * auto, none for an empty file: its first truncate or write fixes it),
+ * auto, none for a file of one block at most: its first truncate or
+ * write past that block fixes it),
  * an open counted if home. The home's answer of size and mtime in *a
  * (if not NULL); *down (if not NULL): the node could not be reached. */
 static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
@@ -531,8 +549,7 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino, struct fdcl_attr *a)
 	 * the home's shadow (home_down), or else, the home back within
 	 * down_wait, there */
 	for (int tries = 0; r < 0 && down; tries++) {
-		if (unit_of(fs, ino) || unit_from_backing(fs, ino) ||
-		    unit_unset_on_backing(fs, ino)) {
+		if (unit_down_known(fs, ino)) {
 			h = home_down(fs, ino, gid, NULL);
 			if (h != -EAGAIN)
 				break;
@@ -544,8 +561,7 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino, struct fdcl_attr *a)
 			break;
 		r = send_open(fs, ino, home, true, a, &down);
 	}
-	if (r < 0 && down && !unit_of(fs, ino) && !unit_from_backing(fs, ino) &&
-	    !unit_unset_on_backing(fs, ino)) {
+	if (r < 0 && down && !unit_down_known(fs, ino)) {
 		if (log_limit(&down_log, 30, note, sizeof(note)))
 			log_err("cluster: node %u, home of file %016llx, is down, and "
 				"only it knows the file's stripe unit (stripe_unit=auto; "

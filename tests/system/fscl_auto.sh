@@ -30,6 +30,9 @@ done
 head -c 5000 /dev/urandom >"$T_DIR/sref"
 cp "$T_DIR/sref" "$m1/$s"
 t_wait 10 cmp -s "$T_DIR/b/$s" "$T_DIR/sref" || t_fail "a small file is not written back"
+# (written within its first block, the home's under any unit: none fixed)
+lay=$(fscl_layout "$m3/$s")
+[[ $lay == *" stripe_unit=unset "* ]] || t_fail "a file of 5,000 bytes got a unit: $lay"
 
 kill -9 "${pid[2]}"
 t_wait 10 eval '! kill -0 '"${pid[2]}" || t_fail "node 2 did not die"
