@@ -6,7 +6,8 @@
 #
 # Options (environment): NVCACHE_TEST_BUILDS="build build-san" (which builds
 # run the tests), NVCACHE_FUZZ_SECONDS=12, NVCACHE_TESTS=<regex> (run only the
-# system tests whose name matches).
+# system tests whose name matches), NVCACHE_TEST_EVERY_BUILD=1 (run the long
+# tests that t_sanitizer_only keeps to the sanitizer build in every build).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -30,6 +31,7 @@ build() {  # build DIR [meson args...]
 }
 
 builds=${NVCACHE_TEST_BUILDS:-build build-san}
+export NVCACHE_RUN_BUILDS=$builds   # (t_sanitizer_only)
 for b in $builds; do
   case $b in
     build)     args=(--werror) ;;

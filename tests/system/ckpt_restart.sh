@@ -19,6 +19,7 @@
 # (nvckpt_db_*) killed and restarted (and with NVCACHE_CKPT=off: plain
 # memory, no files), and the disk version's own restart.
 . "$(dirname "$0")/lib.sh"
+t_sanitizer_only
 t_require_root
 T_TIMEOUT=${T_TIMEOUT:-240}
 . "$(dirname "$0")/ckpt_common.bash"

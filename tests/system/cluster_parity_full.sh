@@ -13,6 +13,7 @@
 # right; once the dead node restarts, the held pages move onto it.
 T_TIMEOUT=${T_TIMEOUT:-400}
 . "$(dirname "$0")/lib.sh"
+t_sanitizer_only
 . "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
 t_require_cmd nbdcopy cmp

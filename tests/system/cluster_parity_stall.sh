@@ -12,6 +12,7 @@
 # page's last whole store.
 T_TIMEOUT=${T_TIMEOUT:-240}
 . "$(dirname "$0")/lib.sh"
+t_sanitizer_only
 . "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
 t_require_cmd nbdcopy cmp

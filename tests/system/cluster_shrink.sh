@@ -10,6 +10,7 @@
 # (`nvcachectl grow 3`) node 3 takes new pages again.
 T_TIMEOUT=${T_TIMEOUT:-300}
 . "$(dirname "$0")/lib.sh"
+t_sanitizer_only
 . "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
 t_require_cmd nbdcopy python3 cmp

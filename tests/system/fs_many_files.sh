@@ -16,6 +16,7 @@
 # directory after unmount.
 T_TIMEOUT=${T_TIMEOUT:-300}
 . "$(dirname "$0")/lib.sh"
+t_sanitizer_only
 t_require_root
 t_require_cmd fusermount3 python3 prlimit
 bin=$(t_bin nvcachefs)

@@ -10,6 +10,7 @@
 # with fsync=backing (fsync runs write-back passes beside the thread's).
 T_TIMEOUT=${T_TIMEOUT:-240}
 . "$(dirname "$0")/lib.sh"
+t_sanitizer_only
 t_require_root
 t_require_cmd fusermount3 cc
 bin=$(t_bin nvcachefs)
