@@ -69,6 +69,10 @@ PAIRED=
 seed=$((RANDOM + 1))
 echo "fs_cluster: 4 ranks, ${mib} MiB a rank, median of $reps; fio ${fio_s} s a phase, ${fio_mib} MiB a job; $probes coherence rounds; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
+# every system here allocates fresh memory (NVRAM files, bricks, page
+# cache) as it goes: all of it warm, so that none pays the first touch
+fsb_keep_warm
+
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : 0}'; }
 
 # ior_one SYS WL: one run of workload WL over MNTS; prints "WRITE READ"
@@ -102,9 +106,10 @@ paired() {
   shift 2
   for ((r = 0; r < reps; r++)); do
     seed=$((seed + 1))   # the same bytes for both in a round
-    if [ -n "$PAIRED" ] && ((r % 2 == 0)); then a=$(on_gluster "$@"); fi
+    if [ -n "$PAIRED" ] && ((r % 2 == 0)); then settle; a=$(on_gluster "$@"); fi
+    settle
     b=$("$@")
-    if [ -n "$PAIRED" ] && ((r % 2 == 1)); then a=$(on_gluster "$@"); fi
+    if [ -n "$PAIRED" ] && ((r % 2 == 1)); then settle; a=$(on_gluster "$@"); fi
     ws+=("${b% *}") rs+=("${b#* }")
     if [ -n "$PAIRED" ]; then
       gw+=("${a% *}") gr+=("${a#* }")
@@ -119,6 +124,26 @@ paired() {
     P[$sys.$key.write]=$(echo "${pw[*]}" | median) P[$sys.$key.read]=$(echo "${pr[*]}" | median)
     echo "$sys $key: rounds' ratios to GlusterFS: write ${pw[*]}, read ${pr[*]}"
   fi
+}
+
+# settle: the last run's background work over before the next run starts,
+# whichever system runs next: no cache of STAT_TARGETS holding dirty bytes
+# (its write-back done; 120 s at most) and the host's dirty page cache on
+# disk (the backing's). Without it a system's write-back of one run fell
+# on the next system's run (GlusterFS's 1 MiB writes at 210-390 MiB/s
+# right after nvcachefs's, 650-740 alone).
+settle() {
+  local t d end=$((SECONDS + 120))
+  for t in "${STAT_TARGETS[@]}"; do
+    while ((SECONDS < end)); do
+      # shellcheck disable=SC2086
+      d=$("$(t_bin nvcachectl)" stats $t 2>/dev/null |
+          awk -F': ' '$1 ~ /^(fcache_)?dirty_bytes$/ {print $2; exit}')
+      [ "${d:-0}" = 0 ] && break
+      sleep 0.2
+    done
+  done
+  sync
 }
 
 # ior_run SYS WL: R[SYS.WL.write], R[SYS.WL.read] in MiB/s (medians).
