@@ -25,7 +25,9 @@
 # up; odd rounds it goes first, even rounds second): their ratios are to
 # GlusterFS's runs of the same rounds, and "paired" is the median of the
 # rounds' own ratios, which a change in the machine's load between
-# systems does not move as it moves medians measured minutes apart.
+# systems does not move as it moves medians measured minutes apart. The
+# run keeps memory warm (fsb_keep_warm) and starts each run after the
+# last one's write-back (settle).
 #
 #   FSB_CL_MIB=128 (MiB a rank; the issue's size is 256)  FSB_CL_REPS=3
 #   (median of)  FSB_CL_FIO_REPS=3 (paired fio rounds)  FSB_CL_FIO_SECONDS=8  FSB_CL_FIO_MIB=32 (file per job)
