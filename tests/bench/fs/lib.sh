@@ -9,10 +9,10 @@
 #   fsb_line_time NAME SECS ANCHOR ASECS    same for times (ratio ASECS/SECS)
 #   fsb_slowpfs DIR    mount an emulated slow parallel file system at DIR and
 #                      throttle this shell and all it starts (see below)
-#   fsb_warm_memory    touch and free FSB_WARM_MIB (6144) MiB of RAM first
-#   fsb_keep_warm      stop the guest handing freed memory back to the host
-#                      for this benchmark (free page reporting), then warm
-#                      FSB_WARM_MIB (default: 3/4 of what is available)
+#   fsb_warm_memory    stop the guest handing freed memory back to the host
+#                      for this benchmark (free page reporting), then touch
+#                      and free FSB_WARM_MIB (6144) MiB of RAM
+#   fsb_keep_warm      the same, FSB_WARM_MIB 3/4 of what is available
 # NVRAM emulation: none (a plain libpmem2 mapping of a /dev/shm file) unless
 # FSB_NVRAM_OPTS adds e.g. nvram_lat_ns=2000,nvram_flush_ns=600,nvram_bw=9.5G
 # (the seed paper's Lap06 platform).
@@ -25,31 +25,38 @@ FSB_PID=
 # In a VM the first touch of a guest page the host has not backed yet costs
 # a host-side fault. A run that needs fresh page cache was 3-5x slower than
 # one reusing freed pages (ext4 here: 256 MiB + fsync in 0.13 s on warm
-# pages, 0.7 s on cold ones), so whichever target ran first lost. Touching
-# and freeing a few GiB puts backed pages on the free lists for every target.
-# In this VM a first touch of a guest page costs a host-side fault, and
-# the guest reports freed 2 MiB blocks back to the host (virtio-balloon
-# free page reporting), which makes them cold again within seconds: a
-# warm-up alone helps only the next few seconds, and whichever system
-# allocates fresh memory (NVRAM files, bricks, page cache) pays 2-3x.
+# pages, 0.7 s on cold ones), so whichever target ran first lost. This VM
+# also hands freed 2 MiB blocks back to the host within a second
+# (virtio-balloon free page reporting), which makes them cold again: a
+# warm-up holds only with reporting off (fsb_reporting_off). Touching and
+# freeing some GiB then puts backed pages on the free lists for every target.
 fsb_warm_memory() {
   local mib=${FSB_WARM_MIB:-6144} avail
+  fsb_reporting_off
   avail=$(awk '$1 == "MemAvailable:" {print int($2 * 3 / 4 / 1024)}' /proc/meminfo)
   [ "$mib" -le "$avail" ] || mib=$avail
   dd if=/dev/zero of="$T_SHM/warm" bs=1M count="$mib" status=none 2>/dev/null
   rm -f "$T_SHM/warm"
 }
 
+# fsb_reporting_off: no freed block handed back to the host until this
+# benchmark exits (page_reporting_order above the largest buddy order,
+# 10; put back at exit). Once per run.
+FSB_REPORTING=
+fsb_reporting_off() {
+  local p=/sys/module/page_reporting/parameters/page_reporting_order
+  [ -n "$FSB_REPORTING" ] && return 0
+  FSB_REPORTING="not found here"
+  [ -w "$p" ] || return 0
+  t_cleanup "echo $(cat "$p") >$p"
+  echo 11 >"$p" && FSB_REPORTING="off for this run"
+}
+
 fsb_keep_warm() {
-  local p=/sys/module/page_reporting/parameters/page_reporting_order old mib
-  if [ -w "$p" ]; then
-    old=$(cat "$p")
-    # above the largest buddy order (10): no free block is reported
-    echo 11 >"$p" && t_cleanup "echo $old >$p"
-  fi
+  local mib
   mib=${FSB_WARM_MIB:-$(awk '$1 == "MemAvailable:" {print int($2 * 3 / 4 / 1024)}' /proc/meminfo)}
   FSB_WARM_MIB=$mib fsb_warm_memory
-  echo "memory: $mib MiB warmed; free page reporting $([ -w "$p" ] && echo "off for this run" || echo "not found here")"
+  echo "memory: $mib MiB warmed; free page reporting $FSB_REPORTING"
 }
 
 fsb_nvram_desc() {
