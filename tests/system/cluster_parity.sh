@@ -9,6 +9,7 @@
 # With redundancy none a dead node's pages give EIO, and nothing hangs.
 T_TIMEOUT=${T_TIMEOUT:-240}
 . "$(dirname "$0")/lib.sh"
+t_sanitizer_only
 . "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
 t_require_cmd nbdcopy nbdinfo python3 cmp

@@ -10,6 +10,7 @@
 # left for groups of three and a parity page) widen again once it is back.
 T_TIMEOUT=${T_TIMEOUT:-240}
 . "$(dirname "$0")/lib.sh"
+t_sanitizer_only
 . "$(dirname "$0")/cluster_common.bash"
 . "$(dirname "$0")/nbd_common.bash"
 cluster_swap_test
