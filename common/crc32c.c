@@ -14,8 +14,9 @@
  * by the constants below) plus the data D bits further on, which keeps
  * the message's remainder mod P; the last 64 bytes folded so are a
  * message with the same CRC as all before them, which crc32 finishes.
- * 66 GB/s on 64 KiB buffers here, crc_hw3 29; every frame's payload goes
- * through it on both sides. */
+ * It runs at about twice crc_hw3's speed (66 against 29 GB/s on 64 KiB
+ * buffers on an AMD EPYC); every frame's payload goes through it on both
+ * sides. */
 #include "common/crc32c.h"
 
 #include <errno.h>
@@ -135,8 +136,10 @@ static int have_fold(void)
 }
 
 /* The reflected constants of a fold by D bits: (x^(D+32) mod P) for the
- * low halves, (x^(D-32) mod P) for the high ones, bit-reversed and
- * shifted left by one (crcconst: as Intel's white paper derives them) */
+ * low halves, (x^(D-32) mod P) for the high ones, each bit-reversed as a
+ * 32-bit value and shifted left by one, as in Intel's white paper "Fast
+ * CRC Computation for Generic Polynomials Using PCLMULQDQ" (P the
+ * CRC-32C polynomial 0x11EDC6F41; test_common checks them) */
 #define FOLD_2048_LO 0xdcb17aa4ull
 #define FOLD_2048_HI 0xb9e02b86ull
 #define FOLD_512_LO  0x740eef02ull

@@ -21,7 +21,7 @@ swap_setup() {
   t_require_root
   t_require_cmd nbdfuse losetup mkswap swapon swapoff fusermount3 python3
   touch_bin=$(t_bin nbd-memtouch) || exit 1
-  nbd_is_sanitized "$(t_bin nvswapd)" && t_skip "sanitizer build: no swap to it"
+  t_is_sanitized "$(t_bin nvswapd)" && t_skip "sanitizer build: no swap to it"
   [ -z "$(swapon --noheadings --show)" ] || t_skip "another swap is active"
   cg=/sys/fs/cgroup/memory/nvbench-cluster-swap-$$
   mkdir "$cg" || t_skip "no cgroup v1 memory controller"

@@ -131,9 +131,8 @@ paired() {
 # settle: the last run's background work over before the next run starts,
 # whichever system runs next: no cache of STAT_TARGETS holding dirty bytes
 # (its write-back done; 120 s at most) and the host's dirty page cache on
-# disk (the backing's). Without it a system's write-back of one run fell
-# on the next system's run (GlusterFS's 1 MiB writes at 210-390 MiB/s
-# right after nvcachefs's, 650-740 alone).
+# disk (the backing's): a system's write-back falls on its own runs, never
+# on the next system's.
 settle() {
   local t d end=$((SECONDS + 120))
   for t in "${STAT_TARGETS[@]}"; do

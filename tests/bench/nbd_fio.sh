@@ -23,7 +23,7 @@ runtime=${NBDB_RUNTIME:-8}
 jobs=${NBDB_JOBS:-16}
 targets=${NBDB_TARGETS:-nvswapd nvswapd-flat nbdkit nbdkit-malloc${NBDB_BASE:+ nvswapd-base nvswapd-base-flat}}
 echo "nbd_fio: export $size, ${runtime} s per figure, $jobs jobs, iodepth 16, Unix sockets"
-nbd_is_sanitized "$(t_bin nvswapd)" && echo "WARNING: sanitizer build; figures are meaningless"
+t_is_sanitized "$(t_bin nvswapd)" && echo "WARNING: sanitizer build; figures are meaningless"
 
 start_target() {  # start_target NAME SOCK -> sets tpid, uri
   local t=$1 sock=$2

@@ -18,7 +18,7 @@ VM_MEM=${VM_MEM:-128}
 . "$(dirname "$0")/../vm/guest.bash"
 t_require_root
 t_require_cmd qemu-system-x86_64 nbdkit
-nbd_is_sanitized "$(t_bin nvswapd)" && t_skip "sanitizer build: no swap to it"
+t_is_sanitized "$(t_bin nvswapd)" && t_skip "sanitizer build: no swap to it"
 export NVCACHE_RUN_DIR=$T_DIR/run
 mib=${NBDG_MIB:-160}
 vm_build

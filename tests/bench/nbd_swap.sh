@@ -18,7 +18,7 @@ t_require_cmd nbdfuse nbdkit losetup mkswap swapon swapoff fusermount3 fio pytho
 mib=${NBDS_MIB:-768}
 limit=${NBDS_LIMIT:-256M}
 touch_bin=$(t_bin nbd-memtouch)
-nbd_is_sanitized "$(t_bin nvswapd)" && t_skip "sanitizer build: no swap to it"
+t_is_sanitized "$(t_bin nvswapd)" && t_skip "sanitizer build: no swap to it"
 [ -z "$(swapon --noheadings --show)" ] || t_skip "another swap is active"
 cgroot=/sys/fs/cgroup/memory
 cg=$cgroot/nvbench-nbd-swap-$$

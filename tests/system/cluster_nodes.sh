@@ -191,7 +191,7 @@ t_log "node 4's memory grew by $per B per stored page"
 # up to 1.5 KiB over the page for the allocator's headers; ASan's
 # allocator and redzones take 5.7 KiB per page (8 KiB pages gave more)
 limit=5632
-grep -qa __asan_init "$(t_bin nvcached)" && limit=7680
+t_is_sanitized "$(t_bin nvcached)" && limit=7680
 [ "$per" -ge 4096 ] && [ "$per" -le $limit ] || t_fail "node 4 grew by $per B per 4 KiB page stored (want 4096..$limit)"
 "$client" --cluster "$conf" --node 4 --owner 9 drop 0 32768 >/dev/null || t_fail "drop on node 4"
 

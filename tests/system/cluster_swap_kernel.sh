@@ -20,7 +20,7 @@ nvswapd=$(t_bin nvswapd) || exit 1
 nvcached=$(t_bin nvcached) || exit 1
 touch_bin=$(t_bin nbd-memtouch) || exit 1
 ctl=$(t_bin nvcachectl) || exit 1
-nbd_is_sanitized "$nvswapd" &&
+t_is_sanitized "$nvswapd" &&
   t_skip "sanitizer build: no mlockall under ASan, and a swap daemon whose own memory can be swapped to itself may deadlock the kernel"
 [ "$(wc -l </proc/swaps)" -le 1 ] &&
   [ -z "$(swapon --noheadings --show 2>/dev/null)" ] ||

@@ -66,13 +66,18 @@ t_skip() { echo "[$T_NAME] SKIP: $*" >&2; exit 77; }
 t_require_root() { [ "$(id -u)" -eq 0 ] || t_skip "needs root"; }
 t_require_cmd() { local c; for c in "$@"; do command -v "$c" >/dev/null || t_skip "needs $c"; done; }
 
+# t_is_sanitized BIN: built with ASan (gcc links libasan, clang embeds its
+# runtime: both leave __asan_init in the binary). No pipe: pipefail +
+# grep -q would misreport.
+t_is_sanitized() { grep -qa __asan_init "$1"; }
+
 # t_sanitizer_only: a long test whose plain-build run adds little to
 # its sanitizer-build run skips the plain build when tests/run.sh runs the
 # sanitizer build too (NVCACHE_RUN_BUILDS), to keep the whole run within
 # CI's time; run alone, or with NVCACHE_TEST_EVERY_BUILD=1, it runs in any.
 t_sanitizer_only() {
   [[ -z ${NVCACHE_TEST_EVERY_BUILD:-} && " ${NVCACHE_RUN_BUILDS:-} " == *" build-san "* ]] || return 0
-  grep -qa __asan_init "$(t_bin nvcachectl)" ||
+  t_is_sanitized "$(t_bin nvcachectl)" ||
     t_skip "long: run in the sanitizer build only (NVCACHE_TEST_EVERY_BUILD=1 runs it here too)"
 }
 

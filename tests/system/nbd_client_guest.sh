@@ -45,7 +45,7 @@ grep -qF -- '-unix $sock "$1" -N "$export_name" -b 4096 -t "$timeout" -swap' "$T
   grep -qF -- 'step swapon $swapon --discard=pages "$1"' "$T_ROOT/tests/vm/init.sh" ||
   t_fail "tests/vm/init.sh no longer runs README's nbd-client/swapon commands"
 nvswapd=$(t_bin nvswapd) || exit 1
-nbd_is_sanitized "$nvswapd" &&
+t_is_sanitized "$nvswapd" &&
   t_skip "sanitizer build: nvswapd cannot mlockall under ASan (the plain build runs this guest test)"
 export NVCACHE_RUN_DIR=$T_DIR/run
 [ -n "${NBDG_KEEP:-}" ] && t_cleanup "mkdir -p $NBDG_KEEP; cp $T_DIR/guest-* $T_DIR/*.log $NBDG_KEEP/"

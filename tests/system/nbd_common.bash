@@ -28,8 +28,3 @@ nbd_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# Built with ASan (gcc links libasan, clang embeds its runtime: both leave
-# __asan_init in the binary). No pipe: pipefail + grep -q would misreport.
-nbd_is_sanitized() {
-  grep -qa __asan_init "$1"
-}

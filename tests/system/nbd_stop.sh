@@ -31,7 +31,7 @@ t_log "in-flight WRITE answered, later requests ESHUTDOWN, exit 0 in $((SECONDS 
 # minute here and a signal waited for all of it (a 1 TiB export: a
 # minute). The files the start made are removed.
 bin=$(t_bin nvswapd)
-if nbd_is_sanitized "$bin"; then
+if t_is_sanitized "$bin"; then
   t_log "SIGTERM during start-up: skipped (an ASan build does not mlockall)"
   echo ok
   exit 0

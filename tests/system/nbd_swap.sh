@@ -16,7 +16,7 @@ t_require_root
 t_require_cmd nbdfuse losetup mkswap swapon swapoff fusermount3
 nvswapd=$(t_bin nvswapd)
 touch_bin=$(t_bin nbd-memtouch)
-nbd_is_sanitized "$nvswapd" &&
+t_is_sanitized "$nvswapd" &&
   t_skip "sanitizer build: nvswapd cannot mlockall under ASan, and a swap daemon whose own memory can be swapped to itself may deadlock the kernel"
 [ "$(wc -l </proc/swaps)" -le 1 ] &&
   [ -z "$(swapon --noheadings --show 2>/dev/null)" ] ||
