@@ -45,11 +45,15 @@ void fdwait_kick(struct fs_fdwait *w)
 	pthread_mutex_unlock(&w->lk);
 }
 
-bool fdwait_next_kick(struct fs_fdwait *w)
+bool fdwait_next_kick(struct fs_fdwait *w, uint64_t within_ns)
 {
+	struct timespec until;
+
+	clock_deadline(&until, within_ns);
 	pthread_mutex_lock(&w->lk);
 	while (atomic_load(&w->on) && !w->kicked)
-		pthread_cond_wait(&w->kick_cv, &w->lk);
+		if (pthread_cond_timedwait(&w->kick_cv, &w->lk, &until) == ETIMEDOUT)
+			break;
 	bool on = atomic_load(&w->on);
 	w->kicked = false;
 	atomic_store(&w->pending, false);

@@ -11,7 +11,10 @@
  * nobody uses (d_prune_aliases): not a working directory, a mount point,
  * an open file or a directory with cached children. Inodes left with none
  * are evicted, FORGET comes, and itab_forget closes the fd; a later use is
- * one lookup again. It takes no directory lock, so it never waits for a
+ * one lookup again. Every 2 s it also asks to prune the idle inodes whose
+ * backing file has no link left (sweep_gone): a file removed through
+ * another node's mount stays looked up in this kernel otherwise, and its
+ * fd here keeps its space on the backing. It takes no directory lock, so it never waits for a
  * request in flight (FUSE_NOTIFY_INVAL_ENTRY would, and can hang the
  * daemon at SIGTERM; it also detaches mounts on the entries it drops).
  *
@@ -22,6 +25,7 @@
 #define FUSE_USE_VERSION 314
 #include "fs/fs.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -46,12 +50,15 @@ struct notify_prune_out {
 };
 
 #define BATCH 512
+/* how often the table is scanned for files removed elsewhere */
+#define GONE_EVERY_NS 2000000000ull
 
 struct fs_forget {
 	struct fs *fs;
 	struct fuse_session *se;
 	pthread_t th;
 	struct log_limit said;   /* the sweep's line, once a minute */
+	bool no_prune;           /* the kernel refused FUSE_NOTIFY_PRUNE */
 };
 
 /* Ask the kernel to prune n node ids. 0, or -errno. */
@@ -112,6 +119,27 @@ static bool sweep(struct fs_forget *f, uint64_t *batch)
 	return true;
 }
 
+/* Ask the kernel to forget the idle inodes whose backing file is gone
+ * (itab_gone): removed through another node's mount, a file stays
+ * looked up here while this kernel keeps the old name's dentry, which it
+ * drops only under memory pressure, and the fd here keeps the removed
+ * file's space and pages on the backing. A later lookup of the name
+ * finds it gone, whether the kernel pruned it or not. */
+static void sweep_gone(struct fs_forget *f, uint64_t *batch)
+{
+	struct fs *fs = f->fs;
+	if (f->no_prune)
+		return;
+	size_t n = itab_gone(fs, batch, BATCH);
+	int r = n ? send_prune(f, batch, n) : -EAGAIN;
+	if (r == -EINVAL)
+		f->no_prune = true;   /* (sweep says why, if it ever must) */
+	if (r == 0) {
+		atomic_fetch_add(&fs->st.forget_gone, n);
+		log_debug("asked the kernel to forget %zu files removed elsewhere", n);
+	}
+}
+
 static void *forget_main(void *arg)
 {
 	struct fs_forget *f = arg;
@@ -123,7 +151,12 @@ static void *forget_main(void *arg)
 		fdwait_set_on(&fs->fdw, false);
 		return NULL;
 	}
-	while (fdwait_next_kick(&fs->fdw)) {
+	uint64_t gone_at = 0;
+	while (fdwait_next_kick(&fs->fdw, GONE_EVERY_NS)) {
+		if (clock_now_ns() - gone_at >= GONE_EVERY_NS) {
+			sweep_gone(f, batch);
+			gone_at = clock_now_ns();
+		}
 		bool found = sweep(f, batch);
 		/* The FORGETs come back over the next moments: counted again
 		 * before then, the same inodes would be asked for again; and

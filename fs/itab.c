@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A prime: the hash is taken modulo it. */
@@ -193,6 +194,28 @@ size_t itab_idle(struct fs *fs, uint64_t *out, size_t max)
 		fs->idle_hand = (fs->idle_hand + 1) % fs->itab_size;
 		/* let lookups in now and then: a lap is 64K buckets */
 		if (k % 4096 == 4095) {
+			pthread_mutex_unlock(&fs->itab_lk);
+			pthread_mutex_lock(&fs->itab_lk);
+		}
+	}
+	pthread_mutex_unlock(&fs->itab_lk);
+	return n;
+}
+
+size_t itab_gone(struct fs *fs, uint64_t *out, size_t max)
+{
+	size_t n = 0;
+	struct stat st;
+
+	pthread_mutex_lock(&fs->itab_lk);
+	for (size_t h = 0; h < fs->itab_size && n < max; h++) {
+		for (struct fs_inode *i = fs->itab[h]; i && n < max; i = i->hnext)
+			/* (in the table under itab_lk: its fd is open) */
+			if (!i->refs && i->nlookup && fstat(i->fd, &st) == 0 &&
+			    st.st_nlink == 0)
+				out[n++] = (uint64_t)(uintptr_t)i;
+		/* let lookups in now and then */
+		if (h % 1024 == 1023) {
 			pthread_mutex_unlock(&fs->itab_lk);
 			pthread_mutex_lock(&fs->itab_lk);
 		}

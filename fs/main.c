@@ -492,6 +492,7 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "cached_files", bst.objs_used },
 		{ "inodes_held", itab_count(fs) },
 		{ "forget_requests", atomic_load(&s->forget_asks) },
+		{ "forget_removed_elsewhere", atomic_load(&s->forget_gone) },
 		{ "writeback_fd_closes", atomic_load(&s->wb_fd_steals) },
 		{ "spliced_write_bytes", atomic_load(&s->spliced) },
 		{ "read_ops", atomic_load(&s->read_ops) },

@@ -8,7 +8,8 @@
 # sync-barrier-sync, O_APPEND from three nodes (in turn and at once),
 # write-back of every byte by the blocks' owners after
 # the last close, a file unlinked while open on two nodes that writes
-# nothing to the backing (fscl_ops.py has the steps), the layout xattr,
+# nothing to the backing (fscl_ops.py has the steps), a file removed
+# through one node that another node's mount lets go of, the layout xattr,
 # the file cache lines of nvcachectl status --cluster, fsx_ops.py's
 # random operations spread over two mounts against a plain directory,
 # fcntl and flock locks between processes on different nodes
@@ -179,6 +180,21 @@ sleep 1  # past the write-back delay
 [ "$(sum fcache_dirty_bytes)" -eq 0 ] || t_fail "the unlinked file's blocks stay dirty"
 [ "$(sum fcache_dropped_files)" -gt "$dropped" ] || t_fail "no node dropped the unlinked file"
 t_log "unlinked while open: dropped everywhere, nothing written back"
+
+# Removed through one node's mount, a file another node's mount read
+# keeps no descriptor there (nor so its space on the backing): that
+# mount has its kernel forget it, which nothing else would make it do.
+held_gone() { ls -l "/proc/${mpid[2]}/fd" 2>/dev/null | grep -c "$T_DIR/b/gone (deleted)"; }
+head -c $((4 << 20)) /dev/urandom >"${m[0]}/gone"
+cmp -s "${m[0]}/gone" "${m[1]}/gone" || t_fail "gone: node 2 does not read node 1's file"
+gone0=$(mstat "${m[1]}" forget_removed_elsewhere)
+rm "${m[0]}/gone"
+t_wait 10 eval '[ "$(held_gone)" = 0 ]' ||
+  t_fail "node 2's mount still holds the removed file: $(ls -l "/proc/${mpid[2]}/fd" | grep deleted)"
+[ "$(mstat "${m[1]}" forget_removed_elsewhere)" -gt "$gone0" ] ||
+  t_fail "gone: forget_removed_elsewhere did not count it"
+[ ! -e "${m[1]}/gone" ] || t_fail "gone: node 2 still sees the removed file"
+t_log "removed through node 1: node 2's mount let go of it"
 
 # fcntl and flock locks between processes on different nodes
 # (fscl_locks.py): held, refused, waited for, released by kill and close
