@@ -177,6 +177,12 @@ static void iov_advance(struct msghdr *mh, size_t n)
 int conn_sendv(struct conn *c, const struct frame_hdr *h, const struct iovec *pl,
 	       unsigned npl)
 {
+	return conn_sendv_more(c, h, pl, npl, false);
+}
+
+int conn_sendv_more(struct conn *c, const struct frame_hdr *h,
+		    const struct iovec *pl, unsigned npl, bool more)
+{
 	struct iovec iov[CONN_MAX_IOV + 1];
 
 	if (npl > CONN_MAX_IOV)
@@ -191,7 +197,7 @@ int conn_sendv(struct conn *c, const struct frame_hdr *h, const struct iovec *pl
 	size_t left = (size_t)hl + h->payload_len;
 
 	while (left) {
-		ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
