@@ -158,6 +158,9 @@ struct frame_lock {
 #define FRAME_FILE_MTIME_PAY 32768u /* SETSIZE with MTIME: size is a write's
 				     * time, taken only if the home's mtime
 				     * did not change since (fcache.h) */
+#define FRAME_FILE_RUN   65536u /* WRITE: more WRITEs of the same run
+				* follow on this connection: the reply
+				* may wait to go out with theirs */
 /* MARK (owner -> shadow; off: the owner's node index, size: a sequence
  * number, cluster/fmarks.h): */
 #define FRAME_MARK_SET        1u  /* blk of obj (or the payload's blocks)

@@ -366,22 +366,12 @@ static bool input_waiting(const struct inbound *ib)
 	return poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN);
 }
 
-/* After serving a request: the peer's next request already here (a run:
- * the reply may wait for the next one's, MSG_MORE), and has the peer
- * hung up behind it (peer_hung_up, in the same poll)? */
-static void peer_next(const struct inbound *ib, bool *waiting, bool *hung)
+/* A reply that may wait for the next one's (MSG_MORE): a WRITE of a run
+ * whose sender says more follow (FRAME_FILE_RUN), and waits for all of
+ * them, so that a run's replies wake it once. */
+static bool reply_waits(const struct frame_hdr *req)
 {
-	struct pollfd pf = { .fd = ib->c.fd, .events = POLLIN | POLLRDHUP };
-	bool r = poll(&pf, 1, 0) > 0;
-	*hung = r && (pf.revents & (POLLRDHUP | POLLHUP));
-	*waiting = r && (pf.revents & POLLIN) && !*hung;
-}
-
-/* The replies a mount waits for in runs: a file's blocks, read or
- * written, a request each, pipelined. */
-static bool run_reply(uint32_t type)
-{
-	return type == FT_FILE_WRITE;
+	return req->type == FT_FILE_WRITE && (req->fop.flags & FRAME_FILE_RUN);
 }
 
 /* Has the peer hung up (its FIN arrived, maybe behind requests not read
@@ -390,12 +380,6 @@ static bool peer_hung_up(const struct inbound *ib)
 {
 	struct pollfd pf = { .fd = ib->c.fd, .events = POLLRDHUP };
 	return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP));
-}
-
-static void log_hung_up(const struct inbound *ib)
-{
-	log_info("%s hung up with requests not yet served: dropped "
-		 "(the sender gave up on them)", ib->c.peer);
 }
 
 static void conn_slot_release(struct node *n, int slot)
@@ -449,9 +433,6 @@ static void *inbound_main(void *arg)
 	int one = 1;
 	setsockopt(ib->c.fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 
-	/* the last reply's poll found this request waiting, the peer not
-	 * gone: no second look before serving it */
-	bool polled = false;
 	for (;;) {
 		const uint8_t *payload;
 		bool close_after = false;
@@ -490,11 +471,11 @@ static void *inbound_main(void *arg)
 		 * pages another way. Served now, a store or a parity delta
 		 * would undo that; a late delta XORed into a parity page
 		 * already right, and the next failure rebuilt wrong bytes. */
-		if (!polled && peer_hung_up(ib)) {
-			log_hung_up(ib);
+		if (peer_hung_up(ib)) {
+			log_info("%s hung up with requests not yet served: dropped "
+				 "(the sender gave up on them)", ib->c.peer);
 			break;
 		}
-		polled = false;
 		/* Overwrites go on while more requests wait: their parity
 		 * updates overlap; anything else waits for their replies. */
 		if (ib->req.type == FT_PAGE_OVERWRITE && ib->req.kind == FK_DATA &&
@@ -516,29 +497,24 @@ static void *inbound_main(void *arg)
 		}
 		if (ow_flush(ib))
 			break;
-		bool drop = false, hung = false;
+		bool drop = false;
 		const void *out = serve(ib, payload, &close_after, &drop);
 		if (drop)
 			break;
-		if (run_reply(ib->req.type) && !close_after)
-			peer_next(ib, &polled, &hung);
+		bool more = reply_waits(&ib->req) && !close_after;
 		struct iovec pl = { (void *)out, ib->rep.payload_len };
 		if (ib->frd.niov && ib->rep.status == FS_OK)
 			rc = conn_sendv_more(&ib->c, &ib->rep, ib->frd.iov,
-					     ib->frd.niov, polled);
+					     ib->frd.niov, more);
 		else if (ib->rep.payload_len && !out)
 			rc = -EINVAL;
 		else
 			rc = conn_sendv_more(&ib->c, &ib->rep, &pl,
-					     ib->rep.payload_len ? 1 : 0, polled);
+					     ib->rep.payload_len ? 1 : 0, more);
 		if (n->fc)
 			fcache_read_done(n->fc, &ib->frd);
 		if (rc || close_after)
 			break;
-		if (hung) {
-			log_hung_up(ib);
-			break;
-		}
 	}
 out:
 	/* Leave the slot table before closing: node_stop must never shut

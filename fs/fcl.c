@@ -285,33 +285,51 @@ static void call_round(struct fcl *c, struct fcl_req *r, unsigned n, bool *more)
 {
 	struct cluster_client *cl[CONFIG_MAX_NODES] = { 0 };
 	bool broken[CONFIG_MAX_NODES] = { 0 };
-	unsigned sent[CONFIG_MAX_NODES] = { 0 };
 	unsigned *order = calloc(n ? n : 1, sizeof(*order)), no = 0;
 
 	*more = false;
 	if (!order)
 		return;
+	/* this round's requests, node by node: their WRITEs but each
+	 * node's last say more follow (FRAME_FILE_RUN: the replies come
+	 * together) */
+	unsigned *pick = calloc(n ? n : 1, sizeof(*pick)), np = 0, left[CONFIG_MAX_NODES] = { 0 };
+	if (!pick) {
+		free(order);
+		return;
+	}
 	for (uint32_t i = 0; i < c->n; i++)
 		for (unsigned k = 0; k < n; k++) {
-			if (r[k].idx != i || r[k].rc != 1 || broken[i])
+			if (r[k].idx != i || r[k].rc != 1)
 				continue;
-			if (sent[i] == CLUSTER_CLIENT_MAX_INFLIGHT) {
+			if (left[i] == CLUSTER_CLIENT_MAX_INFLIGHT) {
 				*more = true;
 				continue;
 			}
-			if (!cl[i] && conn_get(c, &c->nodes[i], &cl[i])) {
-				r[k].rc = -EIO;
-				r[k].down = true;
-				continue;
-			}
-			if (cluster_client_file_start(cl[i], r[k].type, &r[k].f, r[k].pl,
-						      r[k].npl)) {
-				broken[i] = true;
-				continue;
-			}
-			sent[i]++;
-			order[no++] = k;
+			left[i]++;
+			pick[np++] = k;
 		}
+	for (unsigned j = 0; j < np; j++) {
+		unsigned k = pick[j];
+		uint32_t i = r[k].idx;
+		struct frame_fop f = r[k].f;
+		if (--left[i] && r[k].type == FT_FILE_WRITE)
+			f.flags |= FRAME_FILE_RUN;
+		if (broken[i])
+			continue;
+		if (!cl[i] && conn_get(c, &c->nodes[i], &cl[i])) {
+			r[k].rc = -EIO;
+			r[k].down = true;
+			continue;
+		}
+		if (cluster_client_file_start(cl[i], r[k].type, &f, r[k].pl,
+					      r[k].npl)) {
+			broken[i] = true;
+			continue;
+		}
+		order[no++] = k;
+	}
+	free(pick);
 	for (unsigned j = 0; j < no; j++) {
 		struct fcl_req *q = &r[order[j]];
 		if (broken[q->idx])
