@@ -293,7 +293,8 @@ static void call_round(struct fcl *c, struct fcl_req *r, unsigned n, bool *more)
 	/* this round's requests, node by node: their WRITEs but each
 	 * node's last say more follow (FRAME_FILE_RUN: the replies come
 	 * together) */
-	unsigned *pick = calloc(n ? n : 1, sizeof(*pick)), np = 0, left[CONFIG_MAX_NODES] = { 0 };
+	unsigned *pick = calloc(n ? n : 1, sizeof(*pick)), np = 0;
+	unsigned left[CONFIG_MAX_NODES] = { 0 };
 	if (!pick) {
 		free(order);
 		return;

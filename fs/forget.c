@@ -4,17 +4,17 @@
  * The kernel forgets a FUSE inode when its last dentry goes, and it drops
  * unused dentries only under memory pressure: left alone, a tar of 25,000
  * files into the mount holds 25,000 fds open here, past the usual hard
- * limit. Past
- * fs->inode_high this thread sends the kernel FUSE_NOTIFY_PRUNE with the
- * node ids of idle inodes (no open handle, no queued write-back, no
- * request since the previous scan). The kernel drops only the dentries
- * nobody uses (d_prune_aliases): not a working directory, a mount point,
- * an open file or a directory with cached children. Inodes left with none
- * are evicted, FORGET comes, and itab_forget closes the fd; a later use is
- * one lookup again. Every 2 s it also asks to prune the idle inodes whose
- * backing file has no link left (sweep_gone): a file removed through
- * another node's mount stays looked up in this kernel otherwise, and its
- * fd here keeps its space on the backing. It takes no directory lock, so it never waits for a
+ * limit. Past fs->inode_high this thread sends the kernel
+ * FUSE_NOTIFY_PRUNE with the node ids of idle inodes (no open handle, no
+ * queued write-back, no request since the previous scan). The kernel
+ * drops only the dentries nobody uses (d_prune_aliases): not a working
+ * directory, a mount point, an open file or a directory with cached
+ * children. Inodes left with none are evicted, FORGET comes, and
+ * itab_forget closes the fd; a later use is one lookup again. Every 2 s
+ * it also asks to prune the idle inodes whose backing file has no link
+ * left (sweep_gone): a file removed through another node's mount stays
+ * looked up in this kernel otherwise, and its fd here keeps its space on
+ * the backing. A prune takes no directory lock, so it never waits for a
  * request in flight (FUSE_NOTIFY_INVAL_ENTRY would, and can hang the
  * daemon at SIGTERM; it also detaches mounts on the entries it drops).
  *
