@@ -368,10 +368,20 @@ static bool input_waiting(const struct inbound *ib)
 
 /* A reply that may wait for the next one's (MSG_MORE): a WRITE of a run
  * whose sender says more follow (FRAME_FILE_RUN), and waits for all of
- * them, so that a run's replies wake it once. */
-static bool reply_waits(const struct frame_hdr *req)
+ * them, so that a run's replies wake it once. Replies are held 100 ms at
+ * most (then the next goes at once, and the held ones with it), so that
+ * a run of writes that each wait for room (a full cache) does not keep
+ * the first reply past the sender's timeout. *held_at: when the oldest
+ * reply held went, 0 if none. */
+#define HOLD_MAX_NS 100000000ull
+static bool reply_waits(const struct frame_hdr *req, uint64_t *held_at)
 {
-	return req->type == FT_FILE_WRITE && (req->fop.flags & FRAME_FILE_RUN);
+	if (req->type != FT_FILE_WRITE || !(req->fop.flags & FRAME_FILE_RUN))
+		return false;
+	uint64_t now = clock_now_ns();
+	if (!*held_at)
+		*held_at = now;
+	return now - *held_at < HOLD_MAX_NS;
 }
 
 /* Has the peer hung up (its FIN arrived, maybe behind requests not read
@@ -433,6 +443,7 @@ static void *inbound_main(void *arg)
 	int one = 1;
 	setsockopt(ib->c.fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 
+	uint64_t held_at = 0;
 	for (;;) {
 		const uint8_t *payload;
 		bool close_after = false;
@@ -501,7 +512,9 @@ static void *inbound_main(void *arg)
 		const void *out = serve(ib, payload, &close_after, &drop);
 		if (drop)
 			break;
-		bool more = reply_waits(&ib->req) && !close_after;
+		bool more = !close_after && reply_waits(&ib->req, &held_at);
+		if (!more)
+			held_at = 0;
 		struct iovec pl = { (void *)out, ib->rep.payload_len };
 		if (ib->frd.niov && ib->rep.status == FS_OK)
 			rc = conn_sendv_more(&ib->c, &ib->rep, ib->frd.iov,

@@ -45,7 +45,7 @@ void fdwait_kick(struct fs_fdwait *w)
 	pthread_mutex_unlock(&w->lk);
 }
 
-bool fdwait_next_kick(struct fs_fdwait *w, uint64_t within_ns)
+bool fdwait_next_kick(struct fs_fdwait *w, uint64_t within_ns, bool *kicked)
 {
 	struct timespec until;
 
@@ -55,6 +55,7 @@ bool fdwait_next_kick(struct fs_fdwait *w, uint64_t within_ns)
 		if (pthread_cond_timedwait(&w->kick_cv, &w->lk, &until) == ETIMEDOUT)
 			break;
 	bool on = atomic_load(&w->on);
+	*kicked = w->kicked;
 	w->kicked = false;
 	atomic_store(&w->pending, false);
 	pthread_mutex_unlock(&w->lk);

@@ -158,7 +158,7 @@ struct fs_stats {
 	atomic_uint_fast64_t backing_errors, bp_waits, dropped_unlinked;
 	atomic_uint_fast64_t recovered_files, recovered_bytes;
 	atomic_uint_fast64_t forget_asks;
-	atomic_uint_fast64_t forget_gone;   /* asks for inodes removed elsewhere */
+	atomic_uint_fast64_t forget_gone;   /* node ids sent as removed elsewhere */
 	/* data fds the write-back closed to get one when out (engine.c) */
 	atomic_uint_fast64_t wb_fd_steals;
 	atomic_uint_fast64_t spliced;   /* write bytes read from the pipe */
@@ -204,6 +204,7 @@ struct fs {
 	size_t itab_size;
 	uint64_t ninodes;          /* in itab, each holding an O_PATH fd */
 	size_t idle_hand;          /* itab_idle's clock hand */
+	size_t gone_hand;          /* itab_gone's */
 	/* more inodes than inode_high: ask the kernel to forget idle ones
 	 * down to inode_low (forget.c) */
 	uint64_t inode_high, inode_low;
@@ -253,9 +254,9 @@ void fdwait_destroy(struct fs_fdwait *w);
 void fdwait_set_on(struct fs_fdwait *w, bool on);
 /* Wake the forget thread: the table is past inode_high, or an open waits. */
 void fdwait_kick(struct fs_fdwait *w);
-/* For the forget thread: wait for a kick, within_ns at most; false once
- * off. */
-bool fdwait_next_kick(struct fs_fdwait *w, uint64_t within_ns);
+/* For the forget thread: wait for a kick, within_ns at most (*kicked
+ * says whether one came); false once off. */
+bool fdwait_next_kick(struct fs_fdwait *w, uint64_t within_ns, bool *kicked);
 /* An open just failed with errno: if it was EMFILE or ENFILE and the
  * forget thread runs, kick it, wait for an inode to be freed and return
  * true: the caller tries again (*tries counts). errno is kept. */
@@ -348,13 +349,15 @@ uint64_t itab_count(struct fs *fs);
  * previous scan: a clock hand over the table, an inode touched since the
  * last pass is spared once. For forget.c. */
 size_t itab_idle(struct fs *fs, uint64_t *out, size_t max);
-/* The node ids of up to max inodes that the kernel holds and nothing here
- * uses whose backing file has no link left: removed through another
- * node's mount (or in the backing itself), which this kernel does not
- * know. It keeps such an inode while it keeps the old name's dentry, so
- * this daemon keeps its fd, and the backing keeps the removed file's
- * space and pages. One pass over the table (an fstat each). For forget.c. */
-size_t itab_gone(struct fs *fs, uint64_t *out, size_t max);
+/* Of the next look inodes (a clock hand over the table) that the kernel
+ * holds and nothing here uses, the node ids of up to max whose backing
+ * file has no link left (or that an NFS backing no longer knows: ESTALE):
+ * removed through another node's mount, or in the backing itself, which
+ * this kernel does not know. It keeps such an inode while it keeps the
+ * old name's dentry, so this daemon keeps its fd, and a local backing
+ * the removed file's space and pages. An fstat each, with refs held and
+ * no lock. For forget.c. */
+size_t itab_gone(struct fs *fs, uint64_t *out, size_t max, size_t look);
 /* Up to max inodes other than skip that hold a data fd and have no open
  * handle, each with a ref (a hint: the caller checks under their locks). */
 size_t itab_datafd_holders(struct fs *fs, const struct fs_inode *skip,

@@ -202,25 +202,35 @@ size_t itab_idle(struct fs *fs, uint64_t *out, size_t max)
 	return n;
 }
 
-size_t itab_gone(struct fs *fs, uint64_t *out, size_t max)
+size_t itab_gone(struct fs *fs, uint64_t *out, size_t max, size_t look)
 {
-	size_t n = 0;
+	struct fs_inode **cand = malloc((look ? look : 1) * sizeof(*cand));
+	size_t nc = 0, n = 0;
 	struct stat st;
 
+	if (!cand)
+		return 0;
+	/* refs to the next idle inodes after the hand, then fstat with no
+	 * lock held (on a network backing it is a call to its server) */
 	pthread_mutex_lock(&fs->itab_lk);
-	for (size_t h = 0; h < fs->itab_size && n < max; h++) {
-		for (struct fs_inode *i = fs->itab[h]; i && n < max; i = i->hnext)
-			/* (in the table under itab_lk: its fd is open) */
-			if (!i->refs && i->nlookup && fstat(i->fd, &st) == 0 &&
-			    st.st_nlink == 0)
-				out[n++] = (uint64_t)(uintptr_t)i;
-		/* let lookups in now and then */
-		if (h % 1024 == 1023) {
-			pthread_mutex_unlock(&fs->itab_lk);
-			pthread_mutex_lock(&fs->itab_lk);
-		}
+	for (size_t k = 0; k < fs->itab_size && nc < look; k++) {
+		for (struct fs_inode *i = fs->itab[fs->gone_hand]; i && nc < look;
+		     i = i->hnext)
+			if (!i->refs && i->nlookup) {
+				i->refs++;
+				cand[nc++] = i;
+			}
+		fs->gone_hand = (fs->gone_hand + 1) % fs->itab_size;
 	}
 	pthread_mutex_unlock(&fs->itab_lk);
+	for (size_t k = 0; k < nc && n < max; k++)
+		/* no link left; or, on NFS, the server no longer knows it */
+		if (fstat(cand[k]->fd, &st) == 0 ? st.st_nlink == 0
+						  : errno == ESTALE || errno == ENOENT)
+			out[n++] = (uint64_t)(uintptr_t)cand[k];
+	for (size_t k = 0; k < nc; k++)
+		itab_unref(fs, cand[k]);
+	free(cand);
 	return n;
 }
 
