@@ -151,11 +151,17 @@ int conn_connect(struct conn *c, const char *host, uint16_t port,
 
 int conn_send(struct conn *c, const struct frame_hdr *h, const void *payload)
 {
+	return conn_send_more(c, h, payload, false);
+}
+
+int conn_send_more(struct conn *c, const struct frame_hdr *h,
+		   const void *payload, bool more)
+{
 	struct iovec iov = { .iov_base = (void *)payload, .iov_len = h->payload_len };
 
 	if (h->payload_len && !payload)
 		return -EINVAL;
-	return conn_sendv(c, h, &iov, h->payload_len ? 1 : 0);
+	return conn_sendv_more(c, h, &iov, h->payload_len ? 1 : 0, more);
 }
 
 /* Move mh's iovecs past n bytes done (sent or received). */

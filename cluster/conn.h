@@ -55,10 +55,12 @@ int conn_send(struct conn *c, const struct frame_hdr *h, const void *payload);
 #define CONN_MAX_IOV (FRAME_BATCH_MAX + 1)
 int conn_sendv(struct conn *c, const struct frame_hdr *h, const struct iovec *pl,
 	       unsigned npl);
-/* conn_sendv, and with more the frame may wait in the socket (MSG_MORE)
- * until a later send without it: the caller sends one soon (the next
- * reply of a run of requests that wait), so that a run's replies go out
- * together and wake the peer once. */
+/* conn_send and conn_sendv, and with more the frame may wait in the
+ * socket (MSG_MORE) until a later send without it: the caller sends one
+ * soon (the next reply of a run of requests that wait), so that a run's
+ * replies go out together and wake the peer once. */
+int conn_send_more(struct conn *c, const struct frame_hdr *h,
+		   const void *payload, bool more);
 int conn_sendv_more(struct conn *c, const struct frame_hdr *h,
 		    const struct iovec *pl, unsigned npl, bool more);
 /* Receive one frame into *h. 0, or:

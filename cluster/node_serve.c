@@ -515,15 +515,11 @@ static void *inbound_main(void *arg)
 		bool more = !close_after && reply_waits(&ib->req, &held_at);
 		if (!more)
 			held_at = 0;
-		struct iovec pl = { (void *)out, ib->rep.payload_len };
 		if (ib->frd.niov && ib->rep.status == FS_OK)
 			rc = conn_sendv_more(&ib->c, &ib->rep, ib->frd.iov,
 					     ib->frd.niov, more);
-		else if (ib->rep.payload_len && !out)
-			rc = -EINVAL;
 		else
-			rc = conn_sendv_more(&ib->c, &ib->rep, &pl,
-					     ib->rep.payload_len ? 1 : 0, more);
+			rc = conn_send_more(&ib->c, &ib->rep, out, more);
 		if (n->fc)
 			fcache_read_done(n->fc, &ib->frd);
 		if (rc || close_after)

@@ -206,6 +206,8 @@ int crc32c_variant(int v, uint32_t crc, const void *buf, size_t len,
 		   uint32_t *out)
 {
 	uint32_t (*f)(uint32_t, const unsigned char *, size_t) = crc_sw;
+	if (v < 0 || v > 3)
+		return -EINVAL;
 #if defined(__x86_64__)
 	if ((v > 0 && !has_hw) || (v == 3 && !has_fold))
 		return -ENOTSUP;
@@ -214,8 +216,6 @@ int crc32c_variant(int v, uint32_t crc, const void *buf, size_t len,
 	if (v > 0)
 		return -ENOTSUP;
 #endif
-	if (v < 0 || v > 3)
-		return -EINVAL;
 	*out = ~f(~crc, buf, len);
 	return 0;
 }

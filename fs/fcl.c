@@ -290,15 +290,11 @@ static void call_round(struct fcl *c, struct fcl_req *r, unsigned n, bool *more)
 	*more = false;
 	if (!order)
 		return;
-	/* this round's requests, node by node: their WRITEs but each
-	 * node's last say more follow (FRAME_FILE_RUN: the replies come
-	 * together) */
-	unsigned *pick = calloc(n ? n : 1, sizeof(*pick)), np = 0;
-	unsigned left[CONFIG_MAX_NODES] = { 0 };
-	if (!pick) {
-		free(order);
-		return;
-	}
+	/* this round's requests, node by node, into order; then sent, those
+	 * sent kept in order (in place: never more than were picked). Their
+	 * WRITEs but each node's last say more follow (FRAME_FILE_RUN: the
+	 * replies come together) */
+	unsigned np = 0, left[CONFIG_MAX_NODES] = { 0 };
 	for (uint32_t i = 0; i < c->n; i++)
 		for (unsigned k = 0; k < n; k++) {
 			if (r[k].idx != i || r[k].rc != 1)
@@ -308,10 +304,10 @@ static void call_round(struct fcl *c, struct fcl_req *r, unsigned n, bool *more)
 				continue;
 			}
 			left[i]++;
-			pick[np++] = k;
+			order[np++] = k;
 		}
 	for (unsigned j = 0; j < np; j++) {
-		unsigned k = pick[j];
+		unsigned k = order[j];
 		uint32_t i = r[k].idx;
 		struct frame_fop f = r[k].f;
 		if (--left[i] && r[k].type == FT_FILE_WRITE)
@@ -330,7 +326,6 @@ static void call_round(struct fcl *c, struct fcl_req *r, unsigned n, bool *more)
 		}
 		order[no++] = k;
 	}
-	free(pick);
 	for (unsigned j = 0; j < no; j++) {
 		struct fcl_req *q = &r[order[j]];
 		if (broken[q->idx])
