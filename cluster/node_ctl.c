@@ -86,6 +86,11 @@ ssize_t ctl_stats(struct node *n, char *out, size_t outlen)
 	outbuf_printf(o, "auth_failures: %" PRIu64 "\n", (uint64_t)atomic_load(&n->auth_failures));
 	outbuf_printf(o, "bad_frames: %" PRIu64 "\n", (uint64_t)atomic_load(&n->bad_frames));
 	outbuf_printf(o, "requests: %" PRIu64 "\n", (uint64_t)atomic_load(&n->requests));
+	for (unsigned t = 0; t < FT_COUNT; t++) {
+		uint64_t v = atomic_load(&n->requests_by[t]);
+		if (v)
+			outbuf_printf(o, "requests.%s: %" PRIu64 "\n", frame_type_name(t), v);
+	}
 	/* PAGE_OVERWRITE: parity updates sent on the owners' behalf */
 	outbuf_printf(o, "parity_forwards: %" PRIu64 "\nparity_forward_errors: %" PRIu64 "\n",
 		      (uint64_t)atomic_load(&n->forwards),

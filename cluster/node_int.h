@@ -119,6 +119,8 @@ struct node {
 	atomic_uint_fast64_t conns_total, auth_failures, bad_frames,
 		conns_refused, heartbeats_in, heartbeats_out, requests,
 		forwards, forward_errors;
+	/* requests served, by frame type (nvcachectl's requests.TYPE) */
+	atomic_uint_fast64_t requests_by[FT_COUNT];
 	/* "refused peer" lines, one limit per kind of refusal (what the
 	 * peer claims and why it was refused, hashed): a peer retrying the
 	 * same wrong secret is held back, a different refusal still shows. */
@@ -188,6 +190,9 @@ void update_capacity(struct node *n);
 uint8_t *batch_reply_buf(struct inbound *ib, const char *what, int *rc,
 			 const char *why);
 void reply_init(struct inbound *ib);
+/* Count a request of frame type TYPE (any value: unknown ones count in
+ * requests alone). */
+void node_count_request(struct node *n, uint32_t type);
 uint32_t status_of(int rc);
 void reply_status(struct frame_hdr *r, int rc);
 void *acceptor_main(void *arg);

@@ -328,7 +328,7 @@ int ow_pipe(struct inbound *ib, const uint8_t *payload)
 	struct pagestore_key key = { q->owner, q->kind, q->page_id };
 
 	reply_init(ib);
-	atomic_fetch_add(&ib->node->requests, 1);
+	node_count_request(ib->node, q->type);
 	int rc = ow_begin(ib, &key, payload, &ib->ow[ib->now]);
 	if (rc == 1) {
 		ib->now++;

@@ -200,6 +200,13 @@ uint32_t status_of(int rc)
 	}
 }
 
+void node_count_request(struct node *n, uint32_t type)
+{
+	atomic_fetch_add(&n->requests, 1);
+	if (type < FT_COUNT)
+		atomic_fetch_add(&n->requests_by[type], 1);
+}
+
 /* Serve one request; fills ib->rep. Returns the payload to send (or NULL),
  * and sets *close_after when the connection must end, *drop when it must
  * end with no reply (the node stops before the request could be served:
@@ -215,7 +222,7 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 	int rc = 0;
 
 	reply_init(ib);
-	atomic_fetch_add(&n->requests, 1);
+	node_count_request(n, q->type);
 	switch (q->type) {
 	case FT_HEARTBEAT:
 		if (!ib->peer.node_id) {
