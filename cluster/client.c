@@ -118,6 +118,11 @@ uint64_t cluster_client_incarnation(const struct cluster_client *c)
 	return c->peer.incarnation;
 }
 
+int cluster_client_set_timeout(struct cluster_client *c, int timeout_ms)
+{
+	return timeout_ms > 0 ? conn_set_timeout(&c->c, timeout_ms) : -EINVAL;
+}
+
 bool cluster_client_hung_up(const struct cluster_client *c)
 {
 	struct pollfd p = { .fd = c->c.fd, .events = POLLIN | POLLRDHUP };

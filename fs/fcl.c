@@ -460,6 +460,10 @@ static int attach(struct fcl *c, uint32_t i, const struct fcl_opts *o)
 		cluster_client_close(cl);
 		return rc;
 	}
+	/* 5 s to refuse a mount quickly; in the pool, a call's time as on
+	 * every other connection (a write held in a full cache, an fsync'ed
+	 * write-back take longer than 5 s) */
+	cluster_client_set_timeout(cl, CALL_TIMEOUT_MS);
 	nd->idle[nd->nidle++] = cl;
 	nd->nopen = 1;
 	nd->inc = cluster_client_incarnation(cl);
