@@ -579,6 +579,7 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_bounds_refused: %" PRIu64 "\n"
 			 "fcache_epochs_asked: %" PRIu64 "\n"
 			 "fcache_writeback_errors: %" PRIu64 "\n"
+			 "fcache_full_waits: %" PRIu64 "\n"
 			 "fcache_marks_told: %zu\n"
 			 "fcache_marks_held: %zu\n"
 			 "fcache_mark_errors: %" PRIu64 "\n"
@@ -607,6 +608,7 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 (uint64_t)atomic_load(&fc->bounds_refused),
 			 (uint64_t)atomic_load(&fc->epochs_asked),
 			 (uint64_t)atomic_load(&fc->wb_errors),
+			 (uint64_t)atomic_load(&fc->full_waits),
 			 fmark_sent_count(fc->sent), fmark_tab_count(fc->marks),
 			 (uint64_t)atomic_load(&fc->mark_errors),
 			 fc->mark ? (int)atomic_load(&fc->shadow_ok) : -1,

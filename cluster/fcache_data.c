@@ -127,6 +127,15 @@ static int write_extend(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
+/* Whether a write-back failed for want of room in the backing within the
+ * last BACKING_FULL_NS: a full cache is then the backing's fullness. */
+#define BACKING_FULL_NS (60 * 1000000000ull)
+static bool backing_full(struct fcache *fc)
+{
+	uint64_t at = atomic_load(&fc->wb_backing_full_ns);
+	return at && clock_now_ns() - at < BACKING_FULL_NS;
+}
+
 int serve_write(struct fcache *fc, const struct frame_fop *f,
 		const uint8_t *payload, struct frame_hdr *r)
 {
@@ -144,7 +153,7 @@ int serve_write(struct fcache *fc, const struct frame_fop *f,
 	bool rep = fc->mark && replicas_of(fc) == 2;
 	uint32_t gen = f->gen, base_len = f->base_len;
 again:
-	for (int tries = 0;; tries++) {
+	for (uint64_t since = clock_now_ns();;) {
 		struct bstore_binfo was = { 0 };
 		/* the shadow knows the block is dirty before it is (fmarks.h) */
 		if (fc->mark) {
@@ -163,7 +172,7 @@ again:
 					  was.dirty ? f->len : 0);
 		if (fc->mark)
 			fmark_sent_unlock(fc->sent, f->obj, f->blk);
-		if (space_wait_over(fc, tries, &rc))
+		if (space_wait_over(fc, since, &rc))
 			break;
 		/* every block dirty: write back, then try again */
 		wb_kick_all(fc);
@@ -195,6 +204,12 @@ again:
 		bound_answer(fc, f, r);
 		if (f->flags & FRAME_FILE_EXTEND)
 			rc = write_extend(fc, f, r);
+	}
+	if (rc == -ENOSPC && !backing_full(fc)) {
+		/* every block dirty for the whole hold, the write-back
+		 * making no room (a stalled backing): the writer waits on */
+		r->fop.flags |= FRAME_FILE_FULL;
+		atomic_fetch_add(&fc->full_waits, 1);
 	}
 	return rc;
 }

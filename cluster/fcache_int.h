@@ -26,9 +26,11 @@
 #include <unistd.h>
 
 #define NBUCKETS 4096
-/* A write short of space waits for write-back this long at most. */
+/* A write short of space tries again every SPACE_WAIT_MS while
+ * write-back makes room, for SPACE_HOLD_NS at most (well within a mount's
+ * 30 s timeout: a write still short of space is answered then). */
 #define SPACE_WAIT_MS 10
-#define SPACE_TRIES 1000
+#define SPACE_HOLD_NS (10 * 1000000000ull)
 /* Dirty blocks are written back at most this long after their first write
  * since the last write-back, whatever the opens say: a mount that dies
  * before it asks for the write-back of a closed file leaves nothing dirty
@@ -146,6 +148,12 @@ struct fcache {
 
 	atomic_uint_fast64_t served_bytes, written_back, wb_errors, dropped,
 		writes, reads, reclaimed;
+	/* when a write-back last failed for want of room in the backing
+	 * (ENOSPC, EDQUOT; clock_now_ns, 0: never): a write that finds the
+	 * cache full then is answered NO_SPACE as the backing's own, else
+	 * with FULL, and its writer asks again (serve_write) */
+	atomic_uint_fast64_t wb_backing_full_ns;
+	atomic_uint_fast64_t full_waits;   /* writes answered FULL */
 
 	/* dirty marks (fmarks.h): this node's, told to its shadow, and
 	 * those of the node whose shadow this is */
@@ -220,7 +228,7 @@ struct fobj *fobj_insert(struct fcache *fc, uint64_t gid, uint64_t lid);
 void fobj_free(struct fobj *o);
 struct hold *hold_find(struct fobj *o, uint64_t inst, struct hold ***pp);
 void fobj_forget(struct fcache *fc, uint64_t gid);
-bool space_wait_over(struct fcache *fc, int tries, int *rc);
+bool space_wait_over(struct fcache *fc, uint64_t since, int *rc);
 int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held);
 
 /* fcache.c */

@@ -233,10 +233,10 @@ static int replica_put(struct fcache *fc, const struct frame_fop *f,
 		rc = bstore_block_drop(fc->bs, o->lid, f->blk);
 		return rc == -ENOENT ? 0 : rc;
 	}
-	for (int tries = 0;; tries++) {
+	for (uint64_t since = clock_now_ns();;) {
 		rc = bstore_block_write(fc->bs, o->lid, f->blk, 0, payload + f->base_len,
 					f->len, true, false, NULL);
-		if (space_wait_over(fc, tries, &rc))
+		if (space_wait_over(fc, since, &rc))
 			break;
 		/* every block dirty: our own write back, then again; rep_mx
 		 * let go meanwhile (our write-back's CLEARs go to our own

@@ -156,6 +156,8 @@ out:
 	pthread_mutex_unlock(&fc->wb_mx);
 	if (rc) {
 		atomic_fetch_add(&fc->wb_errors, 1);
+		if (rc == -ENOSPC || rc == -EDQUOT)
+			atomic_store(&fc->wb_backing_full_ns, clock_now_ns());
 		log_warn("file cache: write-back of object %016" PRIx64 ": %s; its "
 			 "blocks stay in NVRAM", gid, strerror(-rc));
 	}

@@ -161,6 +161,13 @@ struct frame_lock {
 #define FRAME_FILE_RUN   65536u /* WRITE: more WRITEs of the same run
 				* follow on this connection: the reply
 				* may wait to go out with theirs */
+#define FRAME_FILE_FULL  131072u /* reply of a WRITE answered NO_SPACE:
+				 * the node's cache stayed full while it
+				 * held the write, its write-back making
+				 * no room (a stalled backing); the writer
+				 * asks again. Without it, NO_SPACE is the
+				 * backing's own (a write-back failed with
+				 * ENOSPC or EDQUOT within the last 60 s) */
 /* MARK (owner -> shadow; off: the owner's node index, size: a sequence
  * number, cluster/fmarks.h): */
 #define FRAME_MARK_SET        1u  /* blk of obj (or the payload's blocks)

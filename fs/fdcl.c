@@ -1017,8 +1017,29 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	return r < 0 && !done ? r : (ssize_t)done;
 }
 
+/* Whether a WRITE's answer says the owner's cache stayed full while it
+ * held the write (FRAME_FILE_FULL: a stalled backing, its write-back
+ * making no room): back-pressure, as on one node, never ENOSPC; the
+ * write goes again (write_piece), counted and logged. */
+static bool full_wait(struct fs *fs, const struct fcl_req *q)
+{
+	static struct log_limit full_log;
+	char note[64];
+
+	if (q->rc != -ENOSPC || !(q->rf.flags & FRAME_FILE_FULL))
+		return false;
+	atomic_fetch_add(&fs->st.bp_waits, 1);
+	if (log_limit(&full_log, 30, note, sizeof(note)))
+		log_warn("cluster: node %u's cache stayed full while it held a "
+			 "write, its write-back making no room (a slow or stalled "
+			 "backing?): writes wait for room%s",
+			 fcl_node_id(fs->cl, q->idx), note);
+	return true;
+}
+
 /* One block's range to its owner: without base first; when the owner
- * lacks the block, with the backing's bytes of it. */
+ * lacks the block, with the backing's bytes of it; while its cache stays
+ * full (full_wait), again and again. */
 static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		       uint64_t unit, uint64_t blk, uint32_t boff, const char *data,
 		       uint32_t n, char *base)
@@ -1048,6 +1069,11 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		}
 		r = wait_down(fs, &q);
 		rf = q.rf;
+		if (full_wait(fs, &q)) {
+			usleep(10000);   /* (the node held it ~10 s already) */
+			round--;
+			continue;
+		}
 		if (r == -ESTALE) {
 			/* no record there: the handle for its write-back (a
 			 * full object table there may reclaim the record before
@@ -1129,10 +1155,11 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	 * goes again with what it needs */
 	for (unsigned k = 0; k < n && !r; k++) {
 		r = q[k].down ? wait_down(fs, &q[k]) : q[k].rc;
-		if ((r == -ENOENT || r == -ESTALE) && (base || (base = malloc(B))))
+		bool again = r == -ENOENT || r == -ESTALE || full_wait(fs, &q[k]);
+		if (again && (base || (base = malloc(B))))
 			r = write_piece(fs, ino, gid, unit, q[k].f.blk, q[k].f.off,
 					q[k].pl[0].iov_base, q[k].f.len, base);
-		else if (r == -ENOENT || r == -ESTALE)
+		else if (again)
 			r = -ENOMEM;
 		if (!r)
 			done += q[k].f.len;

@@ -3,15 +3,27 @@
 # the records of 600 small files, take a 40 MiB file written through one
 # mount. A node whose every block is dirty writes back and the writer
 # waits (back-pressure), never ENOSPC; the file reads back whole through
-# the other mount and reaches the backing. Then a mount killed -9 while
-# it holds a file open: the nodes release its opens and write the file
-# back, and the mount restarted reads it.
-T_TIMEOUT=${T_TIMEOUT:-60}
+# the other mount and reaches the backing. A backing that stalls (frozen
+# for 15 s) while a writer fills the caches: the writer waits past the
+# nodes' 10 s hold of a request and its write goes through once the
+# backing is back, never ENOSPC; a backing full itself does give ENOSPC.
+# Then a mount killed -9 while it holds a file open: the nodes release
+# its opens and write the file back, and the mount restarted reads it. The backing is an ext4 on a loop device
+# (its image on disk, under T_DIR), so that fsfreeze can stall it.
+T_TIMEOUT=${T_TIMEOUT:-120}
 # a mount with no connection for 1 s is gone (default 20 s)
 export NVCACHE_MOUNT_GONE_MS=1000
 . "$(dirname "$0")/lib.sh"
 FSCL_N=2 FSCL_CACHE=4M
 . "$(dirname "$0")/fscl_common.bash"
+t_require_cmd mkfs.ext4 losetup fsfreeze
+truncate -s 256M "$T_DIR/b.img"
+mkfs.ext4 -q -F -m 0 "$T_DIR/b.img" || t_fail "mkfs.ext4"
+bloop=$(losetup -f --show "$T_DIR/b.img") || t_fail "losetup"
+t_cleanup "losetup -d $bloop"
+mount "$bloop" "$T_DIR/b" || t_fail "mount of the backing's loop device"
+t_cleanup "umount -l $T_DIR/b"
+t_cleanup "fsfreeze -u $T_DIR/b"
 fscl_start
 # Many small files first (closed, written back: clean records that fill
 # the nodes' object tables of 256), so that the big file's record is one
@@ -32,9 +44,51 @@ dd if="$T_DIR/ref" of="$T_DIR/m1/big" bs=1M conv=fsync 2>"$T_DIR/dd.err" ||
   t_fail "writing 40 MiB through 2 x 4 MiB of cache failed: $(cat "$T_DIR/dd.err")"
 wb=$(( $(fscl_stat 1 fcache_written_back_bytes) + $(fscl_stat 2 fcache_written_back_bytes) ))
 [ "$wb" -ge $((30 << 20)) ] || t_fail "only $wb bytes written back while the file was open: no back-pressure?"
+# the nodes count what they served by type: 640 blocks of 64 KiB came
+nw=$(( $(fscl_stat 1 requests.FILE_WRITE) + $(fscl_stat 2 requests.FILE_WRITE) ))
+[ "$nw" -ge 640 ] || t_fail "the nodes counted $nw FILE_WRITE requests for 640 blocks written"
 cmp "$T_DIR/ref" "$T_DIR/m2/big" || t_fail "the file reads back wrong through the other mount"
 t_wait 10 cmp -s "$T_DIR/ref" "$T_DIR/b/big" || t_fail "the backing lacks bytes of the file"
 t_log "40 MiB through 2 x 4 MiB of cache: $((wb >> 20)) MiB written back under back-pressure, all read back"
+
+# a backing that stalls for longer than a node holds a request (10 s,
+# then answered NO_SPACE with FULL):
+# the write-back cannot make room, the writer waits on, and its bytes
+# land once the backing thaws
+head -c 16M /dev/urandom >"$T_DIR/sref"
+: >"$T_DIR/m1/stall"
+fsfreeze -f "$T_DIR/b" || t_fail "fsfreeze"
+( sleep ${FSCL_FREEZE_S:-15}; fsfreeze -u "$T_DIR/b" 2>/dev/null ) &
+thaw=$!
+t0=$(date +%s)
+# (64 KiB writes, one block each: a block refused is the write's error,
+# not a short write that dd would finish with another)
+dd if="$T_DIR/sref" of="$T_DIR/m1/stall" bs=64K conv=notrunc 2>"$T_DIR/dd.err" ||
+  t_fail "a write into full caches over a stalled backing failed: $(tail -1 "$T_DIR/dd.err")"
+t1=$(date +%s)
+wait $thaw
+[ $((t1 - t0)) -ge 12 ] || t_fail "the write took $((t1 - t0)) s over a backing frozen for ${FSCL_FREEZE_S:-15} s: did the caches fill? (test set-up)"
+cmp "$T_DIR/sref" "$T_DIR/m2/stall" || t_fail "the stalled write reads back wrong through the other mount"
+t_wait 20 cmp -s "$T_DIR/sref" "$T_DIR/b/stall" || t_fail "the stalled write never reaches the thawed backing"
+waits=$("$(t_bin nvcachectl)" stats "$T_DIR/m1" | awk '$1 == "backpressure_waits:" {print $2}')
+[ "${waits:-0}" -ge 1 ] || t_fail "mount 1 counted no write that waited for room"
+t_log "16 MiB into full caches over a backing frozen for ${FSCL_FREEZE_S:-15} s: the writer waited $((t1 - t0)) s ($waits answers FULL), no error"
+
+# a backing full itself: the write-back fails with ENOSPC, so a writer
+# that finds the caches full gets ENOSPC after the hold (its bytes can be
+# kept nowhere), and the bytes written before it read back
+fallocate -l "$(( $(df --output=avail -B1 "$T_DIR/b" | tail -1) - (64 << 10) ))" "$T_DIR/b/filler" ||
+  t_fail "fallocate of the backing's free space"
+head -c 16M /dev/urandom >"$T_DIR/nref"
+dd if="$T_DIR/nref" of="$T_DIR/m1/nospace" bs=64K 2>"$T_DIR/dd.err" &&
+  t_fail "16 MiB written through 8 MiB of cache onto a full backing: no error"
+grep -q "No space left" "$T_DIR/dd.err" ||
+  t_fail "a full cache over a full backing: not ENOSPC: $(tail -1 "$T_DIR/dd.err")"
+got=$(stat -c %s "$T_DIR/m2/nospace")
+[ "$got" -gt 0 ] && cmp -s -n "$got" "$T_DIR/nref" "$T_DIR/m2/nospace" ||
+  t_fail "the $got bytes written before ENOSPC read back wrong"
+rm -f "$T_DIR/m1/nospace" "$T_DIR/b/filler"
+t_log "a full cache over a full backing: ENOSPC after $((got >> 20)) MiB, which read back"
 
 # kill -9 of a mount holding a file open, dirty in both nodes' NVRAM:
 # its opens are released once its connections are gone, and the owners
