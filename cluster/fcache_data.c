@@ -127,13 +127,13 @@ static int write_extend(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
-/* Whether a write-back failed for want of room in the backing within the
- * last BACKING_FULL_NS: a full cache is then the backing's fullness. */
-#define BACKING_FULL_NS (60 * 1000000000ull)
-static bool backing_full(struct fcache *fc)
+/* Whether write-back fails (its last attempt within WB_FAILING_NS did,
+ * none succeeded since): a full cache then cannot make room. */
+#define WB_FAILING_NS (60 * 1000000000ull)
+static bool wb_failing(struct fcache *fc)
 {
-	uint64_t at = atomic_load(&fc->wb_backing_full_ns);
-	return at && clock_now_ns() - at < BACKING_FULL_NS;
+	uint64_t at = atomic_load(&fc->wb_failed_ns);
+	return at && clock_now_ns() - at < WB_FAILING_NS;
 }
 
 int serve_write(struct fcache *fc, const struct frame_fop *f,
@@ -172,7 +172,7 @@ again:
 					  was.dirty ? f->len : 0);
 		if (fc->mark)
 			fmark_sent_unlock(fc->sent, f->obj, f->blk);
-		if (space_wait_over(fc, since, &rc))
+		if (space_wait_over(fc, since, WRITE_HOLD_NS, &rc))
 			break;
 		/* every block dirty: write back, then try again */
 		wb_kick_all(fc);
@@ -205,9 +205,10 @@ again:
 		if (f->flags & FRAME_FILE_EXTEND)
 			rc = write_extend(fc, f, r);
 	}
-	if (rc == -ENOSPC && !backing_full(fc)) {
+	if (rc == -ENOSPC && !wb_failing(fc)) {
 		/* every block dirty for the whole hold, the write-back
-		 * making no room (a stalled backing): the writer waits on */
+		 * making no room but not failing (a slow or stalled
+		 * backing): the writer waits on */
 		r->fop.flags |= FRAME_FILE_FULL;
 		atomic_fetch_add(&fc->full_waits, 1);
 	}

@@ -26,11 +26,17 @@
 #include <unistd.h>
 
 #define NBUCKETS 4096
-/* A write short of space tries again every SPACE_WAIT_MS while
- * write-back makes room, for SPACE_HOLD_NS at most (well within a mount's
- * 30 s timeout: a write still short of space is answered then). */
+/* A request short of space tries again every SPACE_WAIT_MS while
+ * write-back makes room, for a hold at most, then is answered: a mount's
+ * WRITE after WRITE_HOLD_NS (answered FULL, it comes again: the mount's
+ * connection is not held for long, and its other requests to the node
+ * go on), an owner's copy at its shadow after REPLICA_HOLD_NS (within
+ * the nodes' 2 s timeout), a record after RECORD_HOLD_NS (within a
+ * mount's 30 s). */
 #define SPACE_WAIT_MS 10
-#define SPACE_HOLD_NS (10 * 1000000000ull)
+#define WRITE_HOLD_NS (2 * 1000000000ull)
+#define REPLICA_HOLD_NS (1000000000ull)
+#define RECORD_HOLD_NS (10 * 1000000000ull)
 /* Dirty blocks are written back at most this long after their first write
  * since the last write-back, whatever the opens say: a mount that dies
  * before it asks for the write-back of a closed file leaves nothing dirty
@@ -148,11 +154,12 @@ struct fcache {
 
 	atomic_uint_fast64_t served_bytes, written_back, wb_errors, dropped,
 		writes, reads, reclaimed;
-	/* when a write-back last failed for want of room in the backing
-	 * (ENOSPC, EDQUOT; clock_now_ns, 0: never): a write that finds the
-	 * cache full then is answered NO_SPACE as the backing's own, else
-	 * with FULL, and its writer asks again (serve_write) */
-	atomic_uint_fast64_t wb_backing_full_ns;
+	/* when a write-back last failed (clock_now_ns; 0: none since the
+	 * last that succeeded): a write that finds the cache full then is
+	 * answered NO_SPACE (the backing full, read-only, failing: the
+	 * cache cannot make room), else with FULL, and its writer asks
+	 * again (serve_write) */
+	atomic_uint_fast64_t wb_failed_ns;
 	atomic_uint_fast64_t full_waits;   /* writes answered FULL */
 
 	/* dirty marks (fmarks.h): this node's, told to its shadow, and
@@ -228,7 +235,7 @@ struct fobj *fobj_insert(struct fcache *fc, uint64_t gid, uint64_t lid);
 void fobj_free(struct fobj *o);
 struct hold *hold_find(struct fobj *o, uint64_t inst, struct hold ***pp);
 void fobj_forget(struct fcache *fc, uint64_t gid);
-bool space_wait_over(struct fcache *fc, uint64_t since, int *rc);
+bool space_wait_over(struct fcache *fc, uint64_t since, uint64_t hold_ns, int *rc);
 int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held);
 
 /* fcache.c */

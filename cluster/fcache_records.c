@@ -260,25 +260,25 @@ static size_t replicas_reclaim(struct fcache *fc)
 
 /* Whether a wait for space (back-pressure: the write-back frees some)
  * begun at since (clock_now_ns) is over after a try that returned *rc: it
- * succeeded or failed otherwise, SPACE_HOLD_NS went by, or the node is
+ * succeeded or failed otherwise, hold_ns went by, or the node is
  * stopping (no
  * write-back will free any): then *rc is -ESHUTDOWN, which the node
  * answers by ending the connection unanswered, so the writer asks
  * again once the node is back (fcache_serve). */
-bool space_wait_over(struct fcache *fc, uint64_t since, int *rc)
+bool space_wait_over(struct fcache *fc, uint64_t since, uint64_t hold_ns, int *rc)
 {
 	if (*rc == -ENOSPC && atomic_load(&fc->stopping)) {
 		*rc = -ESHUTDOWN;
 		return true;
 	}
-	return *rc != -ENOSPC || clock_now_ns() - since >= SPACE_HOLD_NS;
+	return *rc != -ENOSPC || clock_now_ns() - since >= hold_ns;
 }
 
 /* A record for the file in rec (an OPEN's, or a replica's): its id in
  * rec->id. The table full: replica records holding nothing go, then idle
  * records (records_reclaim); with none idle, write-back runs (a file
  * written back and closed becomes idle) and this waits, as a write does
- * for a block (back-pressure), SPACE_HOLD_NS at most. Holding rep_mx
+ * for a block (back-pressure), RECORD_HOLD_NS at most. Holding rep_mx
  * (a replica's, then: rep_held) or nothing; takes fc->lk itself. */
 int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held)
 {
@@ -288,7 +288,7 @@ int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held)
 	bool said = false;
 	for (uint64_t since = clock_now_ns();;) {
 		rc = bstore_obj_create(fc->bs, rec);
-		if (space_wait_over(fc, since, &rc))
+		if (space_wait_over(fc, since, RECORD_HOLD_NS, &rc))
 			return rc;
 		if (!rep_held)
 			pthread_mutex_lock(&fc->rep_mx);

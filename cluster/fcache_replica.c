@@ -236,7 +236,7 @@ static int replica_put(struct fcache *fc, const struct frame_fop *f,
 	for (uint64_t since = clock_now_ns();;) {
 		rc = bstore_block_write(fc->bs, o->lid, f->blk, 0, payload + f->base_len,
 					f->len, true, false, NULL);
-		if (space_wait_over(fc, since, &rc))
+		if (space_wait_over(fc, since, REPLICA_HOLD_NS, &rc))
 			break;
 		/* every block dirty: our own write back, then again; rep_mx
 		 * let go meanwhile (our write-back's CLEARs go to our own

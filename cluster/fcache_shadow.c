@@ -131,7 +131,7 @@ static int replica_degraded(struct fcache *fc, const char *what, uint64_t gid)
  * 100 ms until the heartbeats' verdict (their timeout and 1 s): the
  * shadow back, the copy is there; declared dead, the datum is kept here
  * alone (replica_degraded). Never told the timeout (no heartbeats),
- * or past it: -EIO (replica_failed). */
+ * or past it: -EIO (replica_failed). The shadow's cache full: -ENOSPC. */
 static int replica_put_to_shadow(struct fcache *fc, int (*send)(struct fcache *, void *),
 				 void *ctx, const char *what, uint64_t gid)
 {
@@ -146,6 +146,11 @@ static int replica_put_to_shadow(struct fcache *fc, int (*send)(struct fcache *,
 		/* it may have missed a write: ranges no more, a resync */
 		atomic_fetch_add(&fc->uncopied, 1);
 		atomic_store(&fc->shadow_ok, false);
+		/* the shadow's cache full for its hold: the write waits for
+		 * room as for its own block (serve_write), and its writer
+		 * asks again (FULL) */
+		if (rc == -ENOSPC)
+			return rc;
 		uint64_t now = clock_now_ns(), t = atomic_load(&fc->shadow_timeout_ms);
 		if (!until)
 			until = now + (t + 1000) * 1000000ull;

@@ -32,7 +32,7 @@ int backing_grow(int fd, uint64_t size)
 static int writeback(struct fcache *fc, uint64_t gid)
 {
 	struct bstore_obj rec;
-	uint64_t lid, nb = 0, nd = 0;
+	uint64_t lid, nb = 0, nd = 0, made = 0;
 	int fd = -1, rc = 0;
 
 	pthread_mutex_lock(&fc->lk);
@@ -110,9 +110,12 @@ static int writeback(struct fcache *fc, uint64_t gid)
 		if (bstore_block_read(fc->bs, lid, idx[k], 0, buf, fc->bsize, &bi) < 0)
 			continue;   /* dropped meanwhile */
 		ver[k] = bi.version;
-		if (bi.valid && pwrite(fd, buf, bi.valid,
-				       (off_t)(idx[k] * fc->bsize)) != (ssize_t)bi.valid)
-			rc = errno ? -errno : -EIO;
+		ssize_t w = bi.valid ? pwrite(fd, buf, bi.valid,
+					      (off_t)(idx[k] * fc->bsize)) : 0;
+		if (w < 0)
+			rc = -errno;
+		else if ((uint32_t)w != bi.valid)
+			rc = -ENOSPC;   /* short: the file system's room ran out */
 		bytes += bi.valid;
 	}
 	if (!rc && rec.size && (uint64_t)fst.st_size < rec.size)
@@ -122,8 +125,10 @@ static int writeback(struct fcache *fc, uint64_t gid)
 	for (size_t k = 0; k < n && !rc; k++)
 		if (ver[k])
 			bstore_block_clean(fc->bs, lid, idx[k], ver[k]);
-	if (!rc)
+	if (!rc) {
 		atomic_fetch_add(&fc->written_back, bytes);
+		made = bytes;
+	}
 free_out:
 	free(idx);
 	free(ver);
@@ -154,10 +159,13 @@ out:
 	}
 	free(told);
 	pthread_mutex_unlock(&fc->wb_mx);
+	/* failing until bytes are written back again (wb_failing) */
+	if (rc)
+		atomic_store(&fc->wb_failed_ns, clock_now_ns());
+	else if (made)
+		atomic_store(&fc->wb_failed_ns, 0);
 	if (rc) {
 		atomic_fetch_add(&fc->wb_errors, 1);
-		if (rc == -ENOSPC || rc == -EDQUOT)
-			atomic_store(&fc->wb_backing_full_ns, clock_now_ns());
 		log_warn("file cache: write-back of object %016" PRIx64 ": %s; its "
 			 "blocks stay in NVRAM", gid, strerror(-rc));
 	}

@@ -165,9 +165,9 @@ struct frame_lock {
 				 * the node's cache stayed full while it
 				 * held the write, its write-back making
 				 * no room (a stalled backing); the writer
-				 * asks again. Without it, NO_SPACE is the
-				 * backing's own (a write-back failed with
-				 * ENOSPC or EDQUOT within the last 60 s) */
+				 * asks again. Without it, the write-back
+				 * fails (its last try within 60 s did: a
+				 * full or failing backing): ENOSPC */
 /* MARK (owner -> shadow; off: the owner's node index, size: a sequence
  * number, cluster/fmarks.h): */
 #define FRAME_MARK_SET        1u  /* blk of obj (or the payload's blocks)

@@ -153,6 +153,14 @@ void dirty_wait_space(struct fs *fs)
 	pthread_mutex_unlock(&fs->wb_lk);
 }
 
+bool fs_stopping(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->wb_lk);
+	bool stop = fs->stop;
+	pthread_mutex_unlock(&fs->wb_lk);
+	return stop;
+}
+
 void dirty_wait_files(struct fs *fs, struct fs_inode *ino)
 {
 	uint64_t max = fs->dirty_files_max, end = 0;

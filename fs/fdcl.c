@@ -1017,6 +1017,9 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	return r < 0 && !done ? r : (ssize_t)done;
 }
 
+/* Between the sends of a write its owner answered FULL. */
+#define FULL_PAUSE_US 100000
+
 /* Whether a WRITE's answer says the owner's cache stayed full while it
  * held the write (FRAME_FILE_FULL: a stalled backing, its write-back
  * making no room): back-pressure, as on one node, never ENOSPC; the
@@ -1070,7 +1073,11 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		r = wait_down(fs, &q);
 		rf = q.rf;
 		if (full_wait(fs, &q)) {
-			usleep(10000);   /* (the node held it ~10 s already) */
+			if (fs_stopping(fs))
+				return -EIO;   /* unmounted meanwhile */
+			/* (held 2 s there; the pause lets this mount's other
+			 * requests to the node have a connection) */
+			usleep(FULL_PAUSE_US);
 			round--;
 			continue;
 		}

@@ -391,6 +391,8 @@ bool dirty_forget(struct fs *fs, struct fs_inode *ino);
 uint32_t dirty_count(struct fs *fs);
 /* Wait for free cache space (back-pressure): wake write-back, sleep a bit. */
 void dirty_wait_space(struct fs *fs);
+/* Whether the mount is stopping (engine_stop began): waits give up. */
+bool fs_stopping(struct fs *fs);
 /* A write is about to list ino (no lock of it held): while the list holds
  * fs->dirty_files_max files and ino is not one of them, have write-back
  * take them at once, due or not, and wait (10 s at most, then the write

@@ -63,8 +63,17 @@ thaw=$!
 t0=$(date +%s)
 # (64 KiB writes, one block each: a block refused is the write's error,
 # not a short write that dd would finish with another)
-dd if="$T_DIR/sref" of="$T_DIR/m1/stall" bs=64K conv=notrunc 2>"$T_DIR/dd.err" ||
-  t_fail "a write into full caches over a stalled backing failed: $(tail -1 "$T_DIR/dd.err")"
+dd if="$T_DIR/sref" of="$T_DIR/m1/stall" bs=64K conv=notrunc 2>"$T_DIR/dd.err" &
+ddp=$!
+# meanwhile the writer's mount still serves its other requests to the
+# nodes (its connections are not all held by waiting writes)
+sleep 6
+s0=$(date +%s%N)
+stat "$T_DIR/m1/big" >/dev/null && head -c 1M "$T_DIR/m1/big" | cmp -s - <(head -c 1M "$T_DIR/ref") ||
+  t_fail "a stat and read through the writer's mount failed while its writes wait for room"
+sms=$(( ($(date +%s%N) - s0) / 1000000 ))
+[ "$sms" -lt 5000 ] || t_fail "a stat and read through the writer's mount took $sms ms while its writes wait for room"
+wait $ddp || t_fail "a write into full caches over a stalled backing failed: $(tail -1 "$T_DIR/dd.err")"
 t1=$(date +%s)
 wait $thaw
 [ $((t1 - t0)) -ge 12 ] || t_fail "the write took $((t1 - t0)) s over a backing frozen for ${FSCL_FREEZE_S:-15} s: did the caches fill? (test set-up)"
@@ -72,7 +81,7 @@ cmp "$T_DIR/sref" "$T_DIR/m2/stall" || t_fail "the stalled write reads back wron
 t_wait 20 cmp -s "$T_DIR/sref" "$T_DIR/b/stall" || t_fail "the stalled write never reaches the thawed backing"
 waits=$("$(t_bin nvcachectl)" stats "$T_DIR/m1" | awk '$1 == "backpressure_waits:" {print $2}')
 [ "${waits:-0}" -ge 1 ] || t_fail "mount 1 counted no write that waited for room"
-t_log "16 MiB into full caches over a backing frozen for ${FSCL_FREEZE_S:-15} s: the writer waited $((t1 - t0)) s ($waits answers FULL), no error"
+t_log "16 MiB into full caches over a backing frozen for ${FSCL_FREEZE_S:-15} s: the writer waited $((t1 - t0)) s ($waits answers FULL), no error; a stat and read meanwhile took $sms ms"
 
 # a backing full itself: the write-back fails with ENOSPC, so a writer
 # that finds the caches full gets ENOSPC after the hold (its bytes can be
