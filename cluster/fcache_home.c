@@ -204,6 +204,22 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
+/* Under fc->lk, at o's home, its last close with WRITER and WB: its
+ * own blocks written back after delay_ns (as a WRITEBACK would have
+ * them). Whether the file ends within its first stripe, the home's: then
+ * no other owner holds a block of it (one of a write that failed past
+ * the size: the dirty-expiry pass's), and the mount asks none. */
+static bool close_writeback(struct fcache *fc, struct fobj *o, uint64_t delay_ns)
+{
+	struct bstore_obj rec;
+
+	wb_schedule(fc, o, delay_ns);
+	/* (block 0 is the home's whatever the unit: auto's unset one too) */
+	return !bstore_obj_get(fc->bs, o->lid, &rec) &&
+	       (rec.size <= fc->bsize ||
+		(rec.uflags && rec.size <= (uint64_t)rec.uflags * fc->bsize));
+}
+
 int serve_close(struct fcache *fc, const struct frame_fop *f,
 		struct frame_hdr *r)
 {
@@ -218,6 +234,7 @@ int serve_close(struct fcache *fc, const struct frame_fop *f,
 		 * still count for the last close) */
 		if (o && (f->flags & FRAME_FILE_WRITER))
 			o->wrote = true;
+		r->fop.flags = 0;   /* (not the request's) */
 		rc = -ENOENT;
 	} else {
 		if (!--h->n) {
@@ -230,6 +247,9 @@ int serve_close(struct fcache *fc, const struct frame_fop *f,
 			r->fop.flags = FRAME_FILE_LAST |
 				       (o->doomed ? FRAME_FILE_DOOMED : 0) |
 				       (o->wrote ? FRAME_FILE_WRITER : 0);
+			if (o->wrote && !o->doomed && (f->flags & FRAME_FILE_WB) &&
+			    close_writeback(fc, o, f->size))
+				r->fop.flags |= FRAME_FILE_WB;
 			o->wrote = false;
 		}
 	}

@@ -262,6 +262,9 @@ void shadow_check(struct fcache *fc, uint64_t now);
 int backing_grow(int fd, uint64_t size);
 void *wb_main(void *arg);
 void wb_kick_all(struct fcache *fc);
+/* Under fc->lk: o written back delay_ns from now (1 h at most), or when
+ * one already due is. */
+void wb_schedule(struct fcache *fc, struct fobj *o, uint64_t delay_ns);
 int serve_writeback(struct fcache *fc, const struct frame_fop *f);
 
 /* fcache_replica.c */

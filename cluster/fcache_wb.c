@@ -266,6 +266,17 @@ void wb_kick_all(struct fcache *fc)
 	pthread_mutex_unlock(&fc->lk);
 }
 
+void wb_schedule(struct fcache *fc, struct fobj *o, uint64_t delay_ns)
+{
+	uint64_t delay = delay_ns > 3600ull * 1000000000ull ?
+			 3600ull * 1000000000ull : delay_ns;
+	uint64_t due = clock_now_ns() + delay;
+	/* the earlier of this and one already due */
+	if (!o->wb_due_ns || due < o->wb_due_ns)
+		o->wb_due_ns = due;
+	pthread_cond_signal(&fc->cv);
+}
+
 int serve_writeback(struct fcache *fc, const struct frame_fop *f)
 {
 	if (f->flags & FRAME_FILE_SYNC) {
@@ -280,15 +291,8 @@ int serve_writeback(struct fcache *fc, const struct frame_fop *f)
 	}
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = fobj_find(fc, f->obj);
-	if (o) {
-		uint64_t delay = f->size > 3600ull * 1000000000ull ?
-				 3600ull * 1000000000ull : f->size;
-		uint64_t due = clock_now_ns() + delay;
-		/* the earlier of this and one already due */
-		if (!o->wb_due_ns || due < o->wb_due_ns)
-			o->wb_due_ns = due;
-		pthread_cond_signal(&fc->cv);
-	}
+	if (o)
+		wb_schedule(fc, o, f->size);
 	pthread_mutex_unlock(&fc->lk);
 	return 0;
 }

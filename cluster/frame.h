@@ -168,6 +168,12 @@ struct frame_lock {
 				 * asks again. Without it, the write-back
 				 * fails (its last try within 60 s did: a
 				 * full or failing backing): ENOSPC */
+#define FRAME_FILE_WB    262144u /* CLOSE: at the last close with WRITER
+				 * the home writes its own blocks back after
+				 * size ns (the write-back delay); reply:
+				 * every block of the file is the home's (it
+				 * ends within its first stripe), so no other
+				 * owner need be asked */
 /* MARK (owner -> shadow; off: the owner's node index, size: a sequence
  * number, cluster/fmarks.h): */
 #define FRAME_MARK_SET        1u  /* blk of obj (or the payload's blocks)

@@ -606,8 +606,10 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino)
 	ino->cl_wrote = false;
 	pthread_mutex_unlock(&ino->lk);
 	bool down = false;
-	if (wrote)
-		f.flags = FRAME_FILE_WRITER;
+	/* a last close after writes has the home write its own blocks back
+	 * (and says whether another owner holds any) */
+	f.flags = FRAME_FILE_WB | (wrote ? FRAME_FILE_WRITER : 0);
+	f.size = fs->cfg.wb_delay_ns;
 	if (!uncounted)
 		r = fcl_call_down(fs->cl, fcl_home(fs->cl, gid), FT_FILE_CLOSE, &f, NULL,
 				  0, &rf, &down);
@@ -624,6 +626,10 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino)
 	if (!r && (rf.flags & FRAME_FILE_DOOMED)) {
 		fcl_call_all(fs->cl, FT_FILE_DROP, &f);
 		atomic_fetch_add(&fs->st.dropped_unlinked, 1);
+	} else if (!r && (rf.flags & FRAME_FILE_LAST) && (rf.flags & FRAME_FILE_WRITER) &&
+		   (rf.flags & FRAME_FILE_WB)) {
+		/* the home, the only owner, writes back: no one else to ask */
+		atomic_fetch_add(&fs->st.last_close_wb, 1);
 	} else if (!r && (rf.flags & FRAME_FILE_LAST) && (rf.flags & FRAME_FILE_WRITER)) {
 		f.size = fs->cfg.wb_delay_ns;
 		int e = fcl_call_all(fs->cl, FT_FILE_WRITEBACK, &f);

@@ -39,6 +39,18 @@ for k in range(600):
     with open(os.path.join(sys.argv[1 + k % 2], "f%d" % k), "wb") as f:
         f.write(b"%06d" % k * 100)
 PY
+# each ends within its first stripe: its home writes it back at its last
+# close, asked by the CLOSE itself, and no node gets a WRITEBACK
+t_wait 15 python3 - "$T_DIR/b" <<'PY' || t_fail "the 600 small files never all reached the backing: $(fscl_why)"
+import os, sys
+for k in range(600):
+    with open(os.path.join(sys.argv[1], "s", "f%d" % k), "rb") as f:
+        if f.read() != b"%06d" % k * 100:
+            sys.exit(1)
+PY
+wb1=$(fscl_stat 1 requests.FILE_WRITEBACK) wb2=$(fscl_stat 2 requests.FILE_WRITEBACK)
+nwb=$(( ${wb1:-0} + ${wb2:-0} ))   # (a type never served has no line)
+[ "$nwb" = 0 ] || t_fail "$nwb WRITEBACK requests for 600 files of one stripe each (their homes write back at the CLOSE)"
 head -c 40M /dev/urandom >"$T_DIR/ref"
 dd if="$T_DIR/ref" of="$T_DIR/m1/big" bs=1M conv=fsync 2>"$T_DIR/dd.err" ||
   t_fail "writing 40 MiB through 2 x 4 MiB of cache failed: $(cat "$T_DIR/dd.err")"
