@@ -21,7 +21,7 @@ export MPIR_CVAR_POLLS_BEFORE_YIELD=1
 # LeakSanitizer would fail every run for it. The rest of ASan stays on.
 # And ASan's runtime must come first among the preloaded libraries.
 CK_PRELOAD=$CK_LIB
-if ldd "$CK_APP" | grep -q libasan; then
+if [[ "$(ldd "$CK_APP")" == *libasan* ]]; then   # (not ldd | grep -q: SIGPIPE under pipefail)
   export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
   CK_PRELOAD="$(ldd "$CK_LIB" | awk '/libasan/ {print $3}'):$CK_LIB"
 fi

@@ -9,7 +9,7 @@ T_TIMEOUT=${T_TIMEOUT:-150}
 t_require_cmd fio
 nvswapd=$NVCACHE_BUILD/nbd/nvswapd
 [ -x "$nvswapd" ] || t_skip "nvswapd not built in $NVCACHE_BUILD"
-fio --enghelp 2>/dev/null | grep -qw nbd || t_skip "fio has no nbd engine"
+fio --enghelp 2>/dev/null | grep -w nbd >/dev/null || t_skip "fio has no nbd engine"   # (not grep -q: fio would get SIGPIPE, and pipefail says no)
 ctl=$(t_bin nvcachectl)
 export NVCACHE_RUN_DIR=$T_DIR/run
 ios=${SIM_LIVE_IOS:-100000}
