@@ -260,6 +260,12 @@ static void view_node(struct daemon *d)
 	problem_if_rising(d, "bad_frames", "corrupt frames from peers");
 	problem_if(d, "over_offer_bytes", "bytes held over this node's offer (local "
 		   "programs need the memory; pages move away)");
+	problem_if_rising(d, "fcache_writeback_errors",
+			  "file cache write-backs failed (backing full or failing: "
+			  "the data stays in NVRAM; see the log)");
+	problem_if_rising(d, "fcache_full_waits",
+			  "writes held for room (the file cache is full and its "
+			  "write-back makes none: a slow or stalled backing?)");
 }
 
 /* A kind: its socket name prefix, the stats key that names a daemon

@@ -93,6 +93,9 @@ cmp "$T_DIR/sref" "$T_DIR/m2/stall" || t_fail "the stalled write reads back wron
 t_wait 20 cmp -s "$T_DIR/sref" "$T_DIR/b/stall" || t_fail "the stalled write never reaches the thawed backing"
 waits=$("$(t_bin nvcachectl)" stats "$T_DIR/m1" | awk '$1 == "backpressure_waits:" {print $2}')
 [ "${waits:-0}" -ge 1 ] || t_fail "mount 1 counted no write that waited for room"
+"$(t_bin nvcachectl)" status --interval 0 >"$T_DIR/status.out" 2>&1
+grep "writes held for room" "$T_DIR/status.out" >/dev/null ||
+  t_fail "nvcachectl status names no writes held for room: $(cat "$T_DIR/status.out")"
 t_log "16 MiB into full caches over a backing frozen for ${FSCL_FREEZE_S:-15} s: the writer waited $((t1 - t0)) s ($waits answers FULL), no error; a stat and read meanwhile took $sms ms"
 
 # a backing full itself: the write-back fails with ENOSPC, so a writer
