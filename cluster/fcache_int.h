@@ -140,6 +140,10 @@ struct fcache {
 
 	pthread_mutex_t lk;    /* the table, the backing, the thread's state */
 	pthread_cond_t cv;
+	/* under lk: when the write-back thread, waiting on cv, wakes next
+	 * (0: it is not waiting); a write-back scheduled no earlier than
+	 * that wakes nobody (wb_schedule) */
+	uint64_t wb_wake_ns;
 	struct fobj *tab[NBUCKETS];
 	int backing_fd;        /* -1: no mount attached yet */
 	struct fcache_ident bid;  /* the backing directory's */

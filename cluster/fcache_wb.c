@@ -174,6 +174,8 @@ out:
 
 /* ---- the write-back thread ---- */
 
+#define WB_PASS_MIN_NS (50 * 1000000ull)
+
 /* Under fc->lk: o's record holds dirty blocks here. */
 static bool obj_dirty(struct fcache *fc, const struct fobj *o)
 {
@@ -249,9 +251,17 @@ void *wb_main(void *arg)
 			pthread_mutex_lock(&fc->lk);
 			continue;
 		}
+		/* passes WB_PASS_MIN_NS apart at least, but for a full cache's
+		 * (wb_all) and a stop: the write-backs due meanwhile go
+		 * together, up to that much after their time */
+		if (next < now + WB_PASS_MIN_NS)
+			next = now + WB_PASS_MIN_NS;
 		struct timespec ts;
 		clock_deadline(&ts, next - now);
-		pthread_cond_timedwait(&fc->cv, &fc->lk, &ts);
+		fc->wb_wake_ns = next;
+		if (!fc->wb_all && !atomic_load(&fc->stopping))
+			pthread_cond_timedwait(&fc->cv, &fc->lk, &ts);
+		fc->wb_wake_ns = 0;
 	}
 	pthread_mutex_unlock(&fc->lk);
 	return NULL;
@@ -274,7 +284,11 @@ void wb_schedule(struct fcache *fc, struct fobj *o, uint64_t delay_ns)
 	/* the earlier of this and one already due */
 	if (!o->wb_due_ns || due < o->wb_due_ns)
 		o->wb_due_ns = due;
-	pthread_cond_signal(&fc->cv);
+	/* the thread scans the whole table at each wake-up, under lk: woken
+	 * only if it would sleep past this (a last close per small file
+	 * would otherwise be a scan each) */
+	if (fc->wb_wake_ns && due < fc->wb_wake_ns)
+		pthread_cond_signal(&fc->cv);
 }
 
 int serve_writeback(struct fcache *fc, const struct frame_fop *f)
