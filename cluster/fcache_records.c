@@ -261,10 +261,9 @@ static size_t replicas_reclaim(struct fcache *fc)
 /* Whether a wait for space (back-pressure: the write-back frees some)
  * begun at since (clock_now_ns) is over after a try that returned *rc: it
  * succeeded or failed otherwise, hold_ns went by, or the node is
- * stopping (no
- * write-back will free any): then *rc is -ESHUTDOWN, which the node
- * answers by ending the connection unanswered, so the writer asks
- * again once the node is back (fcache_serve). */
+ * stopping (no write-back will free any): then *rc is -ESHUTDOWN, which
+ * the node answers by ending the connection unanswered, so the writer
+ * asks again once the node is back (fcache_serve). */
 bool space_wait_over(struct fcache *fc, uint64_t since, uint64_t hold_ns, int *rc)
 {
 	if (*rc == -ENOSPC && atomic_load(&fc->stopping)) {

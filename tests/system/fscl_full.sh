@@ -4,11 +4,13 @@
 # mount. A node whose every block is dirty writes back and the writer
 # waits (back-pressure), never ENOSPC; the file reads back whole through
 # the other mount and reaches the backing. A backing that stalls (frozen
-# for 15 s) while a writer fills the caches: the writer waits past the
-# nodes' 10 s hold of a request and its write goes through once the
-# backing is back, never ENOSPC; a backing full itself does give ENOSPC.
-# Then a mount killed -9 while it holds a file open: the nodes release
-# its opens and write the file back, and the mount restarted reads it. The backing is an ext4 on a loop device
+# for 15 s) while four writers fill the caches: the nodes hold each write
+# 2 s, answer FULL, and the mount sends it again, so the writes go
+# through once the backing is back, never ENOSPC, and the mount's other
+# requests go on meanwhile; a backing full itself does give ENOSPC. Then
+# a mount killed -9 while it holds a file open: the nodes release its
+# opens and write the file back, and the mount restarted reads it. The
+# backing is an ext4 on a loop device
 # (its image on disk, under T_DIR), so that fsfreeze can stall it.
 T_TIMEOUT=${T_TIMEOUT:-120}
 # a mount with no connection for 1 s is gone (default 20 s)
@@ -63,40 +65,50 @@ cmp "$T_DIR/ref" "$T_DIR/m2/big" || t_fail "the file reads back wrong through th
 t_wait 10 cmp -s "$T_DIR/ref" "$T_DIR/b/big" || t_fail "the backing lacks bytes of the file"
 t_log "40 MiB through 2 x 4 MiB of cache: $((wb >> 20)) MiB written back under back-pressure, all read back"
 
-# a backing that stalls for longer than a node holds a request (10 s,
-# then answered NO_SPACE with FULL):
-# the write-back cannot make room, the writer waits on, and its bytes
-# land once the backing thaws
-head -c 16M /dev/urandom >"$T_DIR/sref"
-: >"$T_DIR/m1/stall"
+# a backing that stalls for longer than a node holds a write (2 s, then
+# answered NO_SPACE with FULL): the write-back cannot make room, the
+# writers wait on, and their bytes land once the backing thaws
+head -c 4M /dev/urandom >"$T_DIR/sref"
+for q in 0 1 2 3; do : >"$T_DIR/m1/stall$q"; done   # (a create waits for a frozen backing)
 fsfreeze -f "$T_DIR/b" || t_fail "fsfreeze"
 ( sleep ${FSCL_FREEZE_S:-15}; fsfreeze -u "$T_DIR/b" 2>/dev/null ) &
 thaw=$!
 t0=$(date +%s)
-# (64 KiB writes, one block each: a block refused is the write's error,
-# not a short write that dd would finish with another)
-dd if="$T_DIR/sref" of="$T_DIR/m1/stall" bs=64K conv=notrunc 2>"$T_DIR/dd.err" &
-ddp=$!
-# meanwhile the writer's mount still serves its other requests to the
-# nodes (its connections are not all held by waiting writes)
+# four writers of 4 MiB, a file each (the kernel lets one write into a
+# file at a time), so that every one of the mount's four connections to
+# a node can be held by a waiting write (64 KiB writes, one block each:
+# a block refused is the write's error, not a short write that dd would
+# finish with another)
+ddp=()
+for q in 0 1 2 3; do
+  dd if="$T_DIR/sref" of="$T_DIR/m1/stall$q" bs=64K conv=notrunc 2>"$T_DIR/dd$q.err" &
+  ddp+=($!)
+done
+# meanwhile the writers' mount still serves its other requests to the
+# nodes: no connection stays held by a waiting write for long
 sleep 6
 s0=$(date +%s%N)
 stat "$T_DIR/m1/big" >/dev/null && head -c 1M "$T_DIR/m1/big" | cmp -s - <(head -c 1M "$T_DIR/ref") ||
-  t_fail "a stat and read through the writer's mount failed while its writes wait for room"
+  t_fail "a stat and read through the writers' mount failed while their writes wait for room"
 sms=$(( ($(date +%s%N) - s0) / 1000000 ))
-[ "$sms" -lt 5000 ] || t_fail "a stat and read through the writer's mount took $sms ms while its writes wait for room"
-wait $ddp || t_fail "a write into full caches over a stalled backing failed: $(tail -1 "$T_DIR/dd.err")"
+[ "$sms" -lt 5000 ] || t_fail "a stat and read through the writers' mount took $sms ms while their writes wait for room"
+for q in 0 1 2 3; do
+  wait "${ddp[$q]}" ||
+    t_fail "a write into full caches over a stalled backing failed: $(tail -1 "$T_DIR/dd$q.err")"
+done
 t1=$(date +%s)
 wait $thaw
 [ $((t1 - t0)) -ge 12 ] || t_fail "the write took $((t1 - t0)) s over a backing frozen for ${FSCL_FREEZE_S:-15} s: did the caches fill? (test set-up)"
-cmp "$T_DIR/sref" "$T_DIR/m2/stall" || t_fail "the stalled write reads back wrong through the other mount"
-t_wait 20 cmp -s "$T_DIR/sref" "$T_DIR/b/stall" || t_fail "the stalled write never reaches the thawed backing"
+for q in 0 1 2 3; do
+  cmp "$T_DIR/sref" "$T_DIR/m2/stall$q" || t_fail "stall$q reads back wrong through the other mount"
+  t_wait 20 cmp -s "$T_DIR/sref" "$T_DIR/b/stall$q" || t_fail "stall$q never reaches the thawed backing"
+done
 waits=$("$(t_bin nvcachectl)" stats "$T_DIR/m1" | awk '$1 == "backpressure_waits:" {print $2}')
 [ "${waits:-0}" -ge 1 ] || t_fail "mount 1 counted no write that waited for room"
 "$(t_bin nvcachectl)" status --interval 0 >"$T_DIR/status.out" 2>&1
 grep "writes held for room" "$T_DIR/status.out" >/dev/null ||
   t_fail "nvcachectl status names no writes held for room: $(cat "$T_DIR/status.out")"
-t_log "16 MiB into full caches over a backing frozen for ${FSCL_FREEZE_S:-15} s: the writer waited $((t1 - t0)) s ($waits answers FULL), no error; a stat and read meanwhile took $sms ms"
+t_log "16 MiB into full caches over a backing frozen for ${FSCL_FREEZE_S:-15} s: the writers waited $((t1 - t0)) s ($waits answers FULL), no error; a stat and read meanwhile took $sms ms"
 
 # a backing full itself: the write-back fails with ENOSPC, so a writer
 # that finds the caches full gets ENOSPC after the hold (its bytes can be
