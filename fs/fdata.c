@@ -336,6 +336,8 @@ static int write_block(struct fs *fs, struct fs_inode *ino, uint64_t obj,
 		 * far must be visible to the write-back we wait for */
 		if (end_done)
 			write_publish(fs, ino, end_done);
+		if (fs_caller_killed())
+			return -EINTR;   /* no one left to acknowledge */
 		dirty_wait_space(fs);
 		/* a base fetched before the wait may be stale by now (another
 		 * writer's bytes written back and evicted meanwhile) */
@@ -410,6 +412,10 @@ ssize_t fdata_write_src(struct fs *fs, struct fs_inode *ino, uint64_t off,
 			break;
 		/* object table full: reclaim closed clean files, or wait for
 		 * write-back to make some clean (back-pressure, not ENOSPC) */
+		if (fs_caller_killed()) {
+			ret = -EINTR;
+			break;
+		}
 		if (!fdata_reclaim_objs(fs, 16))
 			dirty_wait_space(fs);
 	}

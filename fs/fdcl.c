@@ -1081,6 +1081,8 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		if (full_wait(fs, &q)) {
 			if (fs_stopping(fs))
 				return -EIO;   /* unmounted meanwhile */
+			if (fs_caller_killed())
+				return -EINTR; /* the writer is being killed */
 			/* (held 2 s there; the pause lets this mount's other
 			 * requests to the node have a connection) */
 			usleep(FULL_PAUSE_US);

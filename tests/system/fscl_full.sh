@@ -6,8 +6,9 @@
 # the other mount and reaches the backing. A backing that stalls (frozen
 # for 15 s) while four writers fill the caches: the nodes hold each write
 # 2 s, answer FULL, and the mount sends it again, so the writes go
-# through once the backing is back, never ENOSPC, and the mount's other
-# requests go on meanwhile; a backing full itself does give ENOSPC. Then
+# through once the backing is back, never ENOSPC, the mount's other
+# requests go on meanwhile, and a writer killed -9 goes at once; a
+# backing full itself does give ENOSPC. Then
 # a mount killed -9 while it holds a file open: the nodes release its
 # opens and write the file back, and the mount restarted reads it. The
 # backing is an ext4 on a loop device
@@ -69,7 +70,7 @@ t_log "40 MiB through 2 x 4 MiB of cache: $((wb >> 20)) MiB written back under b
 # answered NO_SPACE with FULL): the write-back cannot make room, the
 # writers wait on, and their bytes land once the backing thaws
 head -c 4M /dev/urandom >"$T_DIR/sref"
-for q in 0 1 2 3; do : >"$T_DIR/m1/stall$q"; done   # (a create waits for a frozen backing)
+for q in 0 1 2 3 v; do : >"$T_DIR/m1/stall$q"; done   # (a create waits for a frozen backing)
 fsfreeze -f "$T_DIR/b" || t_fail "fsfreeze"
 ( sleep ${FSCL_FREEZE_S:-15}; fsfreeze -u "$T_DIR/b" 2>/dev/null ) &
 thaw=$!
@@ -84,6 +85,10 @@ for q in 0 1 2 3; do
   dd if="$T_DIR/sref" of="$T_DIR/m1/stall$q" bs=64K conv=notrunc 2>"$T_DIR/dd$q.err" &
   ddp+=($!)
 done
+# and a fifth, killed -9 while it waits: it is gone at once, not once
+# the backing thaws (its write answered EINTR: no one to acknowledge)
+dd if=/dev/zero of="$T_DIR/m1/stallv" bs=64K count=256 conv=notrunc 2>/dev/null &
+victim=$!
 # meanwhile the writers' mount still serves its other requests to the
 # nodes: no connection stays held by a waiting write for long
 sleep 6
@@ -92,6 +97,15 @@ stat "$T_DIR/m1/big" >/dev/null && head -c 1M "$T_DIR/m1/big" | cmp -s - <(head 
   t_fail "a stat and read through the writers' mount failed while their writes wait for room"
 sms=$(( ($(date +%s%N) - s0) / 1000000 ))
 [ "$sms" -lt 5000 ] || t_fail "a stat and read through the writers' mount took $sms ms while their writes wait for room"
+kill -0 "$victim" 2>/dev/null || t_fail "16 MiB into caches full of 16 MiB over a frozen backing: done already (test set-up)"
+[ $(( $(date +%s) - t0 )) -le $(( ${FSCL_FREEZE_S:-15} - 6 )) ] ||
+  t_fail "less than 6 s of the freeze left to kill a writer in (test set-up: a slow machine?)"
+k0=$(date +%s%N)
+kill -9 "$victim"
+wait "$victim" 2>/dev/null
+kms=$(( ($(date +%s%N) - k0) / 1000000 ))
+[ "$kms" -lt 5000 ] || t_fail "a writer killed -9 while its write waits for room took $kms ms to go (until the backing thawed?)"
+rm -f "$T_DIR/m1/stallv"   # (its dirty bytes go with it)
 for q in 0 1 2 3; do
   wait "${ddp[$q]}" ||
     t_fail "a write into full caches over a stalled backing failed: $(tail -1 "$T_DIR/dd$q.err")"
@@ -108,7 +122,7 @@ waits=$("$(t_bin nvcachectl)" stats "$T_DIR/m1" | awk '$1 == "backpressure_waits
 "$(t_bin nvcachectl)" status --interval 0 >"$T_DIR/status.out" 2>&1
 grep "writes held for room" "$T_DIR/status.out" >/dev/null ||
   t_fail "nvcachectl status names no writes held for room: $(cat "$T_DIR/status.out")"
-t_log "16 MiB into full caches over a backing frozen for ${FSCL_FREEZE_S:-15} s: the writers waited $((t1 - t0)) s ($waits answers FULL), no error; a stat and read meanwhile took $sms ms"
+t_log "16 MiB into full caches over a backing frozen for ${FSCL_FREEZE_S:-15} s: the writers waited $((t1 - t0)) s ($waits answers FULL), no error; a stat and read meanwhile took $sms ms; a writer killed -9 went in $kms ms"
 
 # a backing full itself: the write-back fails with ENOSPC, so a writer
 # that finds the caches full gets ENOSPC after the hold (its bytes can be
