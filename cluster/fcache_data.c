@@ -127,13 +127,17 @@ static int write_extend(struct fcache *fc, const struct frame_fop *f,
 	return rc;
 }
 
-/* Whether write-back fails (its last attempt within WB_FAILING_NS did,
- * none succeeded since): a full cache then cannot make room. */
 #define WB_FAILING_NS (60 * 1000000000ull)
-static bool wb_failing(struct fcache *fc)
+bool wb_failing(struct fcache *fc)
 {
 	uint64_t at = atomic_load(&fc->wb_failed_ns);
 	return at && clock_now_ns() - at < WB_FAILING_NS;
+}
+
+void answer_full(struct fcache *fc, struct frame_hdr *r)
+{
+	r->fop.flags |= FRAME_FILE_FULL;
+	atomic_fetch_add(&fc->full_waits, 1);
 }
 
 int serve_write(struct fcache *fc, const struct frame_fop *f,
@@ -205,13 +209,11 @@ again:
 		if (f->flags & FRAME_FILE_EXTEND)
 			rc = write_extend(fc, f, r);
 	}
-	if (rc == -ENOSPC && !wb_failing(fc)) {
-		/* every block dirty for the whole hold, the write-back
-		 * making no room but not failing (a slow or stalled
-		 * backing): the writer waits on */
-		r->fop.flags |= FRAME_FILE_FULL;
-		atomic_fetch_add(&fc->full_waits, 1);
-	}
+	/* every block dirty for the whole hold, the write-back making no
+	 * room but not failing (a slow or stalled backing): the writer
+	 * waits on */
+	if (rc == -ENOSPC && !wb_failing(fc))
+		answer_full(fc, r);
 	return rc;
 }
 

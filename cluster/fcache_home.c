@@ -147,7 +147,7 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 			if (u)
 				rec.uflags = u;
 		}
-		rc = record_create(fc, &rec, false);
+		rc = record_create(fc, &rec, false, WRITE_HOLD_NS);
 		pthread_mutex_lock(&fc->lk);
 		struct fobj *had = fobj_find(fc, f->obj);
 		if (!rc && had) {
@@ -201,6 +201,11 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 		}
 	}
 	pthread_mutex_unlock(&fc->lk);
+	/* the object table stayed full for the hold: the opener waits on
+	 * while write-back may free a record (a slow or stalled backing);
+	 * not when every record is of a file open here (none will go) */
+	if (rc == -ENOSPC && !wb_failing(fc) && records_freeable(fc))
+		answer_full(fc, r);
 	return rc;
 }
 

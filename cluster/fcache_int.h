@@ -30,9 +30,10 @@
  * write-back makes room, for a hold at most, then is answered: a mount's
  * WRITE after WRITE_HOLD_NS (answered FULL, it comes again: the mount's
  * connection is not held for long, and its other requests to the node
- * go on), an owner's copy at its shadow after REPLICA_HOLD_NS (within
- * the nodes' 2 s timeout), a record after RECORD_HOLD_NS (within a
- * mount's 30 s). */
+ * go on), an OPEN's record as long (answered FULL too, unless every
+ * record is of a file open here), an owner's copy at its shadow after
+ * REPLICA_HOLD_NS (within the nodes' 2 s timeout), a record for a copy
+ * after RECORD_HOLD_NS. */
 #define SPACE_WAIT_MS 10
 #define WRITE_HOLD_NS (2 * 1000000000ull)
 #define REPLICA_HOLD_NS (1000000000ull)
@@ -164,7 +165,7 @@ struct fcache {
 	 * cache cannot make room), else with FULL, and its writer asks
 	 * again (serve_write) */
 	atomic_uint_fast64_t wb_failed_ns;
-	atomic_uint_fast64_t full_waits;   /* writes answered FULL */
+	atomic_uint_fast64_t full_waits;   /* WRITEs and OPENs answered FULL */
 
 	/* dirty marks (fmarks.h): this node's, told to its shadow, and
 	 * those of the node whose shadow this is */
@@ -240,7 +241,20 @@ void fobj_free(struct fobj *o);
 struct hold *hold_find(struct fobj *o, uint64_t inst, struct hold ***pp);
 void fobj_forget(struct fcache *fc, uint64_t gid);
 bool space_wait_over(struct fcache *fc, uint64_t since, uint64_t hold_ns, int *rc);
-int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held);
+/* Whether write-back fails (its last attempt within WB_FAILING_NS did,
+ * none succeeded since): a full cache then cannot make room. */
+bool wb_failing(struct fcache *fc);
+/* A request refused NO_SPACE that may go again: the cache stayed full
+ * for its hold, but write-back may yet make room (reply flag FULL,
+ * counted in full_waits). */
+void answer_full(struct fcache *fc, struct frame_hdr *r);
+/* Whether some record in the object table is not held by an open here
+ * (takes fc->lk): write-back may make it idle, so a full table may yet
+ * take a new one. */
+bool records_freeable(struct fcache *fc);
+/* A record for rec (fcache_records.c), waiting for room hold_ns at most. */
+int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held,
+		  uint64_t hold_ns);
 
 /* fcache.c */
 void mounts_check(struct fcache *fc, uint64_t now);

@@ -273,13 +273,26 @@ bool space_wait_over(struct fcache *fc, uint64_t since, uint64_t hold_ns, int *r
 	return *rc != -ENOSPC || clock_now_ns() - since >= hold_ns;
 }
 
+bool records_freeable(struct fcache *fc)
+{
+	bool some = false;
+
+	pthread_mutex_lock(&fc->lk);
+	for (size_t b = 0; b < NBUCKETS && !some; b++)
+		for (const struct fobj *o = fc->tab[b]; o && !some; o = o->next)
+			some = !o->opens;
+	pthread_mutex_unlock(&fc->lk);
+	return some;
+}
+
 /* A record for the file in rec (an OPEN's, or a replica's): its id in
  * rec->id. The table full: replica records holding nothing go, then idle
  * records (records_reclaim); with none idle, write-back runs (a file
  * written back and closed becomes idle) and this waits, as a write does
- * for a block (back-pressure), RECORD_HOLD_NS at most. Holding rep_mx
- * (a replica's, then: rep_held) or nothing; takes fc->lk itself. */
-int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held)
+ * for a block (back-pressure), hold_ns at most. Holding rep_mx (a
+ * replica's, then: rep_held) or nothing; takes fc->lk itself. */
+int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held,
+		  uint64_t hold_ns)
 {
 	uint64_t gone[RECLAIM_BATCH];
 	int rc;
@@ -287,7 +300,7 @@ int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held)
 	bool said = false;
 	for (uint64_t since = clock_now_ns();;) {
 		rc = bstore_obj_create(fc->bs, rec);
-		if (space_wait_over(fc, since, RECORD_HOLD_NS, &rc))
+		if (space_wait_over(fc, since, hold_ns, &rc))
 			return rc;
 		if (!rep_held)
 			pthread_mutex_lock(&fc->rep_mx);

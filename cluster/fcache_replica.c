@@ -203,7 +203,7 @@ static int replica_put(struct fcache *fc, const struct frame_fop *f,
 		rec.handle_len = f->base_len;
 		memcpy(rec.handle, payload, f->base_len);
 		rid_put(rec.path, f->off, f->obj);
-		rc = record_create(fc, &rec, true);
+		rc = record_create(fc, &rec, true, RECORD_HOLD_NS);
 		if (!rc && (o = *rslot_of(fc, f->off, f->obj)) != NULL) {
 			bstore_obj_delete(fc->bs, rec.id);   /* made meanwhile */
 		} else if (!rc && !(o = rinsert(fc, f->off, f->obj, rec.id))) {

@@ -335,6 +335,41 @@ static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 	return send_open_unit(fs, ino, idx, home, a, down, 0);
 }
 
+/* Between the sends of a request its node answered FULL. */
+#define FULL_PAUSE_US 100000
+
+/* Whether an answer says the node's cache stayed full while it held the
+ * request (FRAME_FILE_FULL: a stalled backing, its write-back making no
+ * room): back-pressure, as on one node, never ENOSPC. */
+static bool is_full(int rc, const struct frame_fop *rf)
+{
+	return rc == -ENOSPC && (rf->flags & FRAME_FILE_FULL);
+}
+
+/* After an answer FULL from node idx: counted, logged, and a pause
+ * before the request goes again. Returns 0, or -EIO once the mount is
+ * stopping, -EINTR once the caller is being killed (fs_caller_killed). */
+static int full_pause(struct fs *fs, uint32_t idx)
+{
+	static struct log_limit full_log;
+	char note[64];
+
+	atomic_fetch_add(&fs->st.bp_waits, 1);
+	if (log_limit(&full_log, 30, note, sizeof(note)))
+		log_warn("cluster: node %u's cache stayed full while it held a "
+			 "request, its write-back making no room (a slow or "
+			 "stalled backing?): writes and opens wait for room%s",
+			 fcl_node_id(fs->cl, idx), note);
+	if (fs_stopping(fs))
+		return -EIO;     /* unmounted meanwhile */
+	if (fs_caller_killed())
+		return -EINTR;   /* no one left to answer */
+	/* (held 2 s there; the pause lets this mount's other requests to
+	 * the node have a connection) */
+	usleep(FULL_PAUSE_US);
+	return 0;
+}
+
 /* send_open offering the unit offer (bytes; 0: as send_open's) */
 static int send_open_unit(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 			  bool home, struct fdcl_attr *a, bool *down, uint64_t offer)
@@ -358,7 +393,10 @@ static int send_open_unit(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 			       .off = (uint32_t)(unit / fcl_block(fs->cl)),
 			       .flags = home ? FRAME_FILE_HOME : 0 };
 	struct iovec iov = { id.h.handle, id.h.len };
-	r = fcl_call_down(fs->cl, idx, FT_FILE_OPEN, &f, &iov, 1, &rf, &unreached);
+	/* a full object table there: the open waits for room as a write */
+	do
+		r = fcl_call_down(fs->cl, idx, FT_FILE_OPEN, &f, &iov, 1, &rf, &unreached);
+	while (is_full(r, &rf) && !(r = full_pause(fs, idx)));
 	if (down)
 		*down = unreached;
 	if (!r && idx == fcl_home(fs->cl, id.gid)) {
@@ -1023,32 +1061,9 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	return r < 0 && !done ? r : (ssize_t)done;
 }
 
-/* Between the sends of a write its owner answered FULL. */
-#define FULL_PAUSE_US 100000
-
-/* Whether a WRITE's answer says the owner's cache stayed full while it
- * held the write (FRAME_FILE_FULL: a stalled backing, its write-back
- * making no room): back-pressure, as on one node, never ENOSPC; the
- * write goes again (write_piece), counted and logged. */
-static bool full_wait(struct fs *fs, const struct fcl_req *q)
-{
-	static struct log_limit full_log;
-	char note[64];
-
-	if (q->rc != -ENOSPC || !(q->rf.flags & FRAME_FILE_FULL))
-		return false;
-	atomic_fetch_add(&fs->st.bp_waits, 1);
-	if (log_limit(&full_log, 30, note, sizeof(note)))
-		log_warn("cluster: node %u's cache stayed full while it held a "
-			 "write, its write-back making no room (a slow or stalled "
-			 "backing?): writes wait for room%s",
-			 fcl_node_id(fs->cl, q->idx), note);
-	return true;
-}
-
 /* One block's range to its owner: without base first; when the owner
  * lacks the block, with the backing's bytes of it; while its cache stays
- * full (full_wait), again and again. */
+ * full (is_full), again and again. */
 static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		       uint64_t unit, uint64_t blk, uint32_t boff, const char *data,
 		       uint32_t n, char *base)
@@ -1078,14 +1093,9 @@ static int write_piece(struct fs *fs, struct fs_inode *ino, uint64_t gid,
 		}
 		r = wait_down(fs, &q);
 		rf = q.rf;
-		if (full_wait(fs, &q)) {
-			if (fs_stopping(fs))
-				return -EIO;   /* unmounted meanwhile */
-			if (fs_caller_killed())
-				return -EINTR; /* the writer is being killed */
-			/* (held 2 s there; the pause lets this mount's other
-			 * requests to the node have a connection) */
-			usleep(FULL_PAUSE_US);
+		if (is_full(r, &rf)) {
+			if ((r = full_pause(fs, owner)) < 0)
+				return r;
 			round--;
 			continue;
 		}
@@ -1170,7 +1180,8 @@ ssize_t fdcl_write(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	 * goes again with what it needs */
 	for (unsigned k = 0; k < n && !r; k++) {
 		r = q[k].down ? wait_down(fs, &q[k]) : q[k].rc;
-		bool again = r == -ENOENT || r == -ESTALE || full_wait(fs, &q[k]);
+		bool again = r == -ENOENT || r == -ESTALE ||
+			     (is_full(r, &q[k].rf) && !(r = full_pause(fs, q[k].idx)));
 		if (again && (base || (base = malloc(B))))
 			r = write_piece(fs, ino, gid, unit, q[k].f.blk, q[k].f.off,
 					q[k].pl[0].iov_base, q[k].f.len, base);

@@ -393,13 +393,13 @@ uint32_t dirty_count(struct fs *fs);
 void dirty_wait_space(struct fs *fs);
 /* Whether the mount is stopping (engine_stop began): waits give up. */
 bool fs_stopping(struct fs *fs);
-/* Whether the process whose write this FUSE worker serves is being
- * killed (ops.c: the kernel sent the request an INTERRUPT and the
- * caller has SIGKILL pending, or is gone): a wait for cache space gives
- * up with -EINTR, as the bytes have no one left to be acknowledged to.
+/* Whether the process whose write, open or create this FUSE worker
+ * serves is being killed (ops.c: the kernel sent the request an
+ * INTERRUPT and the caller has SIGKILL pending, or is gone): a wait for
+ * cache space gives up with -EINTR, as there is no one left to answer.
  * Any other signal does not end the wait (a program's write would get
  * an EINTR it does not expect); nor does a write the kernel sends on its
- * own (no caller). False outside a write. */
+ * own (no caller). False outside those requests. */
 bool fs_caller_killed(void);
 /* A write is about to list ino (no lock of it held): while the list holds
  * fs->dirty_files_max files and ino is not one of them, have write-back

@@ -631,8 +631,45 @@ static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
 	return 0;
 }
 
-static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      mode_t mode, struct fuse_file_info *fi)
+/* The write, open or create this worker serves (fs_caller_killed). */
+static __thread fuse_req_t serving;
+
+/* Whether signal sig is in a "SigPnd:" or "ShdPnd:" mask of a
+ * /proc/PID/status. */
+static bool status_pending(FILE *f, int sig)
+{
+	char line[128];
+	unsigned long long mask;
+
+	while (fgets(line, sizeof(line), f))
+		if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+		     sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
+		    (mask & (1ull << (sig - 1))))
+			return true;
+	return false;
+}
+
+bool fs_caller_killed(void)
+{
+	fuse_req_t req = serving;
+	char path[40];
+
+	if (!req || !fuse_req_interrupted(req))
+		return false;
+	pid_t pid = fuse_req_ctx(req)->pid;  /* the calling thread */
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT;   /* gone already */
+	bool killed = status_pending(f, SIGKILL);
+	fclose(f);
+	return killed;
+}
+
+static void create_file(fuse_req_t req, fuse_ino_t parent, const char *name,
+			mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
 	struct fs_inode *dir = I(req, parent);
@@ -685,7 +722,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 }
 
-static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+static void open_file(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
 	struct fs_inode *ino = I(req, n);
 	char proc[64];
@@ -705,6 +742,23 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		return (void)fuse_reply_err(req, -r);
 	}
 	fuse_reply_open(req, fi);
+}
+
+/* Opens and creates may wait for room (a full object table at the
+ * file's home): serving notes the request for fs_caller_killed. */
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	serving = req;
+	create_file(req, parent, name, mode, fi);
+	serving = NULL;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	serving = req;
+	open_file(req, n, fi);
+	serving = NULL;
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
@@ -968,43 +1022,6 @@ static int fill_from_req(void *ctx, void *dst, uint32_t len)
 	return (size_t)got == len ? 0 : -EIO;
 }
 
-/* The write request this worker serves (fs_caller_killed). */
-static __thread fuse_req_t serving_write;
-
-/* Whether signal sig is in a "SigPnd:" or "ShdPnd:" mask of a
- * /proc/PID/status. */
-static bool status_pending(FILE *f, int sig)
-{
-	char line[128];
-	unsigned long long mask;
-
-	while (fgets(line, sizeof(line), f))
-		if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
-		     sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
-		    (mask & (1ull << (sig - 1))))
-			return true;
-	return false;
-}
-
-bool fs_caller_killed(void)
-{
-	fuse_req_t req = serving_write;
-	char path[40];
-
-	if (!req || !fuse_req_interrupted(req))
-		return false;
-	pid_t pid = fuse_req_ctx(req)->pid;  /* the calling thread */
-	if (pid <= 0)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT;   /* gone already */
-	bool killed = status_pending(f, SIGKILL);
-	fclose(f);
-	return killed;
-}
-
 /* Writes come as a buffer vector so that, with FUSE_CAP_SPLICE_READ, a
  * large write's data is still in the pipe libfuse spliced the request
  * into, and is read from there straight into its NVRAM block: one copy
@@ -1028,7 +1045,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t n, struct fuse_bufvec *in,
 		return (void)fuse_reply_err(req, EFBIG);
 	if (!append && size > max - pos)
 		size = (size_t)(max - pos);
-	serving_write = fi->writepage ? NULL : req;
+	serving = fi->writepage ? NULL : req;
 	ssize_t r = fi->writepage ? 0 : killpriv_on_modify(req, ino, KP_ASK);
 
 	/* an append's place: the end every node sees (not the kernel's
@@ -1044,7 +1061,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t n, struct fuse_bufvec *in,
 		if (r > 0)
 			atomic_fetch_add(&fs->st.spliced, (uint64_t)r);
 	}
-	serving_write = NULL;
+	serving = NULL;
 	/* this node's other handles may hold the page the bytes went to */
 	if (append && r > 0)
 		fuse_lowlevel_notify_inval_inode(fs->se, n, (off_t)pos, r);

@@ -19,14 +19,7 @@ export NVCACHE_MOUNT_GONE_MS=1000
 . "$(dirname "$0")/lib.sh"
 FSCL_N=2 FSCL_CACHE=4M
 . "$(dirname "$0")/fscl_common.bash"
-t_require_cmd mkfs.ext4 losetup fsfreeze
-truncate -s 256M "$T_DIR/b.img"
-mkfs.ext4 -q -F -m 0 "$T_DIR/b.img" || t_fail "mkfs.ext4"
-bloop=$(losetup -f --show "$T_DIR/b.img") || t_fail "losetup"
-t_cleanup "losetup -d $bloop"
-mount "$bloop" "$T_DIR/b" || t_fail "mount of the backing's loop device"
-t_cleanup "umount -l $T_DIR/b"
-t_cleanup "fsfreeze -u $T_DIR/b"
+fscl_loop_backing
 fscl_start
 # Many small files first (closed, written back: clean records that fill
 # the nodes' object tables of 256), so that the big file's record is one
