@@ -112,6 +112,15 @@ static void label_once(struct fcache *fc, struct fobj *o, const struct bstore_ob
 		o->labeled = unit_label(fc, fc->backing_fd, rec);
 }
 
+/* Whether h counted an OPEN with token t among its last HOLD_SEEN. */
+static bool hold_seen(const struct hold *h, uint64_t t)
+{
+	for (unsigned k = 0; k < HOLD_SEEN; k++)
+		if (h->seen[k] == t)
+			return true;
+	return false;
+}
+
 int serve_open(struct fcache *fc, const struct frame_fop *f,
 	       const uint8_t *payload, struct frame_hdr *r)
 {
@@ -186,6 +195,8 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 	if (!rc && (f->flags & FRAME_FILE_HOME)) {
 		uint64_t n = f->flags & FRAME_FILE_RECLAIM ? f->blk : 1;
 		struct hold **hp, *h = hold_find(o, f->digest, &hp);
+		if (h && f->token && hold_seen(h, f->token))
+			n = 0;   /* counted when it came first */
 		if (n > RECLAIM_MAX || o->opens + n > UINT32_MAX) {
 			snprintf(r->text, sizeof(r->text), "open count out of range");
 			rc = -EPROTO;
@@ -195,6 +206,8 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 			h->inst = f->digest;
 			h->n += (uint32_t)n;
 			o->opens += (uint32_t)n;
+			if (n && f->token)
+				h->seen[h->seen_at++ % HOLD_SEEN] = f->token;
 			r->fop.size = rec.size;
 			r->fop.epoch = home_epoch(o);
 			r->fop.blk = o->mtime_ns;   /* as GETATTR's */

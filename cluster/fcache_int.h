@@ -98,9 +98,15 @@ struct fobj {
 	struct fobj *next;
 };
 
+/* A mount run's opens of a file at its home: n, and the tokens of the
+ * last HOLD_SEEN OPENs counted (an OPEN sent again after its reply was
+ * lost, on another connection, carries its token again: not counted
+ * twice). */
+#define HOLD_SEEN 4
 struct hold {
 	uint64_t inst;
-	uint32_t n;
+	uint32_t n, seen_at;
+	uint64_t seen[HOLD_SEEN];
 	struct hold *next;
 };
 

@@ -476,6 +476,7 @@ static int header_validate(const Nvcache__Header *m, uint32_t payload_len,
 		h->fop.digest = m->file->digest;
 		h->fop.handle_type = m->file->handle_type;
 		h->fop.epoch = m->file->epoch;
+		h->fop.token = m->file->token;
 		return file_payload_check(type, m->reply, status, &h->fop,
 					  payload_len, why);
 	default:
@@ -735,6 +736,7 @@ ssize_t frame_encode_iov(const struct frame_hdr *h, const struct iovec *iov,
 		fop.digest = h->fop.digest;
 		fop.handle_type = h->fop.handle_type;
 		fop.epoch = h->fop.epoch;
+		fop.token = h->fop.token;
 		m.file = &fop;
 		break;
 	default:

@@ -205,7 +205,7 @@ struct frame_lock {
 				   * READ with FRAME_FILE_REPLICA */
 #define FRAME_MARK_MAX_BLOCKS (FRAME_FILE_MAX_BLOCK / 8)
 struct frame_fop {
-	uint64_t obj, blk, size, digest, epoch;
+	uint64_t obj, blk, size, digest, epoch, token;
 	uint32_t off, len, flags, gen, base_len, handle_type;
 };
 bool frame_type_file(uint32_t type);

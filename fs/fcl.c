@@ -53,6 +53,7 @@ struct fcl {
 	 * (digest), so that a home releases the opens of a mount whose
 	 * connections all ended (it died) (cluster/fcache.h) */
 	uint64_t inst;
+	atomic_uint_fast64_t tokens;   /* fcl_open_token's last */
 	uint64_t unit;
 	uint32_t n;
 	fcl_restart_fn restart_fn;
@@ -236,6 +237,11 @@ static int call_one(struct fcl *c, uint32_t idx, uint32_t type,
 		}
 	}
 	return -EIO;
+}
+
+uint64_t fcl_open_token(struct fcl *c)
+{
+	return atomic_fetch_add(&c->tokens, 1) + 1;
 }
 
 bool fcl_wait_up(struct fcl *c, uint32_t idx, uint32_t wait_ms, uint64_t *since)

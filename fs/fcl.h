@@ -49,6 +49,9 @@ uint32_t fcl_shadow(const struct fcl *c, uint32_t idx);
  * record. */
 uint32_t fcl_owner(const struct fcl *c, uint64_t gid, uint64_t blk, uint64_t unit);
 uint32_t fcl_home(const struct fcl *c, uint64_t gid);
+/* A new token for an OPEN the home counts (FileOp.token): unique in this
+ * mount's run, never 0. */
+uint64_t fcl_open_token(struct fcl *c);
 /* stripe_unit=auto: the unit of a file of size bytes, one equal part per
  * node rounded up to the block (at most FCACHE_UNIT_MAX blocks); a file
  * empty gets FCL_UNIT_EMPTY (its final size is not known). The file's home fixes a file's unit

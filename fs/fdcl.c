@@ -205,7 +205,8 @@ static uint64_t unit_from_backing(struct fs *fs, struct fs_inode *ino)
 }
 
 static int send_open_unit(struct fs *fs, struct fs_inode *ino, uint32_t idx,
-			  bool home, struct fdcl_attr *a, bool *down, uint64_t offer);
+			  bool home, struct fdcl_attr *a, bool *down, uint64_t offer,
+			  uint64_t token);
 
 /* The file's unit as its home has it (asked with a GETATTR if not
  * learnt), 0: none yet (stripe_unit=auto and the file was of one block
@@ -295,7 +296,7 @@ static int unit_need(struct fs *fs, struct fs_inode *ino, uint64_t end,
 	}
 	for (int tries = 0; tries <= HOME_TRIES; tries++) {
 		bool down = false;
-		int r = send_open_unit(fs, ino, home, false, NULL, &down, unit_auto(fs, ino));
+		int r = send_open_unit(fs, ino, home, false, NULL, &down, unit_auto(fs, ino), 0);
 		if (!r)
 			return (*unit = unit_of(fs, ino)) ? 0 : -EIO;
 		if (!down || !home_back(fs, home, gid))
@@ -332,7 +333,7 @@ static uint64_t unit_read(struct fs *fs, struct fs_inode *ino, uint64_t end)
 static int send_open(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 		     bool home, struct fdcl_attr *a, bool *down)
 {
-	return send_open_unit(fs, ino, idx, home, a, down, 0);
+	return send_open_unit(fs, ino, idx, home, a, down, 0, 0);
 }
 
 /* Between the sends of a request its node answered FULL. */
@@ -370,9 +371,11 @@ static int full_pause(struct fs *fs, uint32_t idx)
 	return 0;
 }
 
-/* send_open offering the unit offer (bytes; 0: as send_open's) */
+/* send_open offering the unit offer (bytes; 0: as send_open's), and
+ * with home, the open's token (fcl_open_token; 0: none) */
 static int send_open_unit(struct fs *fs, struct fs_inode *ino, uint32_t idx,
-			  bool home, struct fdcl_attr *a, bool *down, uint64_t offer)
+			  bool home, struct fdcl_attr *a, bool *down, uint64_t offer,
+			  uint64_t token)
 {
 	bool unreached = false;
 
@@ -391,7 +394,8 @@ static int send_open_unit(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 	struct frame_fop f = { .obj = id.gid, .len = id.h.len, .handle_type = id.h.type,
 			       .size = (uint64_t)st.st_size,
 			       .off = (uint32_t)(unit / fcl_block(fs->cl)),
-			       .flags = home ? FRAME_FILE_HOME : 0 };
+			       .flags = home ? FRAME_FILE_HOME : 0,
+			       .token = home ? token : 0 };
 	struct iovec iov = { id.h.handle, id.h.len };
 	/* a full object table there: the open waits for room as a write */
 	do
@@ -581,7 +585,10 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino, struct fdcl_attr *a)
 	if (!a)
 		a = &own;
 	*a = (struct fdcl_attr){ 0 };
-	int r = send_open(fs, ino, home, true, a, &down), h = -EIO;
+	/* one token for every send of this open: a home that counted it
+	 * before the reply was lost does not count it again */
+	uint64_t token = fcl_open_token(fs->cl);
+	int r = send_open_unit(fs, ino, home, true, a, &down, 0, token), h = -EIO;
 
 	/* the home down: the file opens with its size from the backing or
 	 * the home's shadow (home_down), or else, the home back within
@@ -597,7 +604,7 @@ int fdcl_open(struct fs *fs, struct fs_inode *ino, struct fdcl_attr *a)
 		h = -EIO;
 		if (tries == HOME_TRIES)
 			break;
-		r = send_open(fs, ino, home, true, a, &down);
+		r = send_open_unit(fs, ino, home, true, a, &down, 0, token);
 	}
 	if (r < 0 && down && !unit_down_known(fs, ino)) {
 		if (log_limit(&down_log, 30, note, sizeof(note)))

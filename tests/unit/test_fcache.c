@@ -142,6 +142,25 @@ static void last_close_writer(void **state)
 	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7 },
 			 NULL, &r), 0);
 	assert_int_equal(r.fop.flags, FRAME_FILE_LAST | FRAME_FILE_WRITER);
+	/* an OPEN sent again (its reply lost) carries its token again: the
+	 * home counts it once; other tokens count each */
+	struct frame_fop tok = { .obj = 7, .len = 4, .flags = FRAME_FILE_HOME,
+				 .digest = 9, .token = 5 };
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(call(fc, FT_FILE_OPEN, tok, "hndl", &r), 0);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7,
+			 .digest = 9 }, NULL, &r), 0);
+	assert_true(r.fop.flags & FRAME_FILE_LAST);
+	for (tok.token = 6; tok.token <= 7; tok.token++)
+		assert_int_equal(call(fc, FT_FILE_OPEN, tok, "hndl", &r), 0);
+	tok.token = 6;   /* again: counted already */
+	assert_int_equal(call(fc, FT_FILE_OPEN, tok, "hndl", &r), 0);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7,
+			 .digest = 9 }, NULL, &r), 0);
+	assert_false(r.fop.flags & FRAME_FILE_LAST);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 7,
+			 .digest = 9 }, NULL, &r), 0);
+	assert_true(r.fop.flags & FRAME_FILE_LAST);
 	/* a counted OPEN answers the size and mtime as GETATTR does */
 	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 7 },
 			 NULL, &r), 0);
