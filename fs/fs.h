@@ -10,6 +10,8 @@
  *               idle or not (fcl_watch, fs_locks_watch)
  *   fdwait.c    requests short of file descriptors wait for an inode to be
  *               freed; the forget thread is woken through it
+ *   caller.c    the request a FUSE worker serves, and whether its caller
+ *               is being killed (a wait for space gives up)
  *   inode.c     one inode's own state: its locks, data fd, cache object and
  *               record; fs_mgr_for, the one way to a cache manager
  *   itab.c      the inode table: lookup counts and refs, the idle scan;
@@ -264,6 +266,23 @@ bool fdwait_retry(struct fs_fdwait *w, int *tries);
 /* An inode was freed (its fd closed): wake the waits. */
 void fdwait_freed(struct fs_fdwait *w);
 
+/* ---- caller.c: the request a FUSE worker serves ---- */
+struct fuse_req;
+/* ops.c notes the write, open or create this worker serves (NULL once
+ * answered): a wait for cache space below may end when its caller is
+ * being killed. */
+void fs_serving(struct fuse_req *req);
+/* Whether the process whose write, open or create this worker serves is
+ * being killed (the kernel sent the request an INTERRUPT and the calling
+ * thread has SIGKILL pending, or is gone): a wait for cache space gives
+ * up with -EINTR, as there is no one left to answer. A fatal signal
+ * (SIGTERM, SIGINT at their default action) ends it too, as the kernel
+ * then sends SIGKILL to every thread; a signal the program handles does
+ * not (its write would get an EINTR it does not expect), nor does a
+ * write the kernel sends on its own (no caller). False outside those
+ * requests. */
+bool fs_caller_killed(void);
+
 /* ---- inode.c: one inode's own state ---- */
 /* The one way to a cache manager: the owner of block blk of ino (stripe.h).
  * A file's record and its block lists are block 0's owner's; ino NULL
@@ -393,14 +412,6 @@ uint32_t dirty_count(struct fs *fs);
 void dirty_wait_space(struct fs *fs);
 /* Whether the mount is stopping (engine_stop began): waits give up. */
 bool fs_stopping(struct fs *fs);
-/* Whether the process whose write, open or create this FUSE worker
- * serves is being killed (ops.c: the kernel sent the request an
- * INTERRUPT and the caller has SIGKILL pending, or is gone): a wait for
- * cache space gives up with -EINTR, as there is no one left to answer.
- * Any other signal does not end the wait (a program's write would get
- * an EINTR it does not expect); nor does a write the kernel sends on its
- * own (no caller). False outside those requests. */
-bool fs_caller_killed(void);
 /* A write is about to list ino (no lock of it held): while the list holds
  * fs->dirty_files_max files and ino is not one of them, have write-back
  * take them at once, due or not, and wait (10 s at most, then the write

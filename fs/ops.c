@@ -16,7 +16,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,43 +630,6 @@ static int open_common(fuse_req_t req, struct fs_inode *ino, int fd, int flags,
 	return 0;
 }
 
-/* The write, open or create this worker serves (fs_caller_killed). */
-static __thread fuse_req_t serving;
-
-/* Whether signal sig is in a "SigPnd:" or "ShdPnd:" mask of a
- * /proc/PID/status. */
-static bool status_pending(FILE *f, int sig)
-{
-	char line[128];
-	unsigned long long mask;
-
-	while (fgets(line, sizeof(line), f))
-		if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
-		     sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
-		    (mask & (1ull << (sig - 1))))
-			return true;
-	return false;
-}
-
-bool fs_caller_killed(void)
-{
-	fuse_req_t req = serving;
-	char path[40];
-
-	if (!req || !fuse_req_interrupted(req))
-		return false;
-	pid_t pid = fuse_req_ctx(req)->pid;  /* the calling thread */
-	if (pid <= 0)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT;   /* gone already */
-	bool killed = status_pending(f, SIGKILL);
-	fclose(f);
-	return killed;
-}
-
 static void create_file(fuse_req_t req, fuse_ino_t parent, const char *name,
 			mode_t mode, struct fuse_file_info *fi)
 {
@@ -745,20 +707,20 @@ static void open_file(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 }
 
 /* Opens and creates may wait for room (a full object table at the
- * file's home): serving notes the request for fs_caller_killed. */
+ * file's home): fs_serving notes the request for fs_caller_killed. */
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
-	serving = req;
+	fs_serving(req);
 	create_file(req, parent, name, mode, fi);
-	serving = NULL;
+	fs_serving(NULL);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
-	serving = req;
+	fs_serving(req);
 	open_file(req, n, fi);
-	serving = NULL;
+	fs_serving(NULL);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
@@ -1045,7 +1007,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t n, struct fuse_bufvec *in,
 		return (void)fuse_reply_err(req, EFBIG);
 	if (!append && size > max - pos)
 		size = (size_t)(max - pos);
-	serving = fi->writepage ? NULL : req;
+	fs_serving(fi->writepage ? NULL : req);
 	ssize_t r = fi->writepage ? 0 : killpriv_on_modify(req, ino, KP_ASK);
 
 	/* an append's place: the end every node sees (not the kernel's
@@ -1061,7 +1023,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t n, struct fuse_bufvec *in,
 		if (r > 0)
 			atomic_fetch_add(&fs->st.spliced, (uint64_t)r);
 	}
-	serving = NULL;
+	fs_serving(NULL);
 	/* this node's other handles may hold the page the bytes went to */
 	if (append && r > 0)
 		fuse_lowlevel_notify_inval_inode(fs->se, n, (off_t)pos, r);
