@@ -255,8 +255,8 @@ bool wb_failing(struct fcache *fc);
  * counted in full_waits). */
 void answer_full(struct fcache *fc, struct frame_hdr *r);
 /* Whether some record in the object table is not held by an open here
- * (takes fc->lk): write-back may make it idle, so a full table may yet
- * take a new one. */
+ * nor doomed (takes fc->lk): write-back may make it idle, so a full
+ * table may yet take a new one. */
 bool records_freeable(struct fcache *fc);
 /* A record for rec (fcache_records.c), waiting for room hold_ns at most. */
 int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held,

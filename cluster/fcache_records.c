@@ -280,7 +280,7 @@ bool records_freeable(struct fcache *fc)
 	pthread_mutex_lock(&fc->lk);
 	for (size_t b = 0; b < NBUCKETS && !some; b++)
 		for (const struct fobj *o = fc->tab[b]; o && !some; o = o->next)
-			some = !o->opens;
+			some = !o->opens && !o->doomed;
 	pthread_mutex_unlock(&fc->lk);
 	return some;
 }

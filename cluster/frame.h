@@ -161,13 +161,15 @@ struct frame_lock {
 #define FRAME_FILE_RUN   65536u /* WRITE: more WRITEs of the same run
 				* follow on this connection: the reply
 				* may wait to go out with theirs */
-#define FRAME_FILE_FULL  131072u /* reply of a WRITE answered NO_SPACE:
-				 * the node's cache stayed full while it
-				 * held the write, its write-back making
-				 * no room (a stalled backing); the writer
+#define FRAME_FILE_FULL  131072u /* reply of a WRITE or OPEN answered
+				 * NO_SPACE: the node's cache (blocks, or
+				 * its object table) stayed full while it
+				 * held the request, its write-back making
+				 * no room (a stalled backing); the sender
 				 * asks again. Without it, the write-back
 				 * fails (its last try within 60 s did: a
-				 * full or failing backing): ENOSPC */
+				 * full or failing backing), or no record
+				 * can go: ENOSPC */
 #define FRAME_FILE_WB    262144u /* CLOSE: at the last close with WRITER
 				 * the home writes its own blocks back after
 				 * size ns (the write-back delay); reply:

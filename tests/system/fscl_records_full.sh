@@ -47,13 +47,16 @@ for k in range(int(sys.argv[3])):
         if f.read() != b"%06d" % k * 166 + b"xxxx":
             sys.exit("f%d" % k)
 PY
-t_wait 30 python3 - "$T_DIR/b" $nf <<'PY' || t_fail "the files never all reached the thawed backing: $(fscl_why)"
+# (a file: t_wait runs it again and again, a heredoc is read once)
+cat >"$T_DIR/on_backing.py" <<'PY'
 import os, sys
 for k in range(int(sys.argv[2])):
     with open(os.path.join(sys.argv[1], "f%d" % k), "rb") as f:
         if f.read() != b"%06d" % k * 166 + b"xxxx":
             sys.exit(1)
 PY
+t_wait 30 python3 "$T_DIR/on_backing.py" "$T_DIR/b" $nf ||
+  t_fail "the files never all reached the thawed backing: $(fscl_why)"
 t_log "$nf small files over 2 x 256 records, the backing frozen ${FSCL_FREEZE_S:-15} s: the opens waited ($full answers FULL), $((t1 - t0)) s in all, no error; all read back and reach the backing"
 
 # tables full of files open: no record can go, so no wait: the open
