@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,27 @@ static int ask(const char *path, const char *cmd, int quiet)
 	return !strncmp(reply, "error:", 6);
 }
 
+/* --cluster FILE anywhere after the verb (status --json --cluster F)
+ * moved to argv[i], the place ctl_cluster_run reads it from; the other
+ * words keep their order. -1 (said) if no FILE follows it. */
+static int cluster_first(int argc, char **argv, int i)
+{
+	for (int k = i; k < argc; k++) {
+		if (strcmp(argv[k], "--cluster"))
+			continue;
+		if (k + 1 >= argc) {
+			fprintf(stderr, "nvcachectl: --cluster needs a FILE\n");
+			return -1;
+		}
+		char *opt = argv[k], *file = argv[k + 1];
+		memmove(&argv[i + 2], &argv[i], (size_t)(k - i) * sizeof(*argv));
+		argv[i] = opt;
+		argv[i + 1] = file;
+		return 0;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -120,8 +142,11 @@ int main(int argc, char **argv)
 	}
 	const char *verb = argv[optind];
 	i = optind + 1;
-	if (i < argc && !strcmp(argv[i], "--cluster") && (!strcmp(verb, "status") ||
-	    !strcmp(verb, "stats") || !strcmp(verb, "watch")))
+	bool clusterable = !strcmp(verb, "status") || !strcmp(verb, "stats") ||
+			   !strcmp(verb, "watch");
+	if (clusterable && cluster_first(argc, argv, i))
+		return 2;
+	if (i < argc && !strcmp(argv[i], "--cluster") && clusterable)
 		return ctl_cluster_run(verb, argc, argv, i);
 	if (!strcmp(verb, "ckpt"))
 		return ctl_ckpt_run(argc, argv, i);

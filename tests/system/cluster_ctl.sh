@@ -118,7 +118,9 @@ grep -q "3/4 nodes answered" "$T_DIR/st" || t_fail "summary after the kill: $(ta
 cat "$T_DIR/st" >&2
 grep -q "^  node 4: dead (from here: " "$T_DIR/st" || t_fail "no problem line for node 4"
 grep -q "^  node 1: 1 peers it sees dead$" "$T_DIR/st" || t_fail "no problem line for node 1's dead peer"
-cstatus --json || t_fail "status --cluster --json: $(cat "$T_DIR/st.err")"
+# (--cluster FILE may come after the other options)
+timeout 30 "$ctl" status --json --cluster "$conf" >"$T_DIR/st" 2>"$T_DIR/st.err" ||
+  t_fail "status --json --cluster: $(cat "$T_DIR/st.err")"
 /usr/bin/python3 - "$T_DIR/st" "$(stat_val 1 incarnation)" <<'EOF' || t_fail "status --cluster --json: $(cat "$T_DIR/st")"
 import json, sys
 d = json.load(open(sys.argv[1]))
