@@ -82,6 +82,13 @@ struct fobj {
 	 * the file's. Kept in the record too (its utime, mtime_keep), so a
 	 * restarted home has it */
 	uint64_t mtime_ns;
+	/* at the home: the mtime_ns last put on the backing file (or that
+	 * could not be, mtime_out), and the backing file's mtime seen right
+	 * after (a file system may round it): the record may go while
+	 * both still hold; else record_idle asks the write-back thread to
+	 * put it (mtime_wanted) */
+	uint64_t mtime_put, mtime_seen;
+	bool mtime_wanted;
 	/* at the home: when (this node's clock, ns) mtime_ns last changed;
 	 * after a restart, the start */
 	uint64_t mtime_at;

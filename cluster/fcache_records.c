@@ -173,7 +173,7 @@ void fobj_forget(struct fcache *fc, uint64_t gid)
  * file's, and with stripe_unit=auto its unit is there too (an OPEN that
  * makes the record again takes it from there, so no mount cuts the file
  * another way). A file gone from the backing: nothing to keep. */
-static bool record_idle(struct fcache *fc, const struct fobj *o, uint64_t now)
+static bool record_idle(struct fcache *fc, struct fobj *o, uint64_t now)
 {
 	struct bstore_obj rec;
 	struct rec_handle h;
@@ -191,18 +191,17 @@ static bool record_idle(struct fcache *fc, const struct fobj *o, uint64_t now)
 	bool idle = fstat(pfd, &st) == 0 && rec.size <= (uint64_t)st.st_size &&
 		    (!(fc->unit_set && !fc->unit && rec.uflags) ||
 		     unit_on_backing(fc, pfd) == rec.uflags);
-	if (idle && o->mtime_ns && at_home(fc, o->gid)) {
-		/* the mtime the home keeps goes with the record: onto the
-		 * backing file, which the write-backs moved */
-		char link[40];
-		struct timespec tv[2] = {
-			{ .tv_nsec = UTIME_OMIT },
-			{ .tv_sec = (time_t)(o->mtime_ns / 1000000000ull),
-			  .tv_nsec = (long)(o->mtime_ns % 1000000000ull) } };
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
-		if (utimensat(AT_FDCWD, link, tv, 0) < 0)
-			log_debug("file cache: the mtime of object %016" PRIx64
-				  " onto its backing file: %s", o->gid, strerror(errno));
+	uint64_t on_backing = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
+			      (uint64_t)st.st_mtim.tv_nsec;
+	if (idle && o->mtime_ns && at_home(fc, o->gid) &&
+	    (o->mtime_put != o->mtime_ns || o->mtime_seen != on_backing)) {
+		/* the mtime the home keeps goes with the record, onto the
+		 * backing file (the write-backs moved its own): put there by
+		 * the write-back thread (mtime_out), not here under fc->lk,
+		 * which a stalled backing would hold for every request */
+		idle = false;
+		o->mtime_wanted = true;
+		wb_schedule(fc, o, 0);
 	}
 	close(pfd);
 	return idle;

@@ -26,6 +26,59 @@ int backing_grow(int fd, uint64_t size)
 	return 0;
 }
 
+/* The mtime of the file at pfd, ns (0: none known). */
+static uint64_t mtime_of(int pfd)
+{
+	struct stat st;
+
+	return fstat(pfd, &st) < 0 ? 0 : (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
+					  (uint64_t)st.st_mtim.tv_nsec;
+}
+
+/* At gid's home, after its write-back, if record_idle asked for it: the
+ * mtime the home keeps onto the backing file (the write-backs moved the
+ * file's own), so that the record may go. Outside fc->lk: a stalled
+ * backing holds this thread alone. One that cannot be put is logged and
+ * let go. */
+static void mtime_out(struct fcache *fc, uint64_t gid)
+{
+	struct bstore_obj rec;
+	struct rec_handle h;
+	char link[40];
+
+	if (!at_home(fc, gid))
+		return;
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = fobj_find(fc, gid);
+	uint64_t m = o && o->mtime_wanted ? o->mtime_ns : 0, lid = o ? o->lid : 0;
+	if (o)
+		o->mtime_wanted = false;
+	int bfd = fc->backing_fd;
+	pthread_mutex_unlock(&fc->lk);
+	if (!m || bfd < 0 || bstore_obj_get(fc->bs, lid, &rec) < 0)
+		return;
+	rec_handle(&rec, &h);
+	int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return;   /* gone: nothing to keep */
+	struct timespec tv[2] = {
+		{ .tv_nsec = UTIME_OMIT },
+		{ .tv_sec = (time_t)(m / 1000000000ull), .tv_nsec = (long)(m % 1000000000ull) } };
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+	int e = utimensat(AT_FDCWD, link, tv, 0) < 0 ? errno : 0;
+	uint64_t seen = mtime_of(pfd);
+	close(pfd);
+	if (e)
+		log_warn("file cache: the mtime of object %016" PRIx64 " not put on "
+			 "its backing file: %s", gid, strerror(e));
+	pthread_mutex_lock(&fc->lk);
+	if ((o = fobj_find(fc, gid)) != NULL) {
+		o->mtime_put = m;
+		o->mtime_seen = seen;
+	}
+	pthread_mutex_unlock(&fc->lk);
+}
+
 /* Write the object's dirty blocks to its backing file and fsync it (the
  * home also extends the file to its size). 0, or -errno (the blocks stay
  * dirty; a file that no longer exists is dropped: nothing is written). */
@@ -168,6 +221,8 @@ out:
 		atomic_fetch_add(&fc->wb_errors, 1);
 		log_warn("file cache: write-back of object %016" PRIx64 ": %s; its "
 			 "blocks stay in NVRAM", gid, strerror(-rc));
+	} else {
+		mtime_out(fc, gid);
 	}
 	return rc;
 }
