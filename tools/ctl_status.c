@@ -264,7 +264,7 @@ static void view_node(struct daemon *d)
 			  "file cache write-backs failed (backing full or failing: "
 			  "the data stays in NVRAM; see the log)");
 	problem_if_rising(d, "fcache_full_waits",
-			  "writes held for room (the file cache is full and its "
+			  "writes or opens held for room (the file cache is full and its "
 			  "write-back makes none: a slow or stalled backing?)");
 }
 

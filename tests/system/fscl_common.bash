@@ -24,20 +24,6 @@ fscl_mount() {
   t_wait 20 t_is_mounted "$m" || { cat "$T_DIR/fs$i.log" >&2; t_fail "no mount of node $i"; }
 }
 
-# fscl_loop_backing: the backing $T_DIR/b an ext4 of 256 MiB on a loop
-# device (its image on disk, under T_DIR), so that fsfreeze can stall it
-# and fallocate fill it. Before fscl_start.
-fscl_loop_backing() {
-  t_require_cmd mkfs.ext4 losetup fsfreeze
-  truncate -s 256M "$T_DIR/b.img"
-  mkfs.ext4 -q -F -m 0 "$T_DIR/b.img" || t_fail "mkfs.ext4"
-  bloop=$(losetup -f --show "$T_DIR/b.img") || t_fail "losetup"
-  t_cleanup "losetup -d $bloop"
-  mount "$bloop" "$T_DIR/b" || t_fail "mount of the backing's loop device"
-  t_cleanup "umount -l $T_DIR/b"
-  t_cleanup "fsfreeze -u $T_DIR/b"
-}
-
 # fscl_start: the nodes, then a mount on each.
 fscl_start() {
   local i

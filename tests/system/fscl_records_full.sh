@@ -12,7 +12,7 @@ T_TIMEOUT=${T_TIMEOUT:-120}
 . "$(dirname "$0")/lib.sh"
 FSCL_N=2 FSCL_CACHE=64M
 . "$(dirname "$0")/fscl_common.bash"
-fscl_loop_backing
+t_loop_ext4 "$T_DIR/b"
 fscl_start
 nf=700
 # the files made first (a create waits for a frozen backing), closed

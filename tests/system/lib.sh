@@ -99,6 +99,22 @@ t_wait() {
   done
 }
 
+# t_loop_ext4 DIR: an ext4 of 256 MiB on a loop device (its image on
+# disk, under T_DIR) mounted on DIR, so that fsfreeze can stall it and
+# fallocate fill it; undone at exit.
+t_loop_ext4() {
+  local d=$1 loop
+  t_require_cmd mkfs.ext4 losetup fsfreeze
+  mkdir -p "$d"
+  truncate -s 256M "$T_DIR/loop.img"
+  mkfs.ext4 -q -F -m 0 "$T_DIR/loop.img" || t_fail "mkfs.ext4"
+  loop=$(losetup -f --show "$T_DIR/loop.img") || t_fail "losetup"
+  t_cleanup "losetup -d $loop"
+  mount "$loop" "$d" || t_fail "mount of the loop device on $d"
+  t_cleanup "umount -l $d"
+  t_cleanup "fsfreeze -u $d"
+}
+
 t_is_mounted() { grep -q " $1 " /proc/mounts; }
 
 # Unmount a FUSE mount we made, lazily if it is stuck.
