@@ -115,6 +115,33 @@ t_loop_ext4() {
   t_cleanup "fsfreeze -u $d"
 }
 
+# t_kill_waiter PID T0 FREEZE_S MAX_MS: the writer PID, still running
+# (waiting for room) with at least 8 s left of a backing frozen at T0
+# (date +%s) for FREEZE_S, killed -9; fails unless it is gone within
+# MAX_MS (not once the backing thaws). Its time in kms.
+t_kill_waiter() {
+  local pid=$1 t0=$2 freeze=$3 max=$4 k0
+  kill -0 "$pid" 2>/dev/null || t_fail "the writer is done already: the cache never filled? (test set-up)"
+  [ $(( $(date +%s) - t0 )) -le $(( freeze - 8 )) ] ||
+    t_fail "less than 8 s of the freeze left to kill the writer in (test set-up: a slow machine?)"
+  k0=$(date +%s%N)
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null
+  kms=$(( ($(date +%s%N) - k0) / 1000000 ))
+  [ "$kms" -lt "$max" ] ||
+    t_fail "a writer killed -9 while its write waits for room took $kms ms to go (until the backing thawed?)"
+}
+
+# t_fs_mount MOUNTPOINT OPTS: a one-node nvcachefs (-o OPTS) in the
+# foreground, logged to $T_DIR/log, killed and unmounted at exit.
+t_fs_mount() {
+  "$(t_bin nvcachefs)" "$1" -o "$2" -f >"$T_DIR/log" 2>&1 &
+  local p=$!
+  t_cleanup "kill -9 $p"
+  t_cleanup "t_umount $1"
+  t_wait 20 t_is_mounted "$1" || { cat "$T_DIR/log"; t_fail "no mount of $1"; }
+}
+
 t_is_mounted() { grep -q " $1 " /proc/mounts; }
 
 # Unmount a FUSE mount we made, lazily if it is stuck.
