@@ -589,6 +589,7 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_replica_bytes_sent: %" PRIu64 "\n"
 			 "fcache_replica_degraded_writes: %" PRIu64 "\n"
 			 "fcache_writeback_held: %" PRIu64 "\n"
+			 "fcache_writeback_unlinked: %" PRIu64 "\n"
 			 "fcache_alone_s: %" PRIu64 "\n"
 			 "fcache_replica_errors: %" PRIu64 "\n"
 			 "fcache_replicas_held: %" PRIu64 "\n"
@@ -616,7 +617,8 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 (uint64_t)atomic_load(&fc->replicas_sent),
 			 (uint64_t)atomic_load(&fc->replica_bytes),
 			 (uint64_t)atomic_load(&fc->degraded_writes),
-			 (uint64_t)atomic_load(&fc->wb_held), alone_s,
+			 (uint64_t)atomic_load(&fc->wb_held),
+			 (uint64_t)atomic_load(&fc->wb_unlinked), alone_s,
 			 (uint64_t)atomic_load(&fc->replica_errors), held,
 			 (uint64_t)atomic_load(&fc->replicas_taken),
 			 (uint64_t)atomic_load(&fc->replicas_written));

@@ -43,6 +43,9 @@
  * before it asks for the write-back of a closed file leaves nothing dirty
  * for good (as a page cache's dirty_expire). */
 #define DIRTY_EXPIRE_NS (30ull * 1000000000ull)
+/* A file unlinked while open somewhere is looked at again this often
+ * (writeback): gone, its blocks are dropped. */
+#define UNLINKED_RETRY_NS (5ull * 1000000000ull)
 /* epoch_known: how long an owner trusts a file's epoch it learnt */
 #define EPOCH_TRUST_NS 1000000000ull
 /* The shadow is asked whether it holds this node's whole list of marks
@@ -161,7 +164,10 @@ struct fcache {
 	struct fobj *tab[NBUCKETS];
 	int backing_fd;        /* -1: no mount attached yet */
 	struct fcache_ident bid;  /* the backing directory's */
-	bool wb_all;
+	/* the write-back thread writes back every dirty file: what a
+	 * previous run left (wb_all), or to make room for writers waiting
+	 * (wb_room too: files unlinked while open go as well, writeback) */
+	bool wb_all, wb_room;
 	/* fcache_stop called: the thread ends (told under lk), and waits
 	 * for space end (read without it) */
 	atomic_bool stopping;
@@ -172,6 +178,7 @@ struct fcache {
 
 	atomic_uint_fast64_t served_bytes, written_back, wb_errors, dropped,
 		writes, reads, reclaimed;
+	atomic_uint_fast64_t wb_unlinked;  /* write-backs put off: unlinked */
 	/* when a write-back last failed (clock_now_ns; 0: none since the
 	 * last that succeeded): a write that finds the cache full then is
 	 * answered NO_SPACE (the backing full, read-only, failing: the

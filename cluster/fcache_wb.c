@@ -79,10 +79,36 @@ static void mtime_out(struct fcache *fc, uint64_t gid)
 	pthread_mutex_unlock(&fc->lk);
 }
 
+/* Whether the backing file of record lid is unlinked: its inode lives
+ * (some process, a mount's, holds it open) with no name left. */
+static bool backing_unlinked(struct fcache *fc, int bfd, uint64_t lid)
+{
+	struct bstore_obj rec;
+	struct rec_handle h;
+	struct stat st;
+
+	if (bstore_obj_get(fc->bs, lid, &rec) < 0)
+		return false;
+	rec_handle(&rec, &h);
+	int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
+	bool gone = pfd >= 0 && fstat(pfd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_nlink == 0;
+	if (pfd >= 0)
+		close(pfd);
+	return gone;
+}
+
 /* Write the object's dirty blocks to its backing file and fsync it (the
  * home also extends the file to its size). 0, or -errno (the blocks stay
- * dirty; a file that no longer exists is dropped: nothing is written). */
-static int writeback(struct fcache *fc, uint64_t gid)
+ * dirty; a file that no longer exists is dropped: nothing is written).
+ * A file unlinked while open somewhere is not written either (no one
+ * will ever read those bytes from the backing): its blocks stay dirty,
+ * and it is looked at again after UNLINKED_RETRY_NS, until it is gone
+ * (then dropped) or linked again (an O_TMPFILE given a name); but for
+ * room (a full cache), which writes it as any other. This holds whether
+ * or not its home knows it was unlinked (a restarted home does not, nor
+ * do the other owners). */
+static int writeback(struct fcache *fc, uint64_t gid, bool room)
 {
 	struct bstore_obj rec;
 	uint64_t lid, nb = 0, nd = 0, made = 0;
@@ -98,6 +124,14 @@ static int writeback(struct fcache *fc, uint64_t gid)
 		return 0;
 	if (bfd < 0)
 		return -EAGAIN;
+	if (!room && backing_unlinked(fc, bfd, lid)) {
+		atomic_fetch_add(&fc->wb_unlinked, 1);
+		pthread_mutex_lock(&fc->lk);
+		if ((o = fobj_find(fc, gid)) != NULL)
+			wb_schedule(fc, o, UNLINKED_RETRY_NS);
+		pthread_mutex_unlock(&fc->lk);
+		return 0;
+	}
 	pthread_mutex_lock(&fc->wb_mx);
 	/* every told block out of the set before anything is read
 	 * (fmarks.h): a write after this tells the shadow again, with a
@@ -269,7 +303,8 @@ void *wb_main(void *arg)
 		uint64_t now = clock_now_ns(), next = now + 1000000000ull;
 		size_t n = 0;
 		bool all = fc->wb_all && fc->backing_fd >= 0, held = false;
-		fc->wb_all = false;
+		bool room = all && fc->wb_room;
+		fc->wb_all = fc->wb_room = false;
 		/* a full cache (writers waiting) is not held */
 		uint64_t hold = all ? 0 : wb_held_until(fc, now);
 		for (size_t b = 0; b < NBUCKETS && n < 64; b++)
@@ -294,14 +329,16 @@ void *wb_main(void *arg)
 		/* a full cache: the files holding dirty blocks, 64 a pass,
 		 * until none is left (the table may hold many more files,
 		 * clean, than one pass takes) */
-		if (all && n == 64)
+		if (all && n == 64) {
 			fc->wb_all = true;
+			fc->wb_room = room;
+		}
 		if (n) {
 			pthread_mutex_unlock(&fc->lk);
 			/* a stop leaves the rest dirty in NVRAM, for the
 			 * next start */
 			for (size_t k = 0; k < n && !atomic_load(&fc->stopping); k++)
-				if (writeback(fc, due[k]) == -EAGAIN)
+				if (writeback(fc, due[k], room) == -EAGAIN)
 					break;
 			pthread_mutex_lock(&fc->lk);
 			continue;
@@ -326,7 +363,7 @@ void *wb_main(void *arg)
 void wb_kick_all(struct fcache *fc)
 {
 	pthread_mutex_lock(&fc->lk);
-	fc->wb_all = true;
+	fc->wb_all = fc->wb_room = true;
 	pthread_cond_signal(&fc->cv);
 	pthread_mutex_unlock(&fc->lk);
 }
@@ -356,7 +393,7 @@ int serve_writeback(struct fcache *fc, const struct frame_fop *f)
 				return -ESHUTDOWN;   /* asked again after the restart */
 			usleep(100000);
 		}
-		return writeback(fc, f->obj);
+		return writeback(fc, f->obj, false);
 	}
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = fobj_find(fc, f->obj);

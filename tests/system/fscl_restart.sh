@@ -65,10 +65,10 @@ writer "$m3/w3" 1 &
 writer3=$!
 # a file whose home is node 2, locked once through mount 1 (the mount
 # then holds connections to node 2 for its locks), and one homed
-# elsewhere; homes are a hash of the file handle, so 64 files leave
-# node 2 without one with odds (2/3)^64
+# elsewhere; homes are a hash of the file handle, so 96 files leave
+# node 2 without one with odds (2/3)^96
 home2=() held="" others=()
-for k in $(seq 0 63); do
+for k in $(seq 0 95); do
   : >"$m1/lk$k"
   lay=$(fscl_layout "$m1/lk$k") ||
     t_fail "no layout for $m1/lk$k"
@@ -78,11 +78,11 @@ for k in $(seq 0 63); do
     [ -n "$held" ] || held=lk$k
     others+=("lk$k")
   fi
-  [ "${#home2[@]}" -ge 6 ] && [ "${#others[@]}" -ge 3 ] && break
+  [ "${#home2[@]}" -ge 7 ] && [ "${#others[@]}" -ge 3 ] && break
 done
-# six files homed at node 2 of 64: a failure in half a million runs
-[ "${#home2[@]}" -ge 6 ] || t_fail "fewer than 6 files of 64 have node 2 as their home"
-[ "${#others[@]}" -ge 3 ] || t_fail "fewer than 3 files of 64 have another home than node 2"
+# seven files homed at node 2 of 96: a failure in ten billion runs
+[ "${#home2[@]}" -ge 7 ] || t_fail "fewer than 7 files of 96 have node 2 as their home"
+[ "${#others[@]}" -ge 3 ] || t_fail "fewer than 3 files of 96 have another home than node 2"
 lockf=$m1/${home2[0]}
 # homed elsewhere, 3 MiB over 1 MiB stripes: a stripe on each node; one
 # written and closed (written back, then clean in the owners' NVRAM), one
@@ -135,29 +135,38 @@ while not os.path.exists(sys.argv[3]):
 holder=$!
 t_cleanup "kill $holder 2>/dev/null"
 t_wait 10 test -e "$T_DIR/held" || t_fail "no lock held through node 2's mount: $(tail -1 "$T_DIR/holder.err")"
-# through node 2's mount too: a lock on a file homed at node 2, and a
-# file homed there open, 3 MiB written (dirty in the owners' NVRAM: no
-# write-back while it is open); after the restart the mount is idle
-# until the holder reads its file back through the descriptor it kept
+# through node 2's mount too: a lock on a file homed at node 2, and two
+# files homed there open, 3 MiB written to each (dirty in the owners'
+# NVRAM: no write-back while it is open); after the restart the mount is
+# idle until the holder reads its files back through the descriptors it
+# kept. The second is unlinked before the restart, which the restarted
+# home does not know: its bytes must still never reach the backing
 python3 -c 'import fcntl, hashlib, os, sys, time
 lk = os.open(sys.argv[1], os.O_RDWR)
 fcntl.lockf(lk, fcntl.LOCK_EX | fcntl.LOCK_NB)
-fd = os.open(sys.argv[2], os.O_RDWR)
+fds = [os.open(p, os.O_RDWR) for p in (sys.argv[2], sys.argv[5])]
 data = os.urandom(3 << 20)
-os.pwrite(fd, data, 0)
+for fd in fds:
+    os.pwrite(fd, data, 0)
 open(sys.argv[3], "w").close()
 while not os.path.exists(sys.argv[4]):
     time.sleep(0.1)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)   # from the owners
-got = os.pread(fd, len(data) + 1, 0)
-if got != data:
-    sys.exit("the open file unlinked elsewhere reads back %d bytes, %s" %
-             (len(got), "differing" if len(got) == len(data) else "short"))' \
+for fd, what in zip(fds, ("unlinked elsewhere", "unlinked before the restart")):
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)   # from the owners
+    got = os.pread(fd, len(data) + 1, 0)
+    if got != data:
+        sys.exit("the open file %s reads back %d bytes, %s" % (what,
+                 len(got), "differing" if len(got) == len(data) else "short"))' \
   "$T_DIR/m2/${home2[1]}" "$T_DIR/m2/${home2[2]}" "$T_DIR/held2" "$T_DIR/reread" \
-  2>"$T_DIR/holder2.err" &
+  "$T_DIR/m2/${home2[6]}" 2>"$T_DIR/holder2.err" &
 holder2=$!
 t_cleanup "kill $holder2 2>/dev/null"
 t_wait 10 test -e "$T_DIR/held2" || t_fail "no lock or file held through node 2's mount: $(tail -1 "$T_DIR/holder2.err")"
+# the backing inode of the file unlinked while open, held here to look
+# at after the last close: nothing may be written to it
+exec {unl_fd}<"$T_DIR/b/${home2[6]}"
+t_cleanup "exec $unl_fd<&-"
+rm "$m3/${home2[6]}"
 touch "$T_DIR/acked.go"
 t_wait 30 test -e "$T_DIR/acked.ready" || t_fail "the writers did not start"
 sleep 0.5
@@ -268,12 +277,20 @@ rm "$m3/${home2[2]}"
 touch "$T_DIR/reread"
 wait $holder2 || t_fail "$(tail -1 "$T_DIR/holder2.err") (node 2's restart lost its open count)"
 t_log "the restarted home got back its locks and open counts from an idle mount"
+# the file unlinked while open before the restart: its owners put off
+# its write-back (the restarted home's at its start, the others' at the
+# last close) until the inode is gone
+unl=0
+for i in 1 2 3; do unl=$((unl + $(fscl_stat $i fcache_writeback_unlinked))); done
+[ "$unl" -gt 0 ] || t_fail "no owner put off the write-back of the file unlinked while open"
+[ "$(stat -L -c %s "/proc/$$/fd/$unl_fd")" = 0 ] ||
+  t_fail "the file unlinked while open before its home's restart was written back: $(stat -L -c %s "/proc/$$/fd/$unl_fd") bytes"
 # that read relied on the size the mount learnt before the restart: the
 # other owners, which knew no epoch of the file, asked node 2, whose new
 # epoch ended the bound (cluster/fcache.h): it was read and clipped
 # with a GETATTR, as the bytes compared above show
 asked=0
-for i in 1 3 4; do asked=$((asked + $(fscl_stat $i fcache_epochs_asked))); done
+for i in 1 3; do asked=$((asked + $(fscl_stat $i fcache_epochs_asked))); done
 [ "$asked" -gt 0 ] || t_fail "no owner asked a home for a file's size epoch"
 touch "$T_DIR/dirty.close" "$T_DIR/hsize.close"
 wait $dirtyw || t_fail "the writer of $dirtyf failed"
@@ -343,4 +360,7 @@ assert open(sys.argv[2], "rb").read() == data
 os.close(fd)
 PY
 t_log "fsync=backing: the backing has every byte when fsync returns"
+[ "$(stat -L -c %s "/proc/$$/fd/$unl_fd")" = 0 ] ||
+  t_fail "the file unlinked while open before its home's restart was written back at the end: $(stat -L -c %s "/proc/$$/fd/$unl_fd") bytes"
+t_log "the file unlinked while open before its home's restart: $unl write-backs put off, none of its bytes in the backing"
 fscl_stop

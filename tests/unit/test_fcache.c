@@ -877,6 +877,80 @@ static void past_end(void **state)
 	rmdir(dir);
 }
 
+/* A file unlinked while open (its inode alive, no name) is not written
+ * back: its blocks stay dirty; linked again (an O_TMPFILE given a
+ * name), it is; gone for good (its last descriptor closed), its record
+ * is dropped, nothing written. */
+static void unlinked(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	char dir[] = "/tmp/nvtest-fcache-XXXXXX", file[64], proc[64], side[128];
+	static uint8_t pl[256], x[100];
+	struct fcache_ident id;
+	struct stat st;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	struct frame_fop f = attach_req(dir, DIGEST, pl);
+	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	memset(x, 'x', sizeof(x));
+	/* an O_TMPFILE: no name yet */
+	int tfd = open(dir, O_TMPFILE | O_RDWR, 0644);
+	assert_true(tfd >= 0);
+	assert_int_equal(fcache_ident(tfd, "", AT_EMPTY_PATH, &id), 0);
+	struct frame_fop op = { .obj = 5, .len = id.len, .handle_type = id.type,
+				.flags = FRAME_FILE_HOME };
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 5,
+			 .off = 0, .len = 100 }, x, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_WRITEBACK, (struct frame_fop){ .obj = 5,
+			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
+	assert_int_equal(fstat(tfd, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	assert_int_equal(stat_of(fc, "fcache_writeback_unlinked"), 1);
+	assert_int_equal(stat_of(fc, "fcache_dirty_bytes"), FCACHE_BLOCK);
+	/* given a name: written back */
+	snprintf(file, sizeof(file), "%s/named", dir);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tfd);
+	assert_int_equal(linkat(AT_FDCWD, proc, AT_FDCWD, file, AT_SYMLINK_FOLLOW), 0);
+	assert_int_equal(call(fc, FT_FILE_WRITEBACK, (struct frame_fop){ .obj = 5,
+			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
+	assert_int_equal(fstat(tfd, &st), 0);
+	assert_int_equal(st.st_size, 100);
+	assert_int_equal(stat_of(fc, "fcache_dirty_bytes"), 0);
+	close(tfd);
+	unlink(file);
+
+	/* unlinked while open, then gone */
+	make_file(dir, file, sizeof(file), &id);
+	int fd = open(file, O_RDONLY);
+	assert_true(fd >= 0);
+	op.obj = 6;
+	op.len = id.len;
+	op.handle_type = id.type;
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 6,
+			 .blk = 1, .off = 0, .len = 100 }, x, &r), 0);
+	assert_int_equal(unlink(file), 0);
+	assert_int_equal(call(fc, FT_FILE_WRITEBACK, (struct frame_fop){ .obj = 6,
+			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	assert_int_equal(stat_of(fc, "fcache_writeback_unlinked"), 2);
+	assert_int_equal(stat_of(fc, "fcache_dirty_bytes"), FCACHE_BLOCK);
+	uint64_t dropped = stat_of(fc, "fcache_dropped_files");
+	close(fd);
+	assert_int_equal(call(fc, FT_FILE_WRITEBACK, (struct frame_fop){ .obj = 6,
+			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
+	assert_int_equal(stat_of(fc, "fcache_dropped_files"), dropped + 1);
+	assert_int_equal(stat_of(fc, "fcache_dirty_bytes"), 0);
+	fcache_close(fc);
+	snprintf(side, sizeof(side), "%s.backing", path);
+	unlink(side);
+	rmdir(dir);
+}
+
 /* The shadow: a second cache served in this process, reached through
  * the mark callback (NULL while it is "down"). */
 static pthread_mutex_t shadow_mx = PTHREAD_MUTEX_INITIALIZER;
@@ -1564,6 +1638,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(past_end, setup, teardown),
+		cmocka_unit_test_setup_teardown(unlinked, setup, teardown),
 		cmocka_unit_test_setup_teardown(shadow_marks, setup, teardown),
 		cmocka_unit_test_setup_teardown(stripe_units, setup, teardown),
 		cmocka_unit_test_setup_teardown(auto_unit_by_size, setup, teardown),
