@@ -132,14 +132,16 @@ t_kill_waiter() {
     t_fail "a writer killed -9 while its write waits for room took $kms ms to go (until the backing thawed?)"
 }
 
-# t_fs_mount MOUNTPOINT OPTS: a one-node nvcachefs (-o OPTS) in the
-# foreground, logged to $T_DIR/log, killed and unmounted at exit.
+# t_fs_mount MOUNTPOINT OPTS [LOG]: a one-node nvcachefs (-o OPTS) in
+# the foreground, logged to LOG ($T_DIR/log), killed and unmounted at
+# exit.
 t_fs_mount() {
-  "$(t_bin nvcachefs)" "$1" -o "$2" -f >"$T_DIR/log" 2>&1 &
+  local log=${3:-$T_DIR/log}
+  "$(t_bin nvcachefs)" "$1" -o "$2" -f >"$log" 2>&1 &
   local p=$!
   t_cleanup "kill -9 $p"
   t_cleanup "t_umount $1"
-  t_wait 20 t_is_mounted "$1" || { cat "$T_DIR/log"; t_fail "no mount of $1"; }
+  t_wait 20 t_is_mounted "$1" || { cat "$log"; t_fail "no mount of $1"; }
 }
 
 t_is_mounted() { grep -q " $1 " /proc/mounts; }
