@@ -183,32 +183,39 @@ void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up)
 	pthread_mutex_unlock(&fc->lk);
 }
 
-/* A file left open nowhere by a gone mount: what its last close would
- * have had done (fdcl_release): written back by every owner now, or
- * dropped everywhere if unlinked while open. */
-struct left { uint64_t gid; bool doomed; };
-
-
-static void left_done(struct fcache *fc, const struct left *l)
+/* Every other node asked, node to node, to drop the object (doomed) or
+ * write it back now; then this node does the same. why says in the log
+ * how it came to be asked for a node not told. */
+static void tell_all(struct fcache *fc, uint64_t gid, bool doomed, const char *why)
 {
-	uint32_t type = l->doomed ? FT_FILE_DROP : FT_FILE_WRITEBACK;
-	struct frame_fop f = { .obj = l->gid };   /* size 0: no delay */
+	uint32_t type = doomed ? FT_FILE_DROP : FT_FILE_WRITEBACK;
+	struct frame_fop f = { .obj = gid };   /* size 0: no delay */
 
 	for (uint32_t i = 0; i < fc->n_nodes; i++) {
 		if (i == fc->self_idx)
 			continue;
 		int rc = fc->call ? fc->call(fc->call_arg, i, type, &f, NULL) : -ENOTCONN;
 		if (rc)
-			log_warn("file cache: object %016" PRIx64 ", left open by a "
-				 "gone mount: node index %u not told to %s: %s; it "
-				 "does at its next write-back pass or close", l->gid, i,
-				 l->doomed ? "drop it" : "write it back", strerror(-rc));
+			log_warn("file cache: object %016" PRIx64 ", %s: node index %u "
+				 "not told to %s: %s; it does at its next write-back "
+				 "pass or close", gid, why, i,
+				 doomed ? "drop it" : "write it back", strerror(-rc));
 	}
-	if (l->doomed)
-		drop_obj(fc, l->gid);
+	if (doomed)
+		drop_obj(fc, gid);
 	else
 		serve_writeback(fc, &f);
 }
+
+void drop_everywhere(struct fcache *fc, uint64_t gid)
+{
+	tell_all(fc, gid, true, "unlinked");
+}
+
+/* A file left open nowhere by a gone mount: what its last close would
+ * have had done (fdcl_release): written back by every owner now, or
+ * dropped everywhere if unlinked while open. */
+struct left { uint64_t gid; bool doomed; };
 
 /* The write-back thread: the runs without a connection for
  * mount_gone_ns lose their opens (fcache_mount_conn). */
@@ -262,7 +269,7 @@ void mounts_check(struct fcache *fc, uint64_t now)
 		 "nowhere now, written back (or dropped, unlinked) by every owner",
 		 runs, (uint64_t)(fc->mount_gone_ns / 1000000ull), opens, nleft);
 	for (size_t k = 0; k < nleft; k++)
-		left_done(fc, &left[k]);
+		tell_all(fc, left[k].gid, left[k].doomed, "left open by a gone mount");
 	free(left);
 }
 
@@ -590,6 +597,8 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_replica_degraded_writes: %" PRIu64 "\n"
 			 "fcache_writeback_held: %" PRIu64 "\n"
 			 "fcache_writeback_unlinked: %" PRIu64 "\n"
+			 "fcache_opens_stale: %" PRIu64 "\n"
+			 "fcache_unlinks_lingered: %" PRIu64 "\n"
 			 "fcache_alone_s: %" PRIu64 "\n"
 			 "fcache_replica_errors: %" PRIu64 "\n"
 			 "fcache_replicas_held: %" PRIu64 "\n"
@@ -618,7 +627,9 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 (uint64_t)atomic_load(&fc->replica_bytes),
 			 (uint64_t)atomic_load(&fc->degraded_writes),
 			 (uint64_t)atomic_load(&fc->wb_held),
-			 (uint64_t)atomic_load(&fc->wb_unlinked), alone_s,
+			 (uint64_t)atomic_load(&fc->wb_unlinked),
+			 (uint64_t)atomic_load(&fc->opens_stale),
+			 (uint64_t)atomic_load(&fc->lingered), alone_s,
 			 (uint64_t)atomic_load(&fc->replica_errors), held,
 			 (uint64_t)atomic_load(&fc->replicas_taken),
 			 (uint64_t)atomic_load(&fc->replicas_written));

@@ -133,7 +133,9 @@ void fcache_set_shadow(struct fcache *fc, uint32_t self_idx, fcache_mark_fn fn,
  * opens are released as its closes would have been, and a file then
  * open nowhere is written back by every owner now (fn sends WRITEBACK
  * to the others), or, unlinked while open, dropped everywhere (DROP). A
- * CLOSE of a released open answers NOT_FOUND. fn(arg, idx, type, f, rf)
+ * CLOSE of a released open answers NOT_FOUND. The home also drops
+ * everywhere, through fn, a file unlinked while open nowhere once its
+ * 2 s linger is over (UNLINK_LINGER_NS). fn(arg, idx, type, f, rf)
  * sends one file request to node index idx (n_nodes of them, this one
  * at self_idx as fcache_set_shadow's): 0 (the reply's FileOp in *rf if
  * rf is not NULL) or -errno. */

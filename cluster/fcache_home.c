@@ -121,6 +121,26 @@ static bool hold_seen(const struct hold *h, uint64_t t)
 	return false;
 }
 
+/* An OPEN that finds no record, of a backing file (pfd: opened by its
+ * handle, or -1 with errno) with no name left, or gone: unlinked (a
+ * rename over it) between the opener's lookup and this OPEN. If the
+ * record went with the unlink (UNLINK at the home of a file open
+ * nowhere drops it, and its blocks everywhere), a record made now would
+ * show the file empty, its bytes lost to the opener; no record is made,
+ * and the OPEN answers STALE: the kernel then looks the path up again
+ * (LOOKUP_REVAL) and opens what it names now, as if the open came
+ * after the unlink. An unlink after this look finds the open counted
+ * (the file doomed, kept until its last close): the mount unlinks the
+ * backing file before it tells the home. */
+static bool unlinked_since_lookup(int pfd)
+{
+	struct stat st;
+
+	if (pfd < 0)
+		return errno == ESTALE || errno == ENOENT;
+	return fstat(pfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0;
+}
+
 int serve_open(struct fcache *fc, const struct frame_fop *f,
 	       const uint8_t *payload, struct frame_hdr *r)
 {
@@ -142,15 +162,24 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 		memcpy(rec.handle, payload, f->len);
 		gid_put(rec.path, f->obj);
 		bool autou = fc->unit_set && !fc->unit;
+		bool opener = (f->flags & FRAME_FILE_HOME) && !(f->flags & FRAME_FILE_RECLAIM);
 		int bfd = fc->backing_fd;
 		pthread_mutex_unlock(&fc->lk);
-		if (autou && bfd >= 0) {
-			/* a unit its home fixed before (a record that went,
-			 * or NVRAM lost) holds over the mount's offer */
+		if ((autou || opener) && bfd >= 0) {
 			struct rec_handle h;
 			rec_handle(&rec, &h);
 			int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
-			uint64_t u = pfd >= 0 ? unit_on_backing(fc, pfd) : 0;
+			if (opener && unlinked_since_lookup(pfd)) {
+				if (pfd >= 0)
+					close(pfd);
+				atomic_fetch_add(&fc->opens_stale, 1);
+				snprintf(r->text, sizeof(r->text), "the file was "
+					 "unlinked since the opener looked it up");
+				return -ESTALE;
+			}
+			/* a unit its home fixed before (a record that went,
+			 * or NVRAM lost) holds over the mount's offer */
+			uint64_t u = autou && pfd >= 0 ? unit_on_backing(fc, pfd) : 0;
 			if (pfd >= 0)
 				close(pfd);
 			if (u)
@@ -456,13 +485,18 @@ int serve_unlink(struct fcache *fc, const struct frame_fop *f,
 	grace_wait(fc);
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = fobj_find(fc, f->obj);
-	bool open = o && o->opens;
-	if (open) {
+	if (o) {
+		/* open somewhere: dropped at its last close; open nowhere:
+		 * kept a while (linger_ns) for an open looked up before */
 		o->doomed = true;
 		r->fop.flags = FRAME_FILE_DOOMED;
+		if (!o->opens) {
+			o->linger_ns = clock_now_ns() + UNLINK_LINGER_NS;
+			atomic_fetch_add(&fc->lingered, 1);
+		}
 	}
 	pthread_mutex_unlock(&fc->lk);
-	if (!open)
-		drop_obj(fc, f->obj);
+	if (!o)
+		drop_obj(fc, f->obj);   /* (the mount drops it everywhere) */
 	return 0;
 }

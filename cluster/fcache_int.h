@@ -43,6 +43,12 @@
  * before it asks for the write-back of a closed file leaves nothing dirty
  * for good (as a page cache's dirty_expire). */
 #define DIRTY_EXPIRE_NS (30ull * 1000000000ull)
+/* How long a file unlinked while open nowhere lingers (fobj.linger_ns):
+ * an opener's lookup and its OPEN are two requests, the unlink may come
+ * between; one that comes later is answered STALE (serve_open) and the
+ * kernel looks the name up again. A full object table ends the lingers
+ * at once (record_create). */
+#define UNLINK_LINGER_NS (2ull * 1000000000ull)
 /* A file unlinked while open somewhere is looked at again this often
  * (writeback): gone, its blocks are dropped. */
 #define UNLINKED_RETRY_NS (5ull * 1000000000ull)
@@ -64,6 +70,11 @@ struct fobj {
 	uint64_t lid;          /* the store's id */
 	uint32_t opens;        /* at the home: handles open cluster-wide */
 	bool doomed;           /* unlinked while open: never written back */
+	/* at the home: unlinked while open nowhere, the record and the
+	 * blocks everywhere are kept until then (clock_now_ns) for a mount
+	 * that looked the file up before the unlink and opens it now;
+	 * then the write-back thread drops them everywhere (0: not so) */
+	uint64_t linger_ns;
 	/* at the home: a write may have been made since the last close
 	 * that had the owners write back (FRAME_FILE_WRITER): set when the
 	 * record is found here at a start (a restarted home cannot tell),
@@ -179,6 +190,8 @@ struct fcache {
 	atomic_uint_fast64_t served_bytes, written_back, wb_errors, dropped,
 		writes, reads, reclaimed;
 	atomic_uint_fast64_t wb_unlinked;  /* write-backs put off: unlinked */
+	atomic_uint_fast64_t opens_stale;  /* OPENs of files unlinked since */
+	atomic_uint_fast64_t lingered;     /* unlinks kept a while (linger_ns) */
 	/* when a write-back last failed (clock_now_ns; 0: none since the
 	 * last that succeeded): a write that finds the cache full then is
 	 * answered NO_SPACE (the backing full, read-only, failing: the
@@ -326,6 +339,8 @@ int serve_close(struct fcache *fc, const struct frame_fop *f,
 int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *f,
 	       struct frame_hdr *r);
 void drop_obj(struct fcache *fc, uint64_t gid);
+/* gid dropped here and at every other node (FILE_DROP, node to node). */
+void drop_everywhere(struct fcache *fc, uint64_t gid);
 int serve_unlink(struct fcache *fc, const struct frame_fop *f,
 		 struct frame_hdr *r);
 

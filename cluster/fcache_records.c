@@ -272,6 +272,18 @@ bool space_wait_over(struct fcache *fc, uint64_t since, uint64_t hold_ns, int *r
 	return *rc != -ENOSPC || clock_now_ns() - since >= hold_ns;
 }
 
+/* Under fc->lk: the records of files unlinked while open nowhere go now
+ * (the write-back thread's next pass, which wb_kick_all wakes): room
+ * comes before an open looked up before the unlink (answered STALE, it
+ * looks the name up again). */
+static void lingers_end(struct fcache *fc)
+{
+	for (size_t b = 0; b < NBUCKETS; b++)
+		for (struct fobj *o = fc->tab[b]; o; o = o->next)
+			if (o->doomed && !o->opens && o->linger_ns)
+				o->linger_ns = 1;
+}
+
 bool records_freeable(struct fcache *fc)
 {
 	bool some = false;
@@ -279,7 +291,7 @@ bool records_freeable(struct fcache *fc)
 	pthread_mutex_lock(&fc->lk);
 	for (size_t b = 0; b < NBUCKETS && !some; b++)
 		for (const struct fobj *o = fc->tab[b]; o && !some; o = o->next)
-			some = !o->opens && !o->doomed;
+			some = !o->opens && (!o->doomed || o->linger_ns);
 	pthread_mutex_unlock(&fc->lk);
 	return some;
 }
@@ -308,6 +320,8 @@ int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held,
 			pthread_mutex_unlock(&fc->rep_mx);
 		pthread_mutex_lock(&fc->lk);
 		size_t n = records_reclaim(fc, gone, RECLAIM_BATCH);
+		if (!n)
+			lingers_end(fc);
 		pthread_mutex_unlock(&fc->lk);
 		/* (no dirty block, so no mark at the shadow but stale ones;
 		 * not told while rep_mx is held: the shadow may be waiting

@@ -281,7 +281,7 @@ static bool obj_dirty(struct fcache *fc, const struct fobj *o)
 void *wb_main(void *arg)
 {
 	struct fcache *fc = arg;
-	uint64_t due[64];
+	uint64_t due[64], gone[64];
 
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), 10) < 0)
 		log_debug("file cache: write-back thread priority: %s", strerror(errno));
@@ -307,10 +307,22 @@ void *wb_main(void *arg)
 		fc->wb_all = fc->wb_room = false;
 		/* a full cache (writers waiting) is not held */
 		uint64_t hold = all ? 0 : wb_held_until(fc, now);
+		size_t ngone = 0;
 		for (size_t b = 0; b < NBUCKETS && n < 64; b++)
 			for (struct fobj *o = fc->tab[b]; o && n < 64; o = o->next) {
-				if (o->doomed)
+				if (o->doomed) {
+					/* unlinked while open nowhere: its
+					 * linger over, dropped everywhere */
+					if (o->opens || !o->linger_ns)
+						continue;
+					if (o->linger_ns <= now && ngone < 64) {
+						o->linger_ns = 0;
+						gone[ngone++] = o->gid;
+					} else if (o->linger_ns < next) {
+						next = o->linger_ns;
+					}
 					continue;
+				}
 				if (hold && o->wb_due_ns && o->wb_due_ns <= now) {
 					held = true;
 				} else if ((o->wb_due_ns && o->wb_due_ns <= now) ||
@@ -332,6 +344,12 @@ void *wb_main(void *arg)
 		if (all && n == 64) {
 			fc->wb_all = true;
 			fc->wb_room = room;
+		}
+		if (ngone) {
+			pthread_mutex_unlock(&fc->lk);
+			for (size_t k = 0; k < ngone; k++)
+				drop_everywhere(fc, gone[k]);
+			pthread_mutex_lock(&fc->lk);
 		}
 		if (n) {
 			pthread_mutex_unlock(&fc->lk);

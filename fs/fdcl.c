@@ -743,8 +743,22 @@ int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st,
 		goto set;
 	}
 	mtime_pay(fs, ino);   /* this mount's writes show in its own stat */
-	if ((r = home_attr(fs, ino, &size, &mtime_ns)) < 0)
-		return r == -EIO ? r : 0;   /* -ENOENT: the backing's holds */
+	if ((r = home_attr(fs, ino, &size, &mtime_ns)) < 0) {
+		/* no record: the backing's holds, but not for a backing file
+		 * with no name left (unlinked, or renamed over, since it was
+		 * looked up): its record, and its size, may have gone with
+		 * the unlink. STALE: looked up again (ops.c's lookup, the
+		 * kernel's LOOKUP_REVAL), the name gives what it holds now,
+		 * as if the request came after the unlink. Looked at after
+		 * the home's answer: the mount that unlinks it unlinks the
+		 * backing file before the home drops the record (st may be
+		 * from before) */
+		struct stat now;
+		if (r == -ENOENT && fstatat(ino->fd, "", &now, AT_EMPTY_PATH) == 0 &&
+		    now.st_nlink == 0)
+			return -ESTALE;
+		return r == -EIO ? r : 0;
+	}
 set:
 	stat_set_size(st, size);
 	/* the last change through any mount (the owners' write-backs move

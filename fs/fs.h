@@ -158,6 +158,9 @@ struct fs_inode {
 struct fs_stats {
 	atomic_uint_fast64_t hits, misses, prefetched, written_back;
 	atomic_uint_fast64_t backing_errors, bp_waits, dropped_unlinked;
+	/* cluster mount: lookups that found the name's file unlinked since
+	 * (renamed over) with its record gone, and looked up again */
+	atomic_uint_fast64_t lookups_stale;
 	atomic_uint_fast64_t recovered_files, recovered_bytes;
 	atomic_uint_fast64_t forget_asks;
 	atomic_uint_fast64_t forget_gone;   /* node ids sent as removed elsewhere */

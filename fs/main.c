@@ -487,6 +487,7 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "backing_errors", atomic_load(&s->backing_errors) },
 		{ "backpressure_waits", atomic_load(&s->bp_waits) },
 		{ "dropped_unlinked_files", atomic_load(&s->dropped_unlinked) },
+		{ "lookups_stale", atomic_load(&s->lookups_stale) },
 		{ "recovered_files", atomic_load(&s->recovered_files) },
 		{ "recovered_bytes", atomic_load(&s->recovered_bytes) },
 		{ "cached_files", bst.objs_used },

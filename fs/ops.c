@@ -95,21 +95,30 @@ static int lookup_backing(struct fs *fs, struct fs_inode *parent, const char *na
 	return 0;
 }
 
+/* Lookups of a name that a rename over it keeps changing under them
+ * (fix_attr's -ESTALE) before the kernel is told ESTALE. */
+#define LOOKUP_TRIES 4
+
 static int do_lookup(struct fs *fs, struct fs_inode *parent, const char *name,
 		     struct fuse_entry_param *e)
 {
-	int r = lookup_backing(fs, parent, name, e);
+	int r = -ESTALE;
 
-	if (r < 0 || e->ino == FUSE_ROOT_ID)
-		return r;
-	struct fs_inode *ino = (struct fs_inode *)(uintptr_t)e->ino;
-	if ((r = fix_attr(fs, ino, &e->attr)) < 0) {
-		/* no size to give (its home is down with it): not the
-		 * backing's either, which may be stale */
-		itab_forget(fs, ino, 1);
-		return r;
+	for (int k = 0; k < LOOKUP_TRIES && r == -ESTALE; k++) {
+		r = lookup_backing(fs, parent, name, e);
+		if (r < 0 || e->ino == FUSE_ROOT_ID)
+			return r;
+		struct fs_inode *ino = (struct fs_inode *)(uintptr_t)e->ino;
+		if ((r = fix_attr(fs, ino, &e->attr)) < 0) {
+			/* no size to give (its home is down with it): not
+			 * the backing's either, which may be stale; or
+			 * unlinked since the lookup: looked up again */
+			itab_forget(fs, ino, 1);
+			if (r == -ESTALE)
+				atomic_fetch_add(&fs->st.lookups_stale, 1);
+		}
 	}
-	return 0;
+	return r;
 }
 
 /* Before the backing creates an entry for the request's caller: this

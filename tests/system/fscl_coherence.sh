@@ -7,7 +7,8 @@
 # nodes writing interleaved 100-byte ranges of the same blocks, MPI-IO's
 # sync-barrier-sync, O_APPEND from three nodes (in turn and at once),
 # write-back of every byte by the blocks' owners after
-# the last close, a file unlinked while open on two nodes that writes
+# the last close, a file replaced by rename over and over on one node
+# while two others open and stat it, a file unlinked while open on two nodes that writes
 # nothing to the backing (fscl_ops.py has the steps), a file removed
 # through one node that another node's mount lets go of, the layout xattr,
 # the file cache lines of nvcachectl status --cluster, fsx_ops.py's
@@ -96,6 +97,7 @@ t_wait 5 grep -q "a FILE_SETSIZE request failed (File too large); answered INTER
 step interleave
 step sync_barrier_sync
 step append
+step replace
 
 # After the last close (and the write-back delay) every byte is in the backing,
 # written there by the nodes that own the blocks: each node wrote some.

@@ -271,7 +271,63 @@ def append(b, m):
     expect(seen == sorted(b"%d:%05d" % (k, i) for k in range(3) for i in range(count)),
            "concurrent appends: records lost or torn")
 
-STEPS = {"append": append, "doomed": doomed, "close_to_open": close_to_open, "namespace": namespace,
+def replacer(d, count, done):
+    for k in range(count):
+        body = (b"%06d\n" % k) * (1000 + k * 37 % 20000)   # 7 KB to 140 KB
+        with open(os.path.join(d, "cfg.tmp"), "wb") as f:
+            f.write(body)
+        os.rename(os.path.join(d, "cfg.tmp"), os.path.join(d, "cfg"))
+    open(done, "w").close()
+
+def whole(b):
+    """a version the replacer wrote: one 7-byte record repeated"""
+    return len(b) > 0 and len(b) % 7 == 0 and b == b[:7] * (len(b) // 7)
+
+def replace_reader(d, done, how, out):
+    n = bad = stale = 0
+    p = os.path.join(d, "cfg")
+    while not os.path.exists(done):
+        try:
+            if how == "read":
+                got = read_all(p)
+                ok = whole(got)
+            else:
+                st = os.stat(p)
+                ok = st.st_size > 0 and st.st_size % 7 == 0
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            if e.errno != 116:   # ESTALE: the kernel's retry raced again
+                raise
+            stale += 1
+            continue
+        n += 1
+        bad += not ok
+    out.put((how, n, bad, stale))
+
+def replace(b, m):
+    """a file replaced over and over by rename (write a temporary, rename
+    it over the name) on 1: every open and stat of the name on 2 and 3
+    meanwhile gives a whole version, never the empty or short file of a
+    version whose record went with its replacement"""
+    done = os.path.join(b, "replace.done")
+    out = multiprocessing.Queue()
+    readers = [multiprocessing.Process(target=replace_reader, args=(m[1], done, "read", out)),
+               multiprocessing.Process(target=replace_reader, args=(m[2], done, "stat", out))]
+    for r in readers:
+        r.start()
+    replacer(m[0], 300, done)
+    res = [out.get(timeout=60) for r in readers]
+    for r in readers:
+        r.join()
+    for how, n, bad, stale in res:
+        print("replace: %s: %d, %d wrong, %d stale" % (how, n, bad, stale), file=sys.stderr)
+        expect(n > 0, "replace: no %s of the name succeeded" % how)
+        expect(bad == 0, "replace: %d of %d %ss of a file replaced by rename gave "
+               "no whole version" % (bad, n, how))
+    os.unlink(done)
+
+STEPS = {"append": append, "replace": replace, "doomed": doomed, "close_to_open": close_to_open, "namespace": namespace,
          "mtime": mtime, "stale_bound": stale_bound,
          "interleave": interleave, "sync_barrier_sync": sync_barrier_sync}
 

@@ -59,6 +59,9 @@ static int call(struct fcache *fc, uint32_t type, struct frame_fop f,
 	return rc;
 }
 
+/* A counter of fcache_stats (defined below). */
+static uint64_t stat_of(struct fcache *c, const char *name);
+
 static void open_obj(struct fcache *fc, uint64_t obj, bool home)
 {
 	struct frame_hdr r;
@@ -484,13 +487,32 @@ static void home(void **state)
 			 NULL, &r), 0);
 	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 9 },
 			 NULL, &r), -ENOENT);
-	/* not open: an unlink drops it at once */
+	/* open nowhere: kept a while (doomed) for an open looked up before
+	 * the unlink, which is counted and whose last close drops it */
 	open_obj(fc, 10, false);
 	assert_int_equal(call(fc, FT_FILE_UNLINK, (struct frame_fop){ .obj = 10 },
 			 NULL, &r), 0);
-	assert_int_equal(r.fop.flags, 0);
-	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 10 },
+	assert_int_equal(r.fop.flags, FRAME_FILE_DOOMED);
+	assert_int_equal(stat_of(fc, "fcache_unlinks_lingered"), 1);
+	open_obj(fc, 10, true);
+	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 10 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags & (FRAME_FILE_LAST | FRAME_FILE_DOOMED),
+			 FRAME_FILE_LAST | FRAME_FILE_DOOMED);
+	/* no open comes: the write-back thread drops it after the linger */
+	open_obj(fc, 11, false);
+	assert_int_equal(call(fc, FT_FILE_UNLINK, (struct frame_fop){ .obj = 11 },
+			 NULL, &r), 0);
+	assert_int_equal(r.fop.flags, FRAME_FILE_DOOMED);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 11 },
+			 NULL, &r), 0);
+	uint64_t t0 = clock_now_ns();
+	while (call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 11 }, NULL, &r) == 0 &&
+	       clock_now_ns() - t0 < 10 * 1000000000ull)
+		usleep(20000);
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 11 },
 			 NULL, &r), -ENOENT);
+	assert_true(clock_now_ns() - t0 >= 1500000000ull);   /* not before */
 	fcache_close(fc);
 }
 
@@ -820,8 +842,6 @@ static void restart_reclaim(void **state)
 	rmdir(dir);
 }
 
-static uint64_t stat_of(struct fcache *c, const char *name);
-
 /* A write into an absent block asks the writer for the block's backing
  * bytes (NOT_FOUND), unless the backing file ends at or before the
  * block: then there are none, and the range is written at once. */
@@ -895,12 +915,18 @@ static void unlinked(void **state)
 	struct frame_fop f = attach_req(dir, DIGEST, pl);
 	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
 	memset(x, 'x', sizeof(x));
-	/* an O_TMPFILE: no name yet */
+	/* an O_TMPFILE: no name yet. An opener's OPEN (HOME) of a file
+	 * with no name is refused (the file went since its lookup); an
+	 * owner's record (no HOME) is made */
 	int tfd = open(dir, O_TMPFILE | O_RDWR, 0644);
 	assert_true(tfd >= 0);
 	assert_int_equal(fcache_ident(tfd, "", AT_EMPTY_PATH, &id), 0);
 	struct frame_fop op = { .obj = 5, .len = id.len, .handle_type = id.type,
 				.flags = FRAME_FILE_HOME };
+	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), -ESTALE);
+	assert_non_null(strstr(r.text, "unlinked since the opener looked it up"));
+	assert_int_equal(stat_of(fc, "fcache_opens_stale"), 1);
+	op.flags = 0;
 	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 5,
 			 .off = 0, .len = 100 }, x, &r), 0);
@@ -936,6 +962,7 @@ static void unlinked(void **state)
 	op.obj = 6;
 	op.len = id.len;
 	op.handle_type = id.type;
+	op.flags = FRAME_FILE_HOME;
 	assert_int_equal(call(fc, FT_FILE_OPEN, op, id.handle, &r), 0);
 	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 6,
 			 .blk = 1, .off = 0, .len = 100 }, x, &r), 0);
