@@ -184,32 +184,44 @@ void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up)
 }
 
 /* Every other node asked, node to node, to drop the object (doomed) or
- * write it back now; then this node does the same. why says in the log
- * how it came to be asked for a node not told. */
-static void tell_all(struct fcache *fc, uint64_t gid, bool doomed, const char *why)
+ * write it back now. why says in the log how it came to be asked for a
+ * node not told. */
+static void tell_others(struct fcache *fc, uint64_t gid, bool doomed, const char *why)
 {
+	static struct log_limit tell_log;
 	uint32_t type = doomed ? FT_FILE_DROP : FT_FILE_WRITEBACK;
 	struct frame_fop f = { .obj = gid };   /* size 0: no delay */
+	char note[96];
 
 	for (uint32_t i = 0; i < fc->n_nodes; i++) {
 		if (i == fc->self_idx)
 			continue;
 		int rc = fc->call ? fc->call(fc->call_arg, i, type, &f, NULL) : -ENOTCONN;
-		if (rc)
+		if (rc && log_limit(&tell_log, 30, note, sizeof(note)))
 			log_warn("file cache: object %016" PRIx64 ", %s: node index %u "
 				 "not told to %s: %s; it does at its next write-back "
-				 "pass or close", gid, why, i,
-				 doomed ? "drop it" : "write it back", strerror(-rc));
+				 "pass or close%s", gid, why, i,
+				 doomed ? "drop it" : "write it back", strerror(-rc), note);
 	}
-	if (doomed)
-		drop_obj(fc, gid);
-	else
-		serve_writeback(fc, &f);
 }
 
-void drop_everywhere(struct fcache *fc, uint64_t gid)
+void linger_drop(struct fcache *fc, uint64_t gid)
 {
-	tell_all(fc, gid, true, "unlinked");
+	/* here first, at once with the look: an OPEN after it finds no
+	 * record (answered STALE), one before it holds the file */
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = fobj_find(fc, gid);
+	bool go = o && o->doomed && !o->opens;
+	if (go) {
+		bstore_obj_delete(fc->bs, o->lid);
+		fobj_forget(fc, gid);
+		atomic_fetch_add(&fc->dropped, 1);
+	}
+	pthread_mutex_unlock(&fc->lk);
+	if (!go)
+		return;
+	marks_forget(fc, gid);
+	tell_others(fc, gid, true, "unlinked");
 }
 
 /* A file left open nowhere by a gone mount: what its last close would
@@ -268,8 +280,14 @@ void mounts_check(struct fcache *fc, uint64_t now)
 		 " ms): their %" PRIu64 " open handle(s) released; %zu file(s) open "
 		 "nowhere now, written back (or dropped, unlinked) by every owner",
 		 runs, (uint64_t)(fc->mount_gone_ns / 1000000ull), opens, nleft);
-	for (size_t k = 0; k < nleft; k++)
-		tell_all(fc, left[k].gid, left[k].doomed, "left open by a gone mount");
+	for (size_t k = 0; k < nleft; k++) {
+		struct frame_fop f = { .obj = left[k].gid };   /* no delay */
+		tell_others(fc, left[k].gid, left[k].doomed, "left open by a gone mount");
+		if (left[k].doomed)
+			drop_obj(fc, left[k].gid);
+		else
+			serve_writeback(fc, &f);
+	}
 	free(left);
 }
 

@@ -141,6 +141,56 @@ static bool unlinked_since_lookup(int pfd)
 	return fstat(pfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0;
 }
 
+/* After an OPEN that made the record (the look of unlinked_since_lookup
+ * found the file named, then the record was made without fc->lk) and
+ * counted its opens: an unlink meanwhile found no record to keep, and
+ * its mount drops the file everywhere. If the backing file has no name
+ * now, the count is taken back (a record left open nowhere lingers
+ * out, doomed) and the OPEN answers STALE, as above. */
+static bool unlinked_meanwhile(struct fcache *fc, int bfd, const struct frame_fop *f,
+			       uint64_t counted)
+{
+	struct bstore_obj rec = { .handle_type = f->handle_type, .handle_len = f->len };
+	struct rec_handle h;
+
+	if (f->len > sizeof(rec.handle))
+		return false;
+	pthread_mutex_lock(&fc->lk);
+	struct fobj *o = fobj_find(fc, f->obj);
+	bool got = o && bstore_obj_get(fc->bs, o->lid, &rec) == 0;
+	pthread_mutex_unlock(&fc->lk);
+	if (!got) {   /* dropped meanwhile: by that unlink's mount */
+		atomic_fetch_add(&fc->opens_stale, 1);
+		return true;
+	}
+	rec_handle(&rec, &h);
+	int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
+	bool gone = unlinked_since_lookup(pfd);
+	if (pfd >= 0)
+		close(pfd);
+	if (!gone)
+		return false;
+	pthread_mutex_lock(&fc->lk);
+	struct hold **hp, *hd;
+	if ((o = fobj_find(fc, f->obj)) != NULL &&
+	    (hd = hold_find(o, f->digest, &hp)) != NULL && hd->n >= counted &&
+	    o->opens >= counted) {
+		hd->n -= (uint32_t)counted;
+		o->opens -= (uint32_t)counted;
+		if (!hd->n) {
+			*hp = hd->next;
+			free(hd);
+		}
+		if (!o->opens) {
+			o->doomed = true;
+			o->linger_ns = 1;   /* due: the write-back thread drops it */
+		}
+	}
+	pthread_mutex_unlock(&fc->lk);
+	atomic_fetch_add(&fc->opens_stale, 1);
+	return true;
+}
+
 int serve_open(struct fcache *fc, const struct frame_fop *f,
 	       const uint8_t *payload, struct frame_hdr *r)
 {
@@ -151,8 +201,12 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 		snprintf(r->text, sizeof(r->text), "OPEN stripe unit out of range");
 		return -EPROTO;
 	}
+	bool opener = (f->flags & FRAME_FILE_HOME) && !(f->flags & FRAME_FILE_RECLAIM);
+	bool made = false;
+	uint64_t counted = 0;
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = fobj_find(fc, f->obj);
+	int bfd = fc->backing_fd;
 	if (!o) {
 		memset(&rec, 0, sizeof(rec));
 		rec.size = f->size;
@@ -162,8 +216,6 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 		memcpy(rec.handle, payload, f->len);
 		gid_put(rec.path, f->obj);
 		bool autou = fc->unit_set && !fc->unit;
-		bool opener = (f->flags & FRAME_FILE_HOME) && !(f->flags & FRAME_FILE_RECLAIM);
-		int bfd = fc->backing_fd;
 		pthread_mutex_unlock(&fc->lk);
 		if ((autou || opener) && bfd >= 0) {
 			struct rec_handle h;
@@ -201,6 +253,7 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 			 * owners at its last close under the record before
 			 * (or, that broadcast lost, left to their 30 s pass) */
 			o->wrote = false;
+			made = true;
 		}
 	} else {
 		rc = bstore_obj_get(fc->bs, o->lid, &rec);
@@ -235,6 +288,7 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 			h->inst = f->digest;
 			h->n += (uint32_t)n;
 			o->opens += (uint32_t)n;
+			counted = n;
 			if (n && f->token)
 				h->seen[h->seen_at++ % HOLD_SEEN] = f->token;
 			r->fop.size = rec.size;
@@ -243,6 +297,11 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 		}
 	}
 	pthread_mutex_unlock(&fc->lk);
+	if (made && counted && opener && bfd >= 0 && unlinked_meanwhile(fc, bfd, f, counted)) {
+		snprintf(r->text, sizeof(r->text), "the file was unlinked since "
+			 "the opener looked it up");
+		return -ESTALE;
+	}
 	/* the object table stayed full for the hold: the opener waits on
 	 * while write-back may free a record (a slow or stalled backing);
 	 * not when every record is of a file open here (none will go) */
@@ -298,6 +357,10 @@ int serve_close(struct fcache *fc, const struct frame_fop *f,
 			    close_writeback(fc, o, f->size))
 				r->fop.flags |= FRAME_FILE_WB;
 			o->wrote = false;
+			/* doomed: the closing mount drops it everywhere; if
+			 * that DROP is lost, the write-back thread does */
+			if (o->doomed)
+				o->linger_ns = clock_now_ns() + UNLINK_LINGER_NS;
 		}
 	}
 	pthread_mutex_unlock(&fc->lk);

@@ -73,7 +73,9 @@ struct fobj {
 	/* at the home: unlinked while open nowhere, the record and the
 	 * blocks everywhere are kept until then (clock_now_ns) for a mount
 	 * that looked the file up before the unlink and opens it now;
-	 * then the write-back thread drops them everywhere (0: not so) */
+	 * then the write-back thread drops them everywhere (0: not so).
+	 * Set at the last close of a doomed file too, in case the closing
+	 * mount's DROP does not come */
 	uint64_t linger_ns;
 	/* at the home: a write may have been made since the last close
 	 * that had the owners write back (FRAME_FILE_WRITER): set when the
@@ -84,6 +86,10 @@ struct fobj {
 	 * cluster-wide, which says so */
 	bool wrote;
 	uint64_t wb_due_ns;    /* 0: no write-back scheduled */
+	/* its write-back put off until then: its backing file had no name
+	 * (writeback); a pass over every dirty file (wb_all) but for room
+	 * leaves it till then too */
+	uint64_t unlinked_until;
 	/* the backing file's size when past_backing_end last looked (0:
 	 * never): a block below it is taken as having backing bytes, not
 	 * looked at again (a hint; only a fresh look says there are none) */
@@ -339,8 +345,10 @@ int serve_close(struct fcache *fc, const struct frame_fop *f,
 int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *f,
 	       struct frame_hdr *r);
 void drop_obj(struct fcache *fc, uint64_t gid);
-/* gid dropped here and at every other node (FILE_DROP, node to node). */
-void drop_everywhere(struct fcache *fc, uint64_t gid);
+/* At the home, a file unlinked while open nowhere, its linger over
+ * (fobj.linger_ns): dropped here, then at every other node (FILE_DROP,
+ * node to node); not if an OPEN came meanwhile (then at its last close). */
+void linger_drop(struct fcache *fc, uint64_t gid);
 int serve_unlink(struct fcache *fc, const struct frame_fop *f,
 		 struct frame_hdr *r);
 

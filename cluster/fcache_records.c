@@ -272,16 +272,32 @@ bool space_wait_over(struct fcache *fc, uint64_t since, uint64_t hold_ns, int *r
 	return *rc != -ENOSPC || clock_now_ns() - since >= hold_ns;
 }
 
-/* Under fc->lk: the records of files unlinked while open nowhere go now
- * (the write-back thread's next pass, which wb_kick_all wakes): room
+/* Under fc->lk: up to max records of files unlinked while open nowhere
+ * (lingering, fobj.linger_ns) go now, here, their ids in gone[]: room
  * comes before an open looked up before the unlink (answered STALE, it
- * looks the name up again). */
-static void lingers_end(struct fcache *fc)
+ * looks the name up again). Their blocks at the other owners are not
+ * told (no request from here, under the lock): they go at those owners'
+ * write-back, which finds the backing file unlinked, once it is gone.
+ * Returns how many. */
+static size_t lingers_end(struct fcache *fc, uint64_t *gone, size_t max)
 {
-	for (size_t b = 0; b < NBUCKETS; b++)
-		for (struct fobj *o = fc->tab[b]; o; o = o->next)
-			if (o->doomed && !o->opens && o->linger_ns)
-				o->linger_ns = 1;
+	size_t n = 0;
+
+	for (size_t b = 0; b < NBUCKETS && n < max; b++)
+		for (struct fobj **p = &fc->tab[b]; *p && n < max;) {
+			struct fobj *o = *p;
+			if (o->doomed && !o->opens && o->linger_ns) {
+				bstore_obj_delete(fc->bs, o->lid);
+				gone[n++] = o->gid;
+				*p = o->next;
+				fobj_free(o);
+				continue;
+			}
+			p = &o->next;
+		}
+	if (n)
+		atomic_fetch_add(&fc->dropped, n);
+	return n;
 }
 
 bool records_freeable(struct fcache *fc)
@@ -321,7 +337,7 @@ int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held,
 		pthread_mutex_lock(&fc->lk);
 		size_t n = records_reclaim(fc, gone, RECLAIM_BATCH);
 		if (!n)
-			lingers_end(fc);
+			n = lingers_end(fc, gone, RECLAIM_BATCH);
 		pthread_mutex_unlock(&fc->lk);
 		/* (no dirty block, so no mark at the shadow but stale ones;
 		 * not told while rep_mx is held: the shadow may be waiting

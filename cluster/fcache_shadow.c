@@ -454,7 +454,18 @@ void shadow_resync(struct fcache *fc)
 		return;
 	}
 	log_info("file cache: the next node holds our %zu dirty marks", total);
-	if (atomic_exchange(&fc->degraded_ns, 0))
+	/* the writes kept alone are copied: their hold on write-back ends,
+	 * unless one more came since the look above (replica_degraded
+	 * counts it before it sets degraded_ns, which this cleared): then
+	 * the hold stays, and so does the resync to come */
+	uint_fast64_t was = atomic_exchange(&fc->degraded_ns, 0);
+	if (atomic_load(&fc->uncopied) != uncopied) {
+		uint_fast64_t none = 0;
+		atomic_compare_exchange_strong(&fc->degraded_ns, &none, was);
+		atomic_store(&fc->shadow_ok, false);
+		return;
+	}
+	if (was)
 		log_info("file cache: the next node (this node's shadow) is back: "
 			 "it holds the copies of the writes kept here alone");
 }

@@ -124,14 +124,19 @@ static int writeback(struct fcache *fc, uint64_t gid, bool room)
 		return 0;
 	if (bfd < 0)
 		return -EAGAIN;
-	if (!room && backing_unlinked(fc, bfd, lid)) {
+	/* (a clean record is let be: it may go, record_idle) */
+	if (!room && bstore_obj_counts(fc->bs, lid, NULL, &nd) == 0 && nd &&
+	    backing_unlinked(fc, bfd, lid)) {
 		atomic_fetch_add(&fc->wb_unlinked, 1);
 		pthread_mutex_lock(&fc->lk);
-		if ((o = fobj_find(fc, gid)) != NULL)
+		if ((o = fobj_find(fc, gid)) != NULL) {
+			o->unlinked_until = clock_now_ns() + UNLINKED_RETRY_NS;
 			wb_schedule(fc, o, UNLINKED_RETRY_NS);
+		}
 		pthread_mutex_unlock(&fc->lk);
 		return 0;
 	}
+	nd = 0;
 	pthread_mutex_lock(&fc->wb_mx);
 	/* every told block out of the set before anything is read
 	 * (fmarks.h): a write after this tells the shadow again, with a
@@ -326,7 +331,8 @@ void *wb_main(void *arg)
 				if (hold && o->wb_due_ns && o->wb_due_ns <= now) {
 					held = true;
 				} else if ((o->wb_due_ns && o->wb_due_ns <= now) ||
-				    (all && obj_dirty(fc, o))) {
+				    (all && (room || o->unlinked_until <= now) &&
+				     obj_dirty(fc, o))) {
 					o->wb_due_ns = 0;
 					due[n++] = o->gid;
 				} else if (o->wb_due_ns && o->wb_due_ns < next) {
@@ -347,8 +353,8 @@ void *wb_main(void *arg)
 		}
 		if (ngone) {
 			pthread_mutex_unlock(&fc->lk);
-			for (size_t k = 0; k < ngone; k++)
-				drop_everywhere(fc, gone[k]);
+			for (size_t k = 0; k < ngone && !atomic_load(&fc->stopping); k++)
+				linger_drop(fc, gone[k]);
 			pthread_mutex_lock(&fc->lk);
 		}
 		if (n) {

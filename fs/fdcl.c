@@ -698,9 +698,10 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino)
 }
 
 /* fdcl_size, and the mtime the home keeps in *mtime_ns (0: none, the
- * backing's holds; also while the home is down). */
+ * backing's holds; also while the home is down); *asked (if not NULL):
+ * the answer is the home's own, not one made while it is down. */
 static int home_attr(struct fs *fs, struct fs_inode *ino, uint64_t *size,
-		     uint64_t *mtime_ns)
+		     uint64_t *mtime_ns, bool *asked)
 {
 	uint64_t gid = gid_of(ino);
 	struct fcl_req q = { .idx = fcl_home(fs->cl, gid), .type = FT_FILE_GETATTR,
@@ -711,6 +712,8 @@ static int home_attr(struct fs *fs, struct fs_inode *ino, uint64_t *size,
 		return -ENOENT;
 	fcl_call_many(fs->cl, &q, 1);
 	int r = home_getattr_down(fs, ino, &q);
+	if (asked)
+		*asked = !q.down;
 	if (!r)
 		*size = q.rf.size;
 	if (!r && !q.down) {   /* the home's answer */
@@ -725,7 +728,7 @@ int fdcl_size(struct fs *fs, struct fs_inode *ino, uint64_t *size)
 {
 	uint64_t mtime_ns;
 
-	return home_attr(fs, ino, size, &mtime_ns);
+	return home_attr(fs, ino, size, &mtime_ns, NULL);
 }
 
 int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st,
@@ -743,7 +746,8 @@ int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st,
 		goto set;
 	}
 	mtime_pay(fs, ino);   /* this mount's writes show in its own stat */
-	if ((r = home_attr(fs, ino, &size, &mtime_ns)) < 0) {
+	bool asked = false;
+	if ((r = home_attr(fs, ino, &size, &mtime_ns, &asked)) < 0) {
 		/* no record: the backing's holds, but not for a backing file
 		 * with no name left (unlinked, or renamed over, since it was
 		 * looked up): its record, and its size, may have gone with
@@ -752,9 +756,11 @@ int fdcl_fix_attr(struct fs *fs, struct fs_inode *ino, struct stat *st,
 		 * as if the request came after the unlink. Looked at after
 		 * the home's answer: the mount that unlinks it unlinks the
 		 * backing file before the home drops the record (st may be
-		 * from before) */
+		 * from before). Not when the home is down (home_down's
+		 * -ENOENT: the backing's size holds, a file unlinked while
+		 * open too) */
 		struct stat now;
-		if (r == -ENOENT && fstatat(ino->fd, "", &now, AT_EMPTY_PATH) == 0 &&
+		if (r == -ENOENT && asked && fstatat(ino->fd, "", &now, AT_EMPTY_PATH) == 0 &&
 		    now.st_nlink == 0)
 			return -ESTALE;
 		return r == -EIO ? r : 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fs_full_killed.sh - one-node mounts whose caches are full of dirty
-# data over a backing frozen for 15 s: their writers wait for room
+# data over a backing frozen for 18 s: their writers wait for room
 # (back-pressure); killed -9 meanwhile, they go at once (the write
 # answered EINTR: no one is left to acknowledge it), not once the
 # backing thaws. Two kinds of room: blocks (a 16 MiB file into 4 MiB of
@@ -29,7 +29,7 @@ for k in $(seq 0 299); do : >"$S/f$k"; done
 bp0=$(stat_of "$M" backpressure_waits) bs0=$(stat_of "$S" backpressure_waits)
 waiting() { local w; w=$(stat_of "$1" backpressure_waits); [ "${w:-0}" -gt "$2" ]; }
 fsfreeze -f "$B" || t_fail "fsfreeze"
-( sleep ${FS_FREEZE_S:-15}; fsfreeze -u "$B" 2>/dev/null ) &
+( sleep ${FS_FREEZE_S:-18}; fsfreeze -u "$B" 2>/dev/null ) &
 thaw=$!
 t0=$(date +%s)
 # 16 MiB of 64 KiB writes into 4 MiB of cache (no O_TRUNC: that would
@@ -50,9 +50,9 @@ PY
 small=$!
 t_wait 8 waiting "$M" "${bp0:-0}" || t_fail "the writer never waited for room 8 s into the freeze (test set-up: did the cache fill?)"
 t_wait 8 waiting "$S" "${bs0:-0}" || t_fail "the small files' writer never waited for a record 8 s into the freeze (test set-up: $(wc -l <"$T_DIR/acked") written)"
-t_kill_waiter "$victim" "$t0" "${FS_FREEZE_S:-15}" 3000
+t_kill_waiter "$victim" "$t0" "${FS_FREEZE_S:-18}" 3000
 kbig=$kms
-t_kill_waiter "$small" "$t0" "${FS_FREEZE_S:-15}" 3000
+t_kill_waiter "$small" "$t0" "${FS_FREEZE_S:-18}" 3000
 wait $thaw
 got=$(stat -c %s "$M/v")
 [ "$got" -gt 0 ] && cmp -s -n "$got" "$T_DIR/ref" "$M/v" ||

@@ -97,7 +97,12 @@ t_wait 5 grep -q "a FILE_SETSIZE request failed (File too large); answered INTER
 step interleave
 step sync_barrier_sync
 step append
+# the replaced versions linger at their homes, then go everywhere
+files0=$(sum fcache_files) lingered0=$(sum fcache_unlinks_lingered)
 step replace
+[ "$(sum fcache_unlinks_lingered)" -gt "$lingered0" ] || t_fail "replace: no unlink lingered"
+few_files() { local n; n=$(sum fcache_files) && [ "$n" -le $((files0 + 1)) ]; }
+t_wait 10 few_files || t_fail "replace: the replaced versions' records stay: $(sum fcache_files) files, $files0 before"
 
 # After the last close (and the write-back delay) every byte is in the backing,
 # written there by the nodes that own the blocks: each node wrote some.

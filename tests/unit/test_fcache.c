@@ -495,6 +495,9 @@ static void home(void **state)
 	assert_int_equal(r.fop.flags, FRAME_FILE_DOOMED);
 	assert_int_equal(stat_of(fc, "fcache_unlinks_lingered"), 1);
 	open_obj(fc, 10, true);
+	usleep(2500000);   /* past the linger: kept, being open */
+	assert_int_equal(call(fc, FT_FILE_GETATTR, (struct frame_fop){ .obj = 10 },
+			 NULL, &r), 0);
 	assert_int_equal(call(fc, FT_FILE_CLOSE, (struct frame_fop){ .obj = 10 },
 			 NULL, &r), 0);
 	assert_int_equal(r.fop.flags & (FRAME_FILE_LAST | FRAME_FILE_DOOMED),
