@@ -185,8 +185,11 @@ void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up)
 
 /* Every other node asked, node to node, to drop the object (doomed) or
  * write it back now. why says in the log how it came to be asked for a
- * node not told. */
-static void tell_others(struct fcache *fc, uint64_t gid, bool doomed, const char *why)
+ * node not told. A node in *unreached (bit per node index) is not asked:
+ * one that does not answer is added, so that a batch of these waits for
+ * a down node once, not once a file. */
+static void tell_others(struct fcache *fc, uint64_t gid, bool doomed, const char *why,
+			uint64_t *unreached)
 {
 	static struct log_limit tell_log;
 	uint32_t type = doomed ? FT_FILE_DROP : FT_FILE_WRITEBACK;
@@ -194,9 +197,11 @@ static void tell_others(struct fcache *fc, uint64_t gid, bool doomed, const char
 	char note[96];
 
 	for (uint32_t i = 0; i < fc->n_nodes; i++) {
-		if (i == fc->self_idx)
+		if (i == fc->self_idx || (i < 64 && (*unreached >> i) & 1))
 			continue;
 		int rc = fc->call ? fc->call(fc->call_arg, i, type, &f, NULL) : -ENOTCONN;
+		if (rc && rc != -ENOENT && i < 64)
+			*unreached |= 1ull << i;
 		if (rc && log_limit(&tell_log, 30, note, sizeof(note)))
 			log_warn("file cache: object %016" PRIx64 ", %s: node index %u "
 				 "not told to %s: %s; it does at its next write-back "
@@ -205,13 +210,14 @@ static void tell_others(struct fcache *fc, uint64_t gid, bool doomed, const char
 	}
 }
 
-void linger_drop(struct fcache *fc, uint64_t gid)
+void linger_drop(struct fcache *fc, uint64_t gid, uint64_t *unreached)
 {
 	/* here first, at once with the look: an OPEN after it finds no
 	 * record (answered STALE), one before it holds the file */
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = fobj_find(fc, gid);
-	bool go = o && o->doomed && !o->opens;
+	bool go = o && o->doomed && !o->opens && o->linger_ns &&
+		  o->linger_ns <= clock_now_ns();
 	if (go) {
 		bstore_obj_delete(fc->bs, o->lid);
 		fobj_forget(fc, gid);
@@ -221,7 +227,7 @@ void linger_drop(struct fcache *fc, uint64_t gid)
 	if (!go)
 		return;
 	marks_forget(fc, gid);
-	tell_others(fc, gid, true, "unlinked");
+	tell_others(fc, gid, true, "unlinked", unreached);
 }
 
 /* A file left open nowhere by a gone mount: what its last close would
@@ -280,13 +286,23 @@ void mounts_check(struct fcache *fc, uint64_t now)
 		 " ms): their %" PRIu64 " open handle(s) released; %zu file(s) open "
 		 "nowhere now, written back (or dropped, unlinked) by every owner",
 		 runs, (uint64_t)(fc->mount_gone_ns / 1000000ull), opens, nleft);
+	uint64_t unreached = 0;
 	for (size_t k = 0; k < nleft; k++) {
 		struct frame_fop f = { .obj = left[k].gid };   /* no delay */
-		tell_others(fc, left[k].gid, left[k].doomed, "left open by a gone mount");
-		if (left[k].doomed)
-			drop_obj(fc, left[k].gid);
-		else
+		if (left[k].doomed) {
+			/* as a linger's end: here first, if still open
+			 * nowhere (an OPEN may have come meanwhile) */
+			pthread_mutex_lock(&fc->lk);
+			struct fobj *o = fobj_find(fc, left[k].gid);
+			if (o && o->doomed && !o->opens)
+				o->linger_ns = 1;
+			pthread_mutex_unlock(&fc->lk);
+			linger_drop(fc, left[k].gid, &unreached);
+		} else {
+			tell_others(fc, left[k].gid, false, "left open by a gone mount",
+				    &unreached);
 			serve_writeback(fc, &f);
+		}
 	}
 	free(left);
 }

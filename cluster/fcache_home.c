@@ -145,8 +145,10 @@ static bool unlinked_since_lookup(int pfd)
  * found the file named, then the record was made without fc->lk) and
  * counted its opens: an unlink meanwhile found no record to keep, and
  * its mount drops the file everywhere. If the backing file has no name
- * now, the count is taken back (a record left open nowhere lingers
- * out, doomed) and the OPEN answers STALE, as above. */
+ * now, the count is taken back, with the OPEN's token (a resend is
+ * counted, and looked at, anew), and a record left open nowhere goes
+ * (made after the unlink, it holds nothing); the OPEN answers STALE, as
+ * above. */
 static bool unlinked_meanwhile(struct fcache *fc, int bfd, const struct frame_fop *f,
 			       uint64_t counted)
 {
@@ -177,16 +179,24 @@ static bool unlinked_meanwhile(struct fcache *fc, int bfd, const struct frame_fo
 	    o->opens >= counted) {
 		hd->n -= (uint32_t)counted;
 		o->opens -= (uint32_t)counted;
+		for (unsigned k = 0; k < HOLD_SEEN && f->token; k++)
+			if (hd->seen[k] == f->token)
+				hd->seen[k] = 0;
 		if (!hd->n) {
 			*hp = hd->next;
 			free(hd);
 		}
-		if (!o->opens) {
-			o->doomed = true;
-			o->linger_ns = 1;   /* due: the write-back thread drops it */
-		}
+	}
+	/* (under the same lock: a later OPEN finds no record, STALE) */
+	bool drop = o && !o->opens;
+	if (drop) {
+		bstore_obj_delete(fc->bs, o->lid);
+		fobj_forget(fc, f->obj);
+		atomic_fetch_add(&fc->dropped, 1);
 	}
 	pthread_mutex_unlock(&fc->lk);
+	if (drop)
+		marks_forget(fc, f->obj);
 	atomic_fetch_add(&fc->opens_stale, 1);
 	return true;
 }

@@ -52,6 +52,9 @@
 /* A file unlinked while open somewhere is looked at again this often
  * (writeback): gone, its blocks are dropped. */
 #define UNLINKED_RETRY_NS (5ull * 1000000000ull)
+/* A write-back that failed is not tried again by a pass over every
+ * dirty file (wb_all, but for room) before this long. */
+#define WB_RETRY_NS (1000000000ull)
 /* epoch_known: how long an owner trusts a file's epoch it learnt */
 #define EPOCH_TRUST_NS 1000000000ull
 /* The shadow is asked whether it holds this node's whole list of marks
@@ -86,10 +89,11 @@ struct fobj {
 	 * cluster-wide, which says so */
 	bool wrote;
 	uint64_t wb_due_ns;    /* 0: no write-back scheduled */
-	/* its write-back put off until then: its backing file had no name
-	 * (writeback); a pass over every dirty file (wb_all) but for room
-	 * leaves it till then too */
-	uint64_t unlinked_until;
+	/* its write-back put off until then (its backing file had no name,
+	 * writeback), or its last one failed then: a pass over every dirty
+	 * file (wb_all) but for room leaves it till then, so that such
+	 * files do not take every pass */
+	uint64_t wb_retry_at;
 	/* the backing file's size when past_backing_end last looked (0:
 	 * never): a block below it is taken as having backing bytes, not
 	 * looked at again (a hint; only a fresh look says there are none) */
@@ -347,8 +351,9 @@ int serve_size(struct fcache *fc, uint32_t type, const struct frame_fop *f,
 void drop_obj(struct fcache *fc, uint64_t gid);
 /* At the home, a file unlinked while open nowhere, its linger over
  * (fobj.linger_ns): dropped here, then at every other node (FILE_DROP,
- * node to node); not if an OPEN came meanwhile (then at its last close). */
-void linger_drop(struct fcache *fc, uint64_t gid);
+ * node to node, but those in *unreached, which gains the nodes that do
+ * not answer); not if an OPEN came meanwhile (then at its last close). */
+void linger_drop(struct fcache *fc, uint64_t gid, uint64_t *unreached);
 int serve_unlink(struct fcache *fc, const struct frame_fop *f,
 		 struct frame_hdr *r);
 

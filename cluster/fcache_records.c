@@ -336,7 +336,9 @@ int record_create(struct fcache *fc, struct bstore_obj *rec, bool rep_held,
 			pthread_mutex_unlock(&fc->rep_mx);
 		pthread_mutex_lock(&fc->lk);
 		size_t n = records_reclaim(fc, gone, RECLAIM_BATCH);
-		if (!n)
+		/* (not with rep_mx held: their marks at the shadow, of
+		 * dirty blocks, must go with them, marks_forget) */
+		if (!n && !rep_held)
 			n = lingers_end(fc, gone, RECLAIM_BATCH);
 		pthread_mutex_unlock(&fc->lk);
 		/* (no dirty block, so no mark at the shadow but stale ones;

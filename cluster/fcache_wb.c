@@ -130,7 +130,7 @@ static int writeback(struct fcache *fc, uint64_t gid, bool room)
 		atomic_fetch_add(&fc->wb_unlinked, 1);
 		pthread_mutex_lock(&fc->lk);
 		if ((o = fobj_find(fc, gid)) != NULL) {
-			o->unlinked_until = clock_now_ns() + UNLINKED_RETRY_NS;
+			o->wb_retry_at = clock_now_ns() + UNLINKED_RETRY_NS;
 			wb_schedule(fc, o, UNLINKED_RETRY_NS);
 		}
 		pthread_mutex_unlock(&fc->lk);
@@ -257,6 +257,10 @@ out:
 	else if (made)
 		atomic_store(&fc->wb_failed_ns, 0);
 	if (rc) {
+		pthread_mutex_lock(&fc->lk);
+		if ((o = fobj_find(fc, gid)) != NULL)
+			o->wb_retry_at = clock_now_ns() + WB_RETRY_NS;
+		pthread_mutex_unlock(&fc->lk);
 		atomic_fetch_add(&fc->wb_errors, 1);
 		log_warn("file cache: write-back of object %016" PRIx64 ": %s; its "
 			 "blocks stay in NVRAM", gid, strerror(-rc));
@@ -321,7 +325,6 @@ void *wb_main(void *arg)
 					if (o->opens || !o->linger_ns)
 						continue;
 					if (o->linger_ns <= now && ngone < 64) {
-						o->linger_ns = 0;
 						gone[ngone++] = o->gid;
 					} else if (o->linger_ns < next) {
 						next = o->linger_ns;
@@ -331,7 +334,7 @@ void *wb_main(void *arg)
 				if (hold && o->wb_due_ns && o->wb_due_ns <= now) {
 					held = true;
 				} else if ((o->wb_due_ns && o->wb_due_ns <= now) ||
-				    (all && (room || o->unlinked_until <= now) &&
+				    (all && (room || o->wb_retry_at <= now) &&
 				     obj_dirty(fc, o))) {
 					o->wb_due_ns = 0;
 					due[n++] = o->gid;
@@ -353,8 +356,9 @@ void *wb_main(void *arg)
 		}
 		if (ngone) {
 			pthread_mutex_unlock(&fc->lk);
+			uint64_t unreached = 0;
 			for (size_t k = 0; k < ngone && !atomic_load(&fc->stopping); k++)
-				linger_drop(fc, gone[k]);
+				linger_drop(fc, gone[k], &unreached);
 			pthread_mutex_lock(&fc->lk);
 		}
 		if (n) {

@@ -98,9 +98,12 @@ step interleave
 step sync_barrier_sync
 step append
 # the replaced versions linger at their homes, then go everywhere
-files0=$(sum fcache_files) lingered0=$(sum fcache_unlinks_lingered)
+t_wait 10 sum fcache_files || t_fail "a node's stats do not answer"
+files0=$(sum fcache_files) lingered0=$(sum fcache_unlinks_lingered) ||
+  t_fail "a node's stats do not answer"
 step replace
-[ "$(sum fcache_unlinks_lingered)" -gt "$lingered0" ] || t_fail "replace: no unlink lingered"
+lingered() { local n; n=$(sum fcache_unlinks_lingered) && [ "$n" -gt "$lingered0" ]; }
+t_wait 10 lingered || t_fail "replace: no unlink lingered"
 few_files() { local n; n=$(sum fcache_files) && [ "$n" -le $((files0 + 1)) ]; }
 t_wait 10 few_files || t_fail "replace: the replaced versions' records stay: $(sum fcache_files) files, $files0 before"
 

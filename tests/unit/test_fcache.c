@@ -519,6 +519,33 @@ static void home(void **state)
 	fcache_close(fc);
 }
 
+/* An object table full of files unlinked while open nowhere (each
+ * lingering 2 s for an open looked up before): a new record takes the
+ * room of one at once, not after the linger or a 2 s hold. */
+static void lingers_full(void **state)
+{
+	struct fcache *fc = open_fc();
+	struct frame_hdr r;
+	uint64_t obj;
+	(void)state;
+
+	/* (8 MiB: 128 blocks, the table's least, 256 records) */
+	for (obj = 100; obj < 100 + 256; obj++) {
+		open_obj(fc, obj, false);
+		assert_int_equal(call(fc, FT_FILE_UNLINK, (struct frame_fop){ .obj = obj },
+				      NULL, &r), 0);
+		assert_int_equal(r.fop.flags, FRAME_FILE_DOOMED);
+	}
+	assert_int_equal(stat_of(fc, "fcache_records_total"), 256);
+	assert_int_equal(stat_of(fc, "fcache_files"), 256);
+	uint64_t dropped = stat_of(fc, "fcache_dropped_files"), t0 = clock_now_ns();
+	open_obj(fc, 1000, true);
+	assert_true(clock_now_ns() - t0 < 1000000000ull);
+	assert_true(stat_of(fc, "fcache_dropped_files") > dropped);
+	assert_true(stat_of(fc, "fcache_files") <= 256);
+	fcache_close(fc);
+}
+
 /* Size epochs (fcache.h): the home gives one with the size; a shrink
  * gives a newer one; a READ or WRITE with BOUND is vouched for (BOUND_OK)
  * only at an epoch no older than the newest, and a request's own
@@ -1670,6 +1697,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(pinned_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(punch, setup, teardown),
 		cmocka_unit_test_setup_teardown(home, setup, teardown),
+		cmocka_unit_test_setup_teardown(lingers_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(size_epochs, setup, teardown),
 		cmocka_unit_test_setup_teardown(attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_reclaim, setup, teardown),
