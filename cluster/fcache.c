@@ -200,7 +200,7 @@ static void tell_others(struct fcache *fc, uint64_t gid, bool doomed, const char
 		if (i == fc->self_idx || (i < 64 && (*unreached >> i) & 1))
 			continue;
 		int rc = fc->call ? fc->call(fc->call_arg, i, type, &f, NULL) : -ENOTCONN;
-		if (rc && rc != -ENOENT && i < 64)
+		if (rc && i < 64)
 			*unreached |= 1ull << i;
 		if (rc && log_limit(&tell_log, 30, note, sizeof(note)))
 			log_warn("file cache: object %016" PRIx64 ", %s: node index %u "
@@ -230,17 +230,15 @@ void linger_drop(struct fcache *fc, uint64_t gid, uint64_t *unreached)
 	tell_others(fc, gid, true, "unlinked", unreached);
 }
 
-/* A file left open nowhere by a gone mount: what its last close would
- * have had done (fdcl_release): written back by every owner now, or
- * dropped everywhere if unlinked while open. */
-struct left { uint64_t gid; bool doomed; };
-
 /* The write-back thread: the runs without a connection for
- * mount_gone_ns lose their opens (fcache_mount_conn). */
+ * mount_gone_ns lose their opens (fcache_mount_conn). A file then open
+ * nowhere gets what its last close would have had done (fdcl_release):
+ * written back by every owner now, or, unlinked while open, its linger
+ * ended, so that this thread's next scan drops it everywhere. */
 void mounts_check(struct fcache *fc, uint64_t now)
 {
-	struct left *left = NULL;
-	size_t nleft = 0, cap = 0;
+	uint64_t *left = NULL;
+	size_t nleft = 0, cap = 0, ndoomed = 0;
 	uint64_t opens = 0, runs = 0;
 
 	pthread_mutex_lock(&fc->lk);
@@ -263,15 +261,20 @@ void mounts_check(struct fcache *fc, uint64_t now)
 				o->wrote = true;
 				if (o->opens)
 					continue;
+				if (o->doomed) {
+					o->linger_ns = 1;
+					ndoomed++;
+					continue;
+				}
 				if (nleft == cap) {
 					size_t nc = cap ? 2 * cap : 16;
-					struct left *x = realloc(left, nc * sizeof(*x));
+					uint64_t *x = realloc(left, nc * sizeof(*x));
 					if (!x)
 						continue;   /* its owners write back under pressure */
 					left = x;
 					cap = nc;
 				}
-				left[nleft++] = (struct left){ o->gid, o->doomed };
+				left[nleft++] = o->gid;
 			}
 		*p = m->next;
 		free(m);
@@ -285,24 +288,13 @@ void mounts_check(struct fcache *fc, uint64_t now)
 	log_warn("file cache: %" PRIu64 " mount(s) gone (no connection for %" PRIu64
 		 " ms): their %" PRIu64 " open handle(s) released; %zu file(s) open "
 		 "nowhere now, written back (or dropped, unlinked) by every owner",
-		 runs, (uint64_t)(fc->mount_gone_ns / 1000000ull), opens, nleft);
+		 runs, (uint64_t)(fc->mount_gone_ns / 1000000ull), opens,
+		 nleft + ndoomed);
 	uint64_t unreached = 0;
 	for (size_t k = 0; k < nleft; k++) {
-		struct frame_fop f = { .obj = left[k].gid };   /* no delay */
-		if (left[k].doomed) {
-			/* as a linger's end: here first, if still open
-			 * nowhere (an OPEN may have come meanwhile) */
-			pthread_mutex_lock(&fc->lk);
-			struct fobj *o = fobj_find(fc, left[k].gid);
-			if (o && o->doomed && !o->opens)
-				o->linger_ns = 1;
-			pthread_mutex_unlock(&fc->lk);
-			linger_drop(fc, left[k].gid, &unreached);
-		} else {
-			tell_others(fc, left[k].gid, false, "left open by a gone mount",
-				    &unreached);
-			serve_writeback(fc, &f);
-		}
+		struct frame_fop f = { .obj = left[k] };   /* no delay */
+		tell_others(fc, left[k], false, "left open by a gone mount", &unreached);
+		serve_writeback(fc, &f);
 	}
 	free(left);
 }

@@ -121,28 +121,8 @@ static bool hold_seen(const struct hold *h, uint64_t t)
 	return false;
 }
 
-/* An OPEN that finds no record, of a backing file (pfd: opened by its
- * handle, or -1 with errno) with no name left, or gone: unlinked (a
- * rename over it) between the opener's lookup and this OPEN. If the
- * record went with the unlink (UNLINK at the home of a file open
- * nowhere drops it, and its blocks everywhere), a record made now would
- * show the file empty, its bytes lost to the opener; no record is made,
- * and the OPEN answers STALE: the kernel then looks the path up again
- * (LOOKUP_REVAL) and opens what it names now, as if the open came
- * after the unlink. An unlink after this look finds the open counted
- * (the file doomed, kept until its last close): the mount unlinks the
- * backing file before it tells the home. */
-static bool unlinked_since_lookup(int pfd)
-{
-	struct stat st;
-
-	if (pfd < 0)
-		return errno == ESTALE || errno == ENOENT;
-	return fstat(pfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0;
-}
-
-/* After an OPEN that made the record (the look of unlinked_since_lookup
- * found the file named, then the record was made without fc->lk) and
+/* After an OPEN that made the record (serve_open's look found the file
+ * named, then the record was made without fc->lk) and
  * counted its opens: an unlink meanwhile found no record to keep, and
  * its mount drops the file everywhere. If the backing file has no name
  * now, the count is taken back, with the OPEN's token (a resend is
@@ -152,11 +132,8 @@ static bool unlinked_since_lookup(int pfd)
 static bool unlinked_meanwhile(struct fcache *fc, int bfd, const struct frame_fop *f,
 			       uint64_t counted)
 {
-	struct bstore_obj rec = { .handle_type = f->handle_type, .handle_len = f->len };
-	struct rec_handle h;
+	struct bstore_obj rec;
 
-	if (f->len > sizeof(rec.handle))
-		return false;
 	pthread_mutex_lock(&fc->lk);
 	struct fobj *o = fobj_find(fc, f->obj);
 	bool got = o && bstore_obj_get(fc->bs, o->lid, &rec) == 0;
@@ -165,9 +142,8 @@ static bool unlinked_meanwhile(struct fcache *fc, int bfd, const struct frame_fo
 		atomic_fetch_add(&fc->opens_stale, 1);
 		return true;
 	}
-	rec_handle(&rec, &h);
-	int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
-	bool gone = unlinked_since_lookup(pfd);
+	int pfd = rec_path_fd(bfd, &rec);
+	bool gone = backing_nameless(pfd);
 	if (pfd >= 0)
 		close(pfd);
 	if (!gone)
@@ -228,10 +204,21 @@ int serve_open(struct fcache *fc, const struct frame_fop *f,
 		bool autou = fc->unit_set && !fc->unit;
 		pthread_mutex_unlock(&fc->lk);
 		if ((autou || opener) && bfd >= 0) {
-			struct rec_handle h;
-			rec_handle(&rec, &h);
-			int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
-			if (opener && unlinked_since_lookup(pfd)) {
+			int pfd = rec_path_fd(bfd, &rec);
+			/* an opener's file with no name left (or gone):
+			 * unlinked (a rename over it) between its lookup
+			 * and this OPEN. If the record went with the unlink
+			 * (UNLINK at the home of a file open nowhere drops
+			 * it, after its linger, and its blocks everywhere), a
+			 * record made now would show the file empty; none is
+			 * made, and the OPEN answers STALE: the kernel looks
+			 * the path up again (LOOKUP_REVAL) and opens what it
+			 * names now, as if the open came after the unlink. An
+			 * unlink after this look finds the open counted (the
+			 * mount unlinks the backing file before it tells the
+			 * home), or, if it comes before the record is made,
+			 * unlinked_meanwhile catches it */
+			if (opener && backing_nameless(pfd)) {
 				if (pfd >= 0)
 					close(pfd);
 				atomic_fetch_add(&fc->opens_stale, 1);

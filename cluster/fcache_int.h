@@ -271,6 +271,13 @@ struct fobj *fobj_find(struct fcache *fc, uint64_t gid);
 void gid_put(char *path, uint64_t gid);
 bool gid_get(const char *path, uint64_t *gid);
 void rec_handle(const struct bstore_obj *rec, struct rec_handle *h);
+/* The backing file of rec opened by its handle, O_PATH, under the
+ * backing directory bfd: an fd, or -1 and errno. */
+int rec_path_fd(int bfd, const struct bstore_obj *rec);
+/* Whether the backing file at pfd has no name left: its inode alive
+ * (some process holds it open), its last link gone. With pfd -1 (its
+ * open failed, errno), whether it is gone altogether (ESTALE, ENOENT). */
+bool backing_nameless(int pfd);
 void rid_put(char *path, uint32_t owner, uint64_t gid);
 bool rid_get(const char *path, uint32_t *owner, uint64_t *gid);
 struct robj **rslot_of(struct fcache *fc, uint32_t owner, uint64_t gid);

@@ -39,6 +39,23 @@ void rec_handle(const struct bstore_obj *rec, struct rec_handle *h)
 	memcpy(h->fh.f_handle, rec->handle, rec->handle_len);
 }
 
+int rec_path_fd(int bfd, const struct bstore_obj *rec)
+{
+	struct rec_handle h;
+
+	rec_handle(rec, &h);
+	return open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
+}
+
+bool backing_nameless(int pfd)
+{
+	struct stat st;
+
+	if (pfd < 0)
+		return errno == ESTALE || errno == ENOENT;
+	return fstat(pfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0;
+}
+
 /* A replica record's path: the owner's index and the object's id. */
 void rid_put(char *path, uint32_t owner, uint64_t gid)
 {
@@ -176,7 +193,6 @@ void fobj_forget(struct fcache *fc, uint64_t gid)
 static bool record_idle(struct fcache *fc, struct fobj *o, uint64_t now)
 {
 	struct bstore_obj rec;
-	struct rec_handle h;
 	struct stat st;
 	uint64_t nb = 0, nd = 0;
 
@@ -184,8 +200,7 @@ static bool record_idle(struct fcache *fc, struct fobj *o, uint64_t now)
 	    fc->backing_fd < 0 || bstore_obj_counts(fc->bs, o->lid, &nb, &nd) || nd ||
 	    bstore_obj_get(fc->bs, o->lid, &rec))
 		return false;
-	rec_handle(&rec, &h);
-	int pfd = open_by_handle_at(fc->backing_fd, &h.fh, O_PATH | O_CLOEXEC);
+	int pfd = rec_path_fd(fc->backing_fd, &rec);
 	if (pfd < 0)
 		return errno == ESTALE || errno == ENOENT;
 	bool idle = fstat(pfd, &st) == 0 && rec.size <= (uint64_t)st.st_size &&

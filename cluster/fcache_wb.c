@@ -43,7 +43,6 @@ static uint64_t mtime_of(int pfd)
 static void mtime_out(struct fcache *fc, uint64_t gid)
 {
 	struct bstore_obj rec;
-	struct rec_handle h;
 	char link[40];
 
 	if (!at_home(fc, gid))
@@ -57,8 +56,7 @@ static void mtime_out(struct fcache *fc, uint64_t gid)
 	pthread_mutex_unlock(&fc->lk);
 	if (!m || bfd < 0 || bstore_obj_get(fc->bs, lid, &rec) < 0)
 		return;
-	rec_handle(&rec, &h);
-	int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
+	int pfd = rec_path_fd(bfd, &rec);
 	if (pfd < 0)
 		return;   /* gone: nothing to keep */
 	struct timespec tv[2] = {
@@ -80,19 +78,16 @@ static void mtime_out(struct fcache *fc, uint64_t gid)
 }
 
 /* Whether the backing file of record lid is unlinked: its inode lives
- * (some process, a mount's, holds it open) with no name left. */
+ * (some process, a mount's, holds it open) with no name left. (One gone
+ * altogether is not: writeback drops it.) */
 static bool backing_unlinked(struct fcache *fc, int bfd, uint64_t lid)
 {
 	struct bstore_obj rec;
-	struct rec_handle h;
-	struct stat st;
 
 	if (bstore_obj_get(fc->bs, lid, &rec) < 0)
 		return false;
-	rec_handle(&rec, &h);
-	int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
-	bool gone = pfd >= 0 && fstat(pfd, &st) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_nlink == 0;
+	int pfd = rec_path_fd(bfd, &rec);
+	bool gone = pfd >= 0 && backing_nameless(pfd);
 	if (pfd >= 0)
 		close(pfd);
 	return gone;
@@ -157,7 +152,7 @@ static int writeback(struct fcache *fc, uint64_t gid, bool room)
 		 * if it must grow to the record's size (a file only read
 		 * through the cache is never written, nor even opened so) */
 		struct stat pst;
-		int pfd = open_by_handle_at(bfd, &h.fh, O_PATH | O_CLOEXEC);
+		int pfd = rec_path_fd(bfd, &rec);
 		bool grow = pfd >= 0 && fstat(pfd, &pst) == 0 &&
 			    rec.size > (uint64_t)pst.st_size;
 		if (pfd >= 0)

@@ -114,7 +114,9 @@ struct frame_lock {
 /* flags */
 #define FRAME_FILE_HOME   1u  /* OPEN: count an open at the home */
 #define FRAME_FILE_LAST   2u  /* CLOSE reply: the last open cluster-wide */
-#define FRAME_FILE_DOOMED 4u  /* CLOSE, UNLINK reply: unlinked while open (or, UNLINK, kept a while at the home, which drops it) */
+#define FRAME_FILE_DOOMED 4u  /* CLOSE, UNLINK reply: unlinked while
+				* open (UNLINK: or open nowhere, kept a
+				* while at the home, which drops it) */
 #define FRAME_FILE_EXTEND 8u  /* SETSIZE: size = max(size, the record's);
 				* WRITE at the home: and then that SETSIZE
 				* (reply flag EXTEND: done, size and epoch
