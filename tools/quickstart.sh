@@ -65,16 +65,29 @@ wait_exit() {
   return 0
 }
 
+# start_log PID LOG: what PID logged in LOG (the lines tagged "[PID]",
+# not an earlier run's): its errors if it logged any, else its last lines;
+# LOG's last lines if none is tagged (a usage error is not).
+start_log() {
+  local own
+  own=$(grep -F "[$1]" "$2" 2>/dev/null)
+  if [ -z "$own" ]; then
+    tail -5 "$2"
+    return
+  fi
+  grep -E ' (error|fatal): ' <<<"$own" | tail -3 | grep . || tail -5 <<<"$own"
+}
+
 # wait_up PID LOG WHAT NOTE CHECK...: wait until CHECK succeeds; if PID
-# exits first, say so with the end of LOG and return 1. Every 10 s it says
-# it is still waiting for WHAT (NOTE: what may take that long).
+# exits first, say so with what it logged (start_log) and return 1. Every
+# 10 s it says it is still waiting for WHAT (NOTE: what may take that long).
 wait_up() {
   local pid=$1 log=$2 what=$3 note=$4 n=0
   shift 4
   until "$@"; do
     if ! alive "$pid"; then
       echo "quickstart: $what did not start; from $log:" >&2
-      tail -5 "$log" | sed 's/^/  /' >&2
+      start_log "$pid" "$log" | sed 's/^/  /' >&2
       return 1
     fi
     sleep 0.1

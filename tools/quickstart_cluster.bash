@@ -17,8 +17,17 @@ cl_mnt() { echo "$mnt-$1"; }
 cl_mounted() { grep -q "^[^ ]* $(cl_mnt "$1") fuse" /proc/mounts; }
 cl_sees() { local a; a=$(cl_stat "$1" nodes_alive); [ -n "$a" ] && [ "$a" -ge "$2" ]; }
 cl_nodes() { local c=0; [ -f "$cconf" ] && c=$(grep -c '^node ' "$cconf" || true); echo "${c:-0}"; }
-cl_stat() {  # cl_stat I KEY
-  "$root/build/tools/nvcachectl" stats --node "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'
+cl_addr() { awk -v i="$1" '$1 == "node" && $2 == i { print $3 }' "$cconf"; }
+# cl_stat I KEY: KEY of node I's stats, if the nvcached answering is ours:
+# it listens at node I's address in $cconf (the control socket it answers
+# on is named after the node id alone: another cluster's node I on this
+# machine holds it, and ours then exits saying so).
+cl_stat() {
+  "$root/build/tools/nvcachectl" stats --node "$1" 2>/dev/null |
+    awk -F': ' -v k="$2" -v a="$(cl_addr "$1")" '
+      $1 == "listen" { ours = $2 == a }
+      $1 == k { v = $2 }
+      END { if (ours && v != "") print v }'
 }
 
 cluster_stop() {

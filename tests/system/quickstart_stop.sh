@@ -6,13 +6,16 @@
 # in just before `--stop` must be whole in the backing directory as soon
 # as `--stop` returns (fusermount3 -u returns before the daemon has written
 # back: --stop must wait for it), and nothing of ours may be left running.
-# Then --cluster 3: three nodes and three mounts over one backing, a file
+# Then --cluster 3: refused with node 1's own error while another
+# cluster's nodes hold their control sockets; then three nodes and three
+# mounts over one backing, a file
 # written through one mount read through another; node 2's nvcached
 # killed and quickstart run again restarts it while a copy through
 # node 1's mount waits for it; whole in the backing when --stop --cluster
 # returns, and nothing of ours left running.
 T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster_common.bash"
 # running PID: the process runs (one that exited and that its parent has
 # not reaped yet, a zombie, does not)
 running() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [[ $st != Z* ]]; }
@@ -110,6 +113,18 @@ t_log "a full backing: --stop exits 1 and says the data stays in NVRAM"
 qsc() { bash "$root/tools/quickstart.sh" --mount "$T_DIR/cm" --backing "$T_DIR/cb" "$@"; }
 t_cleanup "qsc --stop --cluster 3 >/dev/null 2>&1; rm -f /dev/shm/nvcache-fcache-$(echo "${T_DIR#/}" | tr / -)-cm-[123].nvram*"
 for i in 1 2 3; do t_cleanup "fusermount3 -uz $T_DIR/cm-$i 2>/dev/null"; done
+# another cluster on this machine (a node's control socket is named after
+# its id alone): quickstart's nodes exit, and quickstart says why rather
+# than taking the other cluster's answers for its own nodes'
+cluster_start 3 other
+qsc --cluster 3 >"$T_DIR/cstart0.out" 2>&1 &&
+  t_fail "quickstart --cluster 3 started beside another cluster's node 1: $(cat "$T_DIR/cstart0.out")"
+grep -q "nodes up" "$T_DIR/cstart0.out" && t_fail "quickstart took another cluster's nodes for its own: $(cat "$T_DIR/cstart0.out")"
+grep -q "nvcached node 1 did not start" "$T_DIR/cstart0.out" && grep -q "another nvcached runs as this node" "$T_DIR/cstart0.out" ||
+  t_fail "quickstart did not say why node 1 did not start: $(cat "$T_DIR/cstart0.out")"
+kill "${pid[1]}" "${pid[2]}" "${pid[3]}"
+for i in 1 2 3; do t_wait 10 not_running "${pid[$i]}" || t_fail "the other cluster's node $i did not stop"; done
+t_log "--cluster 3 beside another cluster: refused, with node 1's own error"
 qsc --cluster 3 >"$T_DIR/cstart.out" 2>&1 || { cat "$T_DIR/cstart.out" >&2; t_fail "quickstart --cluster 3 did not start"; }
 grep -q "cluster: 3 nodes up" "$T_DIR/cstart.out" || t_fail "--cluster: $(cat "$T_DIR/cstart.out")"
 nodepids=$(cat "$NVCACHE_RUN_DIR"/quickstart/cluster-node-*.pid)
