@@ -162,7 +162,8 @@ again:
 		/* the shadow knows the block is dirty before it is (fmarks.h) */
 		if (fc->mark) {
 			fmark_sent_lock(fc->sent, f->obj, f->blk);
-			mark_dirty(fc, f->obj, f->blk);
+			mark_dirty(fc, f->obj, f->blk,
+				   (f->flags & FRAME_FILE_EXTEND) && at_home(fc, f->obj));
 		}
 		if (rep && !whole && !base && bstore_block_info(fc->bs, lid, f->blk, &was))
 			was.dirty = false;

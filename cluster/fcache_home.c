@@ -459,7 +459,7 @@ again:
 		} else if (want != rec.size && tell && !told &&
 			   !fmark_sent_has(fc->sent, f->obj, FMARK_SIZE_BLK)) {
 			pthread_mutex_unlock(&fc->lk);
-			mark_dirty(fc, f->obj, FMARK_SIZE_BLK);
+			mark_dirty(fc, f->obj, FMARK_SIZE_BLK, false);
 			told = true;
 			goto again;
 		} else if (want != rec.size) {

@@ -312,7 +312,7 @@ bool unit_label(struct fcache *fc, int bfd, const struct bstore_obj *rec);
 uint64_t unit_on_backing(struct fcache *fc, int pfd);
 
 /* fcache_shadow.c */
-void mark_dirty(struct fcache *fc, uint64_t gid, uint64_t blk);
+void mark_dirty(struct fcache *fc, uint64_t gid, uint64_t blk, bool size);
 void mark_clean(struct fcache *fc, uint64_t gid, const uint64_t *idx,
 		size_t n, uint64_t seq);
 int replica_send(struct fcache *fc, uint64_t lid, uint64_t gid,

@@ -44,11 +44,16 @@ static int mark_send(struct fcache *fc, uint32_t flags, uint64_t obj,
  * on its way: a write-back cannot take them out before they are in), so
  * a stream of writes costs one round trip per MARK_AHEAD blocks; a
  * block told and never written is forgotten at the next write-back.
- * The size's mark (FMARK_SIZE_BLK) goes alone. */
+ * With size (a write at the file's home that may extend the file), the
+ * size's mark (FMARK_SIZE_BLK) goes in the same SET on the same terms:
+ * the SETSIZE that follows the write then needs no round trip of its
+ * own (a new small file's write costs one, not two); a size told and
+ * not changed is cleared at the next write-back, as a block is. Alone,
+ * the size's mark goes with no blocks ahead. */
 #define MARK_AHEAD 16
-void mark_dirty(struct fcache *fc, uint64_t gid, uint64_t blk)
+void mark_dirty(struct fcache *fc, uint64_t gid, uint64_t blk, bool size)
 {
-	uint64_t list[MARK_AHEAD];
+	uint64_t list[MARK_AHEAD + 1];
 	uint32_t n = 0;
 	uint64_t ahead = blk == FMARK_SIZE_BLK ? 1 : MARK_AHEAD;
 
@@ -62,6 +67,13 @@ void mark_dirty(struct fcache *fc, uint64_t gid, uint64_t blk)
 			else
 				list[n++] = b;
 		}
+	if (size && blk != FMARK_SIZE_BLK && blk + ahead <= FMARK_SIZE_BLK &&
+	    fmark_sent_trylock(fc->sent, gid, FMARK_SIZE_BLK, blk)) {
+		if (fmark_sent_has(fc->sent, gid, FMARK_SIZE_BLK))
+			fmark_sent_unlock(fc->sent, gid, FMARK_SIZE_BLK);
+		else
+			list[n++] = FMARK_SIZE_BLK;
+	}
 	uint64_t failed = atomic_load(&fc->shadow_failed_ns);
 	if ((!atomic_load(&fc->shadow_ok) && failed &&
 	     clock_now_ns() - failed < SHADOW_RETRY_NS) ||

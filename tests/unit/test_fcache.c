@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1025,6 +1026,8 @@ static void (*sync_end_hook)(void);
 /* While set, the shadow refuses copies of sizes (a REPLICA mark of
  * FMARK_SIZE_BLK) and takes everything else. */
 static bool fail_size_copies;
+/* SET marks that reached the shadow. */
+static atomic_int shadow_sets;
 
 static int to_shadow(void *arg, const struct frame_fop *f, const void *pl,
 		     size_t len, uint32_t *rflags)
@@ -1039,6 +1042,8 @@ static int to_shadow(void *arg, const struct frame_fop *f, const void *pl,
 		sync_end_hook = NULL;
 		h();
 	}
+	if (f->flags & FRAME_MARK_SET)
+		atomic_fetch_add(&shadow_sets, 1);
 	pthread_mutex_lock(&shadow_mx);
 	if (shadow_fc && !(fail_size_copies && (f->flags & FRAME_MARK_REPLICA) &&
 			   f->blk == FMARK_SIZE_BLK))
@@ -1253,6 +1258,24 @@ static void shadow_marks(void **state)
 			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
 	assert_int_equal(stat(file, &st), 0);
 	assert_int_equal(st.st_size, 7 * 65536);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), 0);
+	/* a write at the home that extends the file: its block and the
+	 * size in one SET (one round trip, not two); both cleared by the
+	 * write-back */
+	int sets = atomic_load(&shadow_sets);
+	assert_int_equal(call(fc, FT_FILE_WRITE, (struct frame_fop){ .obj = 7,
+			 .blk = 8, .len = 100, .size = 8 * 65536 + 100,
+			 .flags = FRAME_FILE_EXTEND }, block, &r), 0);
+	assert_true(r.fop.flags & FRAME_FILE_EXTEND);
+	assert_int_equal(r.fop.size, 8 * 65536 + 100);
+	assert_int_equal(atomic_load(&shadow_sets), sets + 1);
+	assert_int_equal(shadow_says(7, 8), FRAME_SHADOW_DIRTY);
+	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), FRAME_SHADOW_DIRTY);
+	assert_int_equal(call(fc, FT_FILE_WRITEBACK, (struct frame_fop){ .obj = 7,
+			 .flags = FRAME_FILE_SYNC }, NULL, &r), 0);
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(st.st_size, 8 * 65536 + 100);
+	assert_int_equal(shadow_says(7, 8), 0);
 	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), 0);
 	/* dirty again, then the shadow restarts: unknown until the owner
 	 * (its write-back thread's ping) tells it again */
