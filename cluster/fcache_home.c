@@ -354,8 +354,9 @@ int serve_close(struct fcache *fc, const struct frame_fop *f,
 			    close_writeback(fc, o, f->size))
 				r->fop.flags |= FRAME_FILE_WB;
 			o->wrote = false;
-			/* doomed: the closing mount drops it everywhere; if
-			 * that DROP is lost, the write-back thread does */
+			/* doomed: it lingers (an OPEN looked up before the
+			 * unlink may be on its way), then the write-back
+			 * thread drops it everywhere (linger_drop) */
 			if (o->doomed)
 				o->linger_ns = clock_now_ns() + UNLINK_LINGER_NS;
 		}

@@ -669,7 +669,12 @@ void fdcl_release(struct fs *fs, struct fs_inode *ino)
 	}
 	f = (struct frame_fop){ .obj = gid };
 	if (!r && (rf.flags & FRAME_FILE_DOOMED)) {
-		fcl_call_all(fs->cl, FT_FILE_DROP, &f);
+		/* unlinked while open, closed everywhere: its home drops it
+		 * everywhere once its linger is over (UNLINK_LINGER_NS), if
+		 * still open nowhere. Not a DROP from here: another mount's
+		 * OPEN, looked up before the unlink, may be counted at the
+		 * home before the DROP arrives, and would read the file's
+		 * blocks gone (an empty file) */
 		atomic_fetch_add(&fs->st.dropped_unlinked, 1);
 	} else if (!r && (rf.flags & FRAME_FILE_LAST) && (rf.flags & FRAME_FILE_WRITER) &&
 		   (rf.flags & FRAME_FILE_WB)) {

@@ -307,13 +307,16 @@ def replace_reader(d, done, how, out):
 
 def replace(b, m):
     """a file replaced over and over by rename (write a temporary, rename
-    it over the name) on 1: every open and stat of the name on 2 and 3
+    it over the name) on 1: every open and stat of the name on 2, 3 and 4
     meanwhile gives a whole version, never the empty or short file of a
-    version whose record went with its replacement"""
+    version whose record went with its replacement (nor one whose blocks
+    went at another reader's last close, the unlink having doomed it
+    while that reader held it open)"""
     done = os.path.join(b, "replace.done")
     out = multiprocessing.Queue()
     readers = [multiprocessing.Process(target=replace_reader, args=(m[1], done, "read", out)),
-               multiprocessing.Process(target=replace_reader, args=(m[2], done, "stat", out))]
+               multiprocessing.Process(target=replace_reader, args=(m[2], done, "stat", out)),
+               multiprocessing.Process(target=replace_reader, args=(m[3], done, "read", out))]
     for r in readers:
         r.start()
     replacer(m[0], 300, done)
