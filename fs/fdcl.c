@@ -441,6 +441,28 @@ static int call_waiting(struct fs *fs, uint32_t idx, uint32_t type,
 	return r;
 }
 
+/* One request to every node at once, then each that was down sent again
+ * while it may be coming back (wait_down), as a single request is: a
+ * truncate or punch that went on without a restarting owner would leave
+ * its blocks past the cut, to show again at a regrow or reach the
+ * backing at its write-back. The first error. */
+static int call_all_waiting(struct fs *fs, uint32_t type, const struct frame_fop *f)
+{
+	uint32_t n = fcl_nodes(fs->cl);
+	struct fcl_req q[CONFIG_MAX_NODES];
+	int first = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		q[i] = (struct fcl_req){ .idx = i, .type = type, .f = *f };
+	fcl_call_many(fs->cl, q, n);
+	for (uint32_t i = 0; i < n; i++) {
+		int r = wait_down(fs, &q[i]);
+		if (!first)
+			first = r;
+	}
+	return first;
+}
+
 /* Whether node idx (gid's home) answers within down_wait (wait_down). */
 static bool home_back(struct fs *fs, uint32_t idx, uint64_t gid)
 {
@@ -1262,7 +1284,7 @@ int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 	r = home_setsize(fs, ino, &f, &rf);
 	f.epoch = rf.epoch;
 	if (!r)
-		r = fcl_call_all(fs->cl, FT_FILE_TRUNC, &f);
+		r = call_all_waiting(fs, FT_FILE_TRUNC, &f);
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&ino->lk);
@@ -1310,7 +1332,7 @@ int fdcl_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 	}
 	struct frame_fop f = { .obj = gid, .size = off, .blk = end,
 			       .flags = FRAME_FILE_PUNCH };
-	if ((r = fcl_call_all(fs->cl, FT_FILE_TRUNC, &f)) < 0)
+	if ((r = call_all_waiting(fs, FT_FILE_TRUNC, &f)) < 0)
 		return r;
 	/* again: a write-back that was under way at an owner wrote what it
 	 * had read before; what the owners hold now, nothing older, comes */
@@ -1354,7 +1376,8 @@ int fdcl_fsync(struct fs *fs, struct fs_inode *ino)
 	mtime_pay(fs, ino);
 	if (!fs->cfg.fsync_backing || !gid)
 		return 0;
-	return fcl_call_all(fs->cl, FT_FILE_WRITEBACK, &f);
+	/* every owner's blocks in the backing: a restarting one's too */
+	return call_all_waiting(fs, FT_FILE_WRITEBACK, &f);
 }
 
 int fdcl_lock_target(struct fs *fs, struct fs_inode *ino, uint32_t *home,

@@ -18,7 +18,8 @@
 # file it holds clean reads whole (its blocks from the backing: node 3,
 # its shadow, has no dirty mark for them), and a file it holds dirty
 # fails with EIO in node 2's stripe only (never stale bytes), then
-# reaches the backing whole after the restart.
+# reaches the backing whole after the restart; a truncate waits for it,
+# and a regrow after the restart reads zeros past the cut.
 T_TIMEOUT=${T_TIMEOUT:-90}
 . "$(dirname "$0")/lib.sh"
 FSCL_N=3
@@ -78,11 +79,11 @@ for k in $(seq 0 95); do
     [ -n "$held" ] || held=lk$k
     others+=("lk$k")
   fi
-  [ "${#home2[@]}" -ge 7 ] && [ "${#others[@]}" -ge 3 ] && break
+  [ "${#home2[@]}" -ge 7 ] && [ "${#others[@]}" -ge 4 ] && break
 done
 # seven files homed at node 2 of 96: a failure in ten billion runs
 [ "${#home2[@]}" -ge 7 ] || t_fail "fewer than 7 files of 96 have node 2 as their home"
-[ "${#others[@]}" -ge 3 ] || t_fail "fewer than 3 files of 96 have another home than node 2"
+[ "${#others[@]}" -ge 4 ] || t_fail "fewer than 4 files of 96 have another home than node 2"
 lockf=$m1/${home2[0]}
 # homed elsewhere, 3 MiB over 1 MiB stripes: a stripe on each node; one
 # written and closed (written back, then clean in the owners' NVRAM), one
@@ -109,6 +110,12 @@ hsizew=$held_writer
 # its write-back's, the file's (the home's) its write's, which the home
 # keeps in NVRAM across its restart
 mtf=${home2[5]}
+# homed elsewhere, 3 MiB over 1 MiB stripes, written back: truncated
+# while node 2 is down, then grown again
+trf=${others[3]}
+head -c $((3 << 20)) /dev/urandom >"$T_DIR/tr.ref"
+cp "$T_DIR/tr.ref" "$m1/$trf"
+t_wait 10 cmp -s "$T_DIR/tr.ref" "$T_DIR/b/$trf" || t_fail "$trf not written back"
 mkdir -p "$m1/tdirs"
 for k in $(seq 0 11); do mkdir "$m1/tdirs/d$k"; ln -s "d$k" "$m1/tdirs/l$k"; done
 head -c 100000 /dev/urandom >"$T_DIR/mt.ref"
@@ -241,14 +248,25 @@ except OSError as e:
     if e.errno != errno.EIO:
         sys.exit("%s, not EIO" % e)
 PY
-# through mount 1 (down_wait) the same stat waits for node 2's restart
+# through mount 1 (down_wait) the same stat waits for node 2's restart,
+# and so does a truncate, which node 2 must see (its stripe past the cut
+# goes, or a regrow would show its old bytes)
 stat -c %s "$m1/$hsizef" >"$T_DIR/hsize.stat" 2>&1 &
 statp=$!
+truncate -s $((1 << 20)) "$m1/$trf" 2>"$T_DIR/trunc.err" &
+truncp=$!
 sleep 1
 kill -0 $statp 2>/dev/null ||
   t_fail "a stat through mount 1 of a file whose size only the down node 2 has did not wait: $(cat "$T_DIR/hsize.stat")"
+kill -0 $truncp 2>/dev/null ||
+  t_fail "a truncate through mount 1 did not wait for the down node 2: $(cat "$T_DIR/trunc.err")"
 cluster_node_restart 2 fs2
 wait $statp || t_fail "the stat that waited for node 2 failed: $(cat "$T_DIR/hsize.stat")"
+wait $truncp || t_fail "the truncate that waited for node 2 failed: $(cat "$T_DIR/trunc.err")"
+truncate -s $((3 << 20)) "$m3/$trf"
+{ head -c $((1 << 20)) "$T_DIR/tr.ref"; head -c $((2 << 20)) /dev/zero; } >"$T_DIR/tr2.ref"
+cmp "$T_DIR/tr2.ref" "$m1/$trf" || t_fail "$trf truncated while node 2 was down, then grown: not zeros past the cut"
+t_log "node 2 down: a truncate through mount 1 (down_wait) waited for its restart; grown again, zeros past the cut"
 [ "$(cat "$T_DIR/hsize.stat")" = $((5 << 19)) ] ||
   t_fail "the stat that waited for node 2 gave $(cat "$T_DIR/hsize.stat"), not $((5 << 19))"
 t_log "node 2 down: a stat through mount 1 (down_wait) of a file whose size is only there waited for its restart"
@@ -346,6 +364,8 @@ t_wait 15 cmp -s "$T_DIR/dirty.ref" "$T_DIR/b/$dirtyf" ||
   t_fail "the file node 2 held dirty while down did not reach the backing whole"
 t_wait 15 cmp -s "$T_DIR/hsize.ref" "$T_DIR/b/$hsizef" ||
   t_fail "the file whose size node 2 held did not reach the backing whole"
+t_wait 15 cmp -s "$T_DIR/tr2.ref" "$T_DIR/b/$trf" ||
+  t_fail "the file truncated while node 2 was down, then grown, is not so in the backing"
 t_log "the backing holds every acknowledged write"
 
 # fsync=backing (mount 3): once fsync returns, every owner has written
