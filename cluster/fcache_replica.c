@@ -152,6 +152,10 @@ void orphans_check(struct fcache *fc, uint64_t now)
 		uint64_t blocks = 0;
 		size_t files = 0, failed = 0;
 		int err = 0;
+		/* the marks before the pass: a returning owner's new ones
+		 * have higher numbers (they rise across its restarts) */
+		bool synced;
+		uint64_t top = fmark_tab_top_seq(fc->marks, i, &synced);
 		pthread_mutex_lock(&fc->rep_mx);
 		/* a stop leaves the rest in NVRAM, for the next start */
 		for (size_t b = 0; b < NBUCKETS && !atomic_load(&fc->stopping); b++)
@@ -171,6 +175,21 @@ void orphans_check(struct fcache *fc, uint64_t now)
 				}
 			}
 		pthread_mutex_unlock(&fc->rep_mx);
+		/* every copy written back: what stays marked has none. With
+		 * the owner's whole list here (synced), every block it wrote
+		 * since has its copy (a write waits for it, a resync sends
+		 * one for each dirty block before SYNC_END): those are told
+		 * ahead and never written (or writes that failed, never
+		 * acknowledged), and the backing holds them. Left marked,
+		 * they would read as lost (EIO) for good */
+		size_t ahead = 0;
+		if (!failed && synced && top && !atomic_load(&fc->stopping) &&
+		    replicas_of(fc) == 2)
+			ahead = fmark_tab_clear_owner(fc->marks, i, top);
+		if (ahead)
+			log_info("file cache: owner index %u down: %zu of its dirty "
+				 "marks had no copy here (told ahead, never written): "
+				 "cleared, read from the backing", i, ahead);
 		if (files || failed) {
 			atomic_fetch_add(&fc->replicas_written, blocks);
 			log_warn("file cache: owner index %u down for %" PRIu64 " s: wrote "

@@ -438,3 +438,50 @@ size_t fmark_tab_count(struct fmark_tab *t)
 	pthread_mutex_unlock(&t->mx);
 	return n;
 }
+
+uint64_t fmark_tab_top_seq(struct fmark_tab *t, uint32_t owner, bool *synced)
+{
+	uint64_t top = 0;
+
+	*synced = false;
+	if (owner >= FMARK_OWNERS)
+		return 0;
+	pthread_mutex_lock(&t->mx);
+	*synced = t->synced[owner];
+	for (size_t b = 0; b < OBJ_BUCKETS; b++)
+		for (struct fm_obj *o = t->objs.b[b]; o; o = o->next)
+			for (size_t i = 0; o->owner == owner && i < o->n; i++)
+				if (o->v[i].seq > top)
+					top = o->v[i].seq;
+	pthread_mutex_unlock(&t->mx);
+	return top;
+}
+
+size_t fmark_tab_clear_owner(struct fmark_tab *t, uint32_t owner, uint64_t max_seq)
+{
+	size_t gone = 0;
+
+	if (owner >= FMARK_OWNERS)
+		return 0;
+	pthread_mutex_lock(&t->mx);
+	for (size_t b = 0; b < OBJ_BUCKETS; b++)
+		for (struct fm_obj **pp = &t->objs.b[b]; *pp;) {
+			struct fm_obj *o = *pp;
+			if (o->owner != owner) {
+				pp = &o->next;
+				continue;
+			}
+			size_t k = 0;
+			for (size_t i = 0; i < o->n; i++)
+				if (o->v[i].seq > max_seq)
+					o->v[k++] = o->v[i];
+			gone += o->n - k;
+			t->objs.count -= o->n - k;
+			o->n = k;
+			obj_free_if_empty(pp);
+			if (*pp == o)
+				pp = &o->next;
+		}
+	pthread_mutex_unlock(&t->mx);
+	return gone;
+}

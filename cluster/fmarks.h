@@ -120,3 +120,10 @@ uint64_t fmark_tab_seq(struct fmark_tab *t, uint32_t owner, uint64_t obj,
 uint32_t fmark_tab_query(struct fmark_tab *t, uint32_t owner, uint64_t obj,
 			 uint64_t blk);
 size_t fmark_tab_count(struct fmark_tab *t);
+/* The highest sequence number of owner's marks (0: none), and whether
+ * its list is whole (synced). */
+uint64_t fmark_tab_top_seq(struct fmark_tab *t, uint32_t owner, bool *synced);
+/* Every mark of owner with a sequence number of at most max_seq out (a
+ * shadow that wrote back a lost owner's copies: what stays marked then
+ * has no copy, told ahead and never written); how many. */
+size_t fmark_tab_clear_owner(struct fmark_tab *t, uint32_t owner, uint64_t max_seq);

@@ -1616,12 +1616,21 @@ static void replicas(void **state)
 	assert_int_equal(call(fc, FT_FILE_SETSIZE, (struct frame_fop){ .obj = 7,
 			 .size = 9 * 65536 + 7, .flags = FRAME_FILE_EXTEND }, NULL, &r), 0);
 	assert_int_equal(shadow_size(7), 9 * 65536 + 7);
+	/* blocks told ahead and never written: marked, with no copy */
+	uint64_t ahead = 0;
+	for (uint64_t b = 6; b < 64 && !ahead; b++)
+		if (shadow_says(7, b) == FRAME_SHADOW_DIRTY && replica_read(7, b, 0, 1) == -ENOENT)
+			ahead = b;
+	assert_true(ahead != 0);
 	pthread_mutex_lock(&shadow_mx);
 	assert_int_equal(call(shadow_fc, FT_FILE_ATTACH, f, pl, &r), 0);
 	fcache_owner_down(shadow_fc, 0, true);
 	pthread_mutex_unlock(&shadow_mx);
 	assert_true(shadow_wait(7, 5, 0));
 	assert_int_equal(shadow_says(7, 4), 0);
+	/* ... cleared too: the backing holds them (left, they would read
+	 * as lost for good) */
+	assert_true(shadow_wait(7, ahead, 0));
 	assert_int_equal(shadow_says(7, FMARK_SIZE_BLK), 0);
 	struct stat st;
 	assert_int_equal(stat(file, &st), 0);
