@@ -1112,7 +1112,12 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 	free(q);
 	if (done > len)
 		done = len;
-	return r < 0 && !done ? r : (ssize_t)done;
+	/* a block that failed fails the request, not a short read: the
+	 * kernel takes a short READ for the end of the file (it cuts the
+	 * size it knows there and zero-fills the rest of the page); a
+	 * read of single pages again (the kernel's, after a read-ahead
+	 * that failed) still gets those before the failed block */
+	return r < 0 ? r : (ssize_t)done;
 }
 
 /* One block's range to its owner: without base first; when the owner
