@@ -403,6 +403,15 @@ int serve_shadow(struct fcache *fc, const struct frame_fop *f,
 		}
 	} else if (lid && bstore_block_info(fc->bs, lid, f->blk, &bi) == 0) {
 		fl |= FRAME_SHADOW_REPLICA;
+	} else if ((fl & FRAME_SHADOW_DIRTY) && f->blk != FMARK_SIZE_BLK &&
+		   replicas_of(fc) == 2) {
+		/* marked, no copy, the owner's list whole here (else
+		 * UNKNOWN): every block it wrote has its copy (a write
+		 * waits for it, a resync sends one for each dirty block
+		 * before SYNC_END), so this one was told ahead and never
+		 * written, or its write failed, never acknowledged: the
+		 * backing holds it */
+		fl &= ~FRAME_SHADOW_DIRTY;
 	}
 	r->fop.flags = fl;
 	return 0;
