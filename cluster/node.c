@@ -340,7 +340,7 @@ static int send_file(void *arg, uint32_t idx, uint32_t type, const struct frame_
 	return rc;
 }
 
-static int bind_listen(struct node *n)
+static int bind_listen_once(struct node *n)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
 	struct addrinfo *res;
@@ -372,6 +372,51 @@ static int bind_listen(struct node *n)
 		break;
 	}
 	freeaddrinfo(res);
+	return rc;
+}
+
+/* Whether something listens at the node's address (another nvcached of
+ * this node, most likely). */
+static bool someone_listens(struct node *n)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	char port[8];
+	bool yes = false;
+
+	snprintf(port, sizeof(port), "%u", n->me->port);
+	if (getaddrinfo(n->me->host, port, &hints, &res))
+		return false;
+	for (struct addrinfo *ai = res; ai && !yes; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		yes = connect(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+		close(fd);
+	}
+	freeaddrinfo(res);
+	return yes;
+}
+
+/* The node's address, bound and listening. A port in use that nothing
+ * listens at is held by another socket of this machine, maybe for a
+ * moment (a port in the kernel's ephemeral range is any outgoing
+ * connection's to take): tried again for BIND_RETRY_MS, as a restart
+ * right after a kill needs. A listener there is refused at once. */
+#define BIND_RETRY_MS 10000
+#define BIND_PAUSE_MS 200
+static int bind_listen(struct node *n)
+{
+	int rc = bind_listen_once(n);
+
+	for (int ms = 0; rc == -EADDRINUSE && ms < BIND_RETRY_MS && !someone_listens(n);
+	     ms += BIND_PAUSE_MS) {
+		if (!ms)
+			log_warn("node %u: %s:%u is in use; trying again for %d s",
+				 n->self, n->me->host, n->me->port, BIND_RETRY_MS / 1000);
+		usleep(BIND_PAUSE_MS * 1000);
+		rc = bind_listen_once(n);
+	}
 	if (rc)
 		log_err("node %u: cannot listen on %s:%u: %s", n->self, n->me->host,
 			n->me->port, strerror(-rc));

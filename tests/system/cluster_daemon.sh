@@ -69,6 +69,27 @@ rc=$?
 kill -TERM "$pid"
 t_wait 10 test ! -e "$NVCACHE_RUN_DIR/node-1.sock" || t_fail "daemon did not stop on SIGTERM"
 t_wait 5 bash -c "! kill -0 $pid 2>/dev/null" || t_fail "daemon still running"
+# Its port held for a moment by a socket that does not listen (as an
+# outgoing connection's may, in the ephemeral range): tried again, served
+# once free, rather than refused as above.
+python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+open(sys.argv[2], "w").close()
+time.sleep(1.5)' "${ports[0]}" "$T_DIR/held" &
+holder=$!
+t_wait 5 test -e "$T_DIR/held" || t_fail "could not hold the port"
+"$nvcached" --cluster "$good" --node 1 -f --no-mlock >"$T_DIR/retry.log" 2>&1 &
+rpid=$!
+t_cleanup "kill -9 $rpid 2>/dev/null"
+t_wait 15 eval '"$ctl" stats --node 1 >/dev/null 2>&1' ||
+  t_fail "nvcached did not serve once its port was free: $(tail -2 "$T_DIR/retry.log")"
+grep -q "is in use; trying again" "$T_DIR/retry.log" ||
+  t_fail "nvcached did not say it waits for its port: $(cat "$T_DIR/retry.log")"
+wait $holder
+kill -TERM $rpid
+t_wait 5 bash -c "! kill -0 $rpid 2>/dev/null" || t_fail "daemon still running"
+t_log "a port held for a moment by a socket that does not listen: tried again, then served"
 mkdir "$T_DIR/rel"
 (cd "$T_DIR/rel" && "$nvcached" --cluster "$good" --node 1 --no-mlock --tier-size 8M \
    --mram 1M --dram 1M --nvram "$T_SHM/rel.mram" --flash rel.flash) ||
