@@ -88,14 +88,23 @@ cluster_start() {
     return 1
   fi
   if [ ! -f "$cconf" ]; then
+    # free ports below the kernel's ephemeral range, where no outgoing
+    # connection takes one (docs/nvcached.md)
     read -r -a ports < <(python3 - "$n" <<'PY'
-import socket, sys
+import random, socket, sys
+lo = max(int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0]), 2048)
 got = []
 while len(got) < int(sys.argv[1]):
+    p = random.randrange(1024, lo)
     s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    got.append(s.getsockname()[1])
-    s.close()
+    try:
+        s.bind(("127.0.0.1", p))
+        if p not in got:
+            got.append(p)
+    except OSError:
+        pass
+    finally:
+        s.close()
 print(" ".join(map(str, got)))
 PY
 )
