@@ -88,26 +88,8 @@ cluster_start() {
     return 1
   fi
   if [ ! -f "$cconf" ]; then
-    # free ports below the kernel's ephemeral range, where no outgoing
-    # connection takes one (docs/nvcached.md)
-    read -r -a ports < <(python3 - "$n" <<'PY'
-import random, socket, sys
-lo = max(int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0]), 2048)
-got = []
-while len(got) < int(sys.argv[1]):
-    p = random.randrange(1024, lo)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-        if p not in got:
-            got.append(p)
-    except OSError:
-        pass
-    finally:
-        s.close()
-print(" ".join(map(str, got)))
-PY
-)
+    # free ports below the kernel's ephemeral range (docs/nvcached.md)
+    read -r -a ports < <(python3 "$root/tools/free_ports.py" "$n")
     head -c 32 /dev/urandom | base64 >"$state/cluster.secret"
     chmod 600 "$state/cluster.secret"
     { echo "secret cluster.secret"
