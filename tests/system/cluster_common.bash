@@ -4,8 +4,10 @@
 # cluster_free_ports N: N distinct free TCP ports on 127.0.0.1, below the
 # kernel's ephemeral range, so that no outgoing connection of anybody (other
 # tests run on this machine too) takes one between our choice and our bind.
+# (the tools directory found now: a test may cd elsewhere before it asks)
+CLUSTER_TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../tools" && pwd)
 cluster_free_ports() {
-  python3 "$(dirname "${BASH_SOURCE[0]}")/../../tools/free_ports.py" "$1"
+  python3 "$CLUSTER_TOOLS/free_ports.py" "$1"
 }
 
 # cluster_stat NODE KEY: one value of `nvcachectl stats --node NODE`.
