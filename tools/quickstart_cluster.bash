@@ -74,6 +74,10 @@ cluster_stop() {
   done
   if [ "$left" -eq 0 ]; then
     echo "cluster: $n nodes stopped; everything written back to $backing"
+    local kept
+    kept=$(du -cm "$cnv"-*.nvram 2>/dev/null | tail -1 | cut -f1)
+    [ "${kept:-0}" -gt 0 ] && echo "  their NVRAM files $cnv-*.nvram ($kept MiB of RAM)" \
+      "are kept for the next start; rm them to free that memory"
   else
     echo "cluster: $n nodes stopped"
   fi
