@@ -340,15 +340,22 @@ static int send_file(void *arg, uint32_t idx, uint32_t type, const struct frame_
 	return rc;
 }
 
-static int bind_listen_once(struct node *n)
+/* The node's own address, as getaddrinfo gives it (flags: its hints'). */
+static int node_addrs(struct node *n, int flags, struct addrinfo **res)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
-	struct addrinfo *res;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = flags };
 	char port[8];
-	int rc = -EADDRNOTAVAIL;
 
 	snprintf(port, sizeof(port), "%u", n->me->port);
-	int g = getaddrinfo(n->me->host, port, &hints, &res);
+	return getaddrinfo(n->me->host, port, &hints, res);
+}
+
+static int bind_listen_once(struct node *n)
+{
+	struct addrinfo *res;
+	int rc = -EADDRNOTAVAIL;
+
+	int g = node_addrs(n, AI_PASSIVE, &res);
 	if (g) {
 		log_err("node %u: cannot resolve %s: %s", n->self, n->me->host,
 			gai_strerror(g));
@@ -379,13 +386,10 @@ static int bind_listen_once(struct node *n)
  * this node, most likely). */
 static bool someone_listens(struct node *n)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res;
-	char port[8];
 	bool yes = false;
 
-	snprintf(port, sizeof(port), "%u", n->me->port);
-	if (getaddrinfo(n->me->host, port, &hints, &res))
+	if (node_addrs(n, 0, &res))
 		return false;
 	for (struct addrinfo *ai = res; ai && !yes; ai = ai->ai_next) {
 		int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
