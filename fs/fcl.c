@@ -135,7 +135,8 @@ static int restarted(struct fcl *c, uint32_t idx, struct cluster_client *cl,
  * outage's start forgotten, its end logged if requests waited for it). */
 static void node_up(struct fcl_node *nd)
 {
-	if (!atomic_load(&nd->down_since) && !atomic_load(&nd->gave_up))
+	if (!atomic_load(&nd->down_since) && !atomic_load(&nd->gave_up) &&
+	    !atomic_load(&nd->told_wait))
 		return;
 	uint64_t down = atomic_exchange(&nd->down_since, 0);
 	bool told = atomic_exchange(&nd->told_wait, false);
@@ -249,7 +250,11 @@ bool fcl_wait_up(struct fcl *c, uint32_t idx, uint32_t wait_ms, uint64_t *since)
 	if (idx >= c->n)
 		return false;
 	struct fcl_node *nd = &c->nodes[idx];
-	uint64_t down = atomic_load(&nd->down_since), now = clock_now_ns();
+	uint64_t down = 0, now = clock_now_ns();
+	/* down from here on, if no failed connect said so first (a
+	 * connection that broke): its end is then logged too */
+	if (atomic_compare_exchange_strong(&nd->down_since, &down, now))
+		down = now;   /* else down holds the earlier start */
 	if (!*since)
 		*since = down && down < now ? down : now;
 	if (now - *since >= (uint64_t)wait_ms * 1000000ull) {
