@@ -161,15 +161,17 @@ static int fail_transport(struct cluster_client *c, int rc)
 	return rc;
 }
 
-/* Send c->req (+ payload in npl pieces) and queue it for its reply. */
-static int send_req_iov(struct cluster_client *c, const struct iovec *pl, unsigned npl)
+/* Send c->req (+ payload in npl pieces) and queue it for its reply;
+ * more: another request follows at once (MSG_MORE). */
+static int send_req_iov(struct cluster_client *c, const struct iovec *pl, unsigned npl,
+			bool more)
 {
 	c->last_error[0] = 0;
 	if (c->broken)
 		return -ENOTCONN;
 	if (c->qn == CLUSTER_CLIENT_MAX_INFLIGHT)
 		return -EBUSY;
-	int rc = conn_sendv(&c->c, &c->req, pl, npl);
+	int rc = conn_sendv_more(&c->c, &c->req, pl, npl, more);
 	if (rc)
 		return fail_transport(c, rc);
 	struct pending *p = &c->q[(c->qhead + c->qn++) % CLUSTER_CLIENT_MAX_INFLIGHT];
@@ -185,7 +187,7 @@ static int send_req(struct cluster_client *c, const void *payload)
 {
 	struct iovec iov = { .iov_base = (void *)payload, .iov_len = c->req.payload_len };
 
-	return send_req_iov(c, &iov, c->req.payload_len ? 1 : 0);
+	return send_req_iov(c, &iov, c->req.payload_len ? 1 : 0, false);
 }
 
 /* Receive the reply to the oldest request in flight into c->rep, *p gets
@@ -417,7 +419,7 @@ static int send_batch(struct cluster_client *c, uint32_t type, unsigned n,
 	struct frame_hdr *q = req_init(c, type);
 
 	q->payload_len = len;
-	int rc = send_req_iov(c, pl, npl);
+	int rc = send_req_iov(c, pl, npl, false);
 	if (!rc)
 		c->q[(c->qhead + c->qn - 1) % CLUSTER_CLIENT_MAX_INFLIGHT].key = n;
 	return rc;
@@ -827,7 +829,7 @@ int cluster_client_lock(struct cluster_client *c, const struct frame_lock *lk,
 
 int cluster_client_file_start(struct cluster_client *c, uint32_t type,
 			      const struct frame_fop *f, const struct iovec *pl,
-			      unsigned npl)
+			      unsigned npl, bool more)
 {
 	size_t plen = 0;
 
@@ -838,7 +840,7 @@ int cluster_client_file_start(struct cluster_client *c, uint32_t type,
 	struct frame_hdr *q = req_init(c, type);
 	q->fop = *f;
 	q->payload_len = (uint32_t)plen;
-	return send_req_iov(c, pl, npl);
+	return send_req_iov(c, pl, npl, more);
 }
 
 int cluster_client_file_wait(struct cluster_client *c, struct frame_fop *rf,
@@ -873,6 +875,6 @@ int cluster_client_file_call(struct cluster_client *c, uint32_t type,
 {
 	if (!c->broken && c->qn)
 		return -EBUSY;
-	int rc = cluster_client_file_start(c, type, f, pl, npl);
+	int rc = cluster_client_file_start(c, type, f, pl, npl, false);
 	return rc ? rc : cluster_client_file_wait(c, rf, buf, buflen);
 }

@@ -264,9 +264,13 @@ int cluster_client_file_call(struct cluster_client *c, uint32_t type,
 			     size_t buflen);
 /* The same in two halves, pipelined as the page calls (at most
  * CLUSTER_CLIENT_MAX_INFLIGHT): _start sends one (its payload may be
- * reused on return), each _wait takes the oldest one's reply. */
+ * reused on return), each _wait takes the oldest one's reply. more:
+ * another _start on c follows at once, so the socket may hold this one's
+ * tail to fill a packet with the next (MSG_MORE: a 64 KiB block and its
+ * header then take one loopback packet, not two); the last of a run
+ * must say false, or its tail waits in the socket. */
 int cluster_client_file_start(struct cluster_client *c, uint32_t type,
 			      const struct frame_fop *f, const struct iovec *pl,
-			      unsigned npl);
+			      unsigned npl, bool more);
 int cluster_client_file_wait(struct cluster_client *c, struct frame_fop *rf,
 			     void *buf, size_t buflen);

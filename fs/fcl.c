@@ -321,7 +321,8 @@ static void call_round(struct fcl *c, struct fcl_req *r, unsigned n, bool *more)
 		unsigned k = order[j];
 		uint32_t i = r[k].idx;
 		struct frame_fop f = r[k].f;
-		if (--left[i] && r[k].type == FT_FILE_WRITE)
+		bool follows = --left[i] != 0;
+		if (follows && r[k].type == FT_FILE_WRITE)
 			f.flags |= FRAME_FILE_RUN;
 		if (broken[i])
 			continue;
@@ -331,7 +332,7 @@ static void call_round(struct fcl *c, struct fcl_req *r, unsigned n, bool *more)
 			continue;
 		}
 		if (cluster_client_file_start(cl[i], r[k].type, &f, r[k].pl,
-					      r[k].npl)) {
+					      r[k].npl, follows)) {
 			broken[i] = true;
 			continue;
 		}
