@@ -54,7 +54,8 @@
 #define UNLINKED_RETRY_NS (5ull * 1000000000ull)
 /* A write-back that failed is not tried again by a pass over every
  * dirty file (wb_all, but for room) before this long. */
-#define WB_RETRY_NS (1000000000ull)
+#define WB_RETRY_NS (500000000ull)
+#define WB_RETRY_MAX_NS (30000000000ull)
 /* epoch_known: how long an owner trusts a file's epoch it learnt */
 #define EPOCH_TRUST_NS 1000000000ull
 /* The shadow is asked whether it holds this node's whole list of marks
@@ -94,6 +95,9 @@ struct fobj {
 	 * file (wb_all) but for room leaves it till then, so that such
 	 * files do not take every pass */
 	uint64_t wb_retry_at;
+	/* write-backs failed in a row: the next is tried after
+	 * WB_RETRY_NS doubled for each, WB_RETRY_MAX_NS at most */
+	uint8_t wb_fails;
 	/* the backing file's size when past_backing_end last looked (0:
 	 * never): a block below it is taken as having backing bytes, not
 	 * looked at again (a hint; only a fresh look says there are none) */

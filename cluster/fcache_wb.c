@@ -251,14 +251,29 @@ out:
 		atomic_store(&fc->wb_failed_ns, clock_now_ns());
 	else if (made)
 		atomic_store(&fc->wb_failed_ns, 0);
+	/* a failed write-back is tried again by itself, backing off (a
+	 * backing full or failing for a while), as the single-node
+	 * cache's: the blocks stay dirty, and nothing else would write
+	 * them before the file's next write */
+	uint64_t again = 0;
+	pthread_mutex_lock(&fc->lk);
+	if ((o = fobj_find(fc, gid)) != NULL && rc) {
+		again = WB_RETRY_NS << (o->wb_fails < 6 ? o->wb_fails : 6);
+		if (again > WB_RETRY_MAX_NS)
+			again = WB_RETRY_MAX_NS;
+		if (o->wb_fails < UINT8_MAX)
+			o->wb_fails++;
+		o->wb_retry_at = clock_now_ns() + again;
+		wb_schedule(fc, o, again);
+	} else if (o) {
+		o->wb_fails = 0;
+	}
+	pthread_mutex_unlock(&fc->lk);
 	if (rc) {
-		pthread_mutex_lock(&fc->lk);
-		if ((o = fobj_find(fc, gid)) != NULL)
-			o->wb_retry_at = clock_now_ns() + WB_RETRY_NS;
-		pthread_mutex_unlock(&fc->lk);
 		atomic_fetch_add(&fc->wb_errors, 1);
 		log_warn("file cache: write-back of object %016" PRIx64 ": %s; its "
-			 "blocks stay in NVRAM", gid, strerror(-rc));
+			 "blocks stay in NVRAM, tried again in %.1f s", gid,
+			 strerror(-rc), (double)again / 1e9);
 	} else {
 		mtime_out(fc, gid);
 	}

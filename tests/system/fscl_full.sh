@@ -8,7 +8,8 @@
 # 2 s, answer FULL, and the mount sends it again, so the writes go
 # through once the backing is back, never ENOSPC, the mount's other
 # requests go on meanwhile, and a writer killed -9 goes at once; a
-# backing full itself does give ENOSPC. Then
+# backing full itself does give ENOSPC, and a file's write-back that
+# failed there is tried again until it has room. Then
 # a mount killed -9 while it holds a file open: the nodes release its
 # opens and write the file back, and the mount restarted reads it. The
 # backing is an ext4 on a loop device
@@ -136,8 +137,22 @@ grep -q "No space left" "$T_DIR/dd.err" ||
 got=$(stat -c %s "$T_DIR/m2/nospace")
 [ "$got" -gt 0 ] && cmp -s -n "$got" "$T_DIR/nref" "$T_DIR/m2/nospace" ||
   t_fail "the $got bytes written before ENOSPC read back wrong"
-rm -f "$T_DIR/m1/nospace" "$T_DIR/b/filler"
+rm -f "$T_DIR/m1/nospace"
 t_log "a full cache over a full backing: ENOSPC after $((got >> 20)) MiB, which read back"
+# a file closed while the backing is full: its write-backs fail, and
+# are tried again by themselves (no write, no close comes after) until
+# the backing has room
+head -c 1M /dev/urandom >"$T_DIR/lref"
+wb_nospace() { cat "$T_DIR"/node*.log | grep -c "write-back of object .*No space left"; }
+wb_failed_since() { [ "$(wb_nospace)" -gt "$1" ]; }
+fails0=$(wb_nospace)
+cp "$T_DIR/lref" "$T_DIR/m1/late" || t_fail "1 MiB into the caches over a full backing: $(fscl_why)"
+t_wait 15 wb_failed_since "$fails0" ||
+  t_fail "no write-back of late failed on the full backing"
+rm -f "$T_DIR/b/filler"
+t_wait 20 cmp -s "$T_DIR/lref" "$T_DIR/b/late" ||
+  t_fail "a file whose write-back failed on a full backing never reached it once it had room: $(grep 'write-back of object' "$T_DIR"/node*.log | tail -2)"
+t_log "a write-back that failed on a full backing is tried again: the file reached it once there was room"
 
 # kill -9 of a mount holding a file open, dirty in both nodes' NVRAM:
 # its opens are released once its connections are gone, and the owners
