@@ -2,6 +2,8 @@
  * directory, the mounts' runs, the messages' dispatch, set-up and counters. */
 #include "cluster/fcache_int.h"
 
+#include <sys/file.h>
+
 /* ---- the backing directory ---- */
 
 int fcache_ident(int dirfd, const char *path, int flags, struct fcache_ident *id)
@@ -57,12 +59,20 @@ static int backing_bind(struct fcache *fc, const char *path, bool save)
 
 	if (fd < 0)
 		return -errno;
+	/* the cluster's nodes and mounts share the backing (LOCK_SH); a
+	 * one-node nvcachefs holds its own alone (LOCK_EX, fs/main.c): two
+	 * caches over one backing overwrite each other's write-backs */
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+		close(fd);
+		return -EBUSY;
+	}
 	int rc = fcache_ident(fd, "", AT_EMPTY_PATH, &fc->bid);
 	if (rc) {
 		close(fd);
 		return rc;
 	}
 	fc->backing_fd = fd;
+	snprintf(fc->backing, sizeof(fc->backing), "%s", path);
 	if (save)
 		side_save(fc, path);
 	log_info("file cache: backing directory %s", path);
@@ -136,14 +146,16 @@ static int serve_attach(struct fcache *fc, const struct frame_fop *f,
 			if (rc) {
 				fc->replicas = had;
 				snprintf(r->text, sizeof(r->text), "node %u: %.120s: %s",
-					 fc->self, path, strerror(-rc));
+					 fc->self, path, rc == -EBUSY ?
+					 "in use by a one-node nvcachefs (unmount it first)" :
+					 strerror(-rc));
 			}
 			fc->wb_all = true;  /* what a previous run left dirty */
 			pthread_cond_signal(&fc->cv);
 		}
 	} else if (!ident_eq(&fc->bid, &want)) {
-		snprintf(r->text, sizeof(r->text), "node %u serves another backing "
-			 "directory than %.120s", fc->self, path);
+		snprintf(r->text, sizeof(r->text), "node %u serves backing %.70s "
+			 "(its NVRAM file's), not %.70s", fc->self, fc->backing, path);
 		rc = -ESTALE;
 	} else if (!fc->unit_set) {
 		/* a side file without the stripe unit (an older nvcached
@@ -505,7 +517,8 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o)
 			int e = backing_bind(fc, path, false);
 			if (e)
 				log_warn("file cache: backing directory %s: %s; write-back "
-					 "waits for a mount", path, strerror(-e));
+					 "waits for a mount", path, e == -EBUSY ?
+					 "in use by a one-node nvcachefs" : strerror(-e));
 			fc->wb_all = true;
 			/* mounts attached before may hold files open */
 			fc->grace_end_ns = clock_now_ns() +

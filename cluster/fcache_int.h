@@ -173,6 +173,7 @@ struct fcache {
 	uint64_t digest;
 	uint32_t self;
 	char side[4200];       /* PATH.backing: the attached backing dir */
+	char backing[4096];    /* that directory's path, once bound */
 	uint32_t replicas;     /* 1 or 2, fixed by the first ATTACH (and
 				* kept in PATH.backing); 0: none yet */
 	/* the mounts' stripe_unit in bytes, 0: auto; fixed by the first

@@ -380,13 +380,10 @@ static uint64_t probe_max_size(int fd)
 	return lo ? lo : (uint64_t)INT64_MAX;
 }
 
-/* Refuse a backing dir we could not write back into. */
-static int check_backing(struct fs *fs)
+/* Open the backing dir and lock it: refused (-1) if another cache holds
+ * it. Nothing is made in it. */
+static int lock_backing(struct fs *fs)
 {
-	struct statvfs sv;
-	char probe[PATH_MAX];
-	int fd;
-
 	fs->backing_fd = open(fs->cfg.backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fs->backing_fd < 0) {
 		log_err("backing dir %s: %s", fs->cfg.backing, strerror(errno));
@@ -396,20 +393,35 @@ static int check_backing(struct fs *fs)
 	 * tools/quickstart.sh --mount, its default backing) would serve its
 	 * own stale cached blocks and write them back over the first mount's
 	 * acknowledged writes (a 1-byte write through it costs the rest of
-	 * the block). The lock lives as long as this daemon, across its fork. */
-	if (!fs->cfg.cluster && flock(fs->backing_fd, LOCK_EX | LOCK_NB) < 0) {
+	 * the block). A cluster's mounts and nodes share theirs (one cache
+	 * across them: LOCK_SH, cluster/fcache.c too); a one-node mount
+	 * holds its alone. The lock lives as long as this daemon, across its
+	 * fork. */
+	bool cl = fs->cfg.cluster != NULL;
+	if (flock(fs->backing_fd, (cl ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK) {
-			log_err("backing dir %s is in use by another nvcachefs: "
-				"two caches over one backing overwrite each "
-				"other's writes; unmount the other first "
-				"(grep '^%s ' /proc/mounts)", fs->cfg.backing,
-				fs->cfg.backing);
+			log_err("backing dir %s is in use by %s: two caches over "
+				"one backing overwrite each other's writes; stop "
+				"it first (grep '^%s ' /proc/mounts)",
+				fs->cfg.backing, cl ? "a one-node nvcachefs" :
+				"another nvcachefs (a one-node mount, or a "
+				"cluster's mount or node)", fs->cfg.backing);
 			return -1;
 		}
 		log_warn("backing dir %s: cannot lock it (%s): a second mount "
 			 "of it would not be refused", fs->cfg.backing,
 			 strerror(errno));
 	}
+	return 0;
+}
+
+/* Refuse a backing dir we could not write back into (lock_backing's). */
+static int check_backing(struct fs *fs)
+{
+	struct statvfs sv;
+	char probe[PATH_MAX];
+	int fd;
+
 	if (fstatvfs(fs->backing_fd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
 		log_err("backing dir %s: read-only file system; write-back "
 			"would fail", fs->cfg.backing);
@@ -559,7 +571,8 @@ static int fs_prepare(struct fs *fs)
 				       .backing = fs->cfg.backing,
 				       .stripe_unit = fs->cfg.stripe_unit,
 				       .replicas = fs->cfg.replicas };
-		if (fcl_open(&fs->cl, &co) < 0 || check_backing(fs) < 0)
+		if (lock_backing(fs) < 0 || fcl_open(&fs->cl, &co) < 0 ||
+		    check_backing(fs) < 0)
 			return -1;
 		if (fs_locks_open(&fs->locks, fcl_config(fs->cl), fs->cfg.node) < 0) {
 			log_err("file locks: out of memory");
@@ -574,7 +587,7 @@ static int fs_prepare(struct fs *fs)
 		}
 		return 0;
 	}
-	if (check_backing(fs) < 0 || open_cache(fs) < 0)
+	if (lock_backing(fs) < 0 || check_backing(fs) < 0 || open_cache(fs) < 0)
 		return -1;
 	raise_open_files(fs);
 	if ((r = itab_open(fs)) < 0) {

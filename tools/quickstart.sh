@@ -11,7 +11,8 @@
 #   tools/quickstart.sh --stop --cluster N
 # --cluster N starts a small cluster on this machine instead: N nodes on
 # loopback ports, each an nvcached with a file cache and a mount DIR-I
-# (/mnt/nvcache-1 ...), one file system across them (tools/quickstart_cluster.bash).
+# (/mnt/nvcache-1 ...), one file system across them (tools/quickstart_cluster.bash);
+# its --stop finds the mounts and backing it was started with.
 #
 # Logs: /var/log/nvcachefs-MOUNT.log (e.g. nvcachefs-mnt-nvcache.log) and
 # /var/log/nvswapd.log. Exit status 0 only when everything asked for is done.
@@ -21,18 +22,22 @@ mnt=/mnt/nvcache
 backing=/var/lib/nvcache/backing
 run=${NVCACHE_RUN_DIR:-/run/nvcache}
 state=$run/quickstart
-swap=0 stop=0 cluster_n=0
+swap=0 stop=0 cluster_n=0 mnt_given=0 backing_given=0
 swap_size=${NVCACHE_SWAP_SIZE:-1G}
+# arg OPTION VALUE: the option's value, or a usage error when there is none
+arg() {
+  [ -n "${2:-}" ] && [[ $2 != --* ]] || { echo "quickstart: $1 needs a value (--help)" >&2; exit 2; }
+}
 while [ $# -gt 0 ]; do
   case $1 in
     --swap) swap=1 ;;
     --stop) stop=1 ;;
-    --backing) backing=$2; shift ;;
-    --mount) mnt=$2; shift ;;
-    --cluster) cluster_n=$2; shift
+    --backing) arg "$1" "${2:-}"; backing=$2; backing_given=1; shift ;;
+    --mount) arg "$1" "${2:-}"; mnt=$2; mnt_given=1; shift ;;
+    --cluster) arg "$1 N" "${2:-}"; cluster_n=$2; shift
       [[ $cluster_n =~ ^[0-9]+$ ]] && [ "$cluster_n" -ge 2 ] && [ "$cluster_n" -le 16 ] ||
         { echo "quickstart: --cluster N: N from 2 to 16 nodes" >&2; exit 2; } ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "quickstart: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -44,6 +49,17 @@ fslog=/var/log/nvcachefs-$name.log
 nvram=/dev/shm/nvcache-$name.nvram
 
 mounted() { grep -q "^[^ ]* $mnt fuse" /proc/mounts; }
+# other_caches DIR [MOUNT...]: the nvcachefs mounts over backing DIR but
+# the MOUNTs given (each mount's source is its backing: fsname)
+other_caches() {
+  local b=$1; shift
+  awk -v b="$b" '$1 == b && $3 == "fuse.nvcachefs" { print $2 }' /proc/mounts |
+    while read -r m; do
+      local skip=0 x
+      for x in "$@"; do [ "$m" = "$x" ] && skip=1; done
+      [ $skip = 1 ] || echo "$m"
+    done
+}
 # A FUSE mount whose daemon died: listed, but every access fails (ENOTCONN).
 dead_mount() { mounted && ! stat "$mnt" >/dev/null 2>&1; }
 
@@ -206,6 +222,15 @@ if dead_mount; then
   echo "nvcachefs: $mnt was left by a daemon that died; detached it, mounting again recovers its cache"
 fi
 mkdir -p "$mnt"
+others=$(other_caches "$(realpath -m "$backing")" "$mnt")
+if ! mounted && [ -n "$others" ]; then
+  # two caches over one backing overwrite each other's write-backs
+  # (nvcachefs refuses it too; this says what to do)
+  echo "quickstart: $backing is served by other nvcachefs mounts ($(echo $others)):" \
+       "stop them (the quick-start cluster: tools/quickstart.sh --stop --cluster N)" \
+       "or give this mount another backing (--backing DIR)" >&2
+  exit 1
+fi
 if mounted; then
   echo "nvcachefs: $mnt is already mounted"
 else

@@ -5,15 +5,43 @@
 # try with MPI ranks on different "nodes". Sourced by quickstart.sh after
 # its options, with root, mnt, backing, run, state, cluster_n and stop set.
 #
-# Files: $state/cluster.conf (the cluster file) and its secret, pids in
-# $state/cluster-node-I.pid, logs /var/log/nvcached-I.log and
+# Files: $state/cluster.conf (the cluster file) and its secret, the
+# mount prefix and backing it was started with in $state/cluster.where
+# (so that --stop finds them), pids in $state/cluster-node-I.pid (a
+# node's pid file goes when it is stopped: one left whose process is
+# gone is a node that died), logs /var/log/nvcached-I.log and
 # /var/log/nvcachefs-MOUNT.log.
 cconf=$state/cluster.conf
+cwhere=$state/cluster.where
+if [ -f "$cwhere" ]; then
+  was_mnt=$(sed -n 's/^mnt=//p' "$cwhere") was_backing=$(sed -n 's/^backing=//p' "$cwhere")
+  if [ "$stop" -eq 1 ] || [ "$(grep -c '^node ' "$cconf" 2>/dev/null || true)" -gt 0 ]; then
+    if { [ "$mnt_given" = 1 ] && [ "$mnt" != "$was_mnt" ]; } ||
+       { [ "$backing_given" = 1 ] && [ "$(realpath -m "$backing")" != "$was_backing" ]; }; then
+      if [ "$stop" -eq 0 ]; then
+        echo "quickstart: the cluster set up here has its mounts at $was_mnt-I over" \
+             "$was_backing; stop it first (tools/quickstart.sh --stop --cluster N)" >&2
+        exit 1
+      fi
+      echo "quickstart: the cluster here was started with its mounts at $was_mnt-I over $was_backing; stopping that one"
+    fi
+    mnt=$was_mnt backing=$was_backing
+  fi
+fi
+backing=$(realpath -m "$backing")
 # the nodes' NVRAM files, named after the mounts (as quickstart.sh's own)
 cnv=/dev/shm/nvcache-fcache-$(echo "${mnt#/}" | tr / -)
 ccache=${NVCACHE_CLUSTER_CACHE:-256M}
 
 cl_mnt() { echo "$mnt-$1"; }
+# cl_pid I: node I's nvcached pid, if its pid file names a process that
+# is that node of this cluster (not a pid reused since, after a crash)
+cl_pid() {
+  local p
+  p=$(cat "$state/cluster-node-$1.pid" 2>/dev/null) || return 1
+  alive "$p" && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null |
+    grep -qF -- "nvcached --cluster $cconf --node $1 " && echo "$p"
+}
 cl_mounted() { grep -q "^[^ ]* $(cl_mnt "$1") fuse" /proc/mounts; }
 cl_sees() { local a; a=$(cl_stat "$1" nodes_alive); [ -n "$a" ] && [ "$a" -ge "$2" ]; }
 cl_nodes() { local c=0; [ -f "$cconf" ] && c=$(grep -c '^node ' "$cconf" || true); echo "${c:-0}"; }
@@ -30,12 +58,28 @@ cl_stat() {
       END { if (ours && v != "") print v }'
 }
 
+# the way to set up another cluster once this one is written back
+cl_forget() {
+  echo "  to set up a cluster of another size or elsewhere: rm $cconf $cwhere $cnv-*.nvram*"
+}
+
 cluster_stop() {
-  local n i k pid left=0 rc=0
+  local n i k pid left=0 rc=0 dead="" live=0 m
   n=$(cl_nodes)
   [ "$n" -gt 0 ] || { echo "quickstart: no cluster was started here ($cconf)"; return 0; }
+  [ "$cluster_n" -eq "$n" ] || echo "quickstart: the cluster here has $n nodes; stopping those"
+  local any=0
   for ((i = 1; i <= n; i++)); do
-    local m; m=$(cl_mnt $i)
+    { [ -f "$state/cluster-node-$i.pid" ] || cl_mounted $i; } && any=1
+  done
+  if [ $any = 0 ]; then
+    echo "quickstart: the cluster of $n nodes here is not running (stopped before;" \
+         "what it held was written back then)"
+    cl_forget
+    return 0
+  fi
+  for ((i = 1; i <= n; i++)); do
+    m=$(cl_mnt $i)
     cl_mounted $i || continue
     pid=$(pgrep -f "nvcachefs $m " | head -1 || true)
     if ! stat "$m" >/dev/null 2>&1; then
@@ -47,12 +91,18 @@ cluster_stop() {
     [ -n "$pid" ] && wait_exit "$pid" "nvcachefs $m"
     echo "nvcachefs $m: unmounted"
   done
+  # a node whose pid file stayed but that does not run died: what it
+  # held dirty is in its NVRAM file only, written back when it runs again
+  for ((i = 1; i <= n; i++)); do
+    [ -f "$state/cluster-node-$i.pid" ] || continue
+    if cl_pid $i >/dev/null; then live=$((live + 1)); else dead="$dead $i"; fi
+  done
   # The nodes write their blocks back after the last close: wait for it,
   # so that the backing is complete when they stop.
   for ((k = 0; k < 600; k++)); do
     left=0
     for ((i = 1; i <= n; i++)); do
-      [ -f "$state/cluster-node-$i.pid" ] || continue
+      cl_pid $i >/dev/null || continue
       local d; d=$(cl_stat $i fcache_dirty_bytes || true)
       left=$((left + ${d:-0}))
     done
@@ -67,17 +117,27 @@ cluster_stop() {
     rc=1
   fi
   for ((i = 1; i <= n; i++)); do
-    [ -f "$state/cluster-node-$i.pid" ] || continue
-    pid=$(cat "$state/cluster-node-$i.pid")
+    pid=$(cl_pid $i) || continue
     kill "$pid" 2>/dev/null && wait_exit "$pid" "nvcached node $i"
     rm -f "$state/cluster-node-$i.pid"
   done
+  if [ -n "$dead" ]; then
+    local files="" j
+    for j in $dead; do files="$files $cnv-$j.nvram"; done
+    echo "quickstart: node(s)$dead had died (not running): whatever they held that" \
+         "was not written back yet is in their NVRAM files ($(echo $files)) only," \
+         "not in $backing. Start the cluster again (tools/quickstart.sh --cluster $n)" \
+         "to write it back, then stop it. Do NOT remove those files." >&2
+    echo "cluster: $live nodes stopped, $(echo $dead | wc -w) had died"
+    return 1
+  fi
   if [ "$left" -eq 0 ]; then
     echo "cluster: $n nodes stopped; everything written back to $backing"
     local kept
     kept=$(du -cm "$cnv"-*.nvram 2>/dev/null | tail -1 | cut -f1)
     [ "${kept:-0}" -gt 0 ] && echo "  their NVRAM files $cnv-*.nvram ($kept MiB of RAM)" \
       "are kept for the next start; rm them to free that memory"
+    cl_forget
   else
     echo "cluster: $n nodes stopped"
   fi
@@ -87,8 +147,16 @@ cluster_stop() {
 cluster_start() {
   local n=$1 i ports
   if [ "$(cl_nodes)" -gt 0 ] && [ "$(cl_nodes)" -ne "$n" ]; then
-    echo "quickstart: a cluster of $(cl_nodes) nodes is set up here; stop it first" \
-         "(tools/quickstart.sh --stop --cluster $(cl_nodes))" >&2
+    echo "quickstart: a cluster of $(cl_nodes) nodes is set up here ($cconf); stop it" \
+         "(tools/quickstart.sh --stop --cluster $(cl_nodes)); once it says everything" \
+         "was written back, rm $cconf $cwhere $cnv-*.nvram* to set up one of $n" >&2
+    return 1
+  fi
+  local others
+  others=$(other_caches "$backing" $(for ((i = 1; i <= n; i++)); do cl_mnt $i; done))
+  if [ -n "$others" ]; then
+    echo "quickstart: $backing is served by another nvcachefs ($(echo $others)): stop it" \
+         "(tools/quickstart.sh --stop) or give the cluster another backing (--backing DIR)" >&2
     return 1
   fi
   if [ ! -f "$cconf" ]; then
@@ -99,12 +167,15 @@ cluster_start() {
     { echo "secret cluster.secret"
       for ((i = 1; i <= n; i++)); do echo "node $i 127.0.0.1:${ports[$((i-1))]}"; done
     } >"$cconf"
+    printf 'mnt=%s\nbacking=%s\n' "$mnt" "$backing" >"$cwhere"
   fi
   for ((i = 1; i <= n; i++)); do
-    if [ -f "$state/cluster-node-$i.pid" ] && alive "$(cat "$state/cluster-node-$i.pid")"; then
+    if cl_pid $i >/dev/null; then
       echo "nvcached node $i: already running"
       continue
     fi
+    [ -f "$state/cluster-node-$i.pid" ] &&
+      echo "nvcached node $i: had died; starting it again (it writes back what its NVRAM file holds)"
     NVCACHE_RUN_DIR=$run setsid "$root/build/cluster/nvcached" --cluster "$cconf" --node $i -f \
       --cache-size "$ccache" --cache-nvram "$cnv-$i.nvram" \
       </dev/null >>"/var/log/nvcached-$i.log" 2>&1 &

@@ -35,7 +35,16 @@ refused "node 1 unreachable or refusing us" "backing=$T_DIR/b,cluster=$T_DIR/wro
 sed 's/127.0.0.1:/localhost:/' "$conf" >"$T_DIR/other-names.conf"
 refused "reads another cluster file" "backing=$T_DIR/b,cluster=$T_DIR/other-names.conf,node=1"
 # another backing directory than the nodes serve
-refused "serves another backing directory" "backing=$T_DIR/other,cluster=$conf,node=1"
+refused "node 1 serves backing $T_DIR/b (its NVRAM file's), not $T_DIR/other" "backing=$T_DIR/other,cluster=$conf,node=1"
+# a one-node nvcachefs over the cluster's backing (its nodes and mounts
+# share it), and a cluster mount over a one-node mount's: two caches
+# over one backing would overwrite each other's write-backs
+refused "is in use by another nvcachefs (a one-node mount, or a cluster's" "backing=$T_DIR/b,nvram=$T_SHM/one,cache_size=16M"
+mkdir -p "$T_DIR/m1node"
+t_fs_mount "$T_DIR/m1node" "backing=$T_DIR/other,nvram=$T_SHM/one,cache_size=16M" "$T_DIR/one.log"
+rm -f "$T_SHM/one"
+refused "is in use by a one-node nvcachefs" "backing=$T_DIR/other,cluster=$conf,node=1"
+t_umount "$T_DIR/m1node"
 # another replicas setting than the nodes' (replicas=1, the first
 # mounts'), and one out of range
 refused "serves replicas=1; this mount asks replicas=2" "backing=$T_DIR/b,cluster=$conf,node=1,replicas=2"

@@ -11,8 +11,11 @@
 # mounts over one backing, a file
 # written through one mount read through another; node 2's nvcached
 # killed and quickstart run again restarts it while a copy through
-# node 1's mount waits for it; whole in the backing when --stop --cluster
-# returns, and nothing of ours left running.
+# node 1's mount waits for it; a one-node quick start over the cluster's
+# backing is refused; node 3 killed, --stop (which finds the mounts and
+# backing the cluster was started with) exits 1 saying its NVRAM file
+# holds what it had; started again, then whole in the backing when
+# --stop --cluster returns, and nothing of ours left running.
 T_TIMEOUT=${T_TIMEOUT:-180}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_common.bash"
@@ -79,11 +82,15 @@ NVCACHE_SWAP_SIZE=64M qs >"$T_DIR/start3.out" 2>&1 || t_fail "start after kill -
 grep -q "daemon that died" "$T_DIR/start3.out" || t_fail "start after kill -9 did not say what it did: $(cat "$T_DIR/start3.out")"
 [ "$(cat "$mnt/acked")" = acknowledged ] || t_fail "a synced file is not back after kill -9 and a restart"
 # A second quickstart on another mount point over the same backing: refused
-# with nvcachefs's reason (it mounted, and the two caches overwrote each
-# other's writes).
+# (it mounted, and the two caches overwrote each other's writes), and
+# nvcachefs itself refuses it too
 qs2() { bash "$root/tools/quickstart.sh" --mount "$T_DIR/mnt2" --backing "$backing" "$@"; }
 qs2 >"$T_DIR/second.out" 2>&1 && { qs2 --stop >/dev/null 2>&1; t_fail "a second mount of the backing was made"; }
-grep -q "in use by another nvcachefs" "$T_DIR/second.out" || t_fail "second mount: $(cat "$T_DIR/second.out")"
+grep -q "is served by other nvcachefs mounts ($mnt)" "$T_DIR/second.out" || t_fail "second mount: $(cat "$T_DIR/second.out")"
+mkdir -p "$T_DIR/mnt2"
+"$root/build/fs/nvcachefs" "$T_DIR/mnt2" -f -o "backing=$backing,nvram=$T_SHM/second" >"$T_DIR/second2.out" 2>&1 &&
+  { fusermount3 -u "$T_DIR/mnt2"; t_fail "nvcachefs mounted a second cache over the backing"; }
+grep -q "in use by another nvcachefs" "$T_DIR/second2.out" || t_fail "second nvcachefs: $(cat "$T_DIR/second2.out")"
 fspid=$(pgrep -f "nvcachefs $mnt( |\$)" | head -1)
 kill -9 "$fspid"; t_wait 5 not_running "$fspid"
 qs --stop >"$T_DIR/stop2.out" 2>&1 || t_fail "--stop after kill -9: exit $?: $(cat "$T_DIR/stop2.out")"
@@ -149,7 +156,35 @@ cmp "$T_DIR/cdata2" "$T_DIR/cm-3/g" || t_fail "the copy made while node 2 restar
 nodepids="$nodepids $(cat "$NVCACHE_RUN_DIR/quickstart/cluster-node-2.pid")"
 t_cleanup "kill -9 $nodepids 2>/dev/null"
 t_log "--cluster 3: node 2 killed, quickstart again restarts it; a copy made meanwhile waited for it"
-qsc --stop --cluster 3 >"$T_DIR/cstop.out" 2>&1 || t_fail "--stop --cluster: $(cat "$T_DIR/cstop.out")"
+# a one-node quick start over the cluster's backing: two caches over one
+# backing would overwrite each other's write-backs
+qs1() { bash "$root/tools/quickstart.sh" "$@"; }
+qs1 --mount "$T_DIR/mnt9" --backing "$T_DIR/cb" >"$T_DIR/one.out" 2>&1 &&
+  t_fail "a one-node quickstart mounted over the cluster's backing: $(cat "$T_DIR/one.out")"
+t_cleanup "fusermount3 -uz $T_DIR/mnt9 2>/dev/null"
+grep -q "is served by other nvcachefs mounts" "$T_DIR/one.out" ||
+  t_fail "a one-node quickstart over the cluster's backing: $(cat "$T_DIR/one.out")"
+t_log "a one-node quickstart over the cluster's backing: refused"
+# node 3 dies; --stop (without --mount/--backing: it finds the cluster's)
+# must not say everything was written back, nor that its NVRAM file may go
+n3=$(cat "$NVCACHE_RUN_DIR/quickstart/cluster-node-3.pid")
+kill -9 "$n3"
+t_wait 10 not_running "$n3" || t_fail "node 3 did not die"
+qs1 --stop --cluster 3 >"$T_DIR/cstop1.out" 2>&1 &&
+  t_fail "--stop --cluster with node 3 dead exited 0: $(cat "$T_DIR/cstop1.out")"
+grep -q "node(s) 3 had died" "$T_DIR/cstop1.out" && grep -q "Do NOT remove" "$T_DIR/cstop1.out" ||
+  t_fail "--stop --cluster with node 3 dead: $(cat "$T_DIR/cstop1.out")"
+grep -q "everything written back\|rm them" "$T_DIR/cstop1.out" &&
+  t_fail "--stop --cluster with node 3 dead claims a full write-back: $(cat "$T_DIR/cstop1.out")"
+for i in 1 2 3; do t_is_mounted "$T_DIR/cm-$i" && t_fail "--stop --cluster (node 3 dead) left $T_DIR/cm-$i mounted"; done
+for p in $nodepids; do running "$p" && t_fail "--stop --cluster (node 3 dead) left nvcached $p running"; done
+qsc --cluster 3 >"$T_DIR/cstart3.out" 2>&1 || t_fail "quickstart --cluster 3 after node 3 died: $(cat "$T_DIR/cstart3.out")"
+grep -q "nvcached node 3: had died; starting it again" "$T_DIR/cstart3.out" ||
+  t_fail "quickstart did not say node 3 had died: $(cat "$T_DIR/cstart3.out")"
+nodepids=$(cat "$NVCACHE_RUN_DIR"/quickstart/cluster-node-*.pid)
+t_cleanup "kill -9 $nodepids 2>/dev/null"
+t_log "--stop --cluster with a node dead: exit 1, says its NVRAM file holds what it had; started again"
+qs1 --stop --cluster 3 >"$T_DIR/cstop.out" 2>&1 || t_fail "--stop --cluster: $(cat "$T_DIR/cstop.out")"
 cmp "$T_DIR/cdata" "$T_DIR/cb/f" || t_fail "--cluster: the file is not whole in the backing when --stop returned"
 grep -q "everything written back" "$T_DIR/cstop.out" || t_fail "--stop --cluster: $(cat "$T_DIR/cstop.out")"
 for p in $nodepids; do running "$p" && t_fail "--stop --cluster left nvcached $p running"; done

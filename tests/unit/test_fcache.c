@@ -27,6 +27,7 @@
 #include <time.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
@@ -677,11 +678,18 @@ static void attach(void **state)
 	struct frame_fop rel = f;
 	rel.len = 3;
 	assert_int_equal(call(fc, FT_FILE_ATTACH, rel, "a/b", &r), -EPROTO);
+	/* a one-node nvcachefs holds the directory (LOCK_EX): refused */
+	int one = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(one >= 0 && flock(one, LOCK_EX | LOCK_NB) == 0);
+	assert_int_not_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
+	assert_non_null(strstr(r.text, "in use by a one-node nvcachefs"));
+	close(one);
 	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
 	/* bound now: another directory is refused, the same one taken */
 	struct frame_fop g = attach_req(other, DIGEST, pl2);
 	assert_int_equal(call(fc, FT_FILE_ATTACH, g, pl2, &r), -ESTALE);
-	assert_non_null(strstr(r.text, "another backing directory"));
+	assert_non_null(strstr(r.text, "serves backing "));
+	assert_non_null(strstr(r.text, dir));
 	assert_int_equal(call(fc, FT_FILE_ATTACH, f, pl, &r), 0);
 	fcache_close(fc);
 	char side[128];
