@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 struct cluster_client {
@@ -106,6 +107,12 @@ void cluster_client_close(struct cluster_client *c)
 		return;
 	conn_close(&c->c);
 	free(c);
+}
+
+void cluster_client_shutdown(struct cluster_client *c)
+{
+	if (c && c->c.fd >= 0)
+		shutdown(c->c.fd, SHUT_RDWR);
 }
 
 uint32_t cluster_client_node(const struct cluster_client *c)

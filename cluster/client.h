@@ -50,6 +50,9 @@ int cluster_client_open_node(struct cluster_client **out,
 			     uint32_t self_node, uint64_t owner, int timeout_ms,
 			     char *err, size_t errlen);
 void cluster_client_close(struct cluster_client *c);
+/* Break a call blocked on c in another thread (it fails with a transport
+ * error); c must still be closed. */
+void cluster_client_shutdown(struct cluster_client *c);
 /* The time a send or a reply may take from now on (ms, > 0), in place of
  * the one it was opened with. */
 int cluster_client_set_timeout(struct cluster_client *c, int timeout_ms);

@@ -289,7 +289,7 @@ void mounts_check(struct fcache *fc, uint64_t now)
 				left[nleft++] = o->gid;
 			}
 		*p = m->next;
-		free(m);
+		minst_free(m);
 		runs++;
 	}
 	pthread_mutex_unlock(&fc->lk);
@@ -375,7 +375,8 @@ int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
 	r->fop = *f;
 	r->fop.base_len = 0;
 	r->fop.len = 0;
-	if (q->type != FT_FILE_ATTACH && q->type != FT_FILE_MARK && f->obj == 0)
+	if (q->type != FT_FILE_ATTACH && q->type != FT_FILE_MARK &&
+	    q->type != FT_FILE_WATCH && f->obj == 0)
 		return -EPROTO;
 	switch (q->type) {
 	case FT_FILE_ATTACH: return serve_attach(fc, f, payload, r);
@@ -391,6 +392,8 @@ int fcache_serve(struct fcache *fc, const struct frame_hdr *q,
 	case FT_FILE_DROP: drop_obj(fc, f->obj); return 0;
 	case FT_FILE_MARK: return serve_mark(fc, f, payload, r);
 	case FT_FILE_SHADOW: return serve_shadow(fc, f, r);
+	case FT_FILE_INVAL: return serve_inval(fc, f);
+	case FT_FILE_WATCH: return serve_watch(fc, f, r, buf, out);
 	default: return -EOPNOTSUPP;
 	}
 }
@@ -489,6 +492,7 @@ int fcache_open(struct fcache **out, const struct fcache_opts *o)
 	pthread_mutex_init(&fc->wb_mx, NULL);
 	pthread_mutex_init(&fc->rep_mx, NULL);
 	clock_cond_init(&fc->cv);
+	clock_cond_init(&fc->inval_cv);
 	fc->orphan_ns = env_ms("NVCACHE_REPLICA_ORPHAN_MS", FCACHE_ORPHAN_MS);
 	fc->mount_gone_ns = env_ms("NVCACHE_MOUNT_GONE_MS", FCACHE_MOUNT_GONE_MS);
 	rc = fmark_sent_new(&fc->sent);
@@ -549,6 +553,7 @@ void fcache_stop(struct fcache *fc)
 	pthread_mutex_lock(&fc->lk);
 	bool was = atomic_exchange(&fc->stopping, true);
 	pthread_cond_signal(&fc->cv);
+	pthread_cond_broadcast(&fc->inval_cv);
 	pthread_mutex_unlock(&fc->lk);
 	if (!was)
 		pthread_join(fc->thread, NULL);
@@ -568,7 +573,7 @@ void fcache_close(struct fcache *fc)
 	while (fc->mounts) {
 		struct minst *m = fc->mounts;
 		fc->mounts = m->next;
-		free(m);
+		minst_free(m);
 	}
 	for (size_t b = 0; b < NBUCKETS; b++)
 		while (fc->rtab[b]) {
@@ -621,6 +626,10 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_records_reclaimed: %" PRIu64 "\n"
 			 "fcache_mounts_gone: %" PRIu64 "\n"
 			 "fcache_opens_released: %" PRIu64 "\n"
+			 "fcache_invals: %" PRIu64 "\n"
+			 "fcache_inval_drops: %" PRIu64 "\n"
+			 "fcache_inval_timeouts: %" PRIu64 "\n"
+			 "fcache_watch_replies: %" PRIu64 "\n"
 			 "fcache_bounds_ok: %" PRIu64 "\n"
 			 "fcache_bounds_refused: %" PRIu64 "\n"
 			 "fcache_epochs_asked: %" PRIu64 "\n"
@@ -653,6 +662,10 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 st.objs_total, (uint64_t)atomic_load(&fc->reclaimed),
 			 (uint64_t)atomic_load(&fc->mounts_gone),
 			 (uint64_t)atomic_load(&fc->opens_released),
+			 (uint64_t)atomic_load(&fc->invals),
+			 (uint64_t)atomic_load(&fc->inval_drops),
+			 (uint64_t)atomic_load(&fc->inval_timeouts),
+			 (uint64_t)atomic_load(&fc->watches),
 			 (uint64_t)atomic_load(&fc->bounds_ok),
 			 (uint64_t)atomic_load(&fc->bounds_refused),
 			 (uint64_t)atomic_load(&fc->epochs_asked),

@@ -151,8 +151,18 @@ struct minst {
 	uint64_t inst;
 	uint32_t conns;
 	uint64_t gone_ns;
+	/* files this run is to drop from its kernel's page cache (a
+	 * FILE_INVAL at their home, fcache_inval.c), oldest first, each
+	 * with its number (seq counts them): a WATCH takes them, the run's
+	 * next WATCH says it dropped them (acked). watching: a WATCH came
+	 * (a run that sends none is not waited for) */
+	uint64_t *drop, *drop_seq;
+	size_t ndrop, drop_cap;
+	uint64_t seq, acked;
+	bool watching;
 	struct minst *next;
 };
+void minst_free(struct minst *m);
 
 /* A replica object at the shadow (replicas=2): the copies of one owner's
  * dirty blocks of one file, in this node's store under its own record
@@ -255,6 +265,12 @@ struct fcache {
 	struct minst *mounts;
 	uint64_t mount_gone_ns;
 	atomic_uint_fast64_t mounts_gone, opens_released;
+	/* FILE_INVAL and FILE_WATCH (fcache_inval.c): inval_cv, with lk,
+	 * wakes a WATCH when a drop is queued and an INVAL when one is
+	 * acknowledged; INVALs served, drops queued, INVALs that gave up
+	 * waiting for a run, WATCH replies */
+	pthread_cond_t inval_cv;
+	atomic_uint_fast64_t invals, inval_drops, inval_timeouts, watches;
 	/* READs and WRITEs with BOUND: answered BOUND_OK, or not; and the
 	 * GETATTRs to homes for an epoch this node did not know */
 	atomic_uint_fast64_t bounds_ok, bounds_refused, epochs_asked;
@@ -347,6 +363,11 @@ int serve_mark(struct fcache *fc, const struct frame_fop *f,
 	       const uint8_t *payload, struct frame_hdr *r);
 int serve_shadow(struct fcache *fc, const struct frame_fop *f,
 		 struct frame_hdr *r);
+
+/* fcache_inval.c */
+int serve_inval(struct fcache *fc, const struct frame_fop *f);
+int serve_watch(struct fcache *fc, const struct frame_fop *f,
+		struct frame_hdr *r, uint8_t *buf, const void **out);
 
 /* fcache_home.c */
 bool at_home(const struct fcache *fc, uint64_t gid);

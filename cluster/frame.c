@@ -28,6 +28,8 @@ _Static_assert((int)NVCACHE__MSG_TYPE__MSG_PAGE_DROP_MANY == (int)FT_PAGE_DROP_M
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_ATTACH == (int)FT_FILE_ATTACH, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_DROP == (int)FT_FILE_DROP, "proto enum");
 _Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_SHADOW == (int)FT_FILE_SHADOW, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_INVAL == (int)FT_FILE_INVAL, "proto enum");
+_Static_assert((int)NVCACHE__MSG_TYPE__MSG_FILE_WATCH == (int)FT_FILE_WATCH, "proto enum");
 _Static_assert(2 * FRAME_FILE_MAX_BLOCK <= FRAME_MAX_CONN_PAYLOAD, "a file write fits a connection's buffer");
 _Static_assert((int)NVCACHE__PAGE_KIND__PK_PARITY == (int)FK_PARITY, "proto enum");
 _Static_assert((int)NVCACHE__NODE_STATE__NS_SELF == (int)FN_SELF, "proto enum");
@@ -72,7 +74,7 @@ static uint32_t get_be32(const uint8_t *p)
 
 bool frame_type_file(uint32_t type)
 {
-	return type >= FT_FILE_ATTACH && type <= FT_FILE_SHADOW;
+	return type >= FT_FILE_ATTACH && type <= FT_FILE_WATCH;
 }
 
 bool frame_type_known(uint32_t type)
@@ -149,6 +151,12 @@ static int file_payload_check(uint32_t type, bool reply, uint32_t status,
 			break;
 		}
 	} else if (type == FT_FILE_READ && status == FS_OK) {
+		want = f->len;
+	} else if (type == FT_FILE_WATCH && status == FS_OK) {
+		if (f->len % 8 || f->len > FRAME_WATCH_MAX * 8) {
+			*why = "WATCH reply's file list does not fit";
+			return -EPROTO;
+		}
 		want = f->len;
 	}
 	if (payload_len != want) {
@@ -796,7 +804,8 @@ const char *frame_type_name(uint32_t type)
 		[FT_FILE_READ] = "FILE_READ", [FT_FILE_WRITE] = "FILE_WRITE",
 		[FT_FILE_TRUNC] = "FILE_TRUNC", [FT_FILE_WRITEBACK] = "FILE_WRITEBACK",
 		[FT_FILE_DROP] = "FILE_DROP", [FT_FILE_MARK] = "FILE_MARK",
-		[FT_FILE_SHADOW] = "FILE_SHADOW",
+		[FT_FILE_SHADOW] = "FILE_SHADOW", [FT_FILE_INVAL] = "FILE_INVAL",
+		[FT_FILE_WATCH] = "FILE_WATCH",
 	};
 	return frame_type_known(type) ? names[type] : "UNKNOWN";
 }

@@ -66,8 +66,8 @@ enum frame_type {
 	FT_FILE_ATTACH = 40, FT_FILE_OPEN, FT_FILE_CLOSE, FT_FILE_GETATTR,
 	FT_FILE_SETSIZE, FT_FILE_UNLINK, FT_FILE_READ, FT_FILE_WRITE,
 	FT_FILE_TRUNC, FT_FILE_WRITEBACK, FT_FILE_DROP, FT_FILE_MARK,
-	FT_FILE_SHADOW,
-	/* 53..59 unused */
+	FT_FILE_SHADOW, FT_FILE_INVAL, FT_FILE_WATCH,
+	/* 55..59 unused */
 	FT_FILE_LOCK = 60, FT_COUNT
 };
 enum frame_status {
@@ -110,6 +110,8 @@ struct frame_lock {
  * an OPEN a file handle of len bytes. */
 #define FRAME_FILE_MAX_BLOCK (128 * 1024)
 #define FRAME_FILE_MAX_HANDLE 128
+/* A WATCH reply's file ids at most (8 bytes each). */
+#define FRAME_WATCH_MAX 64
 #define FRAME_FILE_MAX_PATH 4096
 /* flags */
 #define FRAME_FILE_HOME   1u  /* OPEN: count an open at the home */

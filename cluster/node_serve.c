@@ -305,7 +305,7 @@ static const void *serve(struct inbound *ib, const uint8_t *payload,
 	case FT_FILE_GETATTR: case FT_FILE_SETSIZE: case FT_FILE_UNLINK:
 	case FT_FILE_READ: case FT_FILE_WRITE: case FT_FILE_TRUNC:
 	case FT_FILE_WRITEBACK: case FT_FILE_DROP: case FT_FILE_MARK:
-	case FT_FILE_SHADOW:
+	case FT_FILE_SHADOW: case FT_FILE_INVAL: case FT_FILE_WATCH:
 		if (!n->fc) {
 			rc = -EOPNOTSUPP;
 			snprintf(r->text, sizeof(r->text), "node %u has no file cache "

@@ -59,6 +59,7 @@ struct fcl {
 	fcl_restart_fn restart_fn;
 	void *restart_arg;
 	struct fcl_node nodes[CONFIG_MAX_NODES];
+	struct fcl_drops *drops;   /* fcl_drops_start's */
 };
 
 uint32_t fcl_nodes(const struct fcl *c) { return c->n; }
@@ -543,4 +544,122 @@ void fcl_close(struct fcl *c)
 		pthread_cond_destroy(&nd->cv);
 	}
 	free(c);
+}
+
+/* ---- drops: a WATCH outstanding at every node ---- */
+
+struct fcl_watcher {
+	struct fcl *c;
+	uint32_t idx;
+	pthread_t th;
+	bool started;
+	struct cluster_client *cl;   /* under drops->mx for the stop */
+};
+
+struct fcl_drops {
+	fcl_drop_fn fn;
+	void *arg;
+	pthread_mutex_t mx;
+	bool stop;
+	struct fcl_watcher w[CONFIG_MAX_NODES];
+};
+
+static bool drops_stopping(struct fcl_drops *d)
+{
+	pthread_mutex_lock(&d->mx);
+	bool s = d->stop;
+	pthread_mutex_unlock(&d->mx);
+	return s;
+}
+
+static void *watcher_main(void *arg)
+{
+	struct fcl_watcher *w = arg;
+	struct fcl *c = w->c;
+	struct fcl_drops *d = c->drops;
+	uint64_t acked = 0, gids[FRAME_WATCH_MAX];
+	uint8_t buf[FRAME_WATCH_MAX * 8];
+	char err[256];
+
+	while (!drops_stopping(d)) {
+		struct cluster_client *cl = NULL;
+		if (cluster_client_open_node(&cl, &c->cfg, c->nodes[w->idx].id, 0, 0,
+					     2000, err, sizeof(err)) != 0) {
+			usleep(500000);
+			continue;
+		}
+		/* a WATCH is held a few seconds (fcache_inval.c) */
+		cluster_client_set_timeout(cl, CALL_TIMEOUT_MS);
+		pthread_mutex_lock(&d->mx);
+		w->cl = d->stop ? NULL : cl;
+		pthread_mutex_unlock(&d->mx);
+		int rc = 0;
+		while (w->cl && !rc) {
+			struct frame_fop f = { .gen = acked, .digest = c->inst }, rf = { 0 };
+			rc = cluster_client_file_call(cl, FT_FILE_WATCH, &f, NULL, 0, &rf,
+						      buf, sizeof(buf));
+			if (rc)
+				break;
+			unsigned n = rf.len / 8;
+			for (unsigned k = 0; k < n; k++) {
+				gids[k] = 0;
+				for (int b = 0; b < 8; b++)
+					gids[k] |= (uint64_t)buf[k * 8 + b] << (8 * b);
+			}
+			if (n)
+				d->fn(d->arg, gids, n);
+			acked = rf.gen;
+			if (drops_stopping(d))
+				break;
+		}
+		pthread_mutex_lock(&d->mx);
+		w->cl = NULL;
+		pthread_mutex_unlock(&d->mx);
+		cluster_client_close(cl);
+		if (rc && !drops_stopping(d))
+			usleep(500000);   /* a node that went: again soon */
+	}
+	return NULL;
+}
+
+int fcl_drops_start(struct fcl *c, fcl_drop_fn fn, void *arg)
+{
+	struct fcl_drops *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->fn = fn;
+	d->arg = arg;
+	pthread_mutex_init(&d->mx, NULL);
+	c->drops = d;
+	for (uint32_t i = 0; i < c->n; i++) {
+		d->w[i] = (struct fcl_watcher){ .c = c, .idx = i };
+		int r = pthread_create(&d->w[i].th, NULL, watcher_main, &d->w[i]);
+		if (r) {
+			fcl_drops_stop(c);
+			return -r;
+		}
+		d->w[i].started = true;
+	}
+	return 0;
+}
+
+void fcl_drops_stop(struct fcl *c)
+{
+	struct fcl_drops *d = c->drops;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->mx);
+	d->stop = true;
+	for (uint32_t i = 0; i < c->n; i++)
+		if (d->w[i].cl)
+			cluster_client_shutdown(d->w[i].cl);
+	pthread_mutex_unlock(&d->mx);
+	for (uint32_t i = 0; i < c->n; i++)
+		if (d->w[i].started)
+			pthread_join(d->w[i].th, NULL);
+	pthread_mutex_destroy(&d->mx);
+	c->drops = NULL;
+	free(d);
 }

@@ -116,6 +116,15 @@ int fcl_reclaim_call(struct fcl_reclaim *r, uint32_t type,
 		     unsigned npl, struct frame_fop *rf);
 void fcl_watch(struct fcl *c);
 
+/* Drops (cluster/fcache_inval.c): a thread per node keeps a FILE_WATCH
+ * outstanding there; the ids of the files it answers with go to fn,
+ * which must have dropped their cached pages when it returns (the next
+ * WATCH tells the node so). A node that hangs up is connected to again
+ * every half second. fcl_drops_stop breaks the waits and joins. */
+typedef void (*fcl_drop_fn)(void *arg, const uint64_t *gids, unsigned n);
+int fcl_drops_start(struct fcl *c, fcl_drop_fn fn, void *arg);
+void fcl_drops_stop(struct fcl *c);
+
 /* The same request to every node, sent to all before any reply is
  * awaited (fcl_call_many), so the nodes work at once; the first error
  * in node order. */

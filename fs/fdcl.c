@@ -519,8 +519,52 @@ static void mtime_pay(struct fs *fs, struct fs_inode *ino)
 static void wrote_mark(struct fs_inode *ino)
 {
 	pthread_mutex_lock(&ino->lk);
-	ino->cl_wrote = true;
+	ino->cl_wrote = ino->cl_inval = true;
 	pthread_mutex_unlock(&ino->lk);
+}
+
+/* The other mounts holding ino open drop their kernels' pages of it
+ * before this returns, if this mount changed it since it last asked
+ * (cluster/fcache_inval.c): what a reader there reads next is what its
+ * node holds. A home that cannot be asked leaves it owed (logged). */
+static void others_drop(struct fs *fs, struct fs_inode *ino)
+{
+	static struct log_limit fail_log;
+	uint64_t gid = gid_of(ino);
+	char note[96];
+
+	pthread_mutex_lock(&ino->lk);
+	bool owed = ino->cl_inval;
+	ino->cl_inval = false;
+	pthread_mutex_unlock(&ino->lk);
+	if (!owed || !gid)
+		return;
+	struct frame_fop f = { .obj = gid };
+	int r = fcl_call(fs->cl, fcl_home(fs->cl, gid), FT_FILE_INVAL, &f, NULL, 0,
+			 NULL, NULL, 0);
+	if (!r) {
+		atomic_fetch_add(&fs->st.cl_invals, 1);
+		return;
+	}
+	wrote_mark(ino);
+	if (log_limit(&fail_log, 30, note, sizeof(note)))
+		log_warn("cluster: file %016llx: its home did not have the other "
+			 "mounts drop their cached pages (%s): a reader there may "
+			 "read older bytes until it reopens the file%s",
+			 (unsigned long long)gid, strerror(-r), note);
+}
+
+void fdcl_dropped(void *arg, const uint64_t *gids, unsigned n)
+{
+	struct fs *fs = arg;
+	struct fs_inode *v[64];
+	size_t k = itab_gid_holders(fs, gids, n, v, 64);
+
+	for (size_t j = 0; j < k; j++) {
+		fs_drop_pages(fs, v[j]);
+		itab_unref(fs, v[j]);
+	}
+	atomic_fetch_add(&fs->st.cl_dropped, k);
 }
 
 void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r)
@@ -1296,6 +1340,7 @@ int fdcl_truncate(struct fs *fs, struct fs_inode *ino, uint64_t size)
 	int fd = inode_datafd(fs, ino);
 	r = fd < 0 ? fd : ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
 	pthread_mutex_unlock(&ino->lk);
+	others_drop(fs, ino);
 	return r;
 }
 
@@ -1341,7 +1386,9 @@ int fdcl_punch(struct fs *fs, struct fs_inode *ino, int fd, int mode,
 		return r;
 	/* again: a write-back that was under way at an owner wrote what it
 	 * had read before; what the owners hold now, nothing older, comes */
-	return fallocate(fd, mode, (off_t)off, (off_t)len) < 0 ? -errno : 0;
+	r = fallocate(fd, mode, (off_t)off, (off_t)len) < 0 ? -errno : 0;
+	others_drop(fs, ino);
+	return r;
 }
 
 void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
@@ -1379,6 +1426,8 @@ int fdcl_fsync(struct fs *fs, struct fs_inode *ino)
 	struct frame_fop f = { .obj = gid, .flags = FRAME_FILE_SYNC };
 
 	mtime_pay(fs, ino);
+	/* sync-barrier-sync: the readers elsewhere drop what they cached */
+	others_drop(fs, ino);
 	if (!fs->cfg.fsync_backing || !gid)
 		return 0;
 	/* every owner's blocks in the backing: a restarting one's too */

@@ -126,6 +126,9 @@ struct fs_inode {
 	/* cluster mount: a write, truncate or punch went out since this
 	 * mount's last CLOSE of the file (FRAME_FILE_WRITER) (lk) */
 	bool cl_wrote;
+	/* written, truncated or punched here since the other mounts last
+	 * dropped their pages of it (fdcl_others_drop) */
+	bool cl_inval;
 	/* cluster mount with stripe_unit=auto: the file's stripe unit in
 	 * bytes, as its home fixed it, 0 = not learnt yet (lk) */
 	uint64_t sunit;
@@ -158,6 +161,9 @@ struct fs_inode {
 struct fs_stats {
 	atomic_uint_fast64_t hits, misses, prefetched, written_back;
 	atomic_uint_fast64_t backing_errors, bp_waits, dropped_unlinked;
+	/* cluster: INVALs that had the other mounts drop a file's pages,
+	 * and files whose pages went here because another mount asked */
+	atomic_uint_fast64_t cl_invals, cl_dropped;
 	/* cluster mount: lookups that found the name's file unlinked since
 	 * (renamed over) with its record gone, and looked up again */
 	atomic_uint_fast64_t lookups_stale;
@@ -388,6 +394,9 @@ size_t itab_datafd_holders(struct fs *fs, const struct fs_inode *skip,
  * queued, closed ones (open false) or open ones, each with a ref. */
 /* Refs to up to max inodes of the table (itab_unref each). */
 size_t itab_hold_all(struct fs *fs, struct fs_inode **out, size_t max);
+/* Refs to up to max open inodes whose cluster id is one of gids[n]. */
+size_t itab_gid_holders(struct fs *fs, const uint64_t *gids, unsigned n,
+			struct fs_inode **out, size_t max);
 size_t itab_obj_holders(struct fs *fs, bool open, struct fs_inode **out,
 			size_t max);
 
@@ -583,6 +592,12 @@ bool fdcl_xattr_ours(const struct fs *fs, const char *name);
  * RECLAIM at node idx for every file homed there that is open here. */
 struct fcl_reclaim;
 void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r);
+/* fcl's drop callback (fcl_drops_start; arg: the fs): the kernel's
+ * pages of the open files with these ids go (another mount changed
+ * them and synced). */
+void fdcl_dropped(void *arg, const uint64_t *gids, unsigned n);
+/* The kernel's cached pages of ino go (ops.c; at once, in this thread). */
+void fs_drop_pages(struct fs *fs, struct fs_inode *ino);
 /* Where ino's locks are kept: its home's node index and its id.
  * -ENOLCK when the file has no cluster-wide id. */
 int fdcl_lock_target(struct fs *fs, struct fs_inode *ino, uint32_t *home,

@@ -286,3 +286,25 @@ size_t itab_obj_holders(struct fs *fs, bool open, struct fs_inode **out,
 {
 	return holders(fs, obj_open, &open, out, max);
 }
+
+struct gids { const uint64_t *v; unsigned n; };
+
+/* (the id is set once, from 0, under the inode's lock: an inode being
+ * given its id as this looks is not open yet) */
+static bool gid_open(const struct fs_inode *i, const void *arg)
+{
+	const struct gids *g = arg;
+	if (!i->opens || !i->gid)
+		return false;
+	for (unsigned k = 0; k < g->n; k++)
+		if (g->v[k] == i->gid)
+			return true;
+	return false;
+}
+
+size_t itab_gid_holders(struct fs *fs, const uint64_t *gids, unsigned n,
+			struct fs_inode **out, size_t max)
+{
+	struct gids g = { gids, n };
+	return holders(fs, gid_open, &g, out, max);
+}

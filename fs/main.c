@@ -499,6 +499,8 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "backing_errors", atomic_load(&s->backing_errors) },
 		{ "backpressure_waits", atomic_load(&s->bp_waits) },
 		{ "dropped_unlinked_files", atomic_load(&s->dropped_unlinked) },
+		{ "cluster_invals", atomic_load(&s->cl_invals) },
+		{ "cluster_pages_dropped_files", atomic_load(&s->cl_dropped) },
 		{ "lookups_stale", atomic_load(&s->lookups_stale) },
 		{ "recovered_files", atomic_load(&s->recovered_files) },
 		{ "recovered_bytes", atomic_load(&s->recovered_bytes) },
@@ -713,6 +715,9 @@ static int fs_run(struct fs *fs, struct fuse_session *se, bool serve)
 		if (fs->cl && clwatch_start(fs) < 0)
 			log_warn("cannot start the watch thread: a restarted node is "
 				 "noticed only at this mount's next request to it");
+		if (fs->cl && fcl_drops_start(fs->cl, fdcl_dropped, fs) < 0)
+			log_warn("cannot start the drop threads: a reader here may "
+				 "read older bytes after another node's fsync");
 		char name[PATH_MAX];
 		ctl_name_from_path(fs->cfg.mountpoint, name, sizeof(name));
 		int r = ctl_server_start(&ctl, "fs", name, fs_ctl, fs);
@@ -738,6 +743,8 @@ static int fs_run(struct fs *fs, struct fuse_session *se, bool serve)
 	}
 	forget_stop(fs);
 	clwatch_stop(fs);
+	if (fs->cl)
+		fcl_drops_stop(fs->cl);
 	if (fs->locks)
 		fs_locks_stop(fs->locks);  /* lock waits answer before se goes */
 	fuse_session_unmount(se);

@@ -58,6 +58,10 @@ kinds = {
     "replica": (MARK, {OBJ: 5, LEN: 100, FLAGS: 128}, b"r" * 100),
     # a replica with a block list's SET
     "replicaset": (MARK, {OBJ: 5, LEN: 8, BASE: 4, FLAGS: 129}, b"r" * 12),
+    # the others' pages dropped (INVAL) and a mount's watch for drops
+    # (WATCH): neither carries a payload
+    "inval": (53, {OBJ: 5}, b"i" * 8),
+    "watch": (54, {LEN: 8}, b"w" * 8),
 }
 if sys.argv[1] == "setsize":
     # a file's size set at its home, as a truncating mount's first step

@@ -192,8 +192,11 @@ def interleave(b, m):
                  (k, bad, len(got)))
 
 def sync_barrier_sync(b, m):
-    """MPI-IO's sync-barrier-sync: a reader that holds the file open with
-    its old pages cached reads the writer's bytes after both fsync"""
+    """MPI-IO's sync-barrier-sync as ROMIO makes it: a reader that holds
+    the file open with its old pages cached and wrote nothing (ROMIO's
+    MPI_File_sync calls no fsync there) reads the writer's bytes once the
+    writer's fsync returned; the same after the writer shrinks the file
+    and grows it back to the size the reader knew"""
     path = [os.path.join(x, "sbs") for x in m[:2]]
     with open(path[0], "wb") as f:
         f.write(b"a" * 8192)
@@ -203,9 +206,14 @@ def sync_barrier_sync(b, m):
     w.write(b"b" * 8192)
     w.flush()
     os.fsync(w.fileno())
-    os.fsync(r.fileno())          # after the barrier
     r.seek(0)
     expect(r.read() == b"b" * 8192, "after sync-barrier-sync 2 reads stale bytes")
+    os.ftruncate(w.fileno(), 100)
+    os.ftruncate(w.fileno(), 8192)
+    os.fsync(w.fileno())
+    r.seek(0)
+    expect(r.read() == b"b" * 100 + bytes(8092),
+           "after a shrink and a regrow on 1, 2 reads the old bytes")
     w.close()
     r.close()
 

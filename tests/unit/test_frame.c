@@ -132,6 +132,11 @@ static void roundtrip_every_type(void **state)
 					h.fop.len = 96;
 					h.payload_len = 96;
 				}
+				if (t == FT_FILE_WATCH && reply) {
+					/* two files' ids to drop */
+					h.fop.len = 16;
+					h.payload_len = 16;
+				}
 			}
 			if (t == FT_NODE_STATS) {
 				h.page_id = 900;
