@@ -30,10 +30,20 @@
  * trusts nothing: other nodes create, rename, truncate and write. */
 #define TIMEOUT(fs) ((fs)->cl ? 0.0 : 1.0)
 
+/* An open file description. lk_owner: the fcntl lock owners that set a
+ * lock through it (a cluster mount's, under owners_mx); lk_posix: those
+ * also seen in a FLUSH, a close's, which names the closing process's
+ * owner: POSIX locks, dropped there. The others are open file
+ * description locks (F_OFD_SETLK; their owner is the description),
+ * dropped at its release, as the kernel does. */
+#define HANDLE_LK_OWNERS 4
 struct handle {
 	int fd;
 	int flags;
+	uint64_t lk_owner[HANDLE_LK_OWNERS];
+	uint8_t lk_n, lk_posix;
 };
+static pthread_mutex_t owners_mx = PTHREAD_MUTEX_INITIALIZER;
 
 static struct fs *FS(fuse_req_t req) { return fuse_req_userdata(req); }
 
@@ -740,10 +750,14 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	uint32_t home;
 	uint64_t gid;
 
-	/* the open file's flock lock goes with it */
+	/* the open file's flock lock goes with it, and its OFD locks */
 	if (fs->locks && fi->flock_release &&
 	    fdcl_lock_target(fs, ino, &home, &gid) == 0)
 		fs_locks_release(fs->locks, home, gid, true, fi->lock_owner);
+	if (fs->locks && h->lk_n && fdcl_lock_target(fs, ino, &home, &gid) == 0)
+		for (unsigned k = 0; k < h->lk_n; k++)
+			if (!(h->lk_posix & (1u << k)))
+				fs_locks_release(fs->locks, home, gid, false, h->lk_owner[k]);
 	close(h->fd);
 	fdata_release(fs, ino, h->flags);
 	free(h);
@@ -762,6 +776,14 @@ static void op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	if (fs->locks && atomic_load(&ino->locked) &&
 	    fdcl_lock_target(fs, ino, &home, &gid) == 0)
 		fs_locks_release(fs->locks, home, gid, false, fi->lock_owner);
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	if (fs->locks && h) {
+		pthread_mutex_lock(&owners_mx);
+		for (unsigned k = 0; k < h->lk_n; k++)
+			if (h->lk_owner[k] == fi->lock_owner)
+				h->lk_posix |= (uint8_t)(1u << k);
+		pthread_mutex_unlock(&owners_mx);
+	}
 	if (fs->cl)
 		fdcl_flush(fs, ino);
 	fuse_reply_err(req, 0);
@@ -885,6 +907,22 @@ static void lock_request(struct lock_job *j, bool wait)
 	lock_reply(j, r);
 }
 
+/* owner sets an fcntl lock through h (one more than HANDLE_LK_OWNERS
+ * owners is not kept: such a description's OFD locks stay until the
+ * mount goes, as if its process kept it open) */
+static void handle_lock_owner(struct handle *h, uint64_t owner)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&owners_mx);
+	unsigned k = 0;
+	while (k < h->lk_n && h->lk_owner[k] != owner)
+		k++;
+	if (k == h->lk_n && k < HANDLE_LK_OWNERS)
+		h->lk_owner[h->lk_n++] = owner;
+	pthread_mutex_unlock(&owners_mx);
+}
+
 static void op_setlk(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi,
 		     struct flock *lk, int sleep)
 {
@@ -893,8 +931,10 @@ static void op_setlk(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi,
 	int r = lock_target(req, n, &j.home, &j.gid);
 	if (r)
 		return (void)fuse_reply_err(req, -r);
-	if (lk->l_type != F_UNLCK)
+	if (lk->l_type != F_UNLCK) {
 		atomic_store(&I(req, n)->locked, true);
+		handle_lock_owner((struct handle *)(uintptr_t)fi->fh, fi->lock_owner);
+	}
 	lock_request(&j, sleep && lk->l_type != F_UNLCK);
 }
 

@@ -7,7 +7,8 @@ killed with SIGKILL leaves nothing held; a waiter killed while waiting
 leaves nothing held; flock with LOCK_NB is refused across nodes and
 granted when the holder's file is closed; more waiters on one mount than
 a FUSE daemon has worker threads, all granted in turn once the holder on
-that same mount unlocks. Exits non-zero naming the step that failed."""
+that same mount unlocks; an OFD lock released at its description's last
+close and with its process. Exits non-zero naming the step that failed."""
 import errno
 import fcntl
 import os
@@ -210,3 +211,23 @@ for pid, rd, wr in waiters:      # each takes the lock in turn, and goes
         fail("a waiter on a busy mount was never granted")
     reap(pid)
 print("busy mount: 14 waiters, the unlock served, each granted in turn")
+
+# An open file description lock (F_OFD_SETLK) goes with its description:
+# at the last close, or when its process exits, as the kernel's do
+F_OFD_GETLK, F_OFD_SETLK = 36, 37
+fd = os.open(os.path.join(A, NAME), os.O_RDWR)
+lk(fd, F_OFD_SETLK, fcntl.F_WRLCK, 200, 100)
+if try_lock(B, fcntl.F_WRLCK, 200, 100):
+    fail("B took a range A holds with an OFD lock")
+os.close(fd)
+eventually("an OFD lock outlives its closed description (B cannot lock)",
+           lambda: try_lock(B, fcntl.F_WRLCK, 200, 100), 30)
+pid = os.fork()
+if pid == 0:
+    fd = os.open(os.path.join(A, NAME), os.O_RDWR)
+    lk(fd, F_OFD_SETLK, fcntl.F_WRLCK, 300, 100)
+    os._exit(0)
+reap(pid)
+eventually("an OFD lock outlives its process (B cannot lock)",
+           lambda: try_lock(B, fcntl.F_WRLCK, 300, 100), 30)
+print("OFD locks: released at their description's last close and with their process")
