@@ -2,6 +2,8 @@
  * (locks.h). */
 #include "fs/locks.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cluster/client.h"
 #include "cluster/locktab.h"
@@ -35,6 +38,7 @@ struct fs_locks {
 	atomic_uint_fast64_t next_wait;
 	atomic_uint_fast64_t sets, gets, waits, conflicts, errors, reclaimed;
 	struct lk_home home[CONFIG_MAX_NODES];
+	uint32_t down_wait_ms;
 	/* the waits running in threads of their own, and the mount's end */
 	pthread_mutex_t wmx;
 	pthread_cond_t wcv;
@@ -43,12 +47,13 @@ struct fs_locks {
 };
 
 int fs_locks_open(struct fs_locks **out, const struct cluster_config *cfg,
-		  uint32_t self_node)
+		  uint32_t self_node, uint32_t down_wait_ms)
 {
 	struct fs_locks *l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
 	l->cfg = *cfg;
+	l->down_wait_ms = down_wait_ms;
 	l->self = self_node;
 	if (getrandom(&l->session, sizeof(l->session), 0) !=
 	    (ssize_t)sizeof(l->session))
@@ -272,10 +277,8 @@ static int call_once(struct fs_locks *l, uint32_t home, struct frame_lock *q,
 		     struct frame_lock *h, fs_locks_intr_fn intr, void *arg)
 {
 	struct cluster_client *c = conn_get(l, home);
-	if (!c) {
-		atomic_fetch_add(&l->errors, 1);
-		return -ENOLCK;
-	}
+	if (!c)
+		return -EHOSTDOWN;
 	int rc = cluster_client_lock(c, q, h);
 	while (rc == -EINPROGRESS) {
 		bool closing = atomic_load(&l->closing);
@@ -306,10 +309,39 @@ static int call(struct fs_locks *l, uint32_t home, struct frame_lock *q,
 	q->node = l->self;
 	q->session = l->session;
 	int rc = -ENOLCK;
-	for (int attempt = 0; attempt < FS_LOCKS_CONNS + 1; attempt++) {
-		rc = call_once(l, home, q, h, intr, arg);
-		if (!broken(rc))
+	uint64_t since = clock_now_ns();
+	bool told = false;
+	for (;;) {
+		for (int attempt = 0; attempt < FS_LOCKS_CONNS + 1; attempt++) {
+			rc = call_once(l, home, q, h, intr, arg);
+			if (!broken(rc))
+				break;
+		}
+		if (rc != -EHOSTDOWN && !broken(rc))
 			break;
+		/* the home is down: it may be restarting (its locks come
+		 * back from the mounts in its grace); as other requests,
+		 * a SET or GET waits for it down_wait at most. A RELEASE (a
+		 * close's) does not hold the close: the lock is forgotten
+		 * here, so the restarted home does not get it back */
+		if (q->op == FL_RELEASE || q->op == FL_CANCEL ||
+		    atomic_load(&l->closing) ||
+		    clock_now_ns() - since >= (uint64_t)l->down_wait_ms * 1000000ull)
+			break;
+		if (intr && intr(arg))
+			return -EINTR;
+		if (!told) {
+			told = true;
+			log_warn("file locks: node %u (home of file %016llx) is down: "
+				 "lock requests wait for it, %.0f s at most (down_wait)",
+				 l->cfg.nodes[home].id, (unsigned long long)q->obj,
+				 l->down_wait_ms / 1e3);
+		}
+		usleep(200000);
+	}
+	if (rc == -EHOSTDOWN) {
+		atomic_fetch_add(&l->errors, 1);
+		rc = -ENOLCK;
 	}
 	switch (rc) {
 	case 0: case -EAGAIN: case -EDEADLK: case -EINTR: case -EINVAL:

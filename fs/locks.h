@@ -28,9 +28,11 @@
 
 struct fs_locks;
 
-/* Nothing is connected before the first lock. 0 or -ENOMEM. */
+/* Nothing is connected before the first lock. 0 or -ENOMEM. A request
+ * to a home that cannot be reached is tried again until down_wait_ms
+ * has passed (its node may be restarting), then fails with ENOLCK. */
 int fs_locks_open(struct fs_locks **out, const struct cluster_config *cfg,
-		  uint32_t self_node);
+		  uint32_t self_node, uint32_t down_wait_ms);
 /* Closes the connections: the homes release this mount's locks. */
 void fs_locks_close(struct fs_locks *l);
 

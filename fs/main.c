@@ -576,7 +576,8 @@ static int fs_prepare(struct fs *fs)
 		if (lock_backing(fs) < 0 || fcl_open(&fs->cl, &co) < 0 ||
 		    check_backing(fs) < 0)
 			return -1;
-		if (fs_locks_open(&fs->locks, fcl_config(fs->cl), fs->cfg.node) < 0) {
+		if (fs_locks_open(&fs->locks, fcl_config(fs->cl), fs->cfg.node,
+				  fs->cfg.down_wait_ms) < 0) {
 			log_err("file locks: out of memory");
 			return -1;
 		}

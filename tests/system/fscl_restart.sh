@@ -255,7 +255,12 @@ stat -c %s "$m1/$hsizef" >"$T_DIR/hsize.stat" 2>&1 &
 statp=$!
 truncate -s $((1 << 20)) "$m1/$trf" 2>"$T_DIR/trunc.err" &
 truncp=$!
+# and a lock on a file homed there (its home may be restarting)
+setlk "$lockf" 2>"$T_DIR/setlk-down.err" &
+lockp=$!
 sleep 1
+kill -0 $lockp 2>/dev/null ||
+  t_fail "a lock through mount 1 on a file homed at the down node 2 did not wait: $(cat "$T_DIR/setlk-down.err")"
 kill -0 $statp 2>/dev/null ||
   t_fail "a stat through mount 1 of a file whose size only the down node 2 has did not wait: $(cat "$T_DIR/hsize.stat")"
 kill -0 $truncp 2>/dev/null ||
@@ -263,6 +268,8 @@ kill -0 $truncp 2>/dev/null ||
 cluster_node_restart 2 fs2
 wait $statp || t_fail "the stat that waited for node 2 failed: $(cat "$T_DIR/hsize.stat")"
 wait $truncp || t_fail "the truncate that waited for node 2 failed: $(cat "$T_DIR/trunc.err")"
+wait $lockp || t_fail "the lock that waited for node 2 failed: $(tail -1 "$T_DIR/setlk-down.err")"
+t_log "node 2 down: a lock through mount 1 on a file homed there waited for its restart"
 truncate -s $((3 << 20)) "$m3/$trf"
 { head -c $((1 << 20)) "$T_DIR/tr.ref"; head -c $((2 << 20)) /dev/zero; } >"$T_DIR/tr2.ref"
 cmp "$T_DIR/tr2.ref" "$m1/$trf" || t_fail "$trf truncated while node 2 was down, then grown: not zeros past the cut"

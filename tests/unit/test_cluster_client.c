@@ -1270,8 +1270,8 @@ static void mount_locks(void **state)
 {
 	(void)state;
 	struct fs_locks *m1, *m2;
-	assert_int_equal(fs_locks_open(&m1, &cfg, 1), 0);
-	assert_int_equal(fs_locks_open(&m2, &cfg, 2), 0);
+	assert_int_equal(fs_locks_open(&m1, &cfg, 1, 0), 0);
+	assert_int_equal(fs_locks_open(&m2, &cfg, 2, 0), 0);
 	/* home index 1: node 2 of the cluster file */
 	struct flock w = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
 			   .l_start = 100, .l_len = 50 };
