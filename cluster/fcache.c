@@ -594,6 +594,13 @@ uint64_t fcache_grace_end(const struct fcache *fc)
 	return fc->grace_end_ns;
 }
 
+/* a writer held for room in the last 10 s: the cache is full now */
+static int full_recent(struct fcache *fc)
+{
+	uint64_t at = atomic_load(&fc->full_at);
+	return at && clock_now_ns() - at < 10000000000ull;
+}
+
 size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 {
 	/* seconds writes have been kept here alone (the shadow down), if so:
@@ -635,6 +642,8 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 "fcache_epochs_asked: %" PRIu64 "\n"
 			 "fcache_writeback_errors: %" PRIu64 "\n"
 			 "fcache_full_waits: %" PRIu64 "\n"
+			 "fcache_writeback_failing: %d\n"
+			 "fcache_full_recent: %d\n"
 			 "fcache_marks_told: %zu\n"
 			 "fcache_marks_held: %zu\n"
 			 "fcache_mark_errors: %" PRIu64 "\n"
@@ -670,7 +679,8 @@ size_t fcache_stats(struct fcache *fc, char *out, size_t len)
 			 (uint64_t)atomic_load(&fc->bounds_refused),
 			 (uint64_t)atomic_load(&fc->epochs_asked),
 			 (uint64_t)atomic_load(&fc->wb_errors),
-			 (uint64_t)atomic_load(&fc->full_waits),
+			 (uint64_t)atomic_load(&fc->full_waits), wb_failing(fc),
+			 full_recent(fc),
 			 fmark_sent_count(fc->sent), fmark_tab_count(fc->marks),
 			 (uint64_t)atomic_load(&fc->mark_errors),
 			 fc->mark ? (int)atomic_load(&fc->shadow_ok) : -1,

@@ -138,6 +138,7 @@ void answer_full(struct fcache *fc, struct frame_hdr *r)
 {
 	r->fop.flags |= FRAME_FILE_FULL;
 	atomic_fetch_add(&fc->full_waits, 1);
+	atomic_store(&fc->full_at, clock_now_ns());
 }
 
 int serve_write(struct fcache *fc, const struct frame_fop *f,

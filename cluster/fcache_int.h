@@ -224,6 +224,7 @@ struct fcache {
 	 * again (serve_write) */
 	atomic_uint_fast64_t wb_failed_ns;
 	atomic_uint_fast64_t full_waits;   /* WRITEs and OPENs answered FULL */
+	atomic_uint_fast64_t full_at;      /* the last answered FULL (clock_now_ns) */
 
 	/* dirty marks (fmarks.h): this node's, told to its shadow, and
 	 * those of the node whose shadow this is */

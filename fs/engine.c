@@ -284,12 +284,15 @@ static void *wb_main(void *arg)
 		now = clock_now_ns();
 		bool drop = false;
 		if (r < 0) {
+			atomic_store(&fs->st.wb_failed_ns, now);
 			pick->backoff_ns = pick->backoff_ns ?
 				pick->backoff_ns * 2 : BACKOFF_MIN_NS;
 			if (pick->backoff_ns > BACKOFF_MAX_NS)
 				pick->backoff_ns = BACKOFF_MAX_NS;
 			pick->wb_due_ns = now + pick->backoff_ns;
 		} else {
+			if (pick->backoff_ns)
+				atomic_store(&fs->st.wb_failed_ns, 0);
 			pick->backoff_ns = 0;
 			if (gone || (!left && size == bsize)) {
 				dirty_remove(fs, pick);

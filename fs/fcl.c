@@ -241,6 +241,20 @@ static int call_one(struct fcl *c, uint32_t idx, uint32_t type,
 	return -EIO;
 }
 
+uint32_t fcl_nodes_down(struct fcl *c)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct fcl_node *nd = &c->nodes[i];
+		pthread_mutex_lock(&nd->lk);
+		bool lost = nd->lost;
+		pthread_mutex_unlock(&nd->lk);
+		if (lost || atomic_load(&nd->down_since) || atomic_load(&nd->gave_up))
+			n++;
+	}
+	return n;
+}
+
 uint64_t fcl_open_token(struct fcl *c)
 {
 	return atomic_fetch_add(&c->tokens, 1) + 1;

@@ -115,6 +115,9 @@ int fcl_reclaim_call(struct fcl_reclaim *r, uint32_t type,
 		     const struct frame_fop *f, const struct iovec *pl,
 		     unsigned npl, struct frame_fop *rf);
 void fcl_watch(struct fcl *c);
+/* The nodes found down (a request or the watch could not reach them)
+ * and not answering since. */
+uint32_t fcl_nodes_down(struct fcl *c);
 
 /* Drops (cluster/fcache_inval.c): a thread per node keeps a FILE_WATCH
  * outstanding there; the ids of the files it answers with go to fn,

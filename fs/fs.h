@@ -164,6 +164,9 @@ struct fs_stats {
 	/* cluster: INVALs that had the other mounts drop a file's pages,
 	 * and files whose pages went here because another mount asked */
 	atomic_uint_fast64_t cl_invals, cl_dropped;
+	/* one node: when a write-back last failed, 0 once a file whose
+	 * write-back had failed was written back (writeback_failing) */
+	atomic_uint_fast64_t wb_failed_ns;
 	/* cluster mount: lookups that found the name's file unlinked since
 	 * (renamed over) with its record gone, and looked up again */
 	atomic_uint_fast64_t lookups_stale;

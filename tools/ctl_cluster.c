@@ -234,18 +234,27 @@ static void row_of(const struct cluster_config *cfg, const struct probe *pr,
  * status' on the node shows them). */
 static unsigned node_problems(const struct probe *p, char out[][160], unsigned max)
 {
-	static const struct { const char *key, *what; } checks[] = {
-		{ "nodes_dead", "peers it sees dead" },
-		{ "over_offer_bytes", "bytes held over its offer (pages move away)" },
+	/* flag: a 0/1 state, said without its value */
+	static const struct { const char *key, *what; bool flag; } checks[] = {
+		{ "nodes_dead", "peers it sees dead", false },
+		{ "over_offer_bytes", "bytes held over its offer (pages move away)", false },
 		{ "fcache_alone_s", "s of writes kept in its NVRAM alone: its shadow "
-				    "(the next node) is down (replicas=2)" },
+				    "(the next node) is down (replicas=2)", false },
+		{ "fcache_writeback_failing", "file cache write-back failing (backing "
+		  "full or failing: the data stays in NVRAM, tried again)", true },
+		{ "fcache_full_recent", "file cache full: writers held for room in "
+		  "the last 10 s (a slow or stalled backing?)", true },
 	};
 	unsigned n = 0;
 	uint64_t v;
 
 	for (size_t k = 0; k < sizeof(checks) / sizeof(checks[0]) && n < max; k++)
-		if (stat_u64(p, checks[k].key, &v) && v)
-			snprintf(out[n++], 160, "%" PRIu64 " %s", v, checks[k].what);
+		if (stat_u64(p, checks[k].key, &v) && v) {
+			if (checks[k].flag)
+				snprintf(out[n++], 160, "%s", checks[k].what);
+			else
+				snprintf(out[n++], 160, "%" PRIu64 " %s", v, checks[k].what);
+		}
 	return n;
 }
 

@@ -200,9 +200,15 @@ static void view_fs(struct daemon *d)
 	}
 	if (now_num(d, "writeback_queue", &v))
 		add_fig(d, "writeback_queue", "write-back queue", U_COUNT, v);
-	problem_if_rising(d, "backing_errors",
-		   "write-backs failed (backing full or failing: the data stays "
-		   "in NVRAM; see the log)");
+	if (now_num(d, "writeback_failing", &v) && v > 0)
+		add_problem(d, "write-back failing (backing full or failing: the data "
+			    "stays in NVRAM, tried again; see the log)");
+	else
+		problem_if_rising(d, "backing_errors",
+				  "write-backs failed (backing full or failing: the data "
+				  "stays in NVRAM; see the log)");
+	problem_if(d, "cluster_nodes_down", "cluster nodes not answering (requests "
+		   "that need them wait, down_wait, then fail)");
 }
 
 static void view_swap(struct daemon *d)
@@ -260,12 +266,17 @@ static void view_node(struct daemon *d)
 	problem_if_rising(d, "bad_frames", "corrupt frames from peers");
 	problem_if(d, "over_offer_bytes", "bytes held over this node's offer (local "
 		   "programs need the memory; pages move away)");
-	problem_if_rising(d, "fcache_writeback_errors",
-			  "file cache write-backs failed (backing full or failing: "
-			  "the data stays in NVRAM; see the log)");
-	problem_if_rising(d, "fcache_full_waits",
-			  "writes or opens held for room (the file cache is full and its "
-			  "write-back makes none: a slow or stalled backing?)");
+	if (now_num(d, "fcache_writeback_failing", &v) && v > 0)
+		add_problem(d, "file cache write-back failing (backing full or "
+			    "failing: the data stays in NVRAM, tried again; see the log)");
+	else
+		problem_if_rising(d, "fcache_writeback_errors",
+				  "file cache write-backs failed (backing full or failing: "
+				  "the data stays in NVRAM; see the log)");
+	if (now_num(d, "fcache_full_recent", &v) && v > 0)
+		add_problem(d, "writes or opens held for room in the last 10 s (the "
+			    "file cache is full and its write-back makes none: a slow "
+			    "or stalled backing?)");
 }
 
 /* A kind: its socket name prefix, the stats key that names a daemon

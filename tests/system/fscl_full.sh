@@ -149,6 +149,13 @@ fails0=$(wb_nospace)
 cp "$T_DIR/lref" "$T_DIR/m1/late" || t_fail "1 MiB into the caches over a full backing: $(fscl_why)"
 t_wait 15 wb_failed_since "$fails0" ||
   t_fail "no write-back of late failed on the full backing"
+# a state, not only a count that rose within the sample's second
+"$(t_bin nvcachectl)" status --interval 0 >"$T_DIR/status2.out" 2>&1
+grep -q "file cache write-back failing" "$T_DIR/status2.out" ||
+  t_fail "nvcachectl status does not say write-back is failing: $(cat "$T_DIR/status2.out")"
+"$(t_bin nvcachectl)" status --cluster "$conf" >"$T_DIR/status3.out" 2>&1
+grep -q "file cache write-back failing" "$T_DIR/status3.out" ||
+  t_fail "nvcachectl status --cluster does not say write-back is failing: $(cat "$T_DIR/status3.out")"
 rm -f "$T_DIR/b/filler"
 t_wait 20 cmp -s "$T_DIR/lref" "$T_DIR/b/late" ||
   t_fail "a file whose write-back failed on a full backing never reached it once it had room: $(grep 'write-back of object' "$T_DIR"/node*.log | tail -2)"

@@ -261,6 +261,9 @@ lockp=$!
 sleep 1
 kill -0 $lockp 2>/dev/null ||
   t_fail "a lock through mount 1 on a file homed at the down node 2 did not wait: $(cat "$T_DIR/setlk-down.err")"
+"$(t_bin nvcachectl)" status --interval 0 >"$T_DIR/status-down.out" 2>&1
+grep -q "fs .*: 1 cluster nodes not answering" "$T_DIR/status-down.out" ||
+  t_fail "nvcachectl status shows no mount with node 2 down: $(cat "$T_DIR/status-down.out")"
 kill -0 $statp 2>/dev/null ||
   t_fail "a stat through mount 1 of a file whose size only the down node 2 has did not wait: $(cat "$T_DIR/hsize.stat")"
 kill -0 $truncp 2>/dev/null ||
