@@ -38,6 +38,7 @@ struct fcl_node {
 	 * wait for it, and the giving up, were logged (fcl_wait_up) */
 	_Atomic uint64_t down_since;
 	atomic_bool told_wait, gave_up;
+	atomic_uint_fast64_t back_ns;   /* when an outage last ended */
 };
 
 struct fcl_reclaim {
@@ -141,6 +142,7 @@ static void node_up(struct fcl_node *nd)
 		return;
 	uint64_t down = atomic_exchange(&nd->down_since, 0);
 	bool told = atomic_exchange(&nd->told_wait, false);
+	atomic_store(&nd->back_ns, clock_now_ns());
 	if (atomic_exchange(&nd->gave_up, false) || (down && told))
 		log_info("cluster: node %u answers again, after %.1f s: requests "
 			 "to it go on", nd->id, down ? (double)(clock_now_ns() - down) / 1e9 : 0.0);
@@ -266,6 +268,13 @@ bool fcl_wait_up(struct fcl *c, uint32_t idx, uint32_t wait_ms, uint64_t *since)
 		return false;
 	struct fcl_node *nd = &c->nodes[idx];
 	uint64_t down = 0, now = clock_now_ns();
+	/* a request that failed as the node came back (another thread's
+	 * call found it up meanwhile): tried again at once, nothing said */
+	uint64_t back = atomic_load(&nd->back_ns);
+	if (!*since && back && now - back < 500000000ull) {
+		*since = now;
+		return true;
+	}
 	/* down from here on, if no failed connect said so first (a
 	 * connection that broke): its end is then logged too */
 	if (atomic_compare_exchange_strong(&nd->down_since, &down, now))
@@ -482,6 +491,12 @@ static int attach(struct fcl *c, uint32_t i, const struct fcl_opts *o)
 	rc = cluster_client_file_call(cl, FT_FILE_ATTACH, &f, iov, 2, NULL, NULL, 0);
 	if (rc) {
 		const char *why = cluster_client_last_error(cl);
+		/* a refusal's reason, without its status's name ("stale
+		 * version: node 1 serves ...") */
+		const char *st = frame_status_name(FS_STALE);
+		size_t sl = strlen(st);
+		if (!strncmp(why, st, sl) && !strncmp(why + sl, ": ", 2))
+			why += sl + 2;
 		log_err("cluster: node %u refuses the mount: %s; not mounting", nd->id,
 			why[0] ? why : strerror(-rc));
 		cluster_client_close(cl);

@@ -293,6 +293,13 @@ static int config_from_cli(struct fs_config *cfg, struct cli *c)
 				"mount (other nodes would read stale bytes)\n");
 			return -1;
 		}
+		/* the nodes hold the data: their --cache-size, --cache-nvram */
+		if (c->cache_size || c->nvram)
+			fprintf(stderr, "nvcachefs: warning: %s%s%s: not used by a "
+				"cluster mount (the nodes' nvcached --cache-size and "
+				"--cache-nvram are)\n", c->cache_size ? "cache_size" : "",
+				c->cache_size && c->nvram ? ", " : "",
+				c->nvram ? "nvram" : "");
 	}
 	cfg->replicas = 1;
 	if (c->replicas) {
