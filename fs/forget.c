@@ -209,3 +209,9 @@ void forget_stop(struct fs *fs)
 	fs->forget = NULL;
 	free(f);
 }
+
+void fs_drop_pages(struct fs *fs, struct fs_inode *ino)
+{
+	if (fs->se && ino != &fs->root)
+		fuse_lowlevel_notify_inval_inode(fs->se, (fuse_ino_t)(uintptr_t)ino, 0, 0);
+}

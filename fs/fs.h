@@ -17,7 +17,8 @@
  *   itab.c      the inode table: lookup counts and refs, the idle scan;
  *               frees an inode when neither is left
  *   dirty.c     the dirty list and back-pressure (writers wait for space)
- *   forget.c    the thread that asks the kernel to forget idle inodes
+ *   forget.c    the thread that asks the kernel to forget idle inodes;
+ *               fs_drop_pages (the kernel drops a file's cached pages)
  *   fdcl.c      a cluster mount's data path: block ranges to their owners,
  *               size and opens to the file's home (fdata.c hands over)
  *   fdata.c     the data path: open/release, read, write, truncate, punch,
@@ -599,7 +600,7 @@ void fdcl_restarted(void *arg, uint32_t idx, struct fcl_reclaim *r);
  * pages of the open files with these ids go (another mount changed
  * them and synced). */
 void fdcl_dropped(void *arg, const uint64_t *gids, unsigned n);
-/* The kernel's cached pages of ino go (ops.c; at once, in this thread). */
+/* The kernel's cached pages of ino go (forget.c; at once, in this thread). */
 void fs_drop_pages(struct fs *fs, struct fs_inode *ino);
 /* Where ino's locks are kept: its home's node index and its id.
  * -ENOLCK when the file has no cluster-wide id. */

@@ -797,12 +797,6 @@ static bool lock_interrupted(void *req)
 	return fuse_req_interrupted(req);
 }
 
-void fs_drop_pages(struct fs *fs, struct fs_inode *ino)
-{
-	if (fs->se && ino != &fs->root)
-		fuse_lowlevel_notify_inval_inode(fs->se, (fuse_ino_t)(uintptr_t)ino, 0, 0);
-}
-
 /* A lock is held: what other nodes wrote under it before must be read,
  * not this kernel's older pages of the file (ROMIO's data sieving reads
  * the region it locked, then writes it back whole). As NFS does at a

@@ -136,6 +136,24 @@ static void problem_if_rising(struct daemon *d, const char *key, const char *wha
 	}
 }
 
+/* Write-back failing now (the state failing_key), or failures within
+ * the sample (errors_key rising): what names the write-back. */
+static void problem_wb(struct daemon *d, const char *failing_key,
+		       const char *errors_key, const char *what)
+{
+	char msg[160];
+	double v;
+
+	if (now_num(d, failing_key, &v) && v > 0) {
+		add_problem(d, "%s failing (backing full or failing: the data stays "
+			    "in NVRAM, tried again; see the log)", what);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "%ss failed (backing full or failing: the "
+		 "data stays in NVRAM; see the log)", what);
+	problem_if_rising(d, errors_key, msg);
+}
+
 struct peer_scan {
 	struct daemon *d;
 	const char *prefix;     /* "node." or "remote_node." */
@@ -200,13 +218,7 @@ static void view_fs(struct daemon *d)
 	}
 	if (now_num(d, "writeback_queue", &v))
 		add_fig(d, "writeback_queue", "write-back queue", U_COUNT, v);
-	if (now_num(d, "writeback_failing", &v) && v > 0)
-		add_problem(d, "write-back failing (backing full or failing: the data "
-			    "stays in NVRAM, tried again; see the log)");
-	else
-		problem_if_rising(d, "backing_errors",
-				  "write-backs failed (backing full or failing: the data "
-				  "stays in NVRAM; see the log)");
+	problem_wb(d, "writeback_failing", "backing_errors", "write-back");
 	problem_if(d, "cluster_nodes_down", "cluster nodes not answering (requests "
 		   "that need them wait, down_wait, then fail)");
 }
@@ -266,13 +278,8 @@ static void view_node(struct daemon *d)
 	problem_if_rising(d, "bad_frames", "corrupt frames from peers");
 	problem_if(d, "over_offer_bytes", "bytes held over this node's offer (local "
 		   "programs need the memory; pages move away)");
-	if (now_num(d, "fcache_writeback_failing", &v) && v > 0)
-		add_problem(d, "file cache write-back failing (backing full or "
-			    "failing: the data stays in NVRAM, tried again; see the log)");
-	else
-		problem_if_rising(d, "fcache_writeback_errors",
-				  "file cache write-backs failed (backing full or failing: "
-				  "the data stays in NVRAM; see the log)");
+	problem_wb(d, "fcache_writeback_failing", "fcache_writeback_errors",
+		   "file cache write-back");
 	if (now_num(d, "fcache_full_recent", &v) && v > 0)
 		add_problem(d, "writes or opens held for room in the last 10 s (the "
 			    "file cache is full and its write-back makes none: a slow "

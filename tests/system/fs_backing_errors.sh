@@ -151,9 +151,15 @@ t_wait 15 sh -c "[ \$('$ctl' stats '$M' | awk '\$1==\"backing_errors:\"{print \$
 cmp "$M/one" "$T_DIR/one" || t_fail "data unreadable while its write-back fails"
 [ "$(stat_of dirty_bytes)" -ge 6000000 ] || t_fail "data not dirty any more: $(stat_of dirty_bytes)"
 grep -q "write-back of .* failed: No space left" "$T_DIR/log" || t_fail "write-back failure not logged"
+# a state for nvcachectl status, not only a count that rose in its sample
+[ "$(stat_of writeback_failing)" = 1 ] || t_fail "writeback_failing is $(stat_of writeback_failing) while it fails"
+"$ctl" status --interval 0 >"$T_DIR/status.out" 2>&1
+grep -q "write-back failing" "$T_DIR/status.out" || t_fail "nvcachectl status: $(cat "$T_DIR/status.out")"
 # free space: the retry (with backoff) lands the data
 rm -f "$B/filler"
 t_wait 40 cmp -s "$B/one" "$T_DIR/one" || t_fail "data did not land after space was freed"
+wb_ok() { [ "$(stat_of writeback_failing)" = 0 ]; }
+t_wait 10 wb_ok || t_fail "writeback_failing stays after the data landed"
 t_log "retry after ENOSPC landed the data; backing_errors $(stat_of backing_errors)"
 
 # dirty at unmount while the backing is full again: stays in NVRAM, exit 3,
