@@ -52,8 +52,9 @@
 /* A file unlinked while open somewhere is looked at again this often
  * (writeback): gone, its blocks are dropped. */
 #define UNLINKED_RETRY_NS (5ull * 1000000000ull)
-/* A write-back that failed is not tried again by a pass over every
- * dirty file (wb_all, but for room) before this long. */
+/* A write-back that failed is tried again this long after, doubled for
+ * each failure in a row, WB_RETRY_MAX_NS at most; a pass over every
+ * dirty file (wb_all, but for room) leaves it till then too. */
 #define WB_RETRY_NS (500000000ull)
 #define WB_RETRY_MAX_NS (30000000000ull)
 /* epoch_known: how long an owner trusts a file's epoch it learnt */
@@ -95,9 +96,7 @@ struct fobj {
 	 * file (wb_all) but for room leaves it till then, so that such
 	 * files do not take every pass */
 	uint64_t wb_retry_at;
-	/* write-backs failed in a row: the next is tried after
-	 * WB_RETRY_NS doubled for each, WB_RETRY_MAX_NS at most */
-	uint8_t wb_fails;
+	uint8_t wb_fails;      /* write-backs failed in a row (WB_RETRY_NS) */
 	/* the backing file's size when past_backing_end last looked (0:
 	 * never): a block below it is taken as having backing bytes, not
 	 * looked at again (a hint; only a fresh look says there are none) */

@@ -150,11 +150,9 @@ int serve_watch(struct fcache *fc, const struct frame_fop *f,
 	while (!m->ndrop && !atomic_load(&fc->stopping) && clock_now_ns() < until)
 		inval_wait(fc, until);
 	size_t k = m->ndrop < FRAME_WATCH_MAX ? m->ndrop : FRAME_WATCH_MAX;
-	for (size_t j = 0; j < k; j++)
-		for (int b = 0; b < 8; b++)
-			buf[j * 8 + b] = (uint8_t)(m->drop[j] >> (8 * b));
 	r->fop.gen = k ? m->drop_seq[k - 1] : m->acked;
 	if (k) {
+		memcpy(buf, m->drop, k * sizeof(*m->drop));   /* as MARK's lists */
 		memmove(m->drop, m->drop + k, (m->ndrop - k) * sizeof(*m->drop));
 		memmove(m->drop_seq, m->drop_seq + k,
 			(m->ndrop - k) * sizeof(*m->drop_seq));

@@ -606,8 +606,7 @@ static void *watcher_main(void *arg)
 	struct fcl_watcher *w = arg;
 	struct fcl *c = w->c;
 	struct fcl_drops *d = c->drops;
-	uint64_t acked = 0, gids[FRAME_WATCH_MAX];
-	uint8_t buf[FRAME_WATCH_MAX * 8];
+	uint64_t acked = 0, gids[FRAME_WATCH_MAX];   /* the reply's payload */
 	char err[256];
 
 	while (!drops_stopping(d)) {
@@ -626,15 +625,10 @@ static void *watcher_main(void *arg)
 		while (w->cl && !rc) {
 			struct frame_fop f = { .gen = acked, .digest = c->inst }, rf = { 0 };
 			rc = cluster_client_file_call(cl, FT_FILE_WATCH, &f, NULL, 0, &rf,
-						      buf, sizeof(buf));
+						      gids, sizeof(gids));
 			if (rc)
 				break;
 			unsigned n = rf.len / 8;
-			for (unsigned k = 0; k < n; k++) {
-				gids[k] = 0;
-				for (int b = 0; b < 8; b++)
-					gids[k] |= (uint64_t)buf[k * 8 + b] << (8 * b);
-			}
 			if (n)
 				d->fn(d->arg, gids, n);
 			acked = rf.gen;

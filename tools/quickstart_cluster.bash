@@ -13,20 +13,20 @@
 # /var/log/nvcachefs-MOUNT.log.
 cconf=$state/cluster.conf
 cwhere=$state/cluster.where
-if [ -f "$cwhere" ]; then
+# a cluster set up here keeps the mounts and backing it was started with
+if [ -f "$cwhere" ] && [ -f "$cconf" ]; then
   was_mnt=$(sed -n 's/^mnt=//p' "$cwhere") was_backing=$(sed -n 's/^backing=//p' "$cwhere")
-  if [ "$stop" -eq 1 ] || [ "$(grep -c '^node ' "$cconf" 2>/dev/null || true)" -gt 0 ]; then
-    if { [ "$mnt_given" = 1 ] && [ "$mnt" != "$was_mnt" ]; } ||
-       { [ "$backing_given" = 1 ] && [ "$(realpath -m "$backing")" != "$was_backing" ]; }; then
-      if [ "$stop" -eq 0 ]; then
-        echo "quickstart: the cluster set up here has its mounts at $was_mnt-I over" \
-             "$was_backing; stop it first (tools/quickstart.sh --stop --cluster N)" >&2
-        exit 1
-      fi
-      echo "quickstart: the cluster here was started with its mounts at $was_mnt-I over $was_backing; stopping that one"
+  if { [ "$mnt_given" = 1 ] && [ "$mnt" != "$was_mnt" ]; } ||
+     { [ "$backing_given" = 1 ] && [ "$(realpath -m "$backing")" != "$was_backing" ]; }; then
+    if [ "$stop" -eq 0 ]; then
+      echo "quickstart: the cluster set up here ($cconf) has its mounts at $was_mnt-I" \
+           "over $was_backing; to set one up elsewhere, stop it" \
+           "(tools/quickstart.sh --stop --cluster N): it says which files to remove" >&2
+      exit 1
     fi
-    mnt=$was_mnt backing=$was_backing
+    echo "quickstart: the cluster here was started with its mounts at $was_mnt-I over $was_backing; stopping that one"
   fi
+  mnt=$was_mnt backing=$was_backing
 fi
 backing=$(realpath -m "$backing")
 # the nodes' NVRAM files, named after the mounts (as quickstart.sh's own)

@@ -805,6 +805,29 @@ static void encode_refuses_invalid(void **state)
 	assert_int_equal(frame_encode(&h, NULL, buf, sizeof(buf)), -EMSGSIZE);
 }
 
+/* A WATCH reply: whole 8-byte file ids, FRAME_WATCH_MAX at most; a
+ * request carries none. */
+static void watch_payloads(void **state)
+{
+	static uint8_t buf[FRAME_MAX_HEAD], pl[(FRAME_WATCH_MAX + 1) * 8];
+	struct frame_hdr h = { .type = FT_FILE_WATCH, .request_id = 5,
+			       .reply = true };
+	(void)state;
+
+	h.fop = (struct frame_fop){ .len = FRAME_WATCH_MAX * 8, .gen = 3 };
+	h.payload_len = h.fop.len;
+	assert_true(frame_encode(&h, pl, buf, sizeof(buf)) > 0);
+	h.fop.len = h.payload_len = 12;   /* not whole ids */
+	assert_int_equal(frame_encode(&h, pl, buf, sizeof(buf)), -EPROTO);
+	h.fop.len = h.payload_len = (FRAME_WATCH_MAX + 1) * 8;
+	assert_int_equal(frame_encode(&h, pl, buf, sizeof(buf)), -EPROTO);
+	h.reply = false;   /* the request: no payload */
+	h.fop.len = h.payload_len = 8;
+	assert_int_equal(frame_encode(&h, pl, buf, sizeof(buf)), -EPROTO);
+	h.fop.len = h.payload_len = 0;
+	assert_true(frame_encode(&h, NULL, buf, sizeof(buf)) > 0);
+}
+
 /* MARK with REPLICA (replicas=2): the file's handle (base_len, 1..128
  * bytes) then the block's len bytes; alone, never with a block list. */
 static void mark_replica_payloads(void **state)
@@ -889,6 +912,7 @@ int main(void)
 		cmocka_unit_test(oversize_lengths),
 		cmocka_unit_test(unknown_types_and_enums),
 		cmocka_unit_test(wrong_body_or_payload),
+		cmocka_unit_test(watch_payloads),
 		cmocka_unit_test(node_stats_chunks),
 		cmocka_unit_test(fetch_many_payloads),
 		cmocka_unit_test(store_many_payloads),
