@@ -114,6 +114,19 @@ static int parse_node(char **tok, int ntok, const char *path, int line,
 	return 0;
 }
 
+static int parse_congestion(char **tok, int ntok, const char *path, int line,
+			    struct cluster_config *cfg, char *err, size_t errlen)
+{
+	if (ntok != 2 || !tok[1][0] || strlen(tok[1]) >= sizeof(cfg->tcp_congestion))
+		return fail(err, errlen, "%s:%d: expected 'tcp_congestion NAME' "
+			    "(cubic, reno, bbr, ... or system)", path, line);
+	if (cfg->tcp_congestion[0])
+		return fail(err, errlen, "%s:%d: second 'tcp_congestion' line",
+			    path, line);
+	snprintf(cfg->tcp_congestion, sizeof(cfg->tcp_congestion), "%s", tok[1]);
+	return 0;
+}
+
 static int parse_secret(char **tok, int ntok, const char *path, int line,
 			struct cluster_config *cfg, char *err, size_t errlen)
 {
@@ -172,8 +185,11 @@ int config_parse_text(const char *text, const char *path,
 			rc = parse_node(tok, ntok, path, line, cfg, err, errlen);
 		else if (!strcmp(tok[0], "secret"))
 			rc = parse_secret(tok, ntok, path, line, cfg, err, errlen);
+		else if (!strcmp(tok[0], "tcp_congestion"))
+			rc = parse_congestion(tok, ntok, path, line, cfg, err, errlen);
 		else
-			rc = fail(err, errlen, "%s:%d: unknown keyword '%s' (node, secret)",
+			rc = fail(err, errlen, "%s:%d: unknown keyword '%s' (node, "
+				  "secret, tcp_congestion)",
 				  path, line, tok[0]);
 		if (rc)
 			return rc;

@@ -6,6 +6,11 @@
  *   node 1 127.0.0.1:7001 mem=2G      id 1..65535, HOST:PORT, [::1]:PORT
  *   node 2 127.0.0.1:7002             no mem=: offer what is idle
  *   node 3 :7003                      no host: 127.0.0.1
+ *   tcp_congestion cubic              optional: the TCP congestion control
+ *                                     of the cluster's connections (the
+ *                                     default, cubic: BBR's pacing costs a
+ *                                     timer per send); system: the
+ *                                     machine's own
  *
  * The secret file must be a regular file that only its owner can read or
  * write (mode 0600 or stricter), 16 to 4096 bytes; trailing whitespace is
@@ -37,6 +42,7 @@ struct cluster_config {
 	char secret_path[4096];
 	uint8_t secret[CONFIG_MAX_SECRET];
 	size_t secret_len;
+	char tcp_congestion[16];   /* "" when not given: conn.c's default */
 };
 
 /* Parse text (the contents of a cluster file named path, used for messages

@@ -8,12 +8,47 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include "common/log.h"
+
+/* conn_set_congestion's name; "" keeps the machine's. Written before the
+ * process makes connections, read by each conn_init. */
+static char congestion[16] = CONN_CONGESTION_DEFAULT;
+
+void conn_set_congestion(const char *name)
+{
+	if (!name || !name[0])
+		name = CONN_CONGESTION_DEFAULT;
+	snprintf(congestion, sizeof(congestion), "%s",
+		 strcmp(name, "system") ? name : "");
+}
+
+/* The congestion control asked for, or the machine's, said once: a name
+ * the kernel lacks or does not allow this process (an unprivileged
+ * process may use only net.ipv4.tcp_allowed_congestion_control's). */
+void conn_prepare_socket(int fd)
+{
+	static atomic_bool told;
+
+	if (!congestion[0] ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion,
+		       (socklen_t)strlen(congestion)) == 0)
+		return;
+	int e = errno;
+	if (e != ENOPROTOOPT && e != EOPNOTSUPP && !atomic_exchange(&told, true))
+		log_warn("cluster connections: TCP congestion control %s not "
+			 "set (%s%s); they use the machine's", congestion,
+			 strerror(e), e == EPERM ? ": not in net.ipv4."
+			 "tcp_allowed_congestion_control" : e == ENOENT ?
+			 ": not in this kernel" : "");
+}
 
 static void describe_peer(struct conn *c)
 {
@@ -93,6 +128,7 @@ static int connect_one(const struct addrinfo *ai, int timeout_ms)
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
+	conn_prepare_socket(fd);
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
 		if (errno != EINPROGRESS) {
 			int e = errno;

@@ -27,8 +27,22 @@ struct conn {
 	uint8_t rx[FRAME_MAX_HEAD + FRAME_PAGE_SIZE];
 };
 
-/* Take over a connected socket (closed by conn_close). */
+/* Take over a connected socket (closed by conn_close); TCP_NODELAY. */
 void conn_init(struct conn *c, int fd);
+/* The TCP congestion control of the sockets conn_prepare_socket sees
+ * from now on (the cluster file's tcp_congestion): a name the kernel
+ * knows, "system" for the machine's own, NULL or "" for the default,
+ * cubic. Cubic because the machine's may be BBR, whose pacing arms a
+ * timer for each burst a sender sends: over loopback, 4 nodes and 4
+ * mounts writing, 18 % fewer MiB/s than cubic (docs/benchmarks.md).
+ * Not set (not in this kernel, not allowed to this process): the
+ * machine's, logged once. Call before making connections. */
+#define CONN_CONGESTION_DEFAULT "cubic"
+void conn_set_congestion(const char *name);
+/* Give a socket that congestion control: before connect(), or before
+ * listen() (its connections inherit it). Set on a connection BBR began,
+ * it would keep BBR's pacing. conn_connect calls it. */
+void conn_prepare_socket(int fd);
 /* Accept payloads up to max bytes (at most FRAME_MAX_CONN_PAYLOAD: a
  * PAGE_FETCH_MANY reply) on this connection: a client that asks for
  * them. The larger buffer is allocated, once, when the first such frame

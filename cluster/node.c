@@ -369,6 +369,7 @@ static int bind_listen_once(struct node *n)
 			continue;
 		}
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		conn_prepare_socket(fd);
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0) {
 			rc = -errno;
 			close(fd);

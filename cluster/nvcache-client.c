@@ -203,6 +203,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nvcache-client: %s\n", err);
 		return 1;
 	}
+	conn_set_congestion(cfg.tcp_congestion);
 	if (secret) {
 		snprintf(cfg.secret_path, sizeof(cfg.secret_path), "%s", secret);
 		if (config_secret_load(&cfg, err, sizeof(err))) {

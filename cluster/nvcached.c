@@ -2,6 +2,7 @@
  * this node's idle memory (an Nswap server), heartbeats the other nodes of
  * the cluster file, and answers `nvcachectl stats --node ID`. See
  * docs/nvcached.md. */
+#include "cluster/conn.h"
 #include "cluster/config.h"
 #include "cluster/node.h"
 #include "cluster/fcache.h"
@@ -350,6 +351,7 @@ static int set_up(struct args *a, struct daemon *d)
 		fprintf(stderr, "nvcached: %s\n", err);
 		return 1;
 	}
+	conn_set_congestion(a->cfg.tcp_congestion);
 	if (!config_node_find(&a->cfg, o->self)) {
 		fprintf(stderr, "nvcached: node %u is not in %s\n", o->self, a->cluster);
 		return 1;

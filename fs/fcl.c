@@ -1,6 +1,7 @@
 /* fcl.c - the connections to the cluster's file cache managers; see fcl.h. */
 #include "fs/fcl.h"
 
+#include "cluster/conn.h"
 #include "cluster/client.h"
 #include "cluster/config.h"
 #include "cluster/fcache.h"
@@ -526,6 +527,7 @@ int fcl_open(struct fcl **out, const struct fcl_opts *o)
 		free(c);
 		return rc;
 	}
+	conn_set_congestion(c->cfg.tcp_congestion);
 	if (!config_node_find(&c->cfg, o->node)) {
 		log_err("cluster file %s: node %u is not in it; not mounting",
 			o->cluster, o->node);

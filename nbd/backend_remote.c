@@ -2,6 +2,7 @@
  * (whose functions have the nbd_backend_ops shapes). */
 #include "nbd/backend_remote.h"
 
+#include "cluster/conn.h"
 #include "cluster/config.h"
 #include "cluster/remote_backend.h"
 #include "common/crc32c.h"
@@ -38,6 +39,7 @@ int nbd_backend_remote_create(struct nbd_backend *be,
 		free(cfg);
 		return rc;
 	}
+	conn_set_congestion(cfg->tcp_congestion);
 	/* Our id is half of the key our pages are kept under on the nodes:
 	 * a wrong one (0, a typo) can be another machine's, whose pages
 	 * ours would then replace. It must be a node of the file. */

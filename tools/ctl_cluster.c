@@ -11,6 +11,7 @@
 #include "tools/json.h"
 #include "tools/kvtext.h"
 
+#include "cluster/conn.h"
 #include "cluster/client.h"
 #include "cluster/config.h"
 #include "cluster/frame.h"
@@ -467,6 +468,7 @@ int ctl_cluster_run(const char *verb, int argc, char **argv, int i)
 		fprintf(stderr, "nvcachectl: %s\n", err);
 		return 1;
 	}
+	conn_set_congestion(cfg.tcp_congestion);
 	struct probe *pr = calloc(cfg.n_nodes ? cfg.n_nodes : 1, sizeof(*pr));
 	if (!pr) {
 		fprintf(stderr, "nvcachectl: out of memory\n");

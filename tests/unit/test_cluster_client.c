@@ -12,7 +12,8 @@
  * session on one connection refused, and a mount's locks released when
  * its connection ends; and a mount's side of them (fs/locks.h): two
  * mounts, fcntl and flock, an F_SETLKW that waits in a thread until the
- * other mount unlocks, one interrupted, and a mount that goes away. */
+ * other mount unlocks, one interrupted, and a mount that goes away; the
+ * TCP congestion control of connections, both ends (conn_set_congestion). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <cmocka.h>
 
@@ -1353,6 +1355,83 @@ static void client_breaks_on_dead_node(void **state)
 	cluster_client_close(c);
 }
 
+/* The congestion control fd uses. */
+static void congestion_of(int fd, char *name, size_t len)
+{
+	socklen_t sl = (socklen_t)len;
+	memset(name, 0, len);
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &sl), 0);
+}
+
+static bool kernel_has(const char *path, const char *name)
+{
+	char buf[256] = "";
+	FILE *f = fopen(path, "r");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+		if (!strcmp(t, name))
+			return true;
+	return false;
+}
+
+/* One connection through conn_connect to a listener conn_prepare_socket
+ * prepared: the congestion control of each end. */
+static void connect_pair(char *client_cc, char *server_cc)
+{
+	uint16_t port;
+	int lfd = listen_any(&port);
+	conn_prepare_socket(lfd);   /* (after listen: only new connections) */
+	struct conn c;
+	assert_int_equal(conn_connect(&c, "127.0.0.1", port, 1000), 0);
+	int afd = accept(lfd, NULL, NULL);
+	assert_true(afd >= 0);
+	congestion_of(c.fd, client_cc, 16);
+	congestion_of(afd, server_cc, 16);
+	close(afd);
+	close(lfd);
+	conn_close(&c);
+}
+
+static void congestion_control_set(void **state)
+{
+	char cc[16], sc[16], sys[16] = "";
+	(void)state;
+
+	if (!kernel_has("/proc/sys/net/ipv4/tcp_available_congestion_control", "cubic") ||
+	    !kernel_has("/proc/sys/net/ipv4/tcp_available_congestion_control", "reno"))
+		skip();
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+	assert_non_null(f);
+	assert_non_null(fgets(sys, sizeof(sys), f));
+	fclose(f);
+	sys[strcspn(sys, "\n")] = 0;
+
+	conn_set_congestion(NULL);            /* the default */
+	connect_pair(cc, sc);
+	if (geteuid() == 0 || kernel_has("/proc/sys/net/ipv4/tcp_allowed_congestion_control",
+					 "cubic")) {
+		assert_string_equal(cc, "cubic");
+		assert_string_equal(sc, "cubic");
+	}
+	conn_set_congestion("reno");          /* allowed to everyone */
+	connect_pair(cc, sc);
+	assert_string_equal(cc, "reno");
+	assert_string_equal(sc, "reno");
+	conn_set_congestion("system");
+	connect_pair(cc, sc);
+	assert_string_equal(cc, sys);
+	assert_string_equal(sc, sys);
+	/* a name the kernel lacks: logged, the connection made anyway */
+	conn_set_congestion("no-such-cc");
+	connect_pair(cc, sc);
+	assert_string_equal(cc, sys);
+	conn_set_congestion(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1377,6 +1456,7 @@ int main(void)
 		cmocka_unit_test(file_locks_over_the_wire),
 		cmocka_unit_test(mount_locks),
 		cmocka_unit_test(client_breaks_on_dead_node),
+		cmocka_unit_test(congestion_control_set),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

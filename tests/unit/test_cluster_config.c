@@ -57,6 +57,10 @@ static void parse_good(void **state)
 	assert_int_equal(config_parse_text("secret s\nnode 1 h:1\n", "c", &cfg,
 					   err, sizeof(err)), 0);
 	assert_string_equal(cfg.secret_path, "./s");
+	assert_string_equal(cfg.tcp_congestion, "");
+	assert_int_equal(config_parse_text("secret s\ntcp_congestion reno\nnode 1 h:1\n",
+					   "c", &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.tcp_congestion, "reno");
 }
 
 static void expect_bad(const char *text, const char *needle)
@@ -94,6 +98,12 @@ static void parse_bad(void **state)
 	expect_bad("node 1 h:1\n", "no 'secret FILE'");
 	expect_bad("secret s\n# only comments\n", "no 'node' lines");
 	expect_bad("", "no 'node' lines");
+	expect_bad("secret s\nnode 1 h:1\ntcp_congestion\n", "expected 'tcp_congestion NAME'");
+	expect_bad("secret s\nnode 1 h:1\ntcp_congestion a b\n", "expected 'tcp_congestion NAME'");
+	expect_bad("secret s\nnode 1 h:1\ntcp_congestion abcdefghijklmnopq\n",
+		   "expected 'tcp_congestion NAME'");
+	expect_bad("secret s\nnode 1 h:1\ntcp_congestion reno\ntcp_congestion bbr\n",
+		   "second 'tcp_congestion'");
 
 	/* More nodes than the cap. */
 	char *big = malloc(100 * 40);
