@@ -1,6 +1,7 @@
 /* caller.c - the request a FUSE worker serves, and whether its caller is
  * being killed (fs.h: fs_serving, fs_caller_killed): a wait for cache
- * space asks, below the FUSE glue that knows the request. */
+ * space asks, below the FUSE glue that knows the request; and whether
+ * the session is ending (fs_session_ending). */
 #define FUSE_USE_VERSION 314
 #include "fs/fs.h"
 
@@ -9,6 +10,11 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+bool fs_session_ending(struct fs *fs)
+{
+	return fs->se && fuse_session_exited(fs->se);
+}
 
 /* The write, open or create this worker serves; NULL between them. */
 static __thread fuse_req_t serving;

@@ -161,6 +161,11 @@ bool fs_stopping(struct fs *fs)
 	return stop;
 }
 
+bool fs_leaving(struct fs *fs)
+{
+	return fs_stopping(fs) || fs_session_ending(fs);
+}
+
 void dirty_wait_files(struct fs *fs, struct fs_inode *ino)
 {
 	uint64_t max = fs->dirty_files_max, end = 0;

@@ -361,7 +361,7 @@ static int full_pause(struct fs *fs, uint32_t idx)
 			 "request, its write-back making no room (a slow or "
 			 "stalled backing?): writes and opens wait for room%s",
 			 fcl_node_id(fs->cl, idx), note);
-	if (fs_stopping(fs))
+	if (fs_leaving(fs))
 		return -EIO;     /* unmounted meanwhile */
 	if (fs_caller_killed())
 		return -EINTR;   /* no one left to answer */
@@ -413,15 +413,17 @@ static int send_open_unit(struct fs *fs, struct fs_inode *ino, uint32_t idx,
 }
 
 /* A request whose node could not be reached (q->down), sent again while
- * fcl_wait_up lets it (down_wait: the node may be restarting): its rc,
- * q->down still set if it never got through. */
+ * fcl_wait_up lets it (down_wait: the node may be restarting) and the
+ * mount is not leaving: its rc, q->down still set if it never got
+ * through. */
 static int wait_down(struct fs *fs, struct fcl_req *q)
 {
 	uint64_t since = 0;
 
 	if (q->down)
 		atomic_fetch_add(&fs->st.down_waits, 1);
-	while (q->down && fcl_wait_up(fs->cl, q->idx, fs->cfg.down_wait_ms, &since))
+	while (q->down && !fs_leaving(fs) &&
+	       fcl_wait_up(fs->cl, q->idx, fs->cfg.down_wait_ms, &since))
 		fcl_call_many(fs->cl, q, 1);
 	return q->rc;
 }

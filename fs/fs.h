@@ -11,7 +11,8 @@
  *   fdwait.c    requests short of file descriptors wait for an inode to be
  *               freed; the forget thread is woken through it
  *   caller.c    the request a FUSE worker serves, and whether its caller
- *               is being killed (a wait for space gives up)
+ *               is being killed (a wait for space gives up) or the
+ *               session is ending
  *   inode.c     one inode's own state: its locks, data fd, cache object and
  *               record; fs_mgr_for, the one way to a cache manager
  *   itab.c      the inode table: lookup counts and refs, the idle scan;
@@ -295,6 +296,10 @@ void fs_serving(struct fuse_req *req);
  * write the kernel sends on its own (no caller). False outside those
  * requests. */
 bool fs_caller_killed(void);
+/* Whether the session loop is ending (SIGTERM or SIGINT to nvcachefs, an
+ * unmount): requests still being served should finish soon, as the
+ * process joins every FUSE worker before it exits. */
+bool fs_session_ending(struct fs *fs);
 
 /* ---- inode.c: one inode's own state ---- */
 /* The one way to a cache manager: the owner of block blk of ino (stripe.h).
@@ -428,6 +433,10 @@ uint32_t dirty_count(struct fs *fs);
 void dirty_wait_space(struct fs *fs);
 /* Whether the mount is stopping (engine_stop began): waits give up. */
 bool fs_stopping(struct fs *fs);
+/* fs_stopping, or the session loop is ending (SIGTERM, an unmount): a
+ * request's wait for a down node or for room gives up, as libfuse joins
+ * every worker before the process can exit. */
+bool fs_leaving(struct fs *fs);
 /* A write is about to list ino (no lock of it held): while the list holds
  * fs->dirty_files_max files and ino is not one of them, have write-back
  * take them at once, due or not, and wait (10 s at most, then the write

@@ -792,9 +792,11 @@ static void op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 /* ---- fcntl and flock locks of a cluster mount (fs/locks.h; op_init
  * asks the kernel for them only then) ---- */
 
+/* The lock's caller was interrupted, or the mount is leaving: a wait
+ * for the holder or for a down home ends (EINTR). */
 static bool lock_interrupted(void *req)
 {
-	return fuse_req_interrupted(req);
+	return fuse_req_interrupted(req) || fs_leaving(FS(req));
 }
 
 /* A lock is held: what other nodes wrote under it before must be read,

@@ -50,6 +50,9 @@ fscl_stop() {
     fscl_stop_mounts
     fscl_stop_nodes
   fi
+  fscl_no_sanitizer_reports
+}
+fscl_no_sanitizer_reports() {
   ! grep -H "ERROR: [A-Za-z]*Sanitizer\|runtime error" "$T_DIR"/node*.log "$T_DIR"/fs*.log >&2 ||
     t_fail "a sanitizer report (above) in the logs"
 }
