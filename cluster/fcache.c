@@ -297,11 +297,19 @@ void mounts_check(struct fcache *fc, uint64_t now)
 		return;
 	atomic_fetch_add(&fc->mounts_gone, runs);
 	atomic_fetch_add(&fc->opens_released, opens);
-	log_warn("file cache: %" PRIu64 " mount(s) gone (no connection for %" PRIu64
-		 " ms): their %" PRIu64 " open handle(s) released; %zu file(s) open "
-		 "nowhere now, written back (or dropped, unlinked) by every owner",
-		 runs, (uint64_t)(fc->mount_gone_ns / 1000000ull), opens,
-		 nleft + ndoomed);
+	/* a mount unmounted cleanly closed every file first: nothing to
+	 * warn about; one that held files open died, or lost its network */
+	if (opens)
+		log_warn("file cache: %" PRIu64 " mount(s) gone (no connection "
+			 "for %" PRIu64 " ms): their %" PRIu64 " open handle(s) "
+			 "released; %zu file(s) open nowhere now, written back "
+			 "(or dropped, unlinked) by every owner", runs,
+			 (uint64_t)(fc->mount_gone_ns / 1000000ull), opens,
+			 nleft + ndoomed);
+	else
+		log_info("file cache: %" PRIu64 " mount(s) gone (no connection "
+			 "for %" PRIu64 " ms), no file open there", runs,
+			 (uint64_t)(fc->mount_gone_ns / 1000000ull));
 	uint64_t unreached = 0;
 	for (size_t k = 0; k < nleft; k++) {
 		struct frame_fop f = { .obj = left[k] };   /* no delay */

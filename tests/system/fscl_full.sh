@@ -11,7 +11,8 @@
 # backing full itself does give ENOSPC, and a file's write-back that
 # failed there is tried again until it has room. Then
 # a mount killed -9 while it holds a file open: the nodes release its
-# opens and write the file back, and the mount restarted reads it. The
+# opens and write the file back, and the mount restarted reads it; one
+# unmounted cleanly is gone without a warning. The
 # backing is an ext4 on a loop device
 # (its image on disk, under T_DIR), so that fsfreeze can stall it.
 T_TIMEOUT=${T_TIMEOUT:-120}
@@ -178,4 +179,21 @@ gone=$(( $(fscl_stat 1 fcache_mounts_gone) + $(fscl_stat 2 fcache_mounts_gone) )
 fscl_mount 2
 cmp -s "$T_DIR/href" "$T_DIR/m2/held" || t_fail "held: the restarted mount reads other bytes"
 t_log "a mount killed holding a file open: its opens released, the file written back whole"
+
+# unmounted cleanly, a mount is gone as well, but it held nothing open:
+# the nodes say so without a warning (the killed one's warned)
+gone_sum() { echo $(( $(fscl_stat 1 fcache_mounts_gone) + $(fscl_stat 2 fcache_mounts_gone) )); }
+gone_past() { [ "$(gone_sum)" -gt "$1" ]; }
+gone_warnings() { cat "$T_DIR"/node*.log | grep -c "warning: file cache: .*mount(s) gone"; }
+[ "$(gone_warnings)" -ge 1 ] || t_fail "no node warned of the killed mount holding files"
+g0=$(gone_sum); w0=$(gone_warnings)
+fusermount3 -u "$T_DIR/m2" || t_fail "unmount of node 2's mount failed"
+wait "${mpid[2]}" || t_fail "node 2's nvcachefs exited $?"
+t_wait 15 gone_past "$g0" || t_fail "a mount unmounted was never counted gone"
+[ "$(gone_warnings)" = "$w0" ] ||
+  t_fail "a mount unmounted cleanly is warned of: $(grep -h 'mount(s) gone' "$T_DIR"/node*.log | tail -2)"
+grep -q "mount(s) gone .*no file open there" "$T_DIR"/node*.log ||
+  t_fail "the nodes do not say the unmounted mount is gone"
+fscl_mount 2
+t_log "a mount unmounted cleanly: counted gone, no warning"
 fscl_stop
