@@ -1020,20 +1020,22 @@ int bstore_block_write_src(struct bstore *bs, uint64_t obj, uint64_t idx,
 	 * the pins keep p and old ours meanwhile. */
 	if (dirty_recs)
 		brec_clear(bs, p);
-	/* copy-on-write: the new block gets old head, new bytes, old tail */
+	/* copy-on-write: the new block gets old head, new bytes, old tail,
+	 * streamed (a free block's lines are not worth reading into the
+	 * cache first: a 4 KiB write into a 64 KiB block copies 60 KiB) */
 	dst = blk_data(bs, p);
 	valid = off + len > oldvalid ? off + len : oldvalid;
 	if (src && off > 0 && oldvalid)
-		region_write(bs->r, dst, src, off < oldvalid ? off : oldvalid);
+		region_stream(bs->r, dst, src, off < oldvalid ? off : oldvalid);
 	if (off > oldvalid)
 		zero_fill(bs, dst + oldvalid, off - oldvalid);
 	if (in->fill)
 		ret = region_fill(bs->r, dst + off, len, in->fill, in->ctx);
 	else
-		region_write(bs->r, dst + off, in->buf, len);
+		region_stream(bs->r, dst + off, in->buf, len);
 	if (ret == 0 && src && off + len < oldvalid)
-		region_write(bs->r, dst + off + len, src + off + len,
-			     oldvalid - off - len);
+		region_stream(bs->r, dst + off + len, src + off + len,
+			      oldvalid - off - len);
 	if (ret == 0)
 		region_persist(bs->r, dst, valid);
 

@@ -14,7 +14,7 @@
  * Every record carries a CRC32C and a global sequence number; the newer valid
  * record of a slot is the slot's state, a torn record fails its CRC and is
  * ignored. Changing a block's data is copy-on-write: the new contents go to a
- * free block (region_write, no flush), the data is persisted, then the new
+ * free block (region_stream, no flush), the data is persisted, then the new
  * block's record is persisted (the commit point), then the old block's
  * records are cleared. A crash at any point leaves either the old or the new
  * version, never a mix. Recovery keeps, per key, the record with the highest
