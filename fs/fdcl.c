@@ -1097,6 +1097,7 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 
 	if (!gid)
 		return -EOPNOTSUPP;
+	atomic_store(&ino->cl_read, true);   /* the kernel keeps these pages */
 	/* the size from the home, in the same round as the blocks, unless
 	 * the range is within the bound and its owners vouch for it; then
 	 * only if one could not */
@@ -1404,6 +1405,11 @@ void fdcl_grown(struct fs *fs, struct fs_inode *ino, uint64_t size)
 void fdcl_flush(struct fs *fs, struct fs_inode *ino)
 {
 	mtime_pay(fs, ino);
+	/* close-barrier-sync: MPI_File_close syncs (the MPI standard), and
+	 * ROMIO's makes no fsync; a reader elsewhere that keeps the file
+	 * open (its MPI_File_sync no fsync either) reads the bytes written
+	 * here once this close returns */
+	others_drop(fs, ino);
 }
 
 void fdcl_doom(struct fs *fs, struct fs_inode *ino)
@@ -1430,6 +1436,13 @@ int fdcl_fsync(struct fs *fs, struct fs_inode *ino)
 	mtime_pay(fs, ino);
 	/* sync-barrier-sync: the readers elsewhere drop what they cached */
 	others_drop(fs, ino);
+	/* and pages this mount read: the writers' own fsync or close had
+	 * them dropped already (others_drop there), unless their home could
+	 * not be asked. Pages it only wrote are its own bytes, or another
+	 * writer's since, who had them dropped: an N-N writer's fsync drops
+	 * nothing (a drop of 256 MiB of pages took 10 % of a write's time) */
+	if (atomic_exchange(&ino->cl_read, false))
+		fs_drop_pages(fs, ino);
 	if (!fs->cfg.fsync_backing || !gid)
 		return 0;
 	/* every owner's blocks in the backing: a restarting one's too */

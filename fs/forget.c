@@ -212,6 +212,7 @@ void forget_stop(struct fs *fs)
 
 void fs_drop_pages(struct fs *fs, struct fs_inode *ino)
 {
+	atomic_store(&ino->cl_read, false);
 	if (fs->se && ino != &fs->root)
 		fuse_lowlevel_notify_inval_inode(fs->se, (fuse_ino_t)(uintptr_t)ino, 0, 0);
 }

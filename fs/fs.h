@@ -131,6 +131,9 @@ struct fs_inode {
 	/* written, truncated or punched here since the other mounts last
 	 * dropped their pages of it (fdcl_others_drop) */
 	bool cl_inval;
+	/* cluster mount: read here (the kernel keeps the pages) since this
+	 * mount last dropped its pages of it (fdcl_fsync, fs_drop_pages) */
+	atomic_bool cl_read;
 	/* cluster mount with stripe_unit=auto: the file's stripe unit in
 	 * bytes, as its home fixed it, 0 = not learnt yet (lk) */
 	uint64_t sunit;

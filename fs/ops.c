@@ -958,10 +958,6 @@ static void op_fsync(fuse_req_t req, fuse_ino_t n, int datasync,
 	/* every acknowledged write is already persistent in NVRAM */
 	if (fs->cl) {
 		r = fdcl_fsync(fs, ino);
-		/* sync-barrier-sync: pages read before another node's writes
-		 * go, so that reads after this fsync see them */
-		if (fs->se)
-			fuse_lowlevel_notify_inval_inode(fs->se, n, 0, 0);
 	} else if (fs->cfg.fsync_backing) {
 		r = engine_writeback_inode(fs, ino);
 	}

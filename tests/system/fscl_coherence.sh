@@ -5,7 +5,7 @@
 # of writes and of times set through any mount whatever write-back does,
 # the end of a mount's size bound at another mount's truncate, two
 # nodes writing interleaved 100-byte ranges of the same blocks, MPI-IO's
-# sync-barrier-sync, O_APPEND from three nodes (in turn and at once),
+# sync-barrier-sync and close-barrier-sync, O_APPEND from three nodes (in turn and at once),
 # write-back of every byte by the blocks' owners after the last close, a
 # file replaced by rename over and over on one node while three others
 # open and stat it, a file unlinked while open on two nodes that writes
@@ -96,6 +96,7 @@ t_wait 5 grep -q "a FILE_SETSIZE request failed (File too large); answered INTER
   t_fail "node $home did not log the error it answered INTERNAL"
 step interleave
 step sync_barrier_sync
+step close_barrier_sync
 step append
 # the replaced versions linger at their homes, then go everywhere
 t_wait 10 sum fcache_files || t_fail "a node's stats do not answer"

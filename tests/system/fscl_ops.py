@@ -217,6 +217,39 @@ def sync_barrier_sync(b, m):
     w.close()
     r.close()
 
+def close_barrier_sync(b, m):
+    """MPI_File_close syncs (the MPI standard) and ROMIO's makes no fsync:
+    a reader that keeps the file open, with its old pages cached, reads
+    what the writer wrote once the writer's close returned; and a
+    reader's fsync after reads leaves no page it read before another
+    mount's write"""
+    path = [os.path.join(x, "cbs") for x in m[:3]]
+    with open(path[0], "wb") as f:
+        f.write(b"a" * 65536)
+    r = open(path[1], "rb")
+    expect(r.read() == b"a" * 65536, "first read on 2")
+    with open(path[0], "r+b") as w:
+        w.write(b"b" * 65536)
+    r.seek(0)
+    expect(r.read() == b"b" * 65536, "after close-barrier-sync 2 reads stale bytes")
+    # the reader also writes (ROMIO's ranks that wrote fsync at
+    # MPI_File_sync), at the end, then reads what mount 3 wrote
+    rw = open(path[1], "r+b")
+    rw.read()
+    with open(path[2], "r+b") as w:
+        w.write(b"c" * 4096)
+        w.flush()
+        os.fsync(w.fileno())
+    rw.seek(65536)
+    rw.write(b"d" * 4096)
+    rw.flush()
+    os.fsync(rw.fileno())
+    rw.seek(0)
+    expect(rw.read() == b"c" * 4096 + b"b" * 61440 + b"d" * 4096,
+           "2 wrote and synced, then read stale bytes of 3's write")
+    rw.close()
+    r.close()
+
 def doomed(b, m):
     """a file open on two nodes and unlinked on one while open: every
     node reads it until its last close, then it is gone everywhere"""
@@ -340,7 +373,8 @@ def replace(b, m):
 
 STEPS = {"append": append, "replace": replace, "doomed": doomed, "close_to_open": close_to_open, "namespace": namespace,
          "mtime": mtime, "stale_bound": stale_bound,
-         "interleave": interleave, "sync_barrier_sync": sync_barrier_sync}
+         "interleave": interleave, "sync_barrier_sync": sync_barrier_sync,
+         "close_barrier_sync": close_barrier_sync}
 
 if __name__ == "__main__":
     STEPS[sys.argv[1]](sys.argv[2], sys.argv[3:])
