@@ -505,6 +505,8 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "writeback_queue", dirty_count(fs) },
 		{ "backing_errors", atomic_load(&s->backing_errors) },
 		{ "writeback_failing", atomic_load(&s->wb_failed_ns) != 0 },
+		{ "cluster_nodes", fs->cl ? fcl_nodes(fs->cl) : 0 },
+		{ "cluster_node", fs->cl ? fs->cfg.node : 0 },
 		{ "cluster_nodes_down", fs->cl ? fcl_nodes_down(fs->cl) : 0 },
 		{ "backpressure_waits", atomic_load(&s->bp_waits) },
 		{ "dropped_unlinked_files", atomic_load(&s->dropped_unlinked) },

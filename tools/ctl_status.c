@@ -206,18 +206,26 @@ static void hit_rate(struct daemon *d)
 
 static void view_fs(struct daemon *d)
 {
-	double v, t;
+	double v, t, self;
 
 	add_io_rates(d, "read_bytes", "read_ops", "write_bytes", "write_ops");
-	hit_rate(d);
-	if (now_num(d, "dirty_bytes", &v))
-		add_fig(d, "dirty_bytes", "dirty", U_BYTES, v);
-	if (now_num(d, "nvram_used_bytes", &v) && now_num(d, "nvram_total_bytes", &t)) {
-		add_fig(d, "cache_used_bytes", "cache", U_BYTES, v);
-		add_fig(d, "cache_total_bytes", "of", U_BYTES, t);
+	if (now_num(d, "cluster_nodes", &t) && t > 0 && now_num(d, "cluster_node", &self)) {
+		/* a cluster mount keeps no data: the nodes' caches do
+		 * (status --cluster shows them) */
+		add_fig(d, "cluster_node", "cluster node", U_COUNT, self);
+		add_fig(d, "cluster_nodes", "of", U_COUNT, t);
+	} else {
+		hit_rate(d);
+		if (now_num(d, "dirty_bytes", &v))
+			add_fig(d, "dirty_bytes", "dirty", U_BYTES, v);
+		if (now_num(d, "nvram_used_bytes", &v) &&
+		    now_num(d, "nvram_total_bytes", &t)) {
+			add_fig(d, "cache_used_bytes", "cache", U_BYTES, v);
+			add_fig(d, "cache_total_bytes", "of", U_BYTES, t);
+		}
+		if (now_num(d, "writeback_queue", &v))
+			add_fig(d, "writeback_queue", "write-back queue", U_COUNT, v);
 	}
-	if (now_num(d, "writeback_queue", &v))
-		add_fig(d, "writeback_queue", "write-back queue", U_COUNT, v);
 	problem_wb(d, "writeback_failing", "backing_errors", "write-back");
 	problem_if(d, "cluster_nodes_down", "cluster nodes not answering (requests "
 		   "that need them wait, down_wait, then fail)");

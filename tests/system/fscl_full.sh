@@ -123,6 +123,10 @@ waits=$(( $(bp_waits) - bp0 ))
 "$(t_bin nvcachectl)" status --interval 0 >"$T_DIR/status.out" 2>&1
 grep "writes or opens held for room" "$T_DIR/status.out" >/dev/null ||
   t_fail "nvcachectl status names no writes or opens held for room: $(cat "$T_DIR/status.out")"
+# a cluster mount's line says which node it is, not a cache it has not
+grep -q "^fs .*/m1 .*cluster node 1 of 2" "$T_DIR/status.out" &&
+  ! grep -q "^fs .*cache 0 B of 0 B" "$T_DIR/status.out" ||
+  t_fail "nvcachectl status shows cluster mounts wrong: $(cat "$T_DIR/status.out")"
 t_log "16 MiB into full caches over a backing frozen for ${FSCL_FREEZE_S:-15} s: the writers waited $((t1 - t0)) s ($waits answers FULL), no error; a stat and read meanwhile took $sms ms; a writer killed -9 ${tfull} s in went in $kms ms"
 
 # a backing full itself: the write-back fails with ENOSPC, so a writer
