@@ -71,6 +71,9 @@ declare -A R G P   # R[system.figure] = value; G, P: paired GlusterFS, ratio
 PAIRED=
 seed=$((RANDOM + 1))
 echo "fs_cluster: 4 ranks, ${mib} MiB a rank, median of $reps; fio ${fio_s} s a phase, ${fio_mib} MiB a job; $probes coherence rounds; load $(cut -d' ' -f1-3 /proc/loadavg)"
+# GlusterFS's and MooseFS's sockets use the machine's congestion control;
+# nvcachefs's cluster asks for cubic (cluster/conn.h)
+echo "TCP congestion control: $(sysctl -n net.ipv4.tcp_congestion_control) (the machine's), cubic on nvcachefs's cluster connections"
 
 # every system here allocates fresh memory (NVRAM files, bricks, page
 # cache) as it goes: all of it warm, so that none pays the first touch
