@@ -19,7 +19,7 @@
 #include "common/log.h"
 
 /* conn_set_congestion's name; "" keeps the machine's. Written before the
- * process makes connections, read by each conn_init. */
+ * process makes connections, read by each conn_prepare_socket. */
 static char congestion[16] = CONN_CONGESTION_DEFAULT;
 
 void conn_set_congestion(const char *name)
@@ -30,9 +30,10 @@ void conn_set_congestion(const char *name)
 		 strcmp(name, "system") ? name : "");
 }
 
-/* The congestion control asked for, or the machine's, said once: a name
- * the kernel lacks or does not allow this process (an unprivileged
- * process may use only net.ipv4.tcp_allowed_congestion_control's). */
+/* The congestion control asked for; where it cannot be set (a name the
+ * kernel lacks, or one it does not allow this process: an unprivileged
+ * process may use only net.ipv4.tcp_allowed_congestion_control's), the
+ * machine's, said once. */
 void conn_prepare_socket(int fd)
 {
 	static atomic_bool told;
