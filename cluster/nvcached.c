@@ -326,6 +326,8 @@ struct daemon {
 	struct ctl_server *ctl;
 	sigset_t sigs;                  /* taken by sigwait in run */
 	bool own_nvram, own_flash;      /* created by us: removed by us */
+	bool own_fcache;                /* the file cache's NVRAM file too */
+	char fcache_path[4096];
 };
 
 /* The files a failed start created go again. */
@@ -335,6 +337,10 @@ static void undo_files(const struct args *a, const struct daemon *d)
 		path_remove_unlocked(a->to.nvram_path, "NVRAM file");
 	if (d->own_flash)
 		path_remove_unlocked(a->to.flash_path, "flash file");
+	/* (--cache-size 8G: 8 GiB of tmpfs kept by a start refused, say,
+	 * because another nvcached listens at this node's address) */
+	if (d->own_fcache)
+		path_remove_unlocked(d->fcache_path, "file cache NVRAM file");
 }
 
 /* The node started as a asks, with its control socket; in the background
@@ -388,10 +394,14 @@ static int set_up(struct args *a, struct daemon *d)
 	bigmem_set_stop(bigmem_stop_signal_pending);
 	int rc = 0;
 	if (a->cache_size) {
-		char path[4096];
-		snprintf(path, sizeof(path), "%s/fcache-%u.nvram", ctl_run_dir(), o->self);
+		snprintf(d->fcache_path, sizeof(d->fcache_path), "%s",
+			 a->cache_nvram ? a->cache_nvram : "");
+		if (!a->cache_nvram)
+			snprintf(d->fcache_path, sizeof(d->fcache_path),
+				 "%s/fcache-%u.nvram", ctl_run_dir(), o->self);
+		d->own_fcache = access(d->fcache_path, F_OK) != 0;
 		struct fcache_opts fo = {
-			.path = a->cache_nvram ? a->cache_nvram : path,
+			.path = d->fcache_path,
 			.size = a->cache_size, .digest = config_digest(&a->cfg),
 			.self = o->self,
 		};

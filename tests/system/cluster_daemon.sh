@@ -2,7 +2,8 @@
 # cluster_daemon.sh - nvcached as an operator meets it: each bad cluster
 # file, secret or option is refused with a clear message and exit status 1
 # (2 for usage); a second daemon for the same node or on a taken port is
-# refused; without -f it returns only once it serves, and SIGTERM stops it.
+# refused, and removes the file cache NVRAM file it created;
+# without -f it returns only once it serves, and SIGTERM stops it.
 T_TIMEOUT=${T_TIMEOUT:-60}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_common.bash"
@@ -58,6 +59,14 @@ t_cleanup "kill -9 $pid 2>/dev/null"
 "$ctl" stats --node 1 | grep -q "^node: 1$" || t_fail "control socket of the daemon"
 # A second nvcached for node 1 is refused: its port is taken.
 expect_fail 1 "cannot listen on 127.0.0.1:${ports[0]}: Address already in use" --cluster "$good" --node 1
+# With a file cache, the NVRAM file that refused start created goes
+# with it (--cache-size 8G would keep 8 GiB of tmpfs)
+nv="$T_DIR/second.nvram"
+expect_fail 1 "Address already in use" --cluster "$good" --node 1 --cache-size 16M \
+  --cache-nvram "$nv" --no-mlock
+[ ! -e "$nv" ] || t_fail "a refused nvcached left the NVRAM file it created: $(ls -la "$nv")"
+grep -q "removed file cache NVRAM file $nv" "$T_DIR/out" ||
+  t_fail "a refused nvcached does not say it removed its NVRAM file: $(cat "$T_DIR/out")"
 # The same without -f: the refusal is on stderr too (it went to syslog,
 # which may not exist: the start failed with no word). And a relative
 # --flash is the caller's directory's, not /'s (it chdir'ed to /).
