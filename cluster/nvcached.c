@@ -34,7 +34,9 @@ static void usage(FILE *f)
 "\n"
 "  -c, --cluster FILE     the cluster file (node and secret lines)\n"
 "  -n, --node ID          which node of the cluster file this is\n"
-"  -f, --foreground       stay in the foreground, log to stderr\n"
+"  -f, --foreground       stay in the foreground, log to stderr (else to\n"
+"                         syslog, or /var/log/nvcached-ID.log when no syslog\n"
+"                         daemon listens)\n"
 "      --heartbeat MS     heartbeat interval (default %d)\n"
 "      --timeout MS       declare a node dead after this long without a\n"
 "                         heartbeat (default %d; > 2 intervals)\n"
@@ -436,6 +438,15 @@ static int set_up(struct args *a, struct daemon *d)
 		return 1;
 	}
 	if (ready_fd >= 0) {
+		/* detached: syslog, or where the quick start's nodes log
+		 * when no syslog daemon listens (syslog(3) would drop every
+		 * line); a file refused is said on the caller's terminal */
+		char file[64];
+		snprintf(file, sizeof(file), "/var/log/nvcached-%u.log", o->self);
+		int lrc = log_syslog_listening() ? 1 : log_to_file(file);
+		if (lrc < 0)
+			fprintf(stderr, "nvcached: log file %s: %s; logging to "
+				"syslog\n", file, strerror(-lrc));
 		char ok = 0;
 		if (write(ready_fd, &ok, 1) != 1)
 			log_debug("ready pipe: %s", strerror(errno));
@@ -448,7 +459,8 @@ static int set_up(struct args *a, struct daemon *d)
 			if (devnull > 2)
 				close(devnull);
 		}
-		log_use_syslog(true);
+		if (lrc != 0)
+			log_use_syslog(true);
 	}
 	return -1;
 }

@@ -3,7 +3,8 @@
 # file, secret or option is refused with a clear message and exit status 1
 # (2 for usage); a second daemon for the same node or on a taken port is
 # refused, and removes the file cache NVRAM file it created;
-# without -f it returns only once it serves, and SIGTERM stops it.
+# without -f it returns only once it serves (logging to syslog, or to
+# /var/log/nvcached-ID.log with no syslog daemon), and SIGTERM stops it.
 T_TIMEOUT=${T_TIMEOUT:-60}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_common.bash"
@@ -78,6 +79,12 @@ rc=$?
 kill -TERM "$pid"
 t_wait 10 test ! -e "$NVCACHE_RUN_DIR/node-1.sock" || t_fail "daemon did not stop on SIGTERM"
 t_wait 5 bash -c "! kill -0 $pid 2>/dev/null" || t_fail "daemon still running"
+# detached with no syslog daemon listening, it logged to a file (the
+# quick start's name for node 1's log; lines of other runs may be there)
+if [ ! -S /dev/log ]; then
+  grep -q "nvcached\[$pid\] info: node 1 stopped" /var/log/nvcached-1.log ||
+    t_fail "a detached nvcached with no syslog daemon logged nowhere: $(tail -3 /var/log/nvcached-1.log 2>&1)"
+fi
 # Its port held for a moment by a socket that does not listen (as an
 # outgoing connection's may, in the ephemeral range): tried again, served
 # once free, rather than refused as above.
