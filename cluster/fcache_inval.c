@@ -6,7 +6,8 @@
  * A program that only reads gets no request to its mount between its
  * reads: MPI_File_sync does not even fsync a file the process did not
  * write (ROMIO), so sync-barrier-sync alone never reaches it. So the
- * writer's mount, at its fsync or truncate, asks the home (INVAL); the
+ * writer's mount, at its fsync, its close after writes, a truncate or a
+ * punch, asks the home (INVAL); the
  * home queues the file for every other mount run holding it open (its
  * holds) and answers once each has said it dropped its pages, or after
  * INVAL_WAIT_NS. Every mount keeps one WATCH outstanding at every node:

@@ -339,8 +339,7 @@ static void undo_files(const struct args *a, const struct daemon *d)
 		path_remove_unlocked(a->to.nvram_path, "NVRAM file");
 	if (d->own_flash)
 		path_remove_unlocked(a->to.flash_path, "flash file");
-	/* (--cache-size 8G: 8 GiB of tmpfs kept by a start refused, say,
-	 * because another nvcached listens at this node's address) */
+	/* (on tmpfs a kept file is RAM: --cache-size of it) */
 	if (d->own_fcache)
 		path_remove_unlocked(d->fcache_path, "file cache NVRAM file");
 }
@@ -396,9 +395,10 @@ static int set_up(struct args *a, struct daemon *d)
 	bigmem_set_stop(bigmem_stop_signal_pending);
 	int rc = 0;
 	if (a->cache_size) {
-		snprintf(d->fcache_path, sizeof(d->fcache_path), "%s",
-			 a->cache_nvram ? a->cache_nvram : "");
-		if (!a->cache_nvram)
+		if (a->cache_nvram)
+			snprintf(d->fcache_path, sizeof(d->fcache_path), "%s",
+				 a->cache_nvram);
+		else
 			snprintf(d->fcache_path, sizeof(d->fcache_path),
 				 "%s/fcache-%u.nvram", ctl_run_dir(), o->self);
 		d->own_fcache = access(d->fcache_path, F_OK) != 0;

@@ -559,8 +559,9 @@ static void others_drop(struct fs *fs, struct fs_inode *ino)
 void fdcl_dropped(void *arg, const uint64_t *gids, unsigned n)
 {
 	struct fs *fs = arg;
-	struct fs_inode *v[64];
-	size_t k = itab_gid_holders(fs, gids, n, v, 64);
+	/* (n <= FRAME_WATCH_MAX, one open inode an id) */
+	struct fs_inode *v[FRAME_WATCH_MAX];
+	size_t k = itab_gid_holders(fs, gids, n, v, FRAME_WATCH_MAX);
 
 	for (size_t j = 0; j < k; j++) {
 		fs_drop_pages(fs, v[j]);
@@ -1097,7 +1098,8 @@ ssize_t fdcl_read(struct fs *fs, struct fs_inode *ino, uint64_t off,
 
 	if (!gid)
 		return -EOPNOTSUPP;
-	atomic_store(&ino->cl_read, true);   /* the kernel keeps these pages */
+	if (!atomic_load_explicit(&ino->cl_read, memory_order_relaxed))
+		atomic_store(&ino->cl_read, true);   /* the kernel keeps these pages */
 	/* the size from the home, in the same round as the blocks, unless
 	 * the range is within the bound and its owners vouch for it; then
 	 * only if one could not */
@@ -1439,8 +1441,8 @@ int fdcl_fsync(struct fs *fs, struct fs_inode *ino)
 	/* and pages this mount read: the writers' own fsync or close had
 	 * them dropped already (others_drop there), unless their home could
 	 * not be asked. Pages it only wrote are its own bytes, or another
-	 * writer's since, who had them dropped: an N-N writer's fsync drops
-	 * nothing (a drop of 256 MiB of pages took 10 % of a write's time) */
+	 * writer's since, who had them dropped: a writer that read nothing
+	 * keeps its pages (dropping them costs as much as writing them) */
 	if (atomic_exchange(&ino->cl_read, false))
 		fs_drop_pages(fs, ino);
 	if (!fs->cfg.fsync_backing || !gid)

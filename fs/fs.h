@@ -129,7 +129,7 @@ struct fs_inode {
 	 * mount's last CLOSE of the file (FRAME_FILE_WRITER) (lk) */
 	bool cl_wrote;
 	/* written, truncated or punched here since the other mounts last
-	 * dropped their pages of it (fdcl_others_drop) */
+	 * dropped their pages of it (others_drop in fdcl.c) (lk) */
 	bool cl_inval;
 	/* cluster mount: read here (the kernel keeps the pages) since this
 	 * mount last dropped its pages of it (fdcl_fsync, fs_drop_pages) */
