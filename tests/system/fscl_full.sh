@@ -143,6 +143,11 @@ got=$(stat -c %s "$T_DIR/m2/nospace")
 [ "$got" -gt 0 ] && cmp -s -n "$got" "$T_DIR/nref" "$T_DIR/m2/nospace" ||
   t_fail "the $got bytes written before ENOSPC read back wrong"
 rm -f "$T_DIR/m1/nospace"
+# its dirty blocks go once its last close is in at its home (a reader's
+# RELEASE may come after the unlink: then after the unlink's linger);
+# until then they fill the caches, which cannot write them back
+no_dirty() { [ "$(( $(fscl_stat 1 fcache_dirty_bytes) + $(fscl_stat 2 fcache_dirty_bytes) ))" = 0 ]; }
+t_wait 20 no_dirty || t_fail "the removed file's blocks stay dirty: $(fscl_why)"
 t_log "a full cache over a full backing: ENOSPC after $((got >> 20)) MiB, which read back"
 # a file closed while the backing is full: its write-backs fail, and
 # are tried again by themselves (no write, no close comes after) until
