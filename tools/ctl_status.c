@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <mntent.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -44,6 +45,8 @@ struct daemon {
 	char kind[16];
 	char name[256];
 	bool up;                /* answered info and stats */
+	int err;                /* why not (ctl_request's -errno) */
+	bool mounted;           /* a dead fs daemon's mount point is still mounted */
 	long pid;
 	double uptime_s;
 	char *s0, *s1;          /* stats text at the two samples (s1 may be NULL) */
@@ -263,7 +266,7 @@ static void view_swap(struct daemon *d)
 
 static void view_node(struct daemon *d)
 {
-	double v, alive, dead, unk;
+	double v, t, alive, dead, unk;
 	unsigned total, good;
 
 	if (now_num(d, "nodes_alive", &alive) && now_num(d, "nodes_dead", &dead) &&
@@ -281,6 +284,15 @@ static void view_node(struct daemon *d)
 		add_fig(d, "stores_s", "stores", U_PER_S, v);
 	if (rate(d, "page_fetches", &v))
 		add_fig(d, "fetches_s", "fetches", U_PER_S, v);
+	/* the file cache of cluster mounts (nvcached --cache-size) */
+	double used, dirty;
+	if (now_num(d, "fcache_total_bytes", &t) && t > 0 &&
+	    now_num(d, "fcache_used_bytes", &used) &&
+	    now_num(d, "fcache_dirty_bytes", &dirty)) {
+		add_fig(d, "fcache_used_bytes", "file cache", U_BYTES, used);
+		add_fig(d, "fcache_total_bytes", "of", U_BYTES, t);
+		add_fig(d, "fcache_dirty_bytes", "dirty", U_BYTES, dirty);
+	}
 	scan_peers(d, "node.", "dead", "peer", &total, &good);
 	problem_if_rising(d, "auth_failures", "connections failed authentication (wrong secret?)");
 	problem_if_rising(d, "bad_frames", "corrupt frames from peers");
@@ -369,8 +381,11 @@ static void ask_info(struct daemon *d)
 {
 	double v;
 
-	if (ctl_request(d->sock, "info", reply, sizeof(reply), ASK_MS) < 0)
+	ssize_t r = ctl_request(d->sock, "info", reply, sizeof(reply), ASK_MS);
+	if (r < 0) {
+		d->err = (int)r;
 		return;
+	}
 	/* a daemon older than "info" answers an error: shown without */
 	if (kvtext_num(reply, "pid", &v))
 		d->pid = (long)v;
@@ -401,12 +416,58 @@ static void sample_all(struct daemon *ds, unsigned n, double interval)
 	}
 }
 
+/* A dead nvcachefs's mount point, found by the name its socket was made
+ * from (ctl_name_from_path): its mounts stay until unmounted, and then
+ * every access there fails ("Transport endpoint is not connected"). */
+static void find_mount(struct daemon *d)
+{
+	FILE *f = setmntent("/proc/mounts", "r");
+	struct mntent *m;
+	char name[sizeof(d->name)];
+
+	if (!f)
+		return;
+	while ((m = getmntent(f))) {
+		if (strcmp(m->mnt_type, "fuse.nvcachefs"))
+			continue;
+		ctl_name_from_path(m->mnt_dir, name, sizeof(name));
+		if (!strcmp(name, d->name)) {
+			snprintf(d->name, sizeof(d->name), "%s", m->mnt_dir);
+			d->mounted = true;
+			break;
+		}
+	}
+	endmntent(f);
+}
+
+/* Why a daemon did not answer, and what to do about it. */
+static void explain_down(struct daemon *d)
+{
+	if (d->err == -ETIMEDOUT) {
+		add_problem(d, "alive but not answering within %.0f s (busy or "
+			    "stuck; its log says more)", ASK_MS / 1000.0);
+		return;
+	}
+	if (d->err != -ECONNREFUSED && d->err != -ENOENT) {
+		add_problem(d, "not answering: %s (socket %s)", strerror(-d->err), d->sock);
+		return;
+	}
+	if (!strcmp(d->kind, "fs"))
+		find_mount(d);
+	if (d->mounted)
+		add_problem(d, "nvcachefs is not running but its mount stays (files "
+			    "there fail: 'Transport endpoint is not connected'): "
+			    "fusermount3 -u %s, then mount it again", d->name);
+	else
+		add_problem(d, "not running: a dead daemon's stale socket %s (safe "
+			    "to remove)", d->sock);
+}
+
 static void fill_all(struct daemon *ds, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		if (!ds[i].up) {
-			add_problem(&ds[i], "not answering (a dead daemon's stale socket "
-				    "%s?)", ds[i].sock);
+			explain_down(&ds[i]);
 			continue;
 		}
 		const struct view *v = view_of(ds[i].kind);
@@ -555,8 +616,10 @@ static void print_json(const struct daemon *ds, unsigned n, double interval)
 		json_put_str(d->sock);
 		printf(", \"pid\": %ld, \"uptime_s\": %.0f, \"state\": \"%s\", \"figures\": {",
 		       d->pid, d->up ? d->uptime_s : -1, state_of(d));
-		for (unsigned k = 0; k < d->nfigs; k++)
-			printf("%s\"%s\": %.6g", k ? ", " : "", d->figs[k].key, d->figs[k].v);
+		for (unsigned k = 0; k < d->nfigs; k++) {
+			printf("%s\"%s\": ", k ? ", " : "", d->figs[k].key);
+			json_put_num(d->figs[k].v);
+		}
 		printf("}, \"problems\": [");
 		for (unsigned k = 0; k < d->nproblems; k++) {
 			printf("%s", k ? ", " : "");

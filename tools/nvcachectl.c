@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static char reply[CTL_MAX_REPLY];
@@ -97,6 +98,37 @@ static int ask(const char *path, const char *cmd, int quiet)
 	return !strncmp(reply, "error:", 6);
 }
 
+/* stats every secs seconds until killed. The screen is cleared only once
+ * the next stats are in hand (on a terminal; elsewhere each round starts
+ * with its time), so an error never wipes the last good figures: it is
+ * printed under them, and the watch goes on (a daemon restarting answers
+ * again). A daemon that does not answer at the start: 1, as stats. */
+static int watch(const char *path, int secs)
+{
+	bool tty = isatty(STDOUT_FILENO), shown = false;
+
+	for (;;) {
+		ssize_t n = ctl_request(path, "stats", reply, sizeof(reply), 5000);
+		char at[16];
+		time_t now = time(NULL);
+		strftime(at, sizeof(at), "%H:%M:%S", localtime(&now));
+		if (n < 0 && !shown)
+			return ask(path, "stats", 0);   /* says why */
+		if (n < 0) {
+			printf("nvcachectl: %s at %s: %s; trying again\n", path, at,
+			       strerror((int)-n));
+		} else {
+			printf(tty ? "\033[H\033[2J" : "--- %s\n", at);
+			fputs(reply, stdout);
+			if (n && reply[n - 1] != '\n')
+				putchar('\n');
+			shown = true;
+		}
+		fflush(stdout);
+		sleep(secs > 0 ? (unsigned)secs : 1);
+	}
+}
+
 /* --cluster FILE anywhere after the verb (status --json --cluster F)
  * moved to argv[i], the place ctl_cluster_run reads it from; the other
  * words keep their order. -1 (said) if no FILE follows it. */
@@ -179,16 +211,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(verb, "stats"))
 		return ask(path, "stats", 0);
-	if (!strcmp(verb, "watch")) {
-		int secs = i < argc ? atoi(argv[i]) : 1;
-		for (;;) {
-			printf("\033[H\033[2J");
-			if (ask(path, "stats", 0))
-				return 1;
-			fflush(stdout);
-			sleep(secs > 0 ? (unsigned)secs : 1);
-		}
-	}
+	if (!strcmp(verb, "watch"))
+		return watch(path, i < argc ? atoi(argv[i]) : 1);
 	/* send: the remaining words are the command. */
 	cmd[0] = 0;
 	for (; i < argc; i++) {

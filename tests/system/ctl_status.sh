@@ -3,8 +3,9 @@
 # three kinds of daemon at once (an nvcachefs mount, an nvswapd, two
 # nvcached): one table line each with the right pid, rates that follow
 # the traffic, a problem line for a dead peer and for a dead daemon's
-# socket, JSON that parses with the same facts, and Prometheus text that
-# Prometheus's own parser reads.
+# socket, a killed mount named by its path with how to clear it, JSON
+# that parses with the same facts, and Prometheus text that Prometheus's
+# own parser reads.
 T_TIMEOUT=${T_TIMEOUT:-120}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/nbd_common.bash"
@@ -95,6 +96,9 @@ assert got == want, (got, want)
 sw = [x for x in d if x["kind"] == "swap"][0]
 assert sw["figures"]["pages"] >= 6144, sw      # 24 MiB written
 assert all(x["uptime_s"] >= 0 for x in d)
+# whole counts are JSON integers, exact (not 2.10011e+10)
+nd = [x for x in d if x["kind"] == "node"][0]
+assert isinstance(nd["figures"]["offered_bytes"], int), nd
 EOF
 
 echo "== Prometheus text: parsed by prometheus_client"
@@ -122,10 +126,35 @@ cat "$T_DIR/s3"
 grep -Eq "^node +1 +${pid[1]} .* problem +nodes alive 1 of 2" "$T_DIR/s3" || t_fail "node 1 not shown with a problem"
 grep -Eq "^node +2 +- +- +down " "$T_DIR/s3" || t_fail "node 2 not shown down"
 grep -q "^  node 1: peer 2 dead$" "$T_DIR/s3" || t_fail "no 'peer 2 dead' line"
-grep -q "^  node 2: not answering" "$T_DIR/s3" || t_fail "no 'not answering' line"
+grep -q "^  node 2: not running: a dead daemon's stale socket" "$T_DIR/s3" || t_fail "no 'not running' line"
 "$ctl" metrics >"$T_DIR/m2"
 grep -q '^nvcache_up{name="2",kind="node"} 0$' "$T_DIR/m2" || t_fail "metrics: node 2 not down"
 grep -q '^nvcache_node_node_up{name="1",peer="2"} 0$' "$T_DIR/m2" || t_fail "metrics: peer 2 not down"
+
+echo "== a killed nvcachefs: its mount is named, and what to do"
+# watch goes on past the kill: the last stats stay, an error line follows
+timeout 4 "$ctl" watch "$T_DIR/m" 1 >"$T_DIR/w1" 2>&1 &
+watcher=$!
+sleep 1.5
+kill -9 "$fs_pid"
+wait $watcher
+grep -q "^mountpoint: $T_DIR/m" "$T_DIR/w1" || t_fail "watch showed no stats: $(cat "$T_DIR/w1")"
+grep -q "^--- [0-9:]*$" "$T_DIR/w1" || t_fail "watch to a file: no time line per round"
+grep -q "$(printf '\033')" "$T_DIR/w1" && t_fail "watch to a file wrote terminal escapes"
+grep -q "^nvcachectl: .* at [0-9:]*: .*; trying again$" "$T_DIR/w1" ||
+  t_fail "watch did not go on past the daemon's death: $(tail -3 "$T_DIR/w1")"
+timeout 4 "$ctl" watch "$T_DIR/m" >"$T_DIR/w2" 2>&1
+[ $? = 1 ] || t_fail "watch of a dead daemon did not exit 1"
+grep -q "$(printf '\033')" "$T_DIR/w2" && t_fail "watch cleared the screen before its error"
+"$ctl" status --interval 0 >"$T_DIR/s4" && t_fail "status exited 0 with a dead mount"
+cat "$T_DIR/s4"
+grep -Eq "^fs +$T_DIR/m +- +- +down " "$T_DIR/s4" || t_fail "the dead mount not shown by its path"
+grep -q "^  fs $T_DIR/m: nvcachefs is not running but its mount stays.*fusermount3 -u $T_DIR/m" "$T_DIR/s4" ||
+  t_fail "no line saying how to clear the dead mount"
+t_umount "$T_DIR/m"
+"$ctl" status --interval 0 >"$T_DIR/s5"
+grep -q "^  fs .*: not running: a dead daemon's stale socket" "$T_DIR/s5" ||
+  t_fail "an unmounted dead mount's socket not called stale: $(cat "$T_DIR/s5")"
 
 echo "== usage errors"
 "$ctl" status --interval x >/dev/null 2>&1; [ $? = 2 ] || t_fail "a bad --interval is not a usage error"
