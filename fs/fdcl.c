@@ -983,12 +983,15 @@ static int down_owner(struct fs *fs, struct fs_inode *ino, struct fcl_req *q,
 	struct frame_fop f = { .obj = q->f.obj, .blk = q->f.blk, .off = q->idx },
 			 rf = { 0 };
 	char note[96];
+	/* the home's size of a file (an open, a stat, a create) is counted
+	 * apart from a read's bytes */
+	bool size = q->f.blk == FMARK_SIZE_BLK;
 
 	if (shadow == q->idx)
 		return -EIO;
 	int r = fcl_call(fs->cl, shadow, FT_FILE_SHADOW, &f, NULL, 0, &rf, NULL, 0);
 	if (!r && !rf.flags) {
-		atomic_fetch_add(&fs->st.down_reads, 1);
+		atomic_fetch_add(size ? &fs->st.down_sizes : &fs->st.down_reads, 1);
 		return -ENOENT;
 	}
 	if (!r && q->f.blk == FMARK_SIZE_BLK && (rf.flags & FRAME_SHADOW_DIRTY) &&
@@ -1015,14 +1018,14 @@ static int down_owner(struct fs *fs, struct fs_inode *ino, struct fcl_req *q,
 			e = fcl_call(fs->cl, shadow, FT_FILE_SHADOW, &f, NULL, 0, &rf,
 				     NULL, 0);
 		if (e == 0 && !rf.flags) {
-			atomic_fetch_add(&fs->st.down_reads, 1);
+			atomic_fetch_add(&fs->st.down_reads, 1);   /* (not a size) */
 			return -ENOENT;
 		}
 		r = e;
 	}
 	if (!last)
 		return -EAGAIN;
-	atomic_fetch_add(&fs->st.down_lost, 1);
+	atomic_fetch_add(size ? &fs->st.down_lost_sizes : &fs->st.down_lost, 1);
 	char name[256];
 	/* each file named once at least; a file's repeats limited */
 	note[0] = 0;

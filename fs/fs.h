@@ -187,6 +187,8 @@ struct fs_stats {
 	 * shadow has no mark), refused (EIO: dirty there, or unknown), and
 	 * read from the shadow's replica (replicas=2) */
 	atomic_uint_fast64_t down_reads, down_lost, down_replica_reads, down_waits;
+	/* the same for a file's size at its down home (open, stat, create) */
+	atomic_uint_fast64_t down_sizes, down_lost_sizes;
 	/* cluster mount: last closes cluster-wide made here that had every
 	 * owner write the file back, and those after which nothing written
 	 * since the last write-back was left to write (no message sent) */

@@ -494,6 +494,8 @@ static ssize_t fs_ctl(void *arg, const char *cmd, char *out, size_t len)
 		{ "misses", atomic_load(&s->misses) },
 		{ "down_node_backing_reads", atomic_load(&s->down_reads) },
 		{ "down_node_lost_reads", atomic_load(&s->down_lost) },
+		{ "down_node_backing_sizes", atomic_load(&s->down_sizes) },
+		{ "down_node_lost_sizes", atomic_load(&s->down_lost_sizes) },
 		{ "down_node_waits", atomic_load(&s->down_waits) },
 		{ "down_node_replica_reads", atomic_load(&s->down_replica_reads) },
 		{ "last_close_writebacks", atomic_load(&s->last_close_wb) },

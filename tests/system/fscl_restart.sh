@@ -209,6 +209,10 @@ PY
 grep -q "node 2 is down and holds block .* of $m3/$dirtyf .*dirty, not written back" "$T_DIR/fs3.log" ||
   t_fail "the mount's log does not name $dirtyf: $(grep 'is down' "$T_DIR/fs3.log" | tail -1)"
 t_log "node 2 down: its clean blocks read from the backing, its dirty ones fail (EIO, the file named)"
+# mstat NAME: counter NAME of mount 3
+mstat() { "$(t_bin nvcachectl)" stats "$m3" | sed -n "s/^$1: //p"; }
+lost_reads=$(mstat down_node_lost_reads)
+[ "${lost_reads:-0}" -ge 1 ] || t_fail "the refused dirty reads not counted (down_node_lost_reads '$lost_reads')"
 # a file whose home is node 2: readable if its size is the backing's,
 # else EIO (stat and open), never the backing's stale size
 cmp "$T_DIR/chsize.ref" "$m3/$hcleanf" ||
@@ -225,6 +229,11 @@ for what, call in (("stat", os.stat), ("open", lambda p: os.open(p, os.O_RDONLY)
 PY
 grep -q "node 2 is down and holds the size, block .* of $m3/$hsizef " "$T_DIR/fs3.log" ||
   t_fail "the mount's log does not name $hsizef: $(grep 'is down' "$T_DIR/fs3.log" | tail -1)"
+# counted as refused sizes, not as refused reads
+[ "$(mstat down_node_lost_sizes)" -ge 2 ] ||
+  t_fail "the refused stat and open not counted: down_node_lost_sizes '$(mstat down_node_lost_sizes)'"
+[ "$(mstat down_node_lost_reads)" = "$lost_reads" ] ||
+  t_fail "a refused stat or open counted as a lost read ($lost_reads, now $(mstat down_node_lost_reads))"
 t_log "node 2 down: a file homed there reads whole if written back, else EIO (the file named)"
 # a directory's or a symlink's time is the backing's alone: set at
 # once whichever node is down (12 of each: some hash to node 2)
