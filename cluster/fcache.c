@@ -178,14 +178,18 @@ void fcache_set_peers(struct fcache *fc, uint32_t n_nodes, fcache_call_fn fn,
 	pthread_mutex_unlock(&fc->lk);
 }
 
-void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up)
+bool fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up)
 {
+	bool first = false;
+
 	pthread_mutex_lock(&fc->lk);
 	struct minst **p = &fc->mounts;
 	while (*p && (*p)->inst != inst)
 		p = &(*p)->next;
-	if (!*p && up && (*p = calloc(1, sizeof(**p))))
+	if (!*p && up && (*p = calloc(1, sizeof(**p)))) {
 		(*p)->inst = inst;
+		first = true;
+	}
 	if (*p && up) {
 		(*p)->conns++;
 		(*p)->gone_ns = 0;
@@ -193,6 +197,7 @@ void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up)
 		(*p)->gone_ns = clock_now_ns();
 	}
 	pthread_mutex_unlock(&fc->lk);
+	return first;
 }
 
 /* Every other node asked, node to node, to drop the object (doomed) or

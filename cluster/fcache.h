@@ -143,7 +143,9 @@ typedef int (*fcache_call_fn)(void *arg, uint32_t idx, uint32_t type,
 			      const struct frame_fop *f, struct frame_fop *rf);
 void fcache_set_peers(struct fcache *fc, uint32_t n_nodes, fcache_call_fn fn,
 		      void *arg);
-void fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up);
+/* fcache_mount_conn returns true for a run's first connection (a mount
+ * come, logged by the caller), else false. */
+bool fcache_mount_conn(struct fcache *fc, uint64_t inst, bool up);
 
 /* Size epochs: a small read or write needs no word with the home.
  * A file's size at its home only grows, but for a truncate that lowers

@@ -10,10 +10,13 @@
 #include "cluster/node_int.h"
 
 /* The connection holds its mount's run at the file cache until it ends;
- * keepalive ends it if the mount's machine goes silent (as for locks). */
+ * keepalive ends it if the mount's machine goes silent (as for locks).
+ * A mount opens several connections to each node: its first is logged. */
 static void mount_bind(struct node *n, struct inbound *ib)
 {
-	fcache_mount_conn(n->fc, ib->finst, true);
+	if (fcache_mount_conn(n->fc, ib->finst, true))
+		log_info("file cache: a mount connected from %s (run %016" PRIx64 ")",
+			 ib->c.peer, ib->finst);
 	lockserve_watch(ib->c.fd);
 }
 
@@ -441,7 +444,7 @@ static void *inbound_main(void *arg)
 	if (ib->peer.node_id)
 		node_heard(n, ib->peer.node_id, ib->peer.incarnation, NULL);
 	else
-		log_info("client connected from %s", ib->c.peer);
+		log_debug("client connected from %s", ib->c.peer);   /* (many a mount) */
 	/* Authenticated peers may stay idle; keepalive finds dead ones.
 	 * They may send a PAGE_STORE_MANY (the buffer for it is allocated
 	 * at the first); before the handshake nobody can make us allocate. */

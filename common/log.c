@@ -109,9 +109,14 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
-	/* a log file outlives the day: its lines carry the date */
+	/* a log file outlives the day: its lines carry the date; so does
+	 * stderr sent to a file (a daemon run with -f >>FILE, as the
+	 * quick start does), but not a terminal's */
+	static int stderr_tty = -1;
+	if (stderr_tty < 0)
+		stderr_tty = isatty(STDERR_FILENO);
 	int d = 0;
-	if (log_fd != STDERR_FILENO)
+	if (log_fd != STDERR_FILENO || !stderr_tty)
 		d = snprintf(line, sizeof(line), "%04d-%02d-%02d ", tm.tm_year + 1900,
 			     tm.tm_mon + 1, tm.tm_mday);
 	n = snprintf(line + d, sizeof(line) - (size_t)d, "%02d:%02d:%02d.%03ld %s[%d] %s: ",

@@ -1,5 +1,7 @@
 /* log.h - one logging call for every process: timestamped lines on stderr
- * (or syslog when a daemon has detached), with a per-process tag.
+ * (or syslog when a daemon has detached), with a per-process tag. A line
+ * starts "HH:MM:SS.mmm" on a terminal and "YYYY-MM-DD HH:MM:SS.mmm" in a
+ * file (log_to_file, or stderr sent to one).
  * Thread-safe: each line is written with a single write(2). */
 #pragma once
 #include <stdarg.h>

@@ -206,7 +206,9 @@ static void gone_writer(void **state)
 			 NULL, &r), 0);
 	assert_int_equal(r.fop.flags, FRAME_FILE_LAST);
 	/* mounts A and B hold it open; A goes */
-	fcache_mount_conn(fc, 0xA, true);
+	assert_true(fcache_mount_conn(fc, 0xA, true));   /* a mount come */
+	assert_false(fcache_mount_conn(fc, 0xA, true));  /* its second connection */
+	fcache_mount_conn(fc, 0xA, false);
 	struct frame_fop op = { .obj = 7, .len = 4, .flags = FRAME_FILE_HOME };
 	op.digest = 0xA;
 	assert_int_equal(call(fc, FT_FILE_OPEN, op, "hndl", &r), 0);
