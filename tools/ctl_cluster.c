@@ -259,22 +259,31 @@ static unsigned node_problems(const struct probe *p, char out[][160], unsigned m
 	return n;
 }
 
-/* The nodes' file caches (nvcached --cache-size), one line each, after
- * the table: nothing when no node that answered has one. */
+/* A node's file cache (nvcached --cache-size): its figures in v (the
+ * order of fcache_keys), or false when it did not answer or has none. */
+#define FCACHE_FIGS 6
+static const char *const fcache_keys[FCACHE_FIGS] = {
+	"fcache_total_bytes", "fcache_used_bytes", "fcache_dirty_bytes",
+	"fcache_written_back_bytes", "fcache_served_bytes", "fcache_files",
+};
+
+static bool fcache_of(const struct probe *p, uint64_t v[FCACHE_FIGS])
+{
+	bool have = !p->rc;
+	for (unsigned k = 0; k < FCACHE_FIGS && have; k++)
+		have = stat_u64(p, fcache_keys[k], &v[k]);
+	return have;
+}
+
+/* The nodes' file caches, one line each, after the table: nothing when
+ * no node that answered has one. */
 static void print_fcache(const struct cluster_config *cfg, const struct probe *pr)
 {
-	static const char *const keys[] = {
-		"fcache_total_bytes", "fcache_used_bytes", "fcache_dirty_bytes",
-		"fcache_written_back_bytes", "fcache_served_bytes", "fcache_files",
-	};
 	bool header = false;
 
 	for (unsigned i = 0; i < cfg->n_nodes; i++) {
-		uint64_t v[6];
-		bool have = !pr[i].rc;
-		for (unsigned k = 0; k < 6 && have; k++)
-			have = stat_u64(&pr[i], keys[k], &v[k]);
-		if (!have)
+		uint64_t v[FCACHE_FIGS];
+		if (!fcache_of(&pr[i], v))
 			continue;
 		if (!header) {
 			printf("file cache: %-5s %9s %9s %10s %17s %15s %7s\n", "node",
@@ -365,6 +374,16 @@ static void print_status_json(const char *file, const struct cluster_config *cfg
 		if (r.err) {
 			printf(", \"error\": ");
 			json_put_str(r.err);
+		}
+		/* "file_cache": {"total_bytes": ..., "files": ...}, the
+		 * counters without their fcache_ prefix */
+		uint64_t fv[FCACHE_FIGS];
+		if (fcache_of(&pr[i], fv)) {
+			printf(", \"file_cache\": {");
+			for (unsigned k = 0; k < FCACHE_FIGS; k++)
+				printf("%s\"%s\": %" PRIu64, k ? ", " : "",
+				       fcache_keys[k] + strlen("fcache_"), fv[k]);
+			printf("}");
 		}
 		printf(", \"problems\": [");
 		unsigned n = pr[i].rc ? 0 : node_problems(&pr[i], pl, 8);

@@ -180,6 +180,18 @@ t_log "layout: $lay1"
 timeout 30 "$(t_bin nvcachectl)" status --cluster "$conf" >"$T_DIR/st" || t_fail "status --cluster failed"
 [ "$(grep -cE '^ +[1-4] +64 ' "$T_DIR/st")" -eq 4 ] || t_fail "status --cluster: no file cache line per node: $(cat "$T_DIR/st")"
 grep -q '^file cache: node' "$T_DIR/st" || t_fail "status --cluster: no file cache header"
+# and the same in its JSON, per node
+timeout 30 "$(t_bin nvcachectl)" status --cluster "$conf" --json >"$T_DIR/stj" || t_fail "status --cluster --json failed"
+python3 - "$T_DIR/stj" <<'PY' || t_fail "status --cluster --json: no file cache per node: $(cat "$T_DIR/stj")"
+import json, sys
+nodes = json.load(open(sys.argv[1]))["nodes"]
+assert len(nodes) == 4
+for n in nodes:
+    fc = n["file_cache"]
+    assert fc["total_bytes"] == 64 << 20, fc
+    assert 0 <= fc["dirty_bytes"] <= fc["used_bytes"] <= fc["total_bytes"], fc
+    assert isinstance(fc["files"], int), fc
+PY
 
 # Unlinked while open on two nodes: nothing of it is written back, and
 # every node drops it once its home's linger after the last close (2 s)
