@@ -21,28 +21,44 @@
 /* conn_set_congestion's name; "" keeps the machine's. Written before the
  * process makes connections, read by each conn_prepare_socket. */
 static char congestion[16] = CONN_CONGESTION_DEFAULT;
+static bool congestion_named;   /* by the cluster file, not the default */
 
 void conn_set_congestion(const char *name)
 {
-	if (!name || !name[0])
+	congestion_named = name && name[0];
+	if (!congestion_named)
 		name = CONN_CONGESTION_DEFAULT;
 	snprintf(congestion, sizeof(congestion), "%s",
 		 strcmp(name, "system") ? name : "");
 }
 
-/* The congestion control asked for; where it cannot be set (a name the
- * kernel lacks, or one it does not allow this process: an unprivileged
- * process may use only net.ipv4.tcp_allowed_congestion_control's), the
- * machine's, said once. */
+static bool set_cc(int fd, const char *name)
+{
+	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name,
+			  (socklen_t)strlen(name)) == 0;
+}
+
+/* The congestion control asked for. The default, cubic, not allowed to
+ * this process (an unprivileged one may use only
+ * net.ipv4.tcp_allowed_congestion_control's, which holds reno and the
+ * machine's): reno, which paces no more than cubic. A name the cluster
+ * file gives, or reno too, that cannot be set (not in this kernel, not
+ * allowed): the machine's. Either logged once. */
 void conn_prepare_socket(int fd)
 {
 	static atomic_bool told;
 
-	if (!congestion[0] ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion,
-		       (socklen_t)strlen(congestion)) == 0)
+	if (!congestion[0] || set_cc(fd, congestion))
 		return;
 	int e = errno;
+	if (e == EPERM && !congestion_named && set_cc(fd, CONN_CONGESTION_UNPRIVILEGED)) {
+		if (!atomic_exchange(&told, true))
+			log_info("cluster connections: TCP congestion control %s is "
+				 "not allowed to this process (net.ipv4.tcp_allowed_"
+				 "congestion_control); they use %s", congestion,
+				 CONN_CONGESTION_UNPRIVILEGED);
+		return;
+	}
 	if (e != ENOPROTOOPT && e != EOPNOTSUPP && !atomic_exchange(&told, true))
 		log_warn("cluster connections: TCP congestion control %s not "
 			 "set (%s%s); they use the machine's", congestion,

@@ -35,9 +35,11 @@ void conn_init(struct conn *c, int fd);
  * cubic. Cubic because the machine's may be BBR, whose pacing arms a
  * timer for each burst a sender sends: over loopback, 4 nodes and 4
  * mounts writing, 18 % fewer MiB/s than cubic (docs/benchmarks.md).
- * Not set (not in this kernel, not allowed to this process): the
- * machine's, logged once. Call before making connections. */
+ * The default not allowed to this process (unprivileged): reno. A name
+ * not set (not in this kernel, not allowed to this process): the
+ * machine's. Logged once. Call before making connections. */
 #define CONN_CONGESTION_DEFAULT "cubic"
+#define CONN_CONGESTION_UNPRIVILEGED "reno"
 void conn_set_congestion(const char *name);
 /* Give a socket that congestion control: before connect(), or before
  * listen() (its connections inherit it). Set on a connection BBR began,

@@ -29,6 +29,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "cluster/auth.h"
@@ -1432,6 +1433,51 @@ static void congestion_control_set(void **state)
 	conn_set_congestion(NULL);
 }
 
+/* An unprivileged process (a mount run by a user) where cubic is not in
+ * net.ipv4.tcp_allowed_congestion_control: the default falls back to
+ * reno, allowed to everyone, not to the machine's (BBR here). Run in a
+ * child that gives up root; it reports by its exit status. */
+static int unprivileged_child(const char *want)
+{
+	char got[16];
+	socklen_t sl = sizeof(got);
+	struct conn c;
+	uint16_t port;
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return 10;
+	int lfd = listen_any(&port);
+	conn_set_congestion(NULL);
+	conn_prepare_socket(lfd);
+	if (conn_connect(&c, "127.0.0.1", port, 1000))
+		return 11;
+	memset(got, 0, sizeof(got));
+	if (getsockopt(c.fd, IPPROTO_TCP, TCP_CONGESTION, got, &sl))
+		return 12;
+	conn_close(&c);
+	close(lfd);
+	return strcmp(got, want) ? 13 : 0;
+}
+
+static void congestion_control_unprivileged(void **state)
+{
+	(void)state;
+
+	if (geteuid() != 0 ||
+	    !kernel_has("/proc/sys/net/ipv4/tcp_available_congestion_control", "cubic"))
+		skip();   /* (root gives itself up in the child) */
+	const char *want = kernel_has("/proc/sys/net/ipv4/tcp_allowed_congestion_control",
+				      "cubic") ? "cubic" : "reno";
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(unprivileged_child(want));
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1457,6 +1503,7 @@ int main(void)
 		cmocka_unit_test(mount_locks),
 		cmocka_unit_test(client_breaks_on_dead_node),
 		cmocka_unit_test(congestion_control_set),
+		cmocka_unit_test(congestion_control_unprivileged),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
