@@ -96,6 +96,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
 
 	if (level > log_max)
 		return;
+	/* callers log, then return -errno; a format may say %m */
+	int saved_errno = errno;
 	va_start(ap, fmt);
 	if (log_syslog) {
 		va_list cp;
@@ -104,6 +106,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 		va_end(cp);
 		if (!(log_errors_stderr && level == LOG_LVL_ERR)) {
 			va_end(ap);
+			errno = saved_errno;
 			return;
 		}
 	}
@@ -112,11 +115,15 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	/* a log file outlives the day: its lines carry the date; so does
 	 * stderr sent to a file (a daemon run with -f >>FILE, as the
 	 * quick start does), but not a terminal's */
-	static int stderr_tty = -1;
-	if (stderr_tty < 0)
-		stderr_tty = isatty(STDERR_FILENO);
+	static atomic_int stderr_tty = -1;   /* (every thread finds the same) */
+	int tty = atomic_load_explicit(&stderr_tty, memory_order_relaxed);
+	if (tty < 0) {
+		tty = isatty(STDERR_FILENO);
+		atomic_store_explicit(&stderr_tty, tty, memory_order_relaxed);
+		errno = saved_errno;
+	}
 	int d = 0;
-	if (log_fd != STDERR_FILENO || !stderr_tty)
+	if (log_fd != STDERR_FILENO || !tty)
 		d = snprintf(line, sizeof(line), "%04d-%02d-%02d ", tm.tm_year + 1900,
 			     tm.tm_mon + 1, tm.tm_mday);
 	n = snprintf(line + d, sizeof(line) - (size_t)d, "%02d:%02d:%02d.%03ld %s[%d] %s: ",
@@ -138,6 +145,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	    write(STDERR_FILENO, line + d, (size_t)(n - d)) < 0) {
 		/* nor there */
 	}
+	errno = saved_errno;
 }
 
 bool log_limit_at(struct log_limit *l, unsigned interval_s, uint64_t now_ns,

@@ -1,7 +1,8 @@
 /* log.h - one logging call for every process: timestamped lines on stderr
  * (or syslog when a daemon has detached), with a per-process tag. A line
- * starts "HH:MM:SS.mmm" on a terminal and "YYYY-MM-DD HH:MM:SS.mmm" in a
- * file (log_to_file, or stderr sent to one).
+ * starts "HH:MM:SS.mmm" on a terminal and "YYYY-MM-DD HH:MM:SS.mmm"
+ * elsewhere (log_to_file's file, or stderr that is not a terminal: a
+ * file, a pipe, the journal). errno is as the caller left it.
  * Thread-safe: each line is written with a single write(2). */
 #pragma once
 #include <stdarg.h>

@@ -53,7 +53,7 @@ struct daemon {
 	double dt;              /* seconds between them */
 	struct fig figs[MAX_FIGS];
 	unsigned nfigs;
-	char problems[MAX_PROBLEMS][200];
+	char problems[MAX_PROBLEMS][512];
 	unsigned nproblems;
 };
 
@@ -291,7 +291,7 @@ static void view_node(struct daemon *d)
 	    now_num(d, "fcache_dirty_bytes", &dirty)) {
 		add_fig(d, "fcache_used_bytes", "file cache", U_BYTES, used);
 		add_fig(d, "fcache_total_bytes", "of", U_BYTES, t);
-		add_fig(d, "fcache_dirty_bytes", "dirty", U_BYTES, dirty);
+		add_fig(d, "fcache_dirty_bytes", "file cache dirty", U_BYTES, dirty);
 	}
 	scan_peers(d, "node.", "dead", "peer", &total, &good);
 	problem_if_rising(d, "auth_failures", "connections failed authentication (wrong secret?)");
@@ -368,13 +368,14 @@ static unsigned discover(struct daemon *ds, unsigned max)
 	return n;
 }
 
-static char *ask_stats(const struct daemon *d)
+/* The daemon's stats text, or NULL with why in *err (-EPROTO: it
+ * answered an error). */
+static char *ask_stats(const struct daemon *d, int *err)
 {
 	ssize_t n = ctl_request(d->sock, "stats", reply, sizeof(reply), ASK_MS);
 
-	if (n < 0 || !strncmp(reply, "error:", 6))
-		return NULL;
-	return strdup(reply);
+	*err = n < 0 ? (int)n : !strncmp(reply, "error:", 6) ? -EPROTO : 0;
+	return *err ? NULL : strdup(reply);
 }
 
 static void ask_info(struct daemon *d)
@@ -390,7 +391,7 @@ static void ask_info(struct daemon *d)
 	if (kvtext_num(reply, "pid", &v))
 		d->pid = (long)v;
 	d->uptime_s = kvtext_num(reply, "uptime_s", &v) ? v : -1;
-	d->s0 = ask_stats(d);
+	d->s0 = ask_stats(d, &d->err);
 	d->up = d->s0 != NULL;
 }
 
@@ -411,7 +412,8 @@ static void sample_all(struct daemon *ds, unsigned n, double interval)
 	for (unsigned i = 0; i < n; i++) {
 		if (!ds[i].up)
 			continue;
-		ds[i].s1 = ask_stats(&ds[i]);
+		int err;
+		ds[i].s1 = ask_stats(&ds[i], &err);
 		ds[i].dt = dt;
 	}
 }
@@ -428,7 +430,9 @@ static void find_mount(struct daemon *d)
 	if (!f)
 		return;
 	while ((m = getmntent(f))) {
-		if (strcmp(m->mnt_type, "fuse.nvcachefs"))
+		/* (plain "fuse": a mount whose options could not name
+		 * its subtype, fs/main.c) */
+		if (strcmp(m->mnt_type, "fuse.nvcachefs") && strcmp(m->mnt_type, "fuse"))
 			continue;
 		ctl_name_from_path(m->mnt_dir, name, sizeof(name));
 		if (!strcmp(name, d->name)) {
@@ -448,6 +452,12 @@ static void explain_down(struct daemon *d)
 			    "stuck; its log says more)", ASK_MS / 1000.0);
 		return;
 	}
+	if (d->err == -EPROTO) {
+		add_problem(d, "answers, but refuses its stats (another program's "
+			    "socket, or a daemon of another version?): 'nvcachectl "
+			    "stats --socket %s' says why", d->sock);
+		return;
+	}
 	if (d->err != -ECONNREFUSED && d->err != -ENOENT) {
 		add_problem(d, "not answering: %s (socket %s)", strerror(-d->err), d->sock);
 		return;
@@ -457,7 +467,7 @@ static void explain_down(struct daemon *d)
 	if (d->mounted)
 		add_problem(d, "nvcachefs is not running but its mount stays (files "
 			    "there fail: 'Transport endpoint is not connected'): "
-			    "fusermount3 -u %s, then mount it again", d->name);
+			    "fusermount3 -u '%s', then mount it again", d->name);
 	else
 		add_problem(d, "not running: a dead daemon's stale socket %s (safe "
 			    "to remove)", d->sock);

@@ -81,20 +81,31 @@ static int target_path(int argc, char **argv, int *i, char *out, size_t len)
 	return ctl_socket_path("fs", esc, out, len);
 }
 
+/* Why a request to path failed (ctl_request's -errno), on stderr. */
+static void say_failed(const char *path, ssize_t n)
+{
+	fprintf(stderr, "nvcachectl: %s: %s%s\n", path, strerror((int)-n),
+		n == -ENOENT || n == -ECONNREFUSED ?
+		" (is the daemon running? see 'nvcachectl status')" : "");
+}
+
+static void put_reply(ssize_t n)
+{
+	fputs(reply, stdout);
+	if (n && reply[n - 1] != '\n')
+		putchar('\n');
+}
+
 static int ask(const char *path, const char *cmd, int quiet)
 {
 	ssize_t n = ctl_request(path, cmd, reply, sizeof(reply), 5000);
 
 	if (n < 0) {
 		if (!quiet)
-			fprintf(stderr, "nvcachectl: %s: %s%s\n", path, strerror((int)-n),
-				n == -ENOENT || n == -ECONNREFUSED ?
-				" (is the daemon running? see 'nvcachectl status')" : "");
+			say_failed(path, n);
 		return 1;
 	}
-	fputs(reply, stdout);
-	if (n && reply[n - 1] != '\n')
-		putchar('\n');
+	put_reply(n);
 	return !strncmp(reply, "error:", 6);
 }
 
@@ -102,26 +113,32 @@ static int ask(const char *path, const char *cmd, int quiet)
  * the next stats are in hand (on a terminal; elsewhere each round starts
  * with its time), so an error never wipes the last good figures: it is
  * printed under them, and the watch goes on (a daemon restarting answers
- * again). A daemon that does not answer at the start: 1, as stats. */
+ * again). A daemon that does not answer at the start, or answers an
+ * error: 1, as stats. */
 static int watch(const char *path, int secs)
 {
 	bool tty = isatty(STDOUT_FILENO), shown = false;
 
 	for (;;) {
 		ssize_t n = ctl_request(path, "stats", reply, sizeof(reply), 5000);
+		bool refused = n >= 0 && !strncmp(reply, "error:", 6);
 		char at[16];
 		time_t now = time(NULL);
 		strftime(at, sizeof(at), "%H:%M:%S", localtime(&now));
-		if (n < 0 && !shown)
-			return ask(path, "stats", 0);   /* says why */
-		if (n < 0) {
+		if (!shown && (n < 0 || refused)) {
+			if (n < 0)
+				say_failed(path, n);
+			else
+				put_reply(n);
+			return 1;
+		}
+		if (n < 0 || refused) {
+			reply[strcspn(reply, "\n")] = 0;
 			printf("nvcachectl: %s at %s: %s; trying again\n", path, at,
-			       strerror((int)-n));
+			       n < 0 ? strerror((int)-n) : reply);
 		} else {
 			printf(tty ? "\033[H\033[2J" : "--- %s\n", at);
-			fputs(reply, stdout);
-			if (n && reply[n - 1] != '\n')
-				putchar('\n');
+			put_reply(n);
 			shown = true;
 		}
 		fflush(stdout);

@@ -133,23 +133,27 @@ grep -q '^nvcache_node_node_up{name="1",peer="2"} 0$' "$T_DIR/m2" || t_fail "met
 
 echo "== a killed nvcachefs: its mount is named, and what to do"
 # watch goes on past the kill: the last stats stay, an error line follows
-timeout 4 "$ctl" watch "$T_DIR/m" 1 >"$T_DIR/w1" 2>&1 &
+"$ctl" watch "$T_DIR/m" 1 >"$T_DIR/w1" 2>&1 &
 watcher=$!
-sleep 1.5
+t_cleanup "kill $watcher 2>/dev/null"
+t_wait 15 grep -q "^mountpoint: $T_DIR/m" "$T_DIR/w1" || t_fail "watch showed no stats: $(cat "$T_DIR/w1")"
 kill -9 "$fs_pid"
-wait $watcher
-grep -q "^mountpoint: $T_DIR/m" "$T_DIR/w1" || t_fail "watch showed no stats: $(cat "$T_DIR/w1")"
+wait "$fs_pid" 2>/dev/null
+t_wait 15 grep -q "^nvcachectl: .* at [0-9:]*: .*; trying again$" "$T_DIR/w1" ||
+  t_fail "watch did not go on past the daemon's death: $(tail -3 "$T_DIR/w1")"
+kill "$watcher"
 grep -q "^--- [0-9:]*$" "$T_DIR/w1" || t_fail "watch to a file: no time line per round"
 grep -q "$(printf '\033')" "$T_DIR/w1" && t_fail "watch to a file wrote terminal escapes"
-grep -q "^nvcachectl: .* at [0-9:]*: .*; trying again$" "$T_DIR/w1" ||
-  t_fail "watch did not go on past the daemon's death: $(tail -3 "$T_DIR/w1")"
-timeout 4 "$ctl" watch "$T_DIR/m" >"$T_DIR/w2" 2>&1
-[ $? = 1 ] || t_fail "watch of a dead daemon did not exit 1"
+# on a terminal (script(1) gives it one), a daemon down at the start:
+# exit 1, the screen not cleared
+script -qec "timeout 10 '$ctl' watch '$T_DIR/m'" /dev/null >"$T_DIR/w2" 2>&1
+[ $? = 1 ] || t_fail "watch of a dead daemon did not exit 1: $(cat "$T_DIR/w2")"
+grep -q "Connection refused" "$T_DIR/w2" || t_fail "watch of a dead daemon: no reason: $(cat "$T_DIR/w2")"
 grep -q "$(printf '\033')" "$T_DIR/w2" && t_fail "watch cleared the screen before its error"
 "$ctl" status --interval 0 >"$T_DIR/s4" && t_fail "status exited 0 with a dead mount"
 cat "$T_DIR/s4"
 grep -Eq "^fs +$T_DIR/m +- +- +down " "$T_DIR/s4" || t_fail "the dead mount not shown by its path"
-grep -q "^  fs $T_DIR/m: nvcachefs is not running but its mount stays.*fusermount3 -u $T_DIR/m" "$T_DIR/s4" ||
+grep -q "^  fs $T_DIR/m: nvcachefs is not running but its mount stays.*fusermount3 -u '$T_DIR/m'" "$T_DIR/s4" ||
   t_fail "no line saying how to clear the dead mount"
 t_umount "$T_DIR/m"
 "$ctl" status --interval 0 >"$T_DIR/s5"

@@ -209,6 +209,6 @@ t_log "a mount unmounted cleanly: counted gone, no warning"
 # connection of its pools); the log lines carry the date
 grep -Eq "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+ nvcached\[[0-9]+\] info: file cache: a mount connected from 127.0.0.1:[0-9]+ \(run [0-9a-f]{16}\)" "$T_DIR"/node1-*.log ||
   t_fail "node 1 does not log a mount's coming, dated: $(grep -hm2 connected "$T_DIR"/node1-*.log)"
-grep -q "client connected" "$T_DIR"/node*.log &&
+grep -q "info: client connected" "$T_DIR"/node*.log &&
   t_fail "a line per connection at info: $(grep -m1 'client connected' "$T_DIR"/node*.log)"
 fscl_stop
