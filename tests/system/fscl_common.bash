@@ -36,6 +36,8 @@ fscl_layout() { getfattr --absolute-names --only-values -n user.nvcache.layout "
 
 # fscl_stat I KEY: one value of node I's nvcached stats.
 fscl_stat() { cluster_stat "$1" "$2"; }
+# fscl_mount_stat MOUNT KEY: one value of `nvcachectl stats MOUNT`
+fscl_mount_stat() { "$(t_bin nvcachectl)" stats "$1" 2>/dev/null | awk -F': ' -v k="$2" '$1 == k { print $2 }'; }
 
 # fscl_stop [nodes-first]: every mount unmounted and its nvcachefs exited
 # 0 (under a sanitizer: no error, no leak), and every node stopped by

@@ -127,6 +127,9 @@ grep "writes or opens held for room" "$T_DIR/status.out" >/dev/null ||
 grep -q "^fs .*/m1 .*cluster node 1 of 2" "$T_DIR/status.out" &&
   ! grep -q "^fs .*cache 0 B of 0 B" "$T_DIR/status.out" ||
   t_fail "nvcachectl status shows cluster mounts wrong: $(cat "$T_DIR/status.out")"
+# and a node's line its file cache (FSCL_CACHE, 4 MiB), with the dirty part
+grep -Eq "^node +1 .*file cache [0-9.]+ (B|KiB|MiB) of 4.0 MiB, file cache dirty [0-9.]+ (B|KiB|MiB)" "$T_DIR/status.out" ||
+  t_fail "nvcachectl status shows no file cache on node 1: $(cat "$T_DIR/status.out")"
 t_log "16 MiB into full caches over a backing frozen for ${FSCL_FREEZE_S:-15} s: the writers waited $((t1 - t0)) s ($waits answers FULL), no error; a stat and read meanwhile took $sms ms; a writer killed -9 ${tfull} s in went in $kms ms"
 
 # a backing full itself: the write-back fails with ENOSPC, so a writer

@@ -205,7 +205,7 @@ if got != ref:
     diff = next((i for i in range(min(len(got), len(ref))) if got[i] != ref[i]), min(len(got), len(ref)))
     sys.exit("%d bytes read of %d, first difference at %d" % (len(got), len(ref), diff))
 PY
-reads=$("$(t_bin nvcachectl)" stats "$m3" | sed -n 's/^down_node_replica_reads: //p')
+reads=$(fscl_mount_stat "$m3" down_node_replica_reads)
 [ "${reads:-0}" -gt 0 ] || t_fail "mount 3 read nothing from the replicas"
 t_log "node 2 down: every byte of $f reads through mount 3 ($reads ranges from node 3's replicas)"
 # (mount 3 never opened it: the unit from the backing file's xattr)

@@ -209,8 +209,7 @@ PY
 grep -q "node 2 is down and holds block .* of $m3/$dirtyf .*dirty, not written back" "$T_DIR/fs3.log" ||
   t_fail "the mount's log does not name $dirtyf: $(grep 'is down' "$T_DIR/fs3.log" | tail -1)"
 t_log "node 2 down: its clean blocks read from the backing, its dirty ones fail (EIO, the file named)"
-# mstat NAME: counter NAME of mount 3
-mstat() { "$(t_bin nvcachectl)" stats "$m3" | sed -n "s/^$1: //p"; }
+mstat() { fscl_mount_stat "$m3" "$1"; }
 lost_reads=$(mstat down_node_lost_reads)
 [ "${lost_reads:-0}" -ge 1 ] || t_fail "the refused dirty reads not counted (down_node_lost_reads '$lost_reads')"
 # a file whose home is node 2: readable if its size is the backing's,
@@ -368,7 +367,7 @@ failed=$(grep -c failed "$T_DIR/acked.1")
 [ "$failed" -gt 0 ] || t_fail "no write through mount 3 (down_wait=0) failed while node 2 was down: was it?"
 ! grep -q failed "$T_DIR/acked.0" ||
   t_fail "$(grep -c failed "$T_DIR/acked.0") writes through mount 1 failed: they should have waited for node 2"
-waits=$("$(t_bin nvcachectl)" stats "$m1" | sed -n 's/^down_node_waits: //p')
+waits=$(fscl_mount_stat "$m1" down_node_waits)
 [ "${waits:-0}" -gt 0 ] || t_fail "mount 1 counts no write that waited for node 2"
 grep -q "node 2 is down: the requests that need it wait" "$T_DIR/fs1.log" ||
   t_fail "mount 1 does not log that it waits for node 2"
